@@ -1,0 +1,32 @@
+# Sluice. The two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+
+.PHONY: demo test test-unit bench lint build clean
+
+## demo: the embedded demo (simulated plant, in-memory stores, accelerated time). No services needed.
+demo:
+	$(GO) run ./cmd/sluice demo
+
+## test: installs and starts what the tests need, then runs every test.
+test: test-unit
+
+test-unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## bench: benchmarks, printed as JSON on the last line.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## lint: go vet and staticcheck.
+lint:
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+build:
+	$(GO) build ./...
+
+clean:
+	rm -rf $(BIN) .aws-sam

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// labCommands lists the subcommands of `sluice lab`. Each lives in its own
+// file (lab_step.go, lab_compare.go, ...).
+func labCommands() []command {
+	return []command{}
+}
+
+func runLab(args []string, stdout, stderr io.Writer) int {
+	sub := labCommands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		w := stdout
+		if len(args) == 0 {
+			w = stderr
+		}
+		fmt.Fprintln(w, "usage: sluice lab <experiment> [flags]")
+		fmt.Fprintln(w)
+		for _, c := range sub {
+			fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		}
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range sub {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice lab: unknown experiment %q\n", args[0])
+	return 2
+}

@@ -1,0 +1,60 @@
+// Command sluice is the command-line tool of Sluice: the lab (step tests,
+// identification, tuning, closed-loop comparisons), the embedded demo, the
+// parameter editor and the dashboard.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand: it parses its own flags from args and returns
+// the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands. Each lives in its own file.
+func commands() []command {
+	return []command{
+		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: runLab},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sluice <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'sluice <command> -h' for the flags of a command.")
+}
+
+// run dispatches to a subcommand. Exit codes: 0 success, 1 the command failed,
+// 2 bad usage or bad input.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}

@@ -1,0 +1,3 @@
+module github.com/sluice-dev/sluice
+
+go 1.26.8
