@@ -1,0 +1,109 @@
+// Package testenv tells integration tests where the real services are
+// (moto_server, MariaDB, Kafka, Prometheus, the Lambda Runtime Interface
+// Emulator). `make test` starts them with localstack/stack/up.sh and exports
+// SLUICE_INTEGRATION=1, under which a missing service fails the test instead
+// of skipping it: CI never passes by skipping an integration test.
+package testenv
+
+import (
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// Required reports whether integration services are required
+// (SLUICE_INTEGRATION=1, set by `make test`).
+func Required() bool { return os.Getenv("SLUICE_INTEGRATION") == "1" }
+
+// unavailable skips the test, or fails it when services are required.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("integration service unavailable (SLUICE_INTEGRATION=1): "+format, args...)
+	}
+	t.Skipf("integration service unavailable (run `make test` to start it): "+format, args...)
+}
+
+func dial(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// AWSEndpoint returns the local AWS endpoint (moto_server or LocalStack),
+// from AWS_ENDPOINT_URL, after checking that it answers.
+func AWSEndpoint(t testing.TB) string {
+	t.Helper()
+	ep := os.Getenv("AWS_ENDPOINT_URL")
+	if ep == "" {
+		unavailable(t, "AWS_ENDPOINT_URL is not set")
+		return ""
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		t.Fatalf("AWS_ENDPOINT_URL %q: %v", ep, err)
+	}
+	if err := dial(u.Host); err != nil {
+		unavailable(t, "AWS endpoint %s: %v", ep, err)
+	}
+	return ep
+}
+
+// MySQLDSN returns the go-sql-driver DSN of the test MariaDB (SLUICE_MYSQL_DSN),
+// after checking that its port answers.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("SLUICE_MYSQL_DSN")
+	if dsn == "" {
+		unavailable(t, "SLUICE_MYSQL_DSN is not set")
+		return ""
+	}
+	addr := os.Getenv("SLUICE_MYSQL_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:3306"
+	}
+	if err := dial(addr); err != nil {
+		unavailable(t, "MariaDB at %s: %v", addr, err)
+	}
+	return dsn
+}
+
+// KafkaBrokers returns the seed broker of the real Kafka broker
+// (SLUICE_KAFKA_BROKERS), after checking that it answers.
+func KafkaBrokers(t testing.TB) string {
+	t.Helper()
+	b := os.Getenv("SLUICE_KAFKA_BROKERS")
+	if b == "" {
+		unavailable(t, "SLUICE_KAFKA_BROKERS is not set")
+		return ""
+	}
+	if err := dial(b); err != nil {
+		unavailable(t, "Kafka at %s: %v", b, err)
+	}
+	return b
+}
+
+// Binary returns the path of an executable named by the environment variable
+// env (for example SLUICE_PROMETHEUS_BIN, SLUICE_RIE_BIN, SLUICE_CHROMIUM_BIN),
+// falling back to a lookup of name in PATH.
+func Binary(t testing.TB, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		unavailable(t, "%s=%s does not exist", env, p)
+		return ""
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		unavailable(t, "%s not set and %s not in PATH", env, name)
+		return ""
+	}
+	return p
+}
