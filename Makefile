@@ -25,6 +25,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+# Targets of each part of the system (e2e-controller, bench-consumers, up, down, ...).
+include $(wildcard mk/*.mk)
+
 build:
 	$(GO) build ./...
 
