@@ -1,0 +1,52 @@
+package consume
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// Source delivers messages and learns their fate. A message that is neither
+// acknowledged nor released comes back by itself after the source's timeout
+// (SQS visibility timeout, Kafka uncommitted offset), so a crash loses nothing.
+type Source interface {
+	// Receive returns up to max messages; it may block (long polling) until
+	// at least one is there or ctx ends, and may return none.
+	Receive(ctx context.Context, max int) ([]Message, error)
+	// Ack tells the source that msgs are stored: delete them (SQS) or allow
+	// their offsets to be committed (Kafka).
+	Ack(ctx context.Context, msgs []Message) error
+	// Release gives back msgs that were not stored, for redelivery.
+	Release(ctx context.Context, msgs []Message) error
+}
+
+// DeadLetterer is the optional capability of a Source to move poison
+// messages to a dead-letter queue or topic itself, with their reason. A
+// Source without it gets its poison messages released instead, so that its
+// own redrive policy (SQS maxReceiveCount) moves them; the reason is logged.
+type DeadLetterer interface {
+	DeadLetter(ctx context.Context, poison []Poison) error
+}
+
+// Sink stores messages at the destination (MySQL, an HTTP service).
+type Sink interface {
+	// Store stores msgs and returns one Result per message, in order. A
+	// non-nil error means that none of msgs is stored (all retryable); the
+	// results are then ignored. Storing an ID twice must not duplicate it.
+	Store(ctx context.Context, msgs []Message) ([]Result, error)
+}
+
+// RateReader reads the allowed rate of a loop (the RATE item). It returns an
+// error wrapping loop.ErrNotFound when the loop has no RATE item.
+type RateReader interface {
+	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+}
+
+// Clock is the time a consumer runs on: the wall clock in production, a fake
+// or accelerated one in tests and the demo.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d, or returns ctx.Err() when ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
