@@ -1,0 +1,12 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/loop/storetest"
+)
+
+func TestRateContract(t *testing.T) {
+	storetest.TestRate(t, func(*testing.T) storetest.RateStore { return memstore.New() })
+}

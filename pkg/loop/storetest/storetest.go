@@ -1,0 +1,117 @@
+// Package storetest is the contract test suite of the loop stores: every
+// implementation (memstore, ddbstore on moto or DynamoDB) runs the same
+// tests, so that the controller and the consumers can rely on the same
+// semantics whichever store they are given.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// RateStore is the RATE part of a store.
+type RateStore interface {
+	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+	WriteRate(ctx context.Context, r loop.Rate) error
+}
+
+// TestRate runs the RATE contract against a fresh store from newStore.
+func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 29, 23, 0, 0, 123456789, time.UTC)
+
+	t.Run("missing", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.ReadRate(ctx, "nope")
+		if !errors.Is(err, loop.ErrNotFound) {
+			t.Fatalf("ReadRate(%q) error = %v; want loop.ErrNotFound", "nope", err)
+		}
+	})
+
+	t.Run("round trip", func(t *testing.T) {
+		tests := []struct {
+			name string
+			rate loop.Rate
+		}{
+			{"plain", loop.Rate{Loop: "orders", PerSecond: 123.25, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 7}},
+			{"zero rate", loop.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
+			{"weights", loop.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
+				Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := newStore(t)
+				if err := s.WriteRate(ctx, tt.rate); err != nil {
+					t.Fatalf("WriteRate: %v", err)
+				}
+				got, err := s.ReadRate(ctx, tt.rate.Loop)
+				if err != nil {
+					t.Fatalf("ReadRate(%q): %v", tt.rate.Loop, err)
+				}
+				assertRate(t, got, tt.rate)
+			})
+		}
+	})
+
+	t.Run("overwrite", func(t *testing.T) {
+		s := newStore(t)
+		first := loop.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
+			Weights: map[string]float64{"a": 1}}
+		second := loop.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
+		for _, r := range []loop.Rate{first, second} {
+			if err := s.WriteRate(ctx, r); err != nil {
+				t.Fatalf("WriteRate: %v", err)
+			}
+		}
+		got, err := s.ReadRate(ctx, "l")
+		if err != nil {
+			t.Fatalf("ReadRate: %v", err)
+		}
+		assertRate(t, got, second)
+	})
+
+	t.Run("loops are separate", func(t *testing.T) {
+		s := newStore(t)
+		a := loop.Rate{Loop: "a", PerSecond: 1, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
+		b := loop.Rate{Loop: "b", PerSecond: 2, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 5}
+		for _, r := range []loop.Rate{a, b} {
+			if err := s.WriteRate(ctx, r); err != nil {
+				t.Fatalf("WriteRate: %v", err)
+			}
+		}
+		for _, want := range []loop.Rate{a, b} {
+			got, err := s.ReadRate(ctx, want.Loop)
+			if err != nil {
+				t.Fatalf("ReadRate(%q): %v", want.Loop, err)
+			}
+			assertRate(t, got, want)
+		}
+	})
+
+	t.Run("empty loop id refused", func(t *testing.T) {
+		s := newStore(t)
+		if err := s.WriteRate(ctx, loop.Rate{PerSecond: 1}); err == nil {
+			t.Fatal("WriteRate with empty loop id = nil; want an error")
+		}
+	})
+}
+
+func assertRate(t *testing.T, got, want loop.Rate) {
+	t.Helper()
+	if got.Loop != want.Loop || got.PerSecond != want.PerSecond || got.Tick != want.Tick ||
+		!got.WrittenAt.Equal(want.WrittenAt) || !got.ExpiresAt.Equal(want.ExpiresAt) {
+		t.Errorf("rate = %+v; want %+v", got, want)
+	}
+	if len(got.Weights) != len(want.Weights) {
+		t.Errorf("weights = %v; want %v", got.Weights, want.Weights)
+	}
+	for k, v := range want.Weights {
+		if got.Weights[k] != v {
+			t.Errorf("weights[%q] = %v; want %v", k, got.Weights[k], v)
+		}
+	}
+}
