@@ -1,0 +1,147 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// DefaultRatePeriod is the default bound on the age of a cached rate: a rate
+// change reaches every consumer within one period, and each consumer reads
+// RATE at most once per period (not once per message or per batch).
+const DefaultRatePeriod = time.Second
+
+// Peers counts the live consumers that share a loop's allowed rate; each
+// takes an equal share. See docs/consumers.md for the trade-offs.
+type Peers interface {
+	Live(ctx context.Context) (int, error)
+}
+
+// FixedPeers is a fixed number of consumers: the event source mapping's
+// MaximumConcurrency, or the ECS service's desired count.
+type FixedPeers int
+
+var _ Peers = FixedPeers(1)
+
+// Live returns n (at least 1).
+func (n FixedPeers) Live(context.Context) (int, error) { return max(int(n), 1), nil }
+
+// Allowed is the rate a consumer may use, as last read.
+type Allowed struct {
+	// Total is the loop's allowed aggregate rate (messages/s).
+	Total float64
+	// Share is this consumer's part of Total: Total / Peers.
+	Share float64
+	// Peers is the number of consumers sharing Total.
+	Peers int
+	// Fallback is true when RATE was missing, stale or unreadable and the
+	// configured safe rate is in force; Reason says why.
+	Fallback bool
+	Reason   string
+	// ReadAt is when RATE was read (by the consumer's clock).
+	ReadAt time.Time
+}
+
+// RateCacheConfig configures a RateCache.
+type RateCacheConfig struct {
+	// Loop is the loop id whose RATE item is read.
+	Loop string
+	// Period bounds the age of the cached rate (DefaultRatePeriod when 0).
+	Period time.Duration
+	// SafeRate is the aggregate rate used when RATE is missing, expired or
+	// unreadable (messages/s, shared among peers like a real rate).
+	SafeRate float64
+	// MaxAge treats a RATE written longer ago than this as stale even if it
+	// has no expiry (0: only ExpiresAt counts).
+	MaxAge time.Duration
+}
+
+// RateCache reads a loop's RATE at most once per Period and hands out the
+// cached value in between. A value it returns is never older than Period.
+// Missing, expired or unreadable rates fall back to SafeRate, logged and
+// counted in Stats.RateFallbacks. It is safe for concurrent use.
+type RateCache struct {
+	cfg    RateCacheConfig
+	reader RateReader
+	peers  Peers
+	clock  Clock
+	log    *slog.Logger
+	stats  *Stats
+
+	mu  sync.Mutex
+	cur Allowed
+	ok  bool // cur holds a read
+}
+
+// NewRateCache returns a cache over reader. peers may be nil (one consumer);
+// stats may be nil.
+func NewRateCache(cfg RateCacheConfig, reader RateReader, peers Peers, clock Clock, log *slog.Logger, stats *Stats) *RateCache {
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultRatePeriod
+	}
+	if peers == nil {
+		peers = FixedPeers(1)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if stats == nil {
+		stats = &Stats{}
+	}
+	return &RateCache{cfg: cfg, reader: reader, peers: peers, clock: clock, log: log, stats: stats}
+}
+
+// Period returns the cache period.
+func (c *RateCache) Period() time.Duration { return c.cfg.Period }
+
+// Allowed returns the rate in force, reading RATE when the cached value is
+// Period old or older.
+func (c *RateCache) Allowed(ctx context.Context) Allowed {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	if c.ok && now.Sub(c.cur.ReadAt) < c.cfg.Period {
+		return c.cur
+	}
+	a := c.read(ctx, now)
+	c.cur, c.ok = a, true
+	c.stats.setAllowed(a)
+	return a
+}
+
+func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
+	n, err := c.peers.Live(ctx)
+	if err != nil || n < 1 {
+		c.log.WarnContext(ctx, "count live consumers failed; assuming previous count", "loop", c.cfg.Loop, "err", err)
+		n = max(c.cur.Peers, 1)
+	}
+	a := Allowed{Peers: n, ReadAt: now}
+	r, err := c.reader.ReadRate(ctx, c.cfg.Loop)
+	switch {
+	case errors.Is(err, loop.ErrNotFound):
+		a.Fallback, a.Reason = true, "rate missing"
+	case err != nil:
+		a.Fallback, a.Reason = true, fmt.Sprintf("read rate: %v", err)
+	case r.Expired(now):
+		a.Fallback, a.Reason = true, fmt.Sprintf("rate expired at %s", r.ExpiresAt.Format(time.RFC3339))
+	case c.cfg.MaxAge > 0 && !r.WrittenAt.IsZero() && now.Sub(r.WrittenAt) > c.cfg.MaxAge:
+		a.Fallback, a.Reason = true, fmt.Sprintf("rate written at %s is older than %s", r.WrittenAt.Format(time.RFC3339), c.cfg.MaxAge)
+	case math.IsNaN(r.PerSecond) || r.PerSecond < 0:
+		a.Fallback, a.Reason = true, fmt.Sprintf("rate %v is invalid", r.PerSecond)
+	default:
+		a.Total = r.PerSecond
+	}
+	if a.Fallback {
+		a.Total = c.cfg.SafeRate
+		c.stats.RateFallbacks.Add(1)
+		c.log.WarnContext(ctx, "using safe rate", "loop", c.cfg.Loop, "reason", a.Reason, "safe_rate", c.cfg.SafeRate)
+	}
+	a.Share = a.Total / float64(n)
+	return a
+}
