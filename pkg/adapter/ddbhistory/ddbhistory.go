@@ -1,0 +1,270 @@
+// Package ddbhistory stores the dashboard's history: one item per loop per
+// controller tick, in the same DynamoDB table as the loop's PARAMS, STATE and
+// RATE items, with a TTL so that DynamoDB deletes it after a few days.
+//
+// Item layout (pk = loop id, sk = "HIST#" + zero-padded unix milliseconds, so
+// that a Query on the sort key returns the ticks in time order):
+//
+//	pk        S     loop id
+//	sk        S     HIST#000001796000000000
+//	t         N     tick time, unix milliseconds
+//	setpoint  N     CPU setpoint, percent
+//	measured  N|NULL measured CPU, percent; NULL when stale or missing
+//	rate      N     allowed rate, messages/s
+//	consumed  N|NULL consumed rate, messages/s
+//	p, i, ff  N     controller terms, messages/s
+//	saturated BOOL  output at a bound or slew limit
+//	stale     BOOL  metric stale or missing
+//	depth     N|NULL queue depth or lag, messages
+//	mode      S     auto, manual or shadow
+//	ttl       N     expiry, unix seconds (the table's TTL attribute)
+//
+// Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
+// dashboard.HistoryReader and have the Append method the controller calls.
+package ddbhistory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/dashboard"
+)
+
+// SortKeyPrefix is the prefix of history items' sort keys.
+const SortKeyPrefix = "HIST#"
+
+// DefaultRetention is how long a history item lives before its TTL expires.
+const DefaultRetention = 72 * time.Hour
+
+var (
+	_ dashboard.HistoryReader = (*Store)(nil)
+	_ dashboard.LoopLister    = (*Store)(nil)
+)
+
+// Client is the part of the DynamoDB API that Store uses; *dynamodb.Client
+// implements it.
+type Client interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// Store reads and writes history items in a DynamoDB table.
+type Store struct {
+	client    Client
+	table     string
+	retention time.Duration
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRetention sets how long items live (their ttl attribute); the default
+// is DefaultRetention.
+func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+
+// New returns a Store on the given table.
+func New(client Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, retention: DefaultRetention}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// SortKey returns the sort key of the history item at t.
+func SortKey(t time.Time) string {
+	return fmt.Sprintf("%s%018d", SortKeyPrefix, t.UnixMilli())
+}
+
+func n(v float64) types.AttributeValue {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return &types.AttributeValueMemberNULL{Value: true}
+	}
+	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(v, 'g', -1, 64)}
+}
+
+// Item returns the DynamoDB item of p for the loop.
+func (s *Store) Item(loopID string, p dashboard.Point) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk":        &types.AttributeValueMemberS{Value: loopID},
+		"sk":        &types.AttributeValueMemberS{Value: SortKey(p.T)},
+		"t":         &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.UnixMilli(), 10)},
+		"setpoint":  n(p.Setpoint),
+		"measured":  n(p.Measured),
+		"rate":      n(p.Rate),
+		"consumed":  n(p.Consumed),
+		"p":         n(p.P),
+		"i":         n(p.I),
+		"ff":        n(p.FF),
+		"saturated": &types.AttributeValueMemberBOOL{Value: p.Saturated},
+		"stale":     &types.AttributeValueMemberBOOL{Value: p.Stale},
+		"depth":     n(p.Depth),
+		"mode":      &types.AttributeValueMemberS{Value: p.Mode},
+		"ttl":       &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.Add(s.retention).Unix(), 10)},
+	}
+}
+
+// Append writes the history item of one tick. Writing the same tick twice
+// overwrites it, so a retried controller invocation does not duplicate it.
+func (s *Store) Append(ctx context.Context, loopID string, p dashboard.Point) error {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.Item(loopID, p)})
+	if err != nil {
+		return fmt.Errorf("write history of loop %s at %s: %w", loopID, p.T.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// Last returns the newest n points of the loop, oldest first.
+func (s *Store) Last(ctx context.Context, loopID string, n int) ([]dashboard.Point, error) {
+	ps, err := s.query(ctx, loopID, SortKeyPrefix, false, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
+		ps[i], ps[j] = ps[j], ps[i]
+	}
+	return ps, nil
+}
+
+// Since returns at most n points after t (exclusive), oldest first.
+func (s *Store) Since(ctx context.Context, loopID string, t time.Time, n int) ([]dashboard.Point, error) {
+	return s.query(ctx, loopID, SortKey(t), true, n)
+}
+
+// query reads history items whose sort key is above from (or all of them when
+// from is the bare prefix), in the given order, at most n (n <= 0: all).
+func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n int) ([]dashboard.Point, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: loopID},
+			":lo": &types.AttributeValueMemberS{Value: from},
+			":hi": &types.AttributeValueMemberS{Value: SortKeyPrefix + "~"},
+		},
+		ScanIndexForward: aws.Bool(forward),
+	}
+	var out []dashboard.Point
+	for {
+		if n > 0 {
+			in.Limit = aws.Int32(int32(min(n-len(out)+1, 1000)))
+		}
+		res, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("read history of loop %s: %w", loopID, err)
+		}
+		for _, it := range res.Items {
+			if sk, _ := it["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == from {
+				continue // Since is exclusive of t
+			}
+			p, err := decode(it)
+			if err != nil {
+				return nil, fmt.Errorf("read history of loop %s: %w", loopID, err)
+			}
+			out = append(out, p)
+			if n > 0 && len(out) == n {
+				return out, nil
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+func getN(it map[string]types.AttributeValue, name string) (float64, error) {
+	switch v := it[name].(type) {
+	case *types.AttributeValueMemberN:
+		f, err := strconv.ParseFloat(v.Value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("attribute %s = %q: %w", name, v.Value, err)
+		}
+		return f, nil
+	case nil, *types.AttributeValueMemberNULL:
+		return math.NaN(), nil
+	default:
+		return 0, fmt.Errorf("attribute %s: want a number, got %T", name, v)
+	}
+}
+
+func getBool(it map[string]types.AttributeValue, name string) bool {
+	v, _ := it[name].(*types.AttributeValueMemberBOOL)
+	return v != nil && v.Value
+}
+
+// decode turns a history item back into a point.
+func decode(it map[string]types.AttributeValue) (dashboard.Point, error) {
+	var p dashboard.Point
+	ms, err := getN(it, "t")
+	if err != nil {
+		return p, err
+	}
+	if math.IsNaN(ms) {
+		sk, _ := it["sk"].(*types.AttributeValueMemberS)
+		if sk == nil {
+			return p, fmt.Errorf("history item without t or sk")
+		}
+		v, err := strconv.ParseInt(strings.TrimPrefix(sk.Value, SortKeyPrefix), 10, 64)
+		if err != nil {
+			return p, fmt.Errorf("history item sk %q: %w", sk.Value, err)
+		}
+		ms = float64(v)
+	}
+	p.T = time.UnixMilli(int64(ms)).UTC()
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{
+		{"setpoint", &p.Setpoint}, {"measured", &p.Measured}, {"rate", &p.Rate},
+		{"consumed", &p.Consumed}, {"p", &p.P}, {"i", &p.I}, {"ff", &p.FF}, {"depth", &p.Depth},
+	} {
+		if *f.dst, err = getN(it, f.name); err != nil {
+			return p, err
+		}
+	}
+	p.Saturated = getBool(it, "saturated")
+	p.Stale = getBool(it, "stale")
+	if m, _ := it["mode"].(*types.AttributeValueMemberS); m != nil {
+		p.Mode = m.Value
+	}
+	return p, nil
+}
+
+// Loops lists the loops of the table: the partition keys of its PARAMS
+// items. It scans the table (reading every item, history included), so the
+// dashboard calls it once per page load, not per poll.
+func (s *Store) Loops(ctx context.Context) ([]string, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		FilterExpression:          aws.String("sk = :params"),
+		ProjectionExpression:      aws.String("pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":params": &types.AttributeValueMemberS{Value: "PARAMS"}},
+	}
+	var ids []string
+	for {
+		res, err := s.client.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list loops in table %s: %w", s.table, err)
+		}
+		for _, it := range res.Items {
+			if pk, _ := it["pk"].(*types.AttributeValueMemberS); pk != nil {
+				ids = append(ids, pk.Value)
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	return ids, nil
+}

@@ -1,0 +1,232 @@
+package ddbhistory_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/dashboard"
+)
+
+// history is what the contract suite exercises: the reader plus Append.
+type history interface {
+	dashboard.HistoryReader
+	Append(ctx context.Context, loopID string, p dashboard.Point) error
+}
+
+var tableSeq atomic.Int64
+
+// newTable creates a fresh table (pk, sk) on the local AWS endpoint.
+func newTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	name := strings.ToLower(fmt.Sprintf("sluice-hist-%d-%d", time.Now().UnixNano(), tableSeq.Add(1)))
+	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+	return client, name
+}
+
+func point(t0 time.Time, k int) dashboard.Point {
+	p := dashboard.Point{
+		T: t0.Add(time.Duration(k) * time.Minute), Setpoint: 70, Measured: 60 + float64(k),
+		Rate: 1000 + float64(k), Consumed: 990 + float64(k), P: float64(k), I: -float64(k), FF: 1200,
+		Saturated: k%3 == 0, Stale: k%4 == 0, Depth: 5000 - float64(k), Mode: "auto",
+	}
+	if p.Stale {
+		p.Measured = math.NaN()
+	}
+	return p
+}
+
+func same(a, b dashboard.Point) bool {
+	eq := func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) }
+	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
+		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
+		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode
+}
+
+// contract is the suite every history implementation passes.
+func contract(t *testing.T, newHistory func(t *testing.T) history) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+
+	t.Run("Last returns the newest points oldest first", func(t *testing.T) {
+		h := newHistory(t)
+		for k := range 10 {
+			if err := h.Append(ctx, "a", point(t0, k)); err != nil {
+				t.Fatalf("Append(%d) = %v", k, err)
+			}
+		}
+		_ = h.Append(ctx, "b", point(t0, 100))
+		got, err := h.Last(ctx, "a", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("Last(a, 3) returned %d points; want 3", len(got))
+		}
+		for i, k := range []int{7, 8, 9} {
+			if want := point(t0, k); !same(got[i], want) {
+				t.Errorf("Last(a, 3)[%d] = %+v; want %+v", i, got[i], want)
+			}
+		}
+	})
+	t.Run("Since is exclusive and bounded", func(t *testing.T) {
+		h := newHistory(t)
+		for k := range 10 {
+			_ = h.Append(ctx, "a", point(t0, k))
+		}
+		got, err := h.Since(ctx, "a", point(t0, 4).T, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || !same(got[0], point(t0, 5)) || !same(got[1], point(t0, 6)) {
+			t.Fatalf("Since(t4, 2) = %+v; want points 5 and 6", got)
+		}
+		all, _ := h.Since(ctx, "a", time.Time{}, 0)
+		if len(all) != 10 {
+			t.Errorf("Since(zero, 0) returned %d points; want 10", len(all))
+		}
+		none, _ := h.Since(ctx, "a", point(t0, 9).T, 5)
+		if len(none) != 0 {
+			t.Errorf("Since(last) returned %d points; want 0", len(none))
+		}
+	})
+	t.Run("same tick overwrites", func(t *testing.T) {
+		h := newHistory(t)
+		p := point(t0, 1)
+		_ = h.Append(ctx, "a", p)
+		p.Rate = 42
+		_ = h.Append(ctx, "a", p)
+		got, _ := h.Last(ctx, "a", 10)
+		if len(got) != 1 || got[0].Rate != 42 {
+			t.Fatalf("after two appends at one tick Last = %+v; want one point with rate 42", got)
+		}
+	})
+	t.Run("unknown loop is empty", func(t *testing.T) {
+		h := newHistory(t)
+		got, err := h.Last(ctx, "nope", 5)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("Last(nope) = %v, %v; want empty, nil", got, err)
+		}
+	})
+}
+
+func TestMemoryContract(t *testing.T) {
+	contract(t, func(t *testing.T) history { return ddbhistory.NewMemory(0) })
+}
+
+func TestMemoryCapacity(t *testing.T) {
+	ctx := context.Background()
+	m := ddbhistory.NewMemory(5)
+	t0 := time.Unix(0, 0)
+	for k := range 12 {
+		_ = m.Append(ctx, "a", point(t0, k))
+	}
+	got, _ := m.Last(ctx, "a", 0)
+	if len(got) != 5 || !same(got[0], point(t0, 7)) {
+		t.Fatalf("Memory(5) after 12 appends holds %d points starting %v; want 5 starting at point 7", len(got), got[0].T)
+	}
+}
+
+func TestStoreContract(t *testing.T) {
+	contract(t, func(t *testing.T) history {
+		c, table := newTable(t)
+		return ddbhistory.New(c, table)
+	})
+}
+
+func TestStoreItemTTLAndLoops(t *testing.T) {
+	ctx := context.Background()
+	c, table := newTable(t)
+	s := ddbhistory.New(c, table, ddbhistory.WithRetention(48*time.Hour))
+	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+	if err := s.Append(ctx, "orders", point(t0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "orders"},
+		"sk": &types.AttributeValueMemberS{Value: ddbhistory.SortKey(t0)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, _ := out.Item["ttl"].(*types.AttributeValueMemberN)
+	if want := fmt.Sprint(t0.Add(48 * time.Hour).Unix()); ttl == nil || ttl.Value != want {
+		t.Errorf("ttl = %v; want %s", out.Item["ttl"], want)
+	}
+	if _, ok := out.Item["measured"].(*types.AttributeValueMemberNULL); !ok {
+		t.Errorf("measured of a stale point = %#v; want NULL", out.Item["measured"])
+	}
+	for _, id := range []string{"orders", "billing"} {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: id}, "sk": &types.AttributeValueMemberS{Value: "PARAMS"},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	loops, err := s.Loops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sorted(loops), ",") != "billing,orders" {
+		t.Errorf("Loops() = %v; want [billing orders]", loops)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestSortKeyOrdersByTime(t *testing.T) {
+	tests := []struct{ a, b time.Time }{
+		{time.Unix(9, 0), time.Unix(10, 0)},
+		{time.Unix(999_999, 0), time.Unix(1_000_000, 0)},
+		{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2286, 12, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		if ka, kb := ddbhistory.SortKey(tt.a), ddbhistory.SortKey(tt.b); ka >= kb {
+			t.Errorf("SortKey(%v) = %q >= SortKey(%v) = %q", tt.a, ka, tt.b, kb)
+		}
+	}
+}

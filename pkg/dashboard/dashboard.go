@@ -1,0 +1,162 @@
+// Package dashboard serves Sluice's web dashboard: for each loop, live charts
+// of setpoint, measured CPU, allowed and consumed rate, the P, I and
+// feedforward terms and the queue depth, with saturated and stale periods
+// shaded, and a form that edits the loop's PARAMS item after validating it
+// with the controller's own code.
+//
+// The package declares the small interfaces it needs (HistoryReader,
+// ParamsReader, ParamsWriter, Validator, LoopLister); adapters implement them
+// for DynamoDB (pkg/adapter/ddbhistory and the loop's PARAMS store) and in
+// memory (this package's Memory* types, used by the demo and tests). Its
+// HTML, CSS and JavaScript are embedded: no CDN, no build step.
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+)
+
+// Point is one controller tick of one loop, as the dashboard charts it and as
+// a history item stores it.
+type Point struct {
+	// T is the tick time.
+	T time.Time
+	// Setpoint is the CPU setpoint, percent.
+	Setpoint float64
+	// Measured is the measured CPU, percent; NaN when the metric was missing
+	// or stale.
+	Measured float64
+	// Rate is the allowed rate the controller computed, messages/s.
+	Rate float64
+	// Consumed is the rate the consumers actually achieved, messages/s; NaN
+	// when unknown.
+	Consumed float64
+	// P, I and FF are the proportional, integral and feedforward terms of
+	// the controller output, messages/s.
+	P, I, FF float64
+	// Saturated reports that the output hit a bound or the slew limit.
+	Saturated bool
+	// Stale reports that the metric was missing or stale at this tick.
+	Stale bool
+	// Depth is the queue depth (SQS) or consumer lag (Kafka), messages; NaN
+	// when unknown.
+	Depth float64
+	// Mode is the loop's mode at this tick: auto, manual or shadow.
+	Mode string
+}
+
+// pointJSON is Point on the wire: unknown values (NaN) are null.
+type pointJSON struct {
+	T         int64    `json:"t"` // unix milliseconds
+	Setpoint  *float64 `json:"setpoint"`
+	Measured  *float64 `json:"measured"`
+	Rate      *float64 `json:"rate"`
+	Consumed  *float64 `json:"consumed"`
+	P         *float64 `json:"p"`
+	I         *float64 `json:"i"`
+	FF        *float64 `json:"ff"`
+	Saturated bool     `json:"saturated"`
+	Stale     bool     `json:"stale"`
+	Depth     *float64 `json:"depth"`
+	Mode      string   `json:"mode,omitempty"`
+}
+
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func unnum(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// MarshalJSON encodes the point with its time in unix milliseconds and
+// unknown (NaN) values as null.
+func (p Point) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pointJSON{
+		T: p.T.UnixMilli(), Setpoint: num(p.Setpoint), Measured: num(p.Measured),
+		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
+		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var j pointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Point{
+		T: time.UnixMilli(j.T).UTC(), Setpoint: unnum(j.Setpoint), Measured: unnum(j.Measured),
+		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
+		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
+	}
+	return nil
+}
+
+// HistoryReader reads a loop's history, oldest point first.
+type HistoryReader interface {
+	// Last returns the newest n points of the loop.
+	Last(ctx context.Context, loopID string, n int) ([]Point, error)
+	// Since returns the points after t (exclusive), at most n of them, the
+	// oldest first.
+	Since(ctx context.Context, loopID string, t time.Time, n int) ([]Point, error)
+}
+
+// Params is a loop's PARAMS item as the dashboard edits it: attribute name to
+// value, where values are JSON numbers (float64), strings or booleans. The
+// field names are those of the controller's parameters; the dashboard does
+// not interpret them beyond "mode", and leaves validation to a Validator.
+type Params map[string]any
+
+// ParamsStatus is what the dashboard shows of a loop's PARAMS item.
+type ParamsStatus struct {
+	// Params are the parameters in force (the last valid ones).
+	Params Params `json:"params"`
+	// Refusal is the reason the last edit was refused, "" when the last edit
+	// was accepted. An edit made outside the dashboard (aws dynamodb
+	// update-item) is refused by the controller, which records the reason.
+	Refusal string `json:"refusal,omitempty"`
+	// UpdatedAt is when the parameters were last written; zero if unknown.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// ParamsReader reads a loop's parameters and refusal status.
+type ParamsReader interface {
+	Params(ctx context.Context, loopID string) (ParamsStatus, error)
+}
+
+// ParamsWriter writes a loop's PARAMS item. The dashboard validates before it
+// writes; the writer stores what it is given.
+type ParamsWriter interface {
+	SetParams(ctx context.Context, loopID string, p Params) error
+}
+
+// Validator checks parameters with the same code the controller uses (for
+// example loop.Params.Validate after decoding). A non-nil error is a refusal
+// whose message a person can act on.
+type Validator interface {
+	Validate(p Params) error
+}
+
+// ValidatorFunc adapts a function to Validator.
+type ValidatorFunc func(p Params) error
+
+// Validate calls f(p).
+func (f ValidatorFunc) Validate(p Params) error { return f(p) }
+
+// LoopLister lists the loops a table holds.
+type LoopLister interface {
+	Loops(ctx context.Context) ([]string, error)
+}
+
+// ErrNotFound is returned by readers when a loop or item does not exist.
+var ErrNotFound = errors.New("not found")
