@@ -1,0 +1,159 @@
+package cwmetric_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+func TestReadMetricsMoto(t *testing.T) {
+	ep := testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := cwmetric.NewClient(cfg, ep)
+	now := time.Now().UTC().Truncate(time.Second)
+	db := fmt.Sprintf("db-%d", now.UnixNano())
+	other := db + "-other"
+
+	// Three datapoints for db (the newest 2 minutes ago), one for other in a
+	// custom namespace with two dimensions.
+	put := func(ns, name string, dims map[string]string, at time.Time, v float64) {
+		t.Helper()
+		var d []types.Dimension
+		for k, val := range dims {
+			d = append(d, types.Dimension{Name: aws.String(k), Value: aws.String(val)})
+		}
+		_, err := client.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{
+			Namespace: aws.String(ns),
+			MetricData: []types.MetricDatum{{
+				MetricName: aws.String(name), Dimensions: d, Timestamp: aws.Time(at), Value: aws.Float64(v),
+				Unit: types.StandardUnitPercent,
+			}},
+		})
+		if err != nil {
+			t.Fatalf("PutMetricData: %v", err)
+		}
+	}
+	rdsDims := map[string]string{"DBInstanceIdentifier": db}
+	put("AWS/RDS", "CPUUtilization", rdsDims, now.Add(-6*time.Minute), 40)
+	put("AWS/RDS", "CPUUtilization", rdsDims, now.Add(-4*time.Minute), 50)
+	put("AWS/RDS", "CPUUtilization", rdsDims, now.Add(-2*time.Minute), 65)
+	put("Custom/App", "Busy", map[string]string{"Service": other, "Zone": "a"}, now.Add(-3*time.Minute), 12.5)
+
+	queries := []loop.MetricQuery{
+		{Source: loop.SourceCloudWatch, Dimensions: rdsDims},
+		{Source: loop.SourceCloudWatch, Namespace: "Custom/App", Metric: "Busy", Statistic: "Maximum",
+			Dimensions: map[string]string{"Service": other, "Zone": "a"}, Period: time.Minute},
+		{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": db + "-missing"}},
+		{Source: loop.SourcePrometheus, PromQL: "up"},
+	}
+	got, err := cwmetric.New(client).ReadMetrics(ctx, queries, now)
+	if err != nil {
+		t.Fatalf("ReadMetrics: %v", err)
+	}
+	if len(got) != len(queries) {
+		t.Fatalf("ReadMetrics returned %d samples; want %d", len(got), len(queries))
+	}
+	tests := []struct {
+		name  string
+		found bool
+		value float64
+		at    time.Time
+	}{
+		{"rds default", true, 65, now.Add(-2 * time.Minute)},
+		{"custom namespace", true, 12.5, now.Add(-3 * time.Minute)},
+		{"missing", false, 0, time.Time{}},
+	}
+	for i, tt := range tests {
+		s := got[i]
+		if s.Err != nil || s.Found != tt.found || s.Value != tt.value || !s.Time.Equal(tt.at) {
+			t.Errorf("%s: sample = %+v; want found=%v value=%v time=%v", tt.name, s, tt.found, tt.value, tt.at)
+		}
+	}
+	if got[3].Err == nil {
+		t.Errorf("prometheus query through the CloudWatch reader: Err = nil; want an error")
+	}
+}
+
+// fakeAPI records GetMetricData calls and answers each query with one
+// datapoint whose value is the query's index, splitting answers over pages of
+// pageSize results.
+type fakeAPI struct {
+	pageSize int
+	calls    []*cloudwatch.GetMetricDataInput
+}
+
+func (f *fakeAPI) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	cp := *in
+	f.calls = append(f.calls, &cp)
+	start := 0
+	if in.NextToken != nil {
+		fmt.Sscan(*in.NextToken, &start)
+	}
+	end := min(start+f.pageSize, len(in.MetricDataQueries))
+	out := &cloudwatch.GetMetricDataOutput{}
+	for _, q := range in.MetricDataQueries[start:end] {
+		var v float64
+		fmt.Sscan(aws.ToString(q.MetricStat.Metric.Dimensions[0].Value), &v)
+		out.MetricDataResults = append(out.MetricDataResults, types.MetricDataResult{
+			Id: q.Id, Timestamps: []time.Time{in.EndTime.Add(-time.Minute)}, Values: []float64{v},
+		})
+	}
+	if end < len(in.MetricDataQueries) {
+		out.NextToken = aws.String(fmt.Sprint(end))
+	}
+	return out, nil
+}
+
+func TestReadMetricsBatches(t *testing.T) {
+	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	tests := []struct {
+		queries, pageSize, wantCalls int
+	}{
+		{1, 500, 1},
+		{100, 500, 1},
+		{500, 500, 1},
+		{501, 500, 2},
+		{1000, 500, 2},
+		{1000, 200, 6}, // two batches of 500, each in three pages
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d queries, pages of %d", tt.queries, tt.pageSize), func(t *testing.T) {
+			qs := make([]loop.MetricQuery, tt.queries)
+			for i := range qs {
+				qs[i] = loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint(i)}}
+			}
+			api := &fakeAPI{pageSize: tt.pageSize}
+			got, err := cwmetric.New(api).ReadMetrics(context.Background(), qs, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(api.calls) != tt.wantCalls {
+				t.Errorf("GetMetricData calls = %d; want %d", len(api.calls), tt.wantCalls)
+			}
+			for _, c := range api.calls {
+				if n := len(c.MetricDataQueries); n > cwmetric.MaxQueriesPerCall {
+					t.Errorf("call with %d queries; want at most %d", n, cwmetric.MaxQueriesPerCall)
+				}
+			}
+			for i, s := range got {
+				if !s.Found || s.Value != float64(i) || !s.Time.Equal(now.Add(-time.Minute)) {
+					t.Fatalf("sample %d = %+v; want value %d at %v", i, s, i, now.Add(-time.Minute))
+				}
+			}
+		})
+	}
+}
