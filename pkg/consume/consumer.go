@@ -80,15 +80,15 @@ type Consumer struct {
 	stats *Stats
 }
 
-// New returns a Consumer. stats may be shared with the RateCache; log may be
-// nil.
+// New returns a Consumer. stats nil means the RateCache's counters (the
+// usual choice: one Stats per consumer); log may be nil.
 func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger, stats *Stats) *Consumer {
 	cfg = cfg.withDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if stats == nil {
-		stats = &Stats{}
+		stats = rates.stats
 	}
 	return &Consumer{
 		cfg:   cfg,

@@ -1,0 +1,131 @@
+package consume_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+func TestRateCacheReadsOncePerPeriod(t *testing.T) {
+	clk := newFakeClock()
+	store := memqueue.NewRates()
+	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour)})
+	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: time.Second, SafeRate: 1}, store, consume.FixedPeers(4), clk, nil, nil)
+	for range 10_000 { // 10 s of asks, every millisecond
+		a := c.Allowed(context.Background())
+		if a.Total != 100 || a.Share != 25 || a.Peers != 4 || a.Fallback {
+			t.Fatalf("Allowed() = %+v; want total 100, share 25 of 4", a)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	if got := store.Reads(); got != 10 {
+		t.Errorf("reads over 10 s = %d; want 10 (one per period)", got)
+	}
+}
+
+func TestRateCacheFallsBack(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		rate   *loop.Rate
+		err    error
+		maxAge time.Duration
+		want   float64
+		fb     bool
+	}{
+		{name: "fresh", rate: &loop.Rate{PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, want: 40},
+		{name: "no expiry", rate: &loop.Rate{PerSecond: 40}, want: 40},
+		{name: "missing", want: 8, fb: true},
+		{name: "expired", rate: &loop.Rate{PerSecond: 40, ExpiresAt: now}, want: 8, fb: true},
+		{name: "too old", rate: &loop.Rate{PerSecond: 40, WrittenAt: now.Add(-10 * time.Minute)}, maxAge: 5 * time.Minute, want: 8, fb: true},
+		{name: "negative", rate: &loop.Rate{PerSecond: -1}, want: 8, fb: true},
+		{name: "read error", rate: &loop.Rate{PerSecond: 40}, err: errors.New("throttled"), want: 8, fb: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			store := memqueue.NewRates()
+			if tt.rate != nil {
+				r := *tt.rate
+				r.Loop = "l"
+				store.Put(r)
+			}
+			store.SetErr(tt.err)
+			stats := &consume.Stats{}
+			c := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", SafeRate: 8, MaxAge: tt.maxAge}, store, nil, clk, nil, stats)
+			a := c.Allowed(context.Background())
+			if a.Total != tt.want || a.Fallback != tt.fb {
+				t.Errorf("Allowed() = %v (fallback %v, %q); want %v (fallback %v)", a.Total, a.Fallback, a.Reason, tt.want, tt.fb)
+			}
+			wantFB := int64(0)
+			if tt.fb {
+				wantFB = 1
+			}
+			if got := stats.RateFallbacks.Load(); got != wantFB {
+				t.Errorf("RateFallbacks = %d; want %d", got, wantFB)
+			}
+			if tt.fb && a.Reason == "" {
+				t.Errorf("fallback without a reason")
+			}
+		})
+	}
+}
+
+// TestRateChangeReachesEveryConsumerWithinOnePeriod: eight consumers whose
+// caches were filled at different instants all pace at the new rate one
+// cache period after the controller wrote it.
+func TestRateChangeReachesEveryConsumerWithinOnePeriod(t *testing.T) {
+	const n = 8
+	period := time.Second
+	clk := newFakeClock()
+	store := memqueue.NewRates()
+	store.Put(loop.Rate{Loop: "l", PerSecond: 80})
+	var consumers []*consume.Consumer
+	for i := range n {
+		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: period, SafeRate: 1}, store, consume.FixedPeers(n), clk, nil, nil)
+		c := consume.New(consume.Config{BatchSize: 10}, rc, memqueue.NewSink(), clk, nil, nil)
+		c.ReceiveSize(context.Background()) // fills the cache
+		consumers = append(consumers, c)
+		clk.Advance(period / n * time.Duration(i+1) / time.Duration(n)) // staggered
+	}
+	clk.Advance(period / 3)
+	store.Put(loop.Rate{Loop: "l", PerSecond: 800})
+	changed := clk.Now()
+	for step := time.Duration(0); step <= period; step += period / 20 {
+		for _, c := range consumers {
+			c.ReceiveSize(context.Background())
+		}
+		clk.Advance(period / 20)
+	}
+	if clk.Now().Sub(changed) > period+period/20 {
+		t.Fatalf("test advanced %v; want about one period", clk.Now().Sub(changed))
+	}
+	for i, c := range consumers {
+		if got := c.Pacer().Rate(); got != 100 {
+			t.Errorf("consumer %d paces at %v/s one period after the change; want 100 (800/%d)", i, got, n)
+		}
+		if total, share, _ := c.Stats().AllowedRate(); total != 800 || share != 100 {
+			t.Errorf("consumer %d stats allowed = %v, share %v; want 800, 100", i, total, share)
+		}
+	}
+}
+
+func ExampleRateCache() {
+	store := memqueue.NewRates()
+	store.Put(loop.Rate{Loop: "orders", PerSecond: 300})
+	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 10}, store, consume.FixedPeers(3), consume.WallClock{}, nil, nil)
+	a := c.Allowed(context.Background())
+	fmt.Println(a.Total, a.Share, a.Fallback)
+	store.Delete("orders")
+	// Still cached: within one period nothing is read again.
+	fmt.Println(c.Allowed(context.Background()).Total)
+	// Output:
+	// 300 100 false
+	// 300
+}
