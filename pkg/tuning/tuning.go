@@ -1,0 +1,246 @@
+// Package tuning computes PI and PID gains from a first-order-plus-dead-time
+// model (control.FOPDT) by the classic rules:
+//
+//   - SIMC, Skogestad's simple IMC rule (S. Skogestad, "Simple analytic rules
+//     for model reduction and PID controller tuning", J. Process Control 13
+//     (2003) 291-309), the default. Its PID form adds the derivative time
+//     theta/3 of the "improved" SIMC rule (C. Grimholt and S. Skogestad,
+//     "Optimal PI and PID control of first-order plus delay processes and
+//     evaluation of the original and improved SIMC rules", J. Process Control
+//     70 (2018) 36-46).
+//   - IMC or lambda tuning (D. E. Rivera, M. Morari and S. Skogestad,
+//     "Internal model control. 4. PID controller design", Ind. Eng. Chem.
+//     Process Des. Dev. 25 (1986) 252-265).
+//   - Ziegler-Nichols' reaction-curve rule (J. G. Ziegler and N. B. Nichols,
+//     "Optimum settings for automatic controllers", Trans. ASME 64 (1942)
+//     759-768).
+//   - Cohen-Coon (G. H. Cohen and G. A. Coon, "Theoretical consideration of
+//     retarded control", Trans. ASME 75 (1953) 827-834).
+//
+// Gains are in the ideal parallel form u = Kp e + Ki integral(e) + Kd de/dt,
+// with Ki = Kp/Ti and Kd = Kp*Td; rules stated in the series form are
+// converted. With the plant gain in points of CPU per message/s, Kp is in
+// messages/s per point of CPU, Ki in messages/s per point-second and Kd in
+// message per point.
+package tuning
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// Rule names a tuning rule.
+type Rule string
+
+// The tuning rules.
+const (
+	SIMC           Rule = "simc"
+	IMC            Rule = "imc"
+	ZieglerNichols Rule = "zn"
+	CohenCoon      Rule = "cc"
+)
+
+// Rules lists the rules, default first.
+func Rules() []Rule { return []Rule{SIMC, IMC, ZieglerNichols, CohenCoon} }
+
+// ParseRule returns the rule named s (simc, imc, zn or cc; "lambda",
+// "ziegler-nichols" and "cohen-coon" are accepted too).
+func ParseRule(s string) (Rule, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "simc", "":
+		return SIMC, nil
+	case "imc", "lambda":
+		return IMC, nil
+	case "zn", "ziegler-nichols":
+		return ZieglerNichols, nil
+	case "cc", "cohen-coon":
+		return CohenCoon, nil
+	}
+	return "", fmt.Errorf("unknown tuning rule %q: want simc, imc, zn or cc", s)
+}
+
+// Form is the controller structure to tune for.
+type Form string
+
+// The controller forms.
+const (
+	PI  Form = "pi"
+	PID Form = "pid"
+)
+
+// ParseForm returns the form named s (pi or pid).
+func ParseForm(s string) (Form, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "pi", "":
+		return PI, nil
+	case "pid":
+		return PID, nil
+	}
+	return "", fmt.Errorf("unknown controller form %q: want pi or pid", s)
+}
+
+// Options adjust a rule.
+type Options struct {
+	// Form is PI (the default when empty) or PID.
+	Form Form
+	// TauC is the desired closed-loop time constant of SIMC and IMC (lambda).
+	// Zero means the rule's recommended value: for SIMC the model's dead
+	// time (tight and smooth control, Skogestad 2003); for IMC the lower
+	// bound that Rivera et al. (1986) recommend for robustness,
+	// max(1.7 theta, 0.2 tau) for PI and max(0.8 theta, 0.2 tau) for PID.
+	TauC time.Duration
+}
+
+// Gains are the tuned controller parameters in the ideal parallel form.
+type Gains struct {
+	Rule Rule `json:"rule"`
+	Form Form `json:"form"`
+	// Kp is the proportional gain (output units per measurement unit).
+	Kp float64 `json:"kp"`
+	// Ki = Kp/Ti, per second.
+	Ki float64 `json:"ki"`
+	// Kd = Kp*Td, seconds.
+	Kd float64 `json:"kd"`
+	// Ti is the integral time. A pure integral controller (SIMC on a model
+	// without lag, PI form) has Kp and Ti zero and Ki positive.
+	Ti time.Duration `json:"ti"`
+	// Td is the derivative time (zero for PI).
+	Td time.Duration `json:"td"`
+}
+
+// Tune returns the gains that rule gives for model m.
+func Tune(m control.FOPDT, rule Rule, opt Options) (Gains, error) {
+	if err := m.Validate(); err != nil {
+		return Gains{}, fmt.Errorf("tune %s: %w", rule, err)
+	}
+	if opt.TauC < 0 {
+		return Gains{}, fmt.Errorf("tune %s: closed-loop time constant %v must not be negative", rule, opt.TauC)
+	}
+	form := opt.Form
+	if form == "" {
+		form = PI
+	}
+	if form != PI && form != PID {
+		return Gains{}, fmt.Errorf("tune %s: unknown controller form %q: want pi or pid", rule, form)
+	}
+	k := m.Gain
+	tau := m.Tau.Seconds()
+	theta := m.DeadTime.Seconds()
+	var kc, ti, td float64
+	switch rule {
+	case SIMC:
+		tc := opt.TauC.Seconds()
+		if opt.TauC == 0 {
+			tc = theta
+		}
+		if tau+tc+theta <= 0 {
+			return Gains{}, fmt.Errorf("tune simc: time constant, dead time and tau_c are all zero: give --tauc or a model with dynamics")
+		}
+		if tau == 0 {
+			// A pure delay: SIMC gives pure integral control with
+			// Ki = 1/(k (tau_c + theta)); represent it as the limit
+			// Kp -> 0 of a PI with Kp/Ti fixed.
+			ki := 1 / (k * (tc + theta))
+			g := Gains{Rule: rule, Form: form, Ki: ki}
+			if form == PID {
+				// Improved SIMC: serial derivative theta/3 on the
+				// integrator gives Kp = Ki*theta/3, no Kd.
+				g.Kp = ki * theta / 3
+				g.Ti = seconds(theta / 3)
+			}
+			return g, nil
+		}
+		// Skogestad (2003), eq. (27)-(28): Kc = tau/(k (tau_c+theta)),
+		// tau_I = min(tau, 4 (tau_c+theta)).
+		kc = tau / (k * (tc + theta))
+		ti = min(tau, 4*(tc+theta))
+		if form == PID && theta > 0 {
+			// Grimholt & Skogestad (2018): series tau_D = theta/3;
+			// convert series (kc, ti, td) to parallel.
+			tds := theta / 3
+			kc, ti, td = kc*(1+tds/ti), ti+tds, ti*tds/(ti+tds)
+		}
+	case IMC:
+		lambda := opt.TauC.Seconds()
+		if opt.TauC == 0 {
+			lambda = max(1.7*theta, 0.2*tau)
+			if form == PID {
+				lambda = max(0.8*theta, 0.2*tau)
+			}
+		}
+		switch form {
+		case PI:
+			// Rivera et al. (1986), PI for FOPDT (first-order Pade):
+			// Kc = tau/(k (lambda+theta)), tau_I = tau.
+			kc = tau / (k * (lambda + theta))
+			ti = tau
+		case PID:
+			// Rivera et al. (1986), PID: Kc = (tau+theta/2)/(k (lambda+theta/2)),
+			// tau_I = tau+theta/2, tau_D = tau theta/(2 tau+theta).
+			kc = (tau + theta/2) / (k * (lambda + theta/2))
+			ti = tau + theta/2
+			if ti > 0 {
+				td = tau * theta / (2*tau + theta)
+			}
+		}
+		if ti <= 0 {
+			return Gains{}, fmt.Errorf("tune imc: the model has no time constant, so IMC gives no integral time: use simc")
+		}
+	case ZieglerNichols:
+		if theta <= 0 {
+			return Gains{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive dead time (the model has none)")
+		}
+		a := k * theta / tau
+		if tau <= 0 {
+			return Gains{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive time constant (the model has none)")
+		}
+		switch form {
+		case PI: // Kc = 0.9/a, Ti = 3 theta (Ziegler & Nichols 1942).
+			kc, ti = 0.9/a, 3*theta
+		case PID: // Kc = 1.2/a, Ti = 2 theta, Td = theta/2.
+			kc, ti, td = 1.2/a, 2*theta, theta/2
+		}
+	case CohenCoon:
+		if theta <= 0 || tau <= 0 {
+			return Gains{}, fmt.Errorf("tune cc: Cohen-Coon needs a positive time constant and dead time (model has %v and %v)", m.Tau, m.DeadTime)
+		}
+		r := theta / tau
+		switch form {
+		case PI: // Kc = (1/k)(tau/theta)(0.9 + r/12), Ti = theta (30+3r)/(9+20r).
+			kc = (0.9 + r/12) / (k * r)
+			ti = theta * (30 + 3*r) / (9 + 20*r)
+		case PID: // Kc = (1/k)(tau/theta)(4/3 + r/4), Ti = theta (32+6r)/(13+8r), Td = 4 theta/(11+2r).
+			kc = (4.0/3 + r/4) / (k * r)
+			ti = theta * (32 + 6*r) / (13 + 8*r)
+			td = 4 * theta / (11 + 2*r)
+		}
+	default:
+		return Gains{}, fmt.Errorf("unknown tuning rule %q: want simc, imc, zn or cc", rule)
+	}
+	return Gains{
+		Rule: rule,
+		Form: form,
+		Kp:   kc,
+		Ki:   kc / ti,
+		Kd:   kc * td,
+		Ti:   seconds(ti),
+		Td:   seconds(td),
+	}, nil
+}
+
+// LoopModel returns the model the controller sees: the plant's model with
+// the measurement and sampling delay of the loop added to its dead time. A
+// step test on the plant identifies the plant; the metric pipeline's delay
+// (metric period / 2 + publication delay + tick / 2, see DESIGN.md) is known
+// configuration and is added here before tuning.
+func LoopModel(plant control.FOPDT, extraDelay time.Duration) control.FOPDT {
+	plant.DeadTime += extraDelay
+	return plant
+}
+
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second))
+}
