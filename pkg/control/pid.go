@@ -1,0 +1,420 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// AntiWindup selects how the integrator is kept from winding up while the
+// output is saturated (Astrom & Hagglund, Advanced PID Control, 2006, sec. 3.5).
+type AntiWindup string
+
+const (
+	// AntiWindupNone integrates unconditionally (the textbook PI; it winds up).
+	AntiWindupNone AntiWindup = ""
+	// AntiWindupConditional stops integrating while the output is saturated by
+	// the bounds or the slew limit and the error would push it further out
+	// (conditional integration, the thesis's choice).
+	AntiWindupConditional AntiWindup = "conditional"
+	// AntiWindupBackCalculation feeds the difference between the saturated
+	// and the unsaturated output back into the integrator with the tracking
+	// time constant Config.TrackingTime (back-calculation).
+	AntiWindupBackCalculation AntiWindup = "back-calculation"
+)
+
+// Mode is the operating mode of a controller.
+type Mode string
+
+const (
+	// ModeAuto closes the loop (the zero value).
+	ModeAuto Mode = ""
+	// ModeManual outputs Config.ManualRate; the integrator tracks it so that
+	// the switch back to auto is bumpless.
+	ModeManual Mode = "manual"
+)
+
+// Config configures a Controller: the PID family (P, PI, PID) with derivative
+// on the measurement, a first-order derivative filter, output bounds, a
+// per-update slew limit, selectable anti-windup, a first-order setpoint filter
+// and reference feedforward from an identified FOPDT model.
+//
+// The control law (Astrom & Murray, Feedback Systems, 2nd ed., sec. 11.3-11.5;
+// Astrom & Hagglund, Advanced PID Control, ch. 3) is
+//
+//	u = uff + Kp e + I + D,  I = integral of Ki e dt,  D = -Kd dy_f/dt
+//
+// where the error e = r - y is positive when the measurement y is below the
+// reference r, so a positive Kp raises the rate when CPU is below the
+// setpoint. With Feedforward set, r is not the raw setpoint but the response
+// that the model predicts for the measurement to the feedforward already sent
+// (a two-degree-of-freedom structure with a reference model), and uff is the
+// static inverse of the model at the filtered setpoint. A plant that behaves
+// like its model then shows e = 0 and the feedback only corrects model error
+// and disturbances.
+type Config struct {
+	// Kp is the proportional gain, output units per measurement unit
+	// (messages/s per point of CPU).
+	Kp float64 `json:"kp"`
+	// Ki is the integral gain, per second: Kp / Ti.
+	Ki float64 `json:"ki"`
+	// Kd is the derivative gain, seconds: Kp Td. It acts on the measurement.
+	Kd float64 `json:"kd"`
+	// DerivativeFilter is the time constant of the first-order filter on the
+	// derivative (typically Td/N with N between 5 and 20). Zero: unfiltered.
+	DerivativeFilter time.Duration `json:"df,omitempty"`
+	// Min and Max bound the output.
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+	// Slew is the largest change of the output per update, output units.
+	// Zero: no slew limit.
+	Slew float64 `json:"slew,omitempty"`
+	// AntiWindup selects the anti-windup scheme.
+	AntiWindup AntiWindup `json:"aw,omitempty"`
+	// TrackingTime is the back-calculation tracking time constant Tt. Zero
+	// with back-calculation: Ti = Kp/Ki (Astrom & Hagglund's upper choice).
+	TrackingTime time.Duration `json:"tt,omitempty"`
+	// SetpointFilter is the time constant of the first-order setpoint filter.
+	// Zero: the setpoint is used as given.
+	SetpointFilter time.Duration `json:"spf,omitempty"`
+	// Feedforward, when not nil, adds the static inverse of this model at the
+	// filtered setpoint to the output and makes the feedback error relative
+	// to the model's predicted response to that feedforward. Its DeadTime is
+	// the plant's own dead time; the measurement pipeline's delay comes from
+	// Input.MeasurementAge and Input.MeasurementPeriod.
+	Feedforward *FOPDT `json:"ff,omitempty"`
+	// MeasurementMin and MeasurementMax are the valid range of the
+	// measurement (0 and 100 for CPU). When Max <= Min only NaN and Inf are
+	// refused.
+	MeasurementMin float64 `json:"ymin,omitempty"`
+	MeasurementMax float64 `json:"ymax,omitempty"`
+	// Mode is auto (the zero value) or manual.
+	Mode Mode `json:"mode,omitempty"`
+	// ManualRate is the output in manual mode.
+	ManualRate float64 `json:"manual,omitempty"`
+}
+
+// Validate reports whether c can drive a Controller.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"kp", c.Kp}, {"ki", c.Ki}, {"kd", c.Kd}, {"slew", c.Slew}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("%s %v: must be a finite number >= 0", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"min", c.Min}, {"max", c.Max}, {"manual rate", c.ManualRate}, {"measurement min", c.MeasurementMin}, {"measurement max", c.MeasurementMax}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s %v: must be a finite number", f.name, f.v)
+		}
+	}
+	if c.Max <= c.Min {
+		return fmt.Errorf("output bounds [%v, %v]: max must be above min", c.Min, c.Max)
+	}
+	if c.DerivativeFilter < 0 || c.TrackingTime < 0 || c.SetpointFilter < 0 {
+		return errors.New("filter and tracking time constants must not be negative")
+	}
+	switch c.AntiWindup {
+	case AntiWindupNone, AntiWindupConditional, AntiWindupBackCalculation:
+	default:
+		return fmt.Errorf("anti-windup %q: want %q, %q or none", c.AntiWindup, AntiWindupConditional, AntiWindupBackCalculation)
+	}
+	switch c.Mode {
+	case ModeAuto, ModeManual:
+	default:
+		return fmt.Errorf("mode %q: want auto or %q", c.Mode, ModeManual)
+	}
+	if c.Feedforward != nil {
+		if err := c.Feedforward.Validate(); err != nil {
+			return fmt.Errorf("feedforward: %w", err)
+		}
+	}
+	return nil
+}
+
+// State is the memory of a Controller: plain data that round-trips through
+// encoding/json exactly, so that a controller restored from saved state
+// continues exactly as the original would have.
+type State struct {
+	// Init is true once the controller has run.
+	Init bool `json:"init"`
+	// Clock is the sum of the sampling intervals seen so far.
+	Clock time.Duration `json:"clock"`
+	// Integral is the integral term, output units.
+	Integral float64 `json:"i"`
+	// FilteredSetpoint is the setpoint filter's state.
+	FilteredSetpoint float64 `json:"rf"`
+	// Derivative is the filtered derivative of the measurement, per second.
+	Derivative float64 `json:"dy"`
+	// Measurement is the last valid measurement used.
+	Measurement float64 `json:"y"`
+	// HaveMeasurement is true once a valid measurement was used.
+	HaveMeasurement bool `json:"hy,omitempty"`
+	// SampleEnd is the Clock instant at which the last integrated
+	// measurement's averaging period ended.
+	SampleEnd time.Duration `json:"se"`
+	// Error is the feedback error at the last valid update.
+	Error float64 `json:"e"`
+	// Kp and Kd are the gains in force at the last update (for bumpless
+	// gain changes).
+	Kp float64 `json:"kp"`
+	Kd float64 `json:"kd"`
+	// Output is the last output.
+	Output float64 `json:"u"`
+	// Reference is the history of the filtered setpoint that the feedforward
+	// was computed from, oldest first.
+	Reference []Segment `json:"ref,omitempty"`
+}
+
+// Input is one update's input.
+type Input struct {
+	// Setpoint is the reference value (CPU percent).
+	Setpoint float64
+	// Measurement is the newest measured value; NaN when missing.
+	Measurement float64
+	// MeasurementAge is how long before this update the measurement's
+	// averaging period ended (for CloudWatch: now - (timestamp + period)).
+	// Zero when unknown.
+	MeasurementAge time.Duration
+	// MeasurementPeriod is the length of the measurement's averaging period.
+	// Zero for an instantaneous sample.
+	MeasurementPeriod time.Duration
+	// SamplingInterval is the time since the previous update.
+	SamplingInterval time.Duration
+}
+
+// Output is one update's result, with the terms that make it up.
+type Output struct {
+	// Rate is the control signal: the allowed rate, within [Min, Max].
+	Rate float64 `json:"rate"`
+	// P, I, D and FF are the proportional, integral, derivative and
+	// feedforward terms before saturation.
+	P  float64 `json:"p"`
+	I  float64 `json:"i"`
+	D  float64 `json:"d"`
+	FF float64 `json:"ff"`
+	// Reference is the value the measurement was compared with: the
+	// filtered setpoint, or the model's predicted measurement with
+	// feedforward.
+	Reference float64 `json:"ref"`
+	// Error is Reference - Measurement.
+	Error float64 `json:"e"`
+	// Saturated is true when the bounds or the slew limit cut the output.
+	Saturated bool `json:"sat"`
+	// Integrated is true when this update advanced the integrator.
+	Integrated bool `json:"integrated"`
+	// Held is true when the measurement was missing, NaN, infinite or out
+	// of range: the controller held its previous output and the caller
+	// should apply its stale-metric policy (see StalePolicy).
+	Held bool `json:"held"`
+}
+
+// Controller is a discrete PID controller: plain data (Config and State)
+// plus Update.
+type Controller struct {
+	Config Config `json:"config"`
+	State  State  `json:"state"`
+}
+
+// ValidMeasurement reports whether y may reach the controller under c.
+func (c Config) ValidMeasurement(y float64) bool {
+	if math.IsNaN(y) || math.IsInf(y, 0) {
+		return false
+	}
+	if c.MeasurementMax > c.MeasurementMin && (y < c.MeasurementMin || y > c.MeasurementMax) {
+		return false
+	}
+	return true
+}
+
+// Reset clears the controller's state.
+func (c *Controller) Reset() { c.State = State{} }
+
+// Update runs one sampling period and returns the new output. An invalid
+// measurement (NaN, Inf, out of range) never reaches the integrator: the
+// controller holds its previous output and reports Held. A measurement whose
+// averaging period ended no later than the last integrated one is not
+// integrated again (a delay-aware integrator: the same stale datapoint is not
+// integrated over and over).
+func (c *Controller) Update(in Input) Output {
+	cfg := &c.Config
+	s := &c.State
+	dt := in.SamplingInterval
+	if dt < 0 {
+		dt = 0
+	}
+	valid := cfg.ValidMeasurement(in.Measurement) && !math.IsNaN(in.Setpoint) && !math.IsInf(in.Setpoint, 0)
+	if !s.Init {
+		s.Init = true
+		s.Kp, s.Kd = cfg.Kp, cfg.Kd
+		s.FilteredSetpoint = in.Setpoint
+		if valid && cfg.SetpointFilter > 0 {
+			// Start the filter where the plant is: bumpless start.
+			s.FilteredSetpoint = in.Measurement
+		}
+		if math.IsNaN(s.FilteredSetpoint) || math.IsInf(s.FilteredSetpoint, 0) {
+			s.FilteredSetpoint = 0
+		}
+		s.Output = clamp(cfg.Min, cfg.Max, cfg.Min)
+		if cfg.Feedforward != nil {
+			s.Output = clamp(cfg.Feedforward.Input(s.FilteredSetpoint), cfg.Min, cfg.Max)
+			s.Reference = []Segment{{At: -time.Hour, Value: s.FilteredSetpoint}}
+		}
+		s.SampleEnd = math.MinInt64
+	}
+	s.Clock += dt
+	if cfg.Mode != ModeManual && !valid {
+		return Output{Rate: s.Output, I: s.Integral, Held: true}
+	}
+
+	// Setpoint filter, exact discretization of 1/(Tf s + 1).
+	if valid || cfg.Mode == ModeManual {
+		sp := in.Setpoint
+		if math.IsNaN(sp) || math.IsInf(sp, 0) {
+			sp = s.FilteredSetpoint
+		}
+		if cfg.SetpointFilter > 0 {
+			a := math.Exp(-dt.Seconds() / cfg.SetpointFilter.Seconds())
+			s.FilteredSetpoint = a*s.FilteredSetpoint + (1-a)*sp
+		} else {
+			s.FilteredSetpoint = sp
+		}
+	}
+
+	var out Output
+	ref := s.FilteredSetpoint
+	if m := cfg.Feedforward; m != nil {
+		out.FF = m.Input(s.FilteredSetpoint)
+		end := s.Clock - in.MeasurementAge
+		ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
+		s.Reference = appendSegment(s.Reference, Segment{At: s.Clock, Value: s.FilteredSetpoint})
+		s.Reference = pruneSegments(s.Reference, s.Clock-historyHorizon(m, in))
+	}
+
+	y := in.Measurement
+	if !valid { // manual mode with a bad measurement
+		y = s.Measurement
+		if !s.HaveMeasurement {
+			y = ref
+		}
+	}
+	e := ref - y
+	out.Reference, out.Error = ref, e
+
+	// Is this a new datapoint?
+	sampleEnd := s.Clock - in.MeasurementAge
+	isNew := valid && (in.MeasurementAge == 0 && in.MeasurementPeriod == 0 || sampleEnd > s.SampleEnd)
+	dtI := dt
+	if isNew && s.SampleEnd != math.MinInt64 && (in.MeasurementAge != 0 || in.MeasurementPeriod != 0) {
+		dtI = sampleEnd - s.SampleEnd
+		if lim := max(dt, in.MeasurementPeriod); dtI > lim {
+			dtI = lim
+		}
+	}
+
+	// Derivative on the measurement with a first-order filter, on new data.
+	if isNew && s.HaveMeasurement && dtI > 0 {
+		raw := (y - s.Measurement) / dtI.Seconds()
+		if cfg.DerivativeFilter > 0 {
+			a := math.Exp(-dtI.Seconds() / cfg.DerivativeFilter.Seconds())
+			s.Derivative = a*s.Derivative + (1-a)*raw
+		} else {
+			s.Derivative = raw
+		}
+	}
+
+	// Bumpless gain change: move the integrator so that the output does not
+	// jump when Kp or Kd change (Astrom & Hagglund 2006, sec. 3.6).
+	if s.Kp != cfg.Kp || s.Kd != cfg.Kd {
+		s.Integral += (s.Kp-cfg.Kp)*s.Error - (s.Kd-cfg.Kd)*s.Derivative
+		s.Kp, s.Kd = cfg.Kp, cfg.Kd
+	}
+
+	out.P = cfg.Kp * e
+	out.D = -cfg.Kd * s.Derivative
+
+	if cfg.Mode == ModeManual {
+		u := limit(cfg.ManualRate, s.Output, cfg)
+		// Track: the integrator takes what auto would need to continue
+		// from the manual output.
+		s.Integral = u - out.FF - out.P - out.D
+		out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
+		s.finish(y, e, u, valid, isNew, sampleEnd)
+		return out
+	}
+
+	integral := s.Integral
+	if isNew && cfg.Ki != 0 {
+		integral += cfg.Ki * e * dtI.Seconds()
+		out.Integrated = true
+	}
+	v := out.FF + out.P + integral + out.D
+	u := limit(v, s.Output, cfg)
+	switch cfg.AntiWindup {
+	case AntiWindupConditional:
+		if out.Integrated && u != v && (v > u) == (e > 0) {
+			// Saturated and the error pushes further out: do not integrate.
+			integral = s.Integral
+			out.Integrated = false
+			v = out.FF + out.P + integral + out.D
+			u = limit(v, s.Output, cfg)
+		}
+	case AntiWindupBackCalculation:
+		if out.Integrated && u != v {
+			tt := cfg.TrackingTime.Seconds()
+			if tt <= 0 && cfg.Ki > 0 {
+				tt = cfg.Kp / cfg.Ki
+			}
+			k := 1.0
+			if tt > 0 {
+				k = math.Min(1, dtI.Seconds()/tt)
+			}
+			integral += k * (u - v)
+		}
+	}
+	if math.IsNaN(integral) || math.IsInf(integral, 0) {
+		integral = s.Integral
+	}
+	if math.IsNaN(u) {
+		u = s.Output
+	}
+	s.Integral = integral
+	out.I, out.Rate, out.Saturated = integral, u, u != v
+	s.finish(y, e, u, valid, isNew, sampleEnd)
+	return out
+}
+
+func (s *State) finish(y, e, u float64, valid, isNew bool, sampleEnd time.Duration) {
+	if valid {
+		s.Measurement, s.HaveMeasurement, s.Error = y, true, e
+	}
+	if isNew {
+		s.SampleEnd = sampleEnd
+	}
+	s.Output = u
+}
+
+// limit applies the slew limit around prev, then the bounds.
+func limit(v, prev float64, c *Config) float64 {
+	if c.Slew > 0 {
+		v = clamp(v, prev-c.Slew, prev+c.Slew)
+	}
+	return clamp(v, c.Min, c.Max)
+}
+
+func clamp(v, lo, hi float64) float64 {
+	if math.IsNaN(v) {
+		return lo
+	}
+	return math.Max(lo, math.Min(hi, v))
+}
+
+func historyHorizon(m *FOPDT, in Input) time.Duration {
+	h := in.MeasurementAge + in.MeasurementPeriod + m.DeadTime + 6*m.Tau + 2*in.SamplingInterval
+	return max(h, 30*time.Minute)
+}
