@@ -1,0 +1,195 @@
+package prommetric_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// gauge is a scrape target whose values the test sets.
+type gauge struct {
+	mu     sync.Mutex
+	values map[string]float64 // instance label -> value
+}
+
+func (g *gauge) set(instance string, v float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.values[instance] = v
+}
+
+func (g *gauge) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# HELP sluice_test_cpu CPU utilization of a test destination, percent.")
+	fmt.Fprintln(w, "# TYPE sluice_test_cpu gauge")
+	for inst, v := range g.values {
+		fmt.Fprintf(w, "sluice_test_cpu{node=%q} %g\n", inst, v)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startPrometheus starts a real Prometheus server that scrapes target every
+// second, and returns its base URL.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin := testenv.Binary(t, "SLUICE_PROMETHEUS_BIN", "prometheus")
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: sluice-test
+    static_configs:
+      - targets: [%q]
+`, target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cmd := exec.Command(bin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+	)
+	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	return "http://" + addr
+}
+
+// waitFor reads q until cond holds or the test's patience runs out.
+func waitFor(t *testing.T, r *prommetric.Reader, q loop.MetricQuery, cond func(loop.Sample) bool) loop.Sample {
+	t.Helper()
+	var last loop.Sample
+	var lastErr error
+	for range 300 {
+		got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{q}, time.Now())
+		if err == nil && cond(got[0]) {
+			return got[0]
+		}
+		if err == nil {
+			last = got[0]
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("query %q: condition never held; last sample %+v, last error %v", q.PromQL, last, lastErr)
+	return loop.Sample{}
+}
+
+func TestReadMetricsRealPrometheus(t *testing.T) {
+	g := &gauge{values: map[string]float64{"db-1": 42}}
+	target := httptest.NewServer(g)
+	defer target.Close()
+	u, _ := url.Parse(target.URL)
+	base := startPrometheus(t, u.Host)
+	r, err := prommetric.New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-1"}`}
+	waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 42 })
+
+	changed := time.Now()
+	g.set("db-1", 77.5)
+	s := waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 77.5 })
+	// The sample that shows the new value was scraped after the change.
+	if s.Time.Before(changed.Truncate(time.Millisecond)) {
+		t.Errorf("sample time %v is before the gauge changed at %v", s.Time, changed)
+	}
+
+	g.set("db-2", 10)
+	waitFor(t, r, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-2"}`},
+		func(s loop.Sample) bool { return s.Found })
+
+	queries := []loop.MetricQuery{
+		cpu,
+		{Source: loop.SourcePrometheus, PromQL: `max(sluice_test_cpu)`},
+		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu`},
+		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="nowhere"}`},
+		{Source: loop.SourcePrometheus, PromQL: `sum(`},
+		{Source: loop.SourcePrometheus, PromQL: `scalar(max(sluice_test_cpu))`},
+		{Source: loop.SourceCloudWatch, Metric: "CPUUtilization"},
+	}
+	got, err := r.ReadMetrics(context.Background(), queries, time.Now())
+	if err != nil {
+		t.Fatalf("ReadMetrics: %v", err)
+	}
+	tests := []struct {
+		name    string
+		found   bool
+		value   float64
+		wantErr bool
+	}{
+		{"selector", true, 77.5, false},
+		{"aggregate", true, 77.5, false},
+		{"two series", false, 0, true},
+		{"no series", false, 0, false},
+		{"syntax error", false, 0, true},
+		{"scalar", true, 77.5, false},
+		{"cloudwatch query", false, 0, true},
+	}
+	for i, tt := range tests {
+		s := got[i]
+		if s.Found != tt.found || s.Value != tt.value || (s.Err != nil) != tt.wantErr {
+			t.Errorf("%s (%q): sample = %+v; want found=%v value=%v error=%v", tt.name, queries[i].PromQL, s, tt.found, tt.value, tt.wantErr)
+		}
+		if s.Found && s.Time.IsZero() {
+			t.Errorf("%s: found sample without a time", tt.name)
+		}
+	}
+}
+
+func TestReadMetricsUnreachable(t *testing.T) {
+	addr := freePort(t) // nothing listens there any more
+	r, err := prommetric.New("http://"+addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.ReadMetrics(context.Background(), []loop.MetricQuery{{Source: loop.SourcePrometheus, PromQL: "up"}}, time.Now())
+	if err == nil {
+		t.Fatal("ReadMetrics against a closed port = nil error; want an error")
+	}
+}
+
+func TestNewRejectsBadURL(t *testing.T) {
+	for _, u := range []string{"", "127.0.0.1:9090", "://x"} {
+		if _, err := prommetric.New(u, nil); err == nil {
+			t.Errorf("New(%q) = nil error; want an error", u)
+		}
+	}
+}
