@@ -1,0 +1,342 @@
+// Package sqsqueue is the Amazon SQS source of consumers: long-polling
+// receive, delete after store, visibility extension while a batch is held
+// (pacing or a slow sink), release (visibility 0) of what was not stored, and
+// dead-lettering of poison messages with their reason. It also adapts the
+// SQS event of a Lambda event source mapping to a consumer batch.
+package sqsqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+var (
+	_ consume.Source       = (*Queue)(nil)
+	_ consume.DeadLetterer = (*Queue)(nil)
+)
+
+// ReasonAttribute is the message attribute that carries a dead-lettered
+// message's reason.
+const ReasonAttribute = "sluice-dead-letter-reason"
+
+// API is the part of the SQS client that Queue uses; *sqs.Client has it.
+type API interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Config configures a Queue.
+type Config struct {
+	// QueueURL is the queue consumed.
+	QueueURL string
+	// DeadLetterURL is where poison messages go, with ReasonAttribute. When
+	// empty, poison messages are released instead and the queue's redrive
+	// policy moves them to its DLQ after maxReceiveCount.
+	DeadLetterURL string
+	// WaitTime is the long-polling wait (default and maximum 20 s).
+	WaitTime time.Duration
+	// Visibility is the visibility timeout asked on receive and renewed
+	// every Visibility/3 while a message is held (default 30 s).
+	Visibility time.Duration
+}
+
+// Queue is an SQS queue as a consume.Source. Call Close when done, to stop
+// the visibility extender.
+type Queue struct {
+	api API
+	cfg Config
+	log *slog.Logger
+
+	// extending is held while the extender renews visibility, and by
+	// forget, so that a release never races with a renewal that would
+	// hide the released message again.
+	extending sync.Mutex
+	mu        sync.Mutex
+	held      map[string]struct{} // receipt handles received, not yet settled
+	stop      chan struct{}
+	once      sync.Once
+	wg        sync.WaitGroup
+}
+
+// New returns a Queue and starts its visibility extender. log may be nil.
+func New(api API, cfg Config, log *slog.Logger) *Queue {
+	if cfg.WaitTime <= 0 || cfg.WaitTime > 20*time.Second {
+		cfg.WaitTime = 20 * time.Second
+	}
+	if cfg.Visibility <= 0 {
+		cfg.Visibility = 30 * time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	q := &Queue{api: api, cfg: cfg, log: log, held: map[string]struct{}{}, stop: make(chan struct{})}
+	q.wg.Add(1)
+	go q.extendLoop()
+	return q
+}
+
+// Close stops the visibility extender. Messages still held come back after
+// their visibility timeout.
+func (q *Queue) Close() {
+	q.once.Do(func() { close(q.stop) })
+	q.wg.Wait()
+}
+
+// Held returns how many received messages are neither acknowledged nor
+// released.
+func (q *Queue) Held() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.held)
+}
+
+// Receive long-polls for up to max (at most 10) messages.
+func (q *Queue) Receive(ctx context.Context, n int) ([]consume.Message, error) {
+	n = min(max(n, 1), 10)
+	out, err := q.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    &q.cfg.QueueURL,
+		MaxNumberOfMessages:         int32(n),
+		WaitTimeSeconds:             int32(q.cfg.WaitTime / time.Second),
+		VisibilityTimeout:           int32(q.cfg.Visibility / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("receive from %s: %w", q.cfg.QueueURL, err)
+	}
+	msgs := make([]consume.Message, 0, len(out.Messages))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range out.Messages {
+		cm := FromSQS(m)
+		q.held[aws.ToString(m.ReceiptHandle)] = struct{}{}
+		msgs = append(msgs, cm)
+	}
+	return msgs, nil
+}
+
+// FromSQS converts an SDK message. Handle is the receipt handle.
+func FromSQS(m types.Message) consume.Message {
+	cm := consume.Message{
+		ID:     aws.ToString(m.MessageId),
+		Body:   []byte(aws.ToString(m.Body)),
+		Handle: aws.ToString(m.ReceiptHandle),
+	}
+	if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil {
+		cm.ReceiveCount = n
+	}
+	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+		cm.SentAt = time.UnixMilli(ms)
+	}
+	if len(m.MessageAttributes) > 0 {
+		cm.Attributes = map[string]string{}
+		for k, v := range m.MessageAttributes {
+			cm.Attributes[k] = aws.ToString(v.StringValue)
+		}
+	}
+	return cm
+}
+
+func receipt(m consume.Message) string {
+	s, _ := m.Handle.(string)
+	return s
+}
+
+func (q *Queue) forget(msgs []consume.Message) {
+	q.extending.Lock()
+	defer q.extending.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range msgs {
+		delete(q.held, receipt(m))
+	}
+}
+
+// chunks splits msgs into SQS batches of at most 10.
+func chunks[T any](xs []T) [][]T {
+	var out [][]T
+	for len(xs) > 10 {
+		out = append(out, xs[:10])
+		xs = xs[10:]
+	}
+	if len(xs) > 0 {
+		out = append(out, xs)
+	}
+	return out
+}
+
+// Ack deletes stored messages.
+func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
+	var errs []error
+	for _, batch := range chunks(msgs) {
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
+		for i, m := range batch {
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m))}
+		}
+		out, err := q.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete %d messages: %w", len(batch), err))
+			continue
+		}
+		for _, f := range out.Failed {
+			errs = append(errs, fmt.Errorf("delete message %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+	}
+	// Stored messages are forgotten even if the delete failed: they come
+	// back after the visibility timeout and the idempotent sink ignores them.
+	q.forget(msgs)
+	return errors.Join(errs...)
+}
+
+// Release makes messages visible again at once, for redelivery.
+func (q *Queue) Release(ctx context.Context, msgs []consume.Message) error {
+	q.forget(msgs)
+	return q.changeVisibility(ctx, msgs, 0)
+}
+
+func (q *Queue) changeVisibility(ctx context.Context, msgs []consume.Message, d time.Duration) error {
+	var errs []error
+	for _, batch := range chunks(msgs) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
+		for i, m := range batch {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m)), VisibilityTimeout: int32(d / time.Second),
+			}
+		}
+		out, err := q.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("change visibility of %d messages to %v: %w", len(batch), d, err))
+			continue
+		}
+		for _, f := range out.Failed {
+			errs = append(errs, fmt.Errorf("change visibility of message %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DeadLetter sends poison messages to DeadLetterURL with their reason, then
+// deletes them from the queue. Without DeadLetterURL it releases them, and
+// the queue's redrive policy moves them after maxReceiveCount.
+func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
+	ms := make([]consume.Message, len(poison))
+	for i, p := range poison {
+		ms[i] = p.Message
+	}
+	if q.cfg.DeadLetterURL == "" {
+		return q.Release(ctx, ms)
+	}
+	sent, err := SendDeadLetters(ctx, q.api, q.cfg.DeadLetterURL, poison)
+	if len(sent) > 0 {
+		if aerr := q.Ack(ctx, sent); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+	}
+	return err // unsent ones stay held until their visibility runs out: redelivered, never dropped
+}
+
+// SendDeadLetters sends poison messages to the dead-letter queue at url, each
+// with its reason in ReasonAttribute and its original id in
+// "sluice-original-id"; it returns the messages that were sent.
+func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.Poison) ([]consume.Message, error) {
+	var sent []consume.Message
+	var errs []error
+	for _, batch := range chunks(poison) {
+		entries := make([]types.SendMessageBatchRequestEntry, len(batch))
+		for i, p := range batch {
+			reason := p.Reason
+			if len(reason) > 1024 {
+				reason = reason[:1024]
+			}
+			entries[i] = types.SendMessageBatchRequestEntry{
+				Id:          aws.String(strconv.Itoa(i)),
+				MessageBody: aws.String(string(p.Message.Body)),
+				MessageAttributes: map[string]types.MessageAttributeValue{
+					ReasonAttribute:      {DataType: aws.String("String"), StringValue: aws.String(reason)},
+					"sluice-original-id": {DataType: aws.String("String"), StringValue: aws.String(p.Message.ID)},
+				},
+			}
+		}
+		out, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("send %d dead letters to %s: %w", len(batch), url, err))
+			continue
+		}
+		for _, s := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(s.Id))
+			sent = append(sent, batch[i].Message)
+		}
+		for _, f := range out.Failed {
+			errs = append(errs, fmt.Errorf("send dead letter %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+	}
+	return sent, errors.Join(errs...)
+}
+
+// Depth returns the approximate number of visible messages in the queue.
+func (q *Queue) Depth(ctx context.Context) (int, error) {
+	out, err := q.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       &q.cfg.QueueURL,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue depth of %s: %w", q.cfg.QueueURL, err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		return 0, fmt.Errorf("queue depth of %s: %w", q.cfg.QueueURL, err)
+	}
+	return n, nil
+}
+
+// extendLoop renews the visibility of held messages every Visibility/3, so
+// that a batch held for pacing or a slow sink is not redelivered meanwhile.
+func (q *Queue) extendLoop() {
+	defer q.wg.Done()
+	t := time.NewTicker(q.cfg.Visibility / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+		q.extendHeld()
+	}
+}
+
+func (q *Queue) extendHeld() {
+	q.extending.Lock()
+	defer q.extending.Unlock()
+	q.mu.Lock()
+	msgs := make([]consume.Message, 0, len(q.held))
+	for h := range q.held {
+		msgs = append(msgs, consume.Message{Handle: h})
+	}
+	q.mu.Unlock()
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.Visibility/3)
+	defer cancel()
+	if err := q.changeVisibility(ctx, msgs, q.cfg.Visibility); err != nil {
+		q.log.Warn("extend visibility", "messages", len(msgs), "err", err)
+	}
+}
