@@ -1,0 +1,266 @@
+# shellcheck shell=bash
+# Shared helpers of the local stack scripts (up.sh, down.sh, mariadb.sh,
+# init.sh). Sourced, never run. Everything the stack keeps (pids, logs, data
+# of Prometheus and Kafka) lives under .cache/stack/ of the checkout; MariaDB
+# keeps Debian's data directory /var/lib/mysql.
+
+STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+STACK_DIR=${SLUICE_STACK_DIR:-$STACK_ROOT/.cache/stack}
+STACK_LOG=$STACK_DIR/log
+STACK_RUN=$STACK_DIR/run
+STACK_BIN=$STACK_ROOT/.cache/bin
+
+MOTO_PORT=4566
+MARIADB_PORT=3306
+PROMETHEUS_PORT=9090
+EXPORTER_PORT=9256
+KAFKA_PORT=9092
+KAFKA_CONTROLLER_PORT=9093
+
+# RIE_VERSION is the pinned Lambda Runtime Interface Emulator (a pseudo-version:
+# the project publishes no tagged module versions the Go proxy serves).
+RIE_VERSION=v0.0.0-20261030222936-bef5c4ba774d
+
+export DEBIAN_FRONTEND=noninteractive
+
+mkdir -p "$STACK_LOG" "$STACK_RUN" "$STACK_BIN"
+
+stack_t0=$(date +%s.%N)
+
+# log prints a progress line on stderr.
+log() { printf '[stack %5.1fs] %s\n' "$(elapsed "$stack_t0")" "$*" >&2; }
+
+# die prints an error and exits 1.
+die() {
+	printf '[stack] ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+# elapsed T0 prints the seconds since T0 (a `date +%s.%N` value).
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# port_open PORT succeeds when something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# port_holder PORT prints the pid of the process listening on PORT (TCP), or
+# nothing when the port is free.
+port_holder() {
+	local line
+	line=$(ss -Hltnp "sport = :$1" 2>/dev/null | head -n1) || true
+	if [[ $line =~ pid=([0-9]+) ]]; then
+		echo "${BASH_REMATCH[1]}"
+	elif [[ -n $line ]] || port_open "$1"; then
+		echo "?"
+	fi
+}
+
+# pid_cmd PID prints the command line of PID on one line.
+pid_cmd() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200; }
+
+# pid_alive PID succeeds when PID is a live (non-zombie) process.
+pid_alive() {
+	[[ -n $1 && $1 != "?" ]] && kill -0 "$1" 2>/dev/null || return 1
+	local state
+	state=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	[[ $state != Z ]]
+}
+
+# pid_ours PID succeeds when PID was started by this checkout's up.sh (the
+# daemons inherit SLUICE_STACK_DIR=<this stack dir>).
+pid_ours() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qxF "SLUICE_STACK_DIR=$STACK_DIR"; }
+
+# pidfile_pid NAME prints the recorded pid of service NAME if it is alive.
+pidfile_pid() {
+	local f=$STACK_RUN/$1.pid pid
+	[[ -f $f ]] || return 1
+	pid=$(<"$f")
+	if pid_alive "$pid"; then
+		echo "$pid"
+	else
+		rm -f "$f"
+		return 1
+	fi
+}
+
+# start_daemon NAME CMD... starts CMD in a new session in the background,
+# output appended to the service's log, and records its pid.
+start_daemon() {
+	local name=$1
+	shift
+	printf '\n==== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$STACK_LOG/$name.log"
+	SLUICE_STACK_DIR=$STACK_DIR setsid "$@" >>"$STACK_LOG/$name.log" 2>&1 </dev/null &
+	echo $! >"$STACK_RUN/$name.pid"
+}
+
+# stop_pid NAME PID [TIMEOUT] stops PID and its process group: SIGTERM, then
+# SIGKILL after TIMEOUT seconds (default 20).
+stop_pid() {
+	local name=$1 pid=$2 timeout=${3:-20} i
+	pid_alive "$pid" || return 0
+	log "$name: stopping pid $pid"
+	if [[ $(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ') == "$pid" ]]; then
+		kill -TERM -- "-$pid" 2>/dev/null || true
+	else
+		kill -TERM "$pid" 2>/dev/null || true
+	fi
+	for ((i = 0; i < timeout * 5; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.2
+	done
+	log "$name: pid $pid did not stop in ${timeout}s: SIGKILL"
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+	for ((i = 0; i < 25; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.2
+	done
+	die "$name: pid $pid survives SIGKILL"
+}
+
+# wait_ready NAME TIMEOUT PID CHECK... waits until CHECK succeeds; fails early
+# when PID (if not empty) dies, showing the end of the service's log.
+wait_ready() {
+	local name=$1 timeout=$2 pid=$3 t0
+	shift 3
+	t0=$(date +%s)
+	while ! "$@" >/dev/null 2>&1; do
+		if [[ -n $pid ]] && ! pid_alive "$pid"; then
+			show_log "$name"
+			log "$name: process $pid exited before it was ready (log: $STACK_LOG/$name.log)"
+			return 1
+		fi
+		if (($(date +%s) - t0 >= timeout)); then
+			show_log "$name"
+			log "$name: not ready after ${timeout}s (log: $STACK_LOG/$name.log)"
+			return 1
+		fi
+		sleep 0.3
+	done
+}
+
+# show_log NAME prints the last lines of a service's log on stderr.
+show_log() {
+	[[ -f $STACK_LOG/$1.log ]] || return 0
+	printf -- '---- last lines of %s\n' "$STACK_LOG/$1.log" >&2
+	tail -n 25 "$STACK_LOG/$1.log" >&2
+	printf -- '----\n' >&2
+}
+
+# http_ok URL succeeds when URL answers 2xx.
+http_ok() { curl -fsS -o /dev/null --max-time 3 "$1"; }
+
+apt_updated=0
+
+# apt_install PKG... installs Debian packages that are missing, without
+# starting their services (policy-rc.d), updating the package lists once when
+# a package is unknown or an install fails.
+apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	command -v apt-get >/dev/null || die "cannot install ${missing[*]}: apt-get not found (install them by hand)"
+	[[ $(id -u) == 0 ]] || die "cannot install ${missing[*]}: not root (run as root or install them by hand)"
+	local policy_created=0
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\n# created by sluice localstack/stack/up.sh while installing packages\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		policy_created=1
+	fi
+	local t0 rc=0
+	t0=$(date +%s.%N)
+	for p in "${missing[@]}"; do
+		if [[ $apt_updated == 0 ]] && ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+			apt_update
+		fi
+	done
+	log "apt: installing ${missing[*]}"
+	if ! apt_get install -y -q --no-install-recommends "${missing[@]}" >>"$STACK_LOG/apt.log" 2>&1; then
+		if [[ $apt_updated == 0 ]]; then
+			apt_update
+			apt_get install -y -q --no-install-recommends "${missing[@]}" >>"$STACK_LOG/apt.log" 2>&1 || rc=$?
+		else
+			rc=1
+		fi
+	fi
+	[[ $policy_created == 1 ]] && rm -f /usr/sbin/policy-rc.d
+	if [[ $rc != 0 ]]; then
+		tail -n 20 "$STACK_LOG/apt.log" >&2
+		die "cannot install Debian packages ${missing[*]} (log: $STACK_LOG/apt.log)"
+	fi
+	log "apt: installed ${missing[*]} in $(elapsed "$t0")s"
+}
+
+apt_get() { apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 "$@"; }
+
+apt_update() {
+	log "apt: apt-get update"
+	apt_get update -q >>"$STACK_LOG/apt.log" 2>&1 || die "apt-get update failed (log: $STACK_LOG/apt.log)"
+	apt_updated=1
+}
+
+# moto_cmd prints the command that runs moto's server.
+moto_cmd() {
+	if command -v moto_server >/dev/null; then
+		echo moto_server
+	elif python3 -c 'import moto.server' 2>/dev/null; then
+		echo python3 -m moto.server
+	else
+		return 1
+	fi
+}
+
+# mariadb_root runs the mariadb client as root over the unix socket.
+mariadb_root() { mariadb --protocol=socket -uroot "$@"; }
+
+# mariadb_pid prints the pid of the running mariadbd, if any: recorded by
+# up.sh, else the listener on 3306 when it is a mariadbd.
+mariadb_pid() {
+	local pid
+	if pid=$(pidfile_pid mariadb); then
+		echo "$pid"
+		return 0
+	fi
+	pid=$(port_holder "$MARIADB_PORT")
+	if [[ -n $pid && $pid != "?" && $(pid_cmd "$pid") =~ (mariadbd|mysqld) ]]; then
+		echo "$pid"
+		return 0
+	fi
+	return 1
+}
+
+# mariadb_ready succeeds when MariaDB answers over its socket and TCP port.
+mariadb_ready() { mariadb-admin --protocol=socket -uroot --connect-timeout=2 ping >/dev/null 2>&1 && port_open "$MARIADB_PORT"; }
+
+# mariadb_launch starts mariadbd in the background, initialising its data
+# directory if needed, and records its pid.
+mariadb_launch() {
+	[[ -x /usr/sbin/mariadbd ]] || die "mariadb: /usr/sbin/mariadbd not found (run localstack/stack/up.sh mariadb)"
+	id mysql >/dev/null 2>&1 || die "mariadb: user mysql missing (reinstall mariadb-server)"
+	mkdir -p /run/mysqld
+	chown mysql:mysql /run/mysqld
+	if [[ ! -d /var/lib/mysql/mysql ]]; then
+		log "mariadb: initialising /var/lib/mysql"
+		mkdir -p /var/lib/mysql
+		chown mysql:mysql /var/lib/mysql
+		mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db >>"$STACK_LOG/mariadb.log" 2>&1 ||
+			die "mariadb: mariadb-install-db failed (log: $STACK_LOG/mariadb.log)"
+	fi
+	start_daemon mariadb /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 --port="$MARIADB_PORT" \
+		--skip-name-resolve --max-connections=500
+}
+
+# mariadb_start starts mariadbd and waits until it answers.
+mariadb_start() {
+	mariadb_launch
+	wait_ready mariadb 60 "$(<"$STACK_RUN/mariadb.pid")" mariadb_ready
+}
+
+# mariadb_stop stops the running mariadbd (SIGTERM: a clean shutdown) and
+# waits until it is gone.
+mariadb_stop() {
+	local pid
+	pid=$(mariadb_pid) || return 0
+	stop_pid mariadb "$pid" 60
+	rm -f "$STACK_RUN/mariadb.pid"
+}
