@@ -192,7 +192,8 @@ func (f Figure) draw(c canvas) {
 	}
 }
 
-// yRange returns the panel's y range: fixed, or the data's with a margin.
+// yRange returns the panel's y range: fixed, or the data's (which draw
+// extends to whole ticks).
 func (p Panel) yRange() (float64, float64) {
 	if p.YMax > p.YMin {
 		return p.YMin, p.YMax
@@ -212,8 +213,7 @@ func (p Panel) yRange() (float64, float64) {
 		d := math.Max(1, math.Abs(lo)*0.1)
 		return lo - d, hi + d
 	}
-	pad := (hi - lo) * 0.04
-	return lo - pad, hi + pad
+	return lo, hi
 }
 
 // segments returns the series in pixels, split at non-finite points and
@@ -295,8 +295,8 @@ func ticks(lo, hi float64, n int) tickSet {
 	raw := (hi - lo) / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*mag >= raw {
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if (hi-lo)/(m*mag) <= float64(n)+1 {
 			step = m * mag
 			break
 		}
@@ -316,8 +316,12 @@ func ticks(lo, hi float64, n int) tickSet {
 // format prints a tick value with as many decimals as the step needs.
 func (ts tickSet) format(v float64) string {
 	dec := 0
-	if ts.step > 0 && ts.step < 1 {
-		dec = int(math.Ceil(-math.Log10(ts.step) - 1e-9))
+	for dec < 8 && ts.step > 0 {
+		scaled := ts.step * math.Pow(10, float64(dec))
+		if math.Abs(scaled-math.Round(scaled)) < 1e-6*scaled {
+			break
+		}
+		dec++
 	}
 	if math.Abs(v) >= 1e6 || (v != 0 && math.Abs(v) < 1e-4) {
 		return strconv.FormatFloat(v, 'g', 4, 64)
