@@ -1,0 +1,202 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/sim"
+)
+
+// scenarioFlags are the scenario flags shared by `lab step`, `lab compare`
+// and `demo`. Their defaults are the reference scenario of DESIGN.md.
+type scenarioFlags struct {
+	s         sim.Scenario
+	tau, dead time.Duration
+}
+
+// addScenarioFlags registers the scenario flags on fs. Call Scenario after
+// fs.Parse for the validated scenario.
+func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
+	f := &scenarioFlags{s: sim.Reference()}
+	f.tau, f.dead = f.s.Plant.Tau, f.s.Plant.DeadTime
+	s := &f.s
+	fs.Float64Var(&s.Plant.Gain, "gain", s.Plant.Gain, "plant gain, points of CPU per message/s")
+	fs.Float64Var(&s.Plant.Base, "base", s.Plant.Base, "base load, percent CPU")
+	fs.DurationVar(&f.tau, "tau", f.tau, "plant time constant")
+	fs.DurationVar(&f.dead, "dead-time", f.dead, "plant dead time")
+	fs.DurationVar(&s.MetricPeriod, "metric-period", s.MetricPeriod, "metric averaging period")
+	fs.DurationVar(&s.MetricDelay, "metric-delay", s.MetricDelay, "metric publication delay after the period ends")
+	fs.DurationVar(&s.Tick, "tick", s.Tick, "controller tick")
+	fs.Float64Var(&s.Setpoint, "setpoint", s.Setpoint, "CPU setpoint at the start, percent")
+	fs.Var(&setpointChangesFlag{list: &s.SetpointChanges}, "setpoint-change",
+		"setpoint change AT=VALUE, e.g. 120m=50 (repeatable or comma-separated; 'none' for no change)")
+	fs.Var(&disturbancesFlag{list: &s.Disturbances}, "disturbance",
+		"outside load AT+DURATION=SIZE in points, e.g. 60m+40m=20 (repeatable or comma-separated; 'none' for none)")
+	fs.Float64Var(&s.ProducerRate, "producer-rate", s.ProducerRate, "producers' rate, messages/s")
+	fs.Int64Var(&s.Backlog, "backlog", s.Backlog, "messages queued at the start")
+	fs.Float64Var(&s.MaxRate, "max-rate", s.MaxRate, "largest allowed rate, messages/s")
+	fs.DurationVar(&s.Duration, "duration", s.Duration, "length of the run")
+	fs.Float64Var(&s.Noise, "noise", s.Noise, "measurement noise, standard deviation in points of CPU")
+	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the noise")
+	return f
+}
+
+// Scenario returns the scenario the flags describe, or an error that says
+// what is wrong with it.
+func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
+	s := f.s
+	s.Plant.Tau, s.Plant.DeadTime = f.tau, f.dead
+	s.SetpointChanges = append([]sim.SetpointChange(nil), s.SetpointChanges...)
+	s.Disturbances = append([]sim.Disturbance(nil), s.Disturbances...)
+	if err := s.Validate(); err != nil {
+		return sim.Scenario{}, err
+	}
+	return s, nil
+}
+
+// setpointChangesFlag is a repeatable --setpoint-change. The first use
+// replaces the default list.
+type setpointChangesFlag struct {
+	list *[]sim.SetpointChange
+	set  bool
+}
+
+func (f *setpointChangesFlag) String() string {
+	if f == nil || f.list == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range *f.list {
+		parts = append(parts, fmt.Sprintf("%v=%v", c.At, c.Value))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *setpointChangesFlag) Set(v string) error {
+	if !f.set {
+		*f.list, f.set = nil, true
+	}
+	if strings.TrimSpace(v) == "none" {
+		*f.list = nil
+		return nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		c, err := parseSetpointChange(p)
+		if err != nil {
+			return err
+		}
+		*f.list = append(*f.list, c)
+	}
+	return nil
+}
+
+// disturbancesFlag is a repeatable --disturbance. The first use replaces the
+// default list.
+type disturbancesFlag struct {
+	list *[]sim.Disturbance
+	set  bool
+}
+
+func (f *disturbancesFlag) String() string {
+	if f == nil || f.list == nil {
+		return ""
+	}
+	var parts []string
+	for _, d := range *f.list {
+		parts = append(parts, fmt.Sprintf("%v+%v=%v", d.At, d.Duration, d.Size))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *disturbancesFlag) Set(v string) error {
+	if !f.set {
+		*f.list, f.set = nil, true
+	}
+	if strings.TrimSpace(v) == "none" {
+		*f.list = nil
+		return nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		d, err := parseDisturbance(p)
+		if err != nil {
+			return err
+		}
+		*f.list = append(*f.list, d)
+	}
+	return nil
+}
+
+// parseSetpointChange parses AT=VALUE, e.g. "120m=50".
+func parseSetpointChange(s string) (sim.SetpointChange, error) {
+	s = strings.TrimSpace(s)
+	at, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: want AT=VALUE, e.g. 120m=50", s)
+	}
+	t, err := parseOffset(at)
+	if err != nil {
+		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: time: %w", s, err)
+	}
+	v, err := parsePercent(val)
+	if err != nil {
+		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: value: %w", s, err)
+	}
+	if v <= 0 {
+		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: value %v must be above 0", s, v)
+	}
+	return sim.SetpointChange{At: t, Value: v}, nil
+}
+
+// parseDisturbance parses AT+DURATION=SIZE, e.g. "60m+40m=20".
+func parseDisturbance(s string) (sim.Disturbance, error) {
+	s = strings.TrimSpace(s)
+	span, size, ok := strings.Cut(s, "=")
+	if !ok {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: want AT+DURATION=SIZE, e.g. 60m+40m=20", s)
+	}
+	at, dur, ok := strings.Cut(span, "+")
+	if !ok {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: want AT+DURATION=SIZE, e.g. 60m+40m=20", s)
+	}
+	t, err := parseOffset(at)
+	if err != nil {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: start: %w", s, err)
+	}
+	d, err := parseOffset(dur)
+	if err != nil {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: duration: %w", s, err)
+	}
+	if d <= 0 {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: duration %v must be positive", s, d)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(size), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 100 {
+		return sim.Disturbance{}, fmt.Errorf("disturbance %q: size %q: want a number of points of CPU within +-100", s, size)
+	}
+	return sim.Disturbance{At: t, Duration: d, Size: v}, nil
+}
+
+// parseOffset parses a Go duration that must not be negative.
+func parseOffset(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration like 90s or 120m", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%v must not be negative", d)
+	}
+	return d, nil
+}
+
+// parsePercent parses a finite number in [0, 100].
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 100 {
+		return 0, fmt.Errorf("%q: want a percentage between 0 and 100", s)
+	}
+	return v, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/sim"
+)
+
+func TestParseSetpointChange(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want sim.SetpointChange
+		err  string
+	}{
+		{in: "120m=50", want: sim.SetpointChange{At: 120 * time.Minute, Value: 50}},
+		{in: " 90s = 65.5 ", want: sim.SetpointChange{At: 90 * time.Second, Value: 65.5}},
+		{in: "120m", err: "want AT=VALUE"},
+		{in: "abc=50", err: "not a duration"},
+		{in: "-5m=50", err: "negative"},
+		{in: "10m=NaN", err: "percentage"},
+		{in: "10m=150", err: "percentage"},
+		{in: "10m=0", err: "above 0"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseSetpointChange(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("parseSetpointChange(%q) error = %v; want it to mention %q", tc.in, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parseSetpointChange(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDisturbance(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want sim.Disturbance
+		err  string
+	}{
+		{in: "60m+40m=20", want: sim.Disturbance{At: time.Hour, Duration: 40 * time.Minute, Size: 20}},
+		{in: "0s+1h=-10", want: sim.Disturbance{At: 0, Duration: time.Hour, Size: -10}},
+		{in: "60m=20", err: "AT+DURATION=SIZE"},
+		{in: "60m+40m", err: "AT+DURATION=SIZE"},
+		{in: "60m+0s=20", err: "positive"},
+		{in: "60x+40m=20", err: "not a duration"},
+		{in: "60m+40m=Inf", err: "size"},
+		{in: "60m+40m=200", err: "size"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseDisturbance(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("parseDisturbance(%q) error = %v; want it to mention %q", tc.in, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parseDisturbance(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestScenarioFlags(t *testing.T) {
+	parse := func(args ...string) (sim.Scenario, error) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := addScenarioFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return sim.Scenario{}, err
+		}
+		return f.Scenario()
+	}
+	s, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sim.Reference()
+	if s.Plant != ref.Plant || s.Setpoint != 70 || len(s.SetpointChanges) != 1 || len(s.Disturbances) != 1 || s.MetricDelay != 90*time.Second {
+		t.Fatalf("defaults = %+v; want the reference scenario %+v", s, ref)
+	}
+	s, err = parse("--gain", "0.08", "--tau", "30s", "--dead-time", "10s", "--setpoint-change", "30m=60,90m=40",
+		"--setpoint-change", "100m=55", "--disturbance", "none", "--metric-delay", "3m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plant.Gain != 0.08 || s.Plant.Tau != 30*time.Second || s.Plant.DeadTime != 10*time.Second ||
+		len(s.SetpointChanges) != 3 || s.SetpointChanges[2].Value != 55 || len(s.Disturbances) != 0 || s.MetricDelay != 3*time.Minute {
+		t.Fatalf("parsed %+v", s)
+	}
+	for _, bad := range [][]string{
+		{"--gain", "0"}, {"--gain", "NaN"}, {"--tick", "0s"}, {"--setpoint", "120"}, {"--tau", "5x"},
+		{"--disturbance", "1h"}, {"--duration", "-1h"}, {"--noise", "-1"}, {"--max-rate", "Inf"},
+	} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("flags %q: no error; want one", bad)
+		}
+	}
+}
+
+func FuzzParseSetpointChange(f *testing.F) {
+	for _, s := range []string{"120m=50", "1h=0.5", "=", "x", "1s=1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseSetpointChange(s)
+		if err == nil && (c.At < 0 || !(c.Value > 0 && c.Value <= 100)) {
+			t.Fatalf("parseSetpointChange(%q) = %+v without error", s, c)
+		}
+	})
+}
+
+func FuzzParseDisturbance(f *testing.F) {
+	for _, s := range []string{"60m+40m=20", "0s+1s=-1", "+=", "1h+1h=NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDisturbance(s)
+		if err == nil && (d.At < 0 || d.Duration <= 0 || !(d.Size >= -100 && d.Size <= 100)) {
+			t.Fatalf("parseDisturbance(%q) = %+v without error", s, d)
+		}
+	})
+}

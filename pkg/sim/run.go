@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/ident"
+)
+
+// Observation is what a controller sees at a tick: the scenario's setpoint
+// and the newest published datapoint, never the true CPU.
+type Observation struct {
+	// Now is the time of the tick since the start of the run.
+	Now time.Duration
+	// Interval is the time since the previous tick (the tick at the first).
+	Interval time.Duration
+	// Setpoint is the CPU setpoint in force.
+	Setpoint float64
+	// Datapoint is the newest published datapoint; OK is false when none
+	// has been published yet.
+	Datapoint Datapoint
+	OK        bool
+}
+
+// Age is how long before Now the datapoint's averaging period ended.
+func (o Observation) Age() time.Duration { return o.Now - o.Datapoint.End() }
+
+// Policy sets the allowed rate at each tick: a controller in the lab.
+type Policy interface {
+	Rate(o Observation) float64
+}
+
+// PolicyFunc adapts a function to Policy.
+type PolicyFunc func(o Observation) float64
+
+// Rate calls f.
+func (f PolicyFunc) Rate(o Observation) float64 { return f(o) }
+
+// Series is a run's time series, one entry per integration step.
+type Series struct {
+	T         []float64 `json:"t_s"`       // end of the step, seconds
+	Setpoint  []float64 `json:"setpoint"`  // percent
+	CPU       []float64 `json:"cpu"`       // true CPU, percent
+	Measured  []float64 `json:"measured"`  // newest published datapoint, percent (NaN before the first)
+	Allowed   []float64 `json:"allowed"`   // allowed rate, messages/s
+	Processed []float64 `json:"processed"` // processed rate, messages/s
+}
+
+// Result is a closed-loop run.
+type Result struct {
+	Series  Series  `json:"series"`
+	Counts  Counts  `json:"counts"`
+	Metrics Metrics `json:"metrics"`
+}
+
+// options of Run, for tests.
+type runOptions struct{ dropEvery int }
+
+// Run simulates scenario s under policy p. It is deterministic for s.Seed.
+func Run(s Scenario, p Policy) (Result, error) { return run(s, p, runOptions{}) }
+
+func run(s Scenario, p Policy, opt runOptions) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, fmt.Errorf("scenario: %w", err)
+	}
+	h := s.step()
+	hs := h.Seconds()
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
+	plant := NewPlant(s.Plant, h, 0)
+	pipe := NewPipeline(s.MetricPeriod, s.MetricDelay, s.Noise, rng, plant.CPU(0))
+	prod := &producers{rate: s.ProducerRate}
+	q := &queue{length: s.Backlog}
+	cons := &consumers{dropEvery: opt.dropEvery}
+	var dst sink
+
+	n := int(s.Duration / h)
+	ser := Series{
+		T: make([]float64, 0, n), Setpoint: make([]float64, 0, n), CPU: make([]float64, 0, n),
+		Measured: make([]float64, 0, n), Allowed: make([]float64, 0, n), Processed: make([]float64, 0, n),
+	}
+	allowed := 0.0
+	lastTick := -s.Tick
+	for k := 0; k < n; k++ {
+		t := time.Duration(k) * h
+		pipe.Publish(t)
+		if t-lastTick >= s.Tick {
+			dp, ok := pipe.Latest()
+			obs := Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok}
+			allowed = p.Rate(obs)
+			if math.IsNaN(allowed) {
+				return Result{}, fmt.Errorf("policy returned NaN at %v", t)
+			}
+			allowed = math.Max(0, math.Min(s.MaxRate, allowed))
+			lastTick = t
+		}
+		q.push(prod.produce(hs))
+		done, _ := cons.step(q, allowed, hs)
+		dst.complete(done)
+		cpu := plant.Step(float64(done)/hs, s.DisturbanceAt(t))
+		pipe.Observe(t, h, cpu)
+
+		meas := math.NaN()
+		if dp, ok := pipe.Latest(); ok {
+			meas = dp.Value
+		}
+		ser.T = append(ser.T, (t + h).Seconds())
+		ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
+		ser.CPU = append(ser.CPU, cpu)
+		ser.Measured = append(ser.Measured, meas)
+		ser.Allowed = append(ser.Allowed, allowed)
+		ser.Processed = append(ser.Processed, float64(done)/hs)
+	}
+	counts := Counts{
+		Produced:  s.Backlog + prod.sent,
+		Processed: dst.processed,
+		InFlight:  cons.inFlight,
+		Queued:    q.length,
+	}
+	return Result{Series: ser, Counts: counts, Metrics: Measure(s, ser, counts)}, nil
+}
+
+// StepTest describes an open-loop step test: the rate is From until At, then
+// To, until Duration.
+type StepTest struct {
+	From     float64       `json:"from"`
+	To       float64       `json:"to"`
+	At       time.Duration `json:"at"`
+	Duration time.Duration `json:"duration"`
+}
+
+// RunStepTest runs an open-loop step test on the scenario's plant and metric
+// pipeline (without its disturbances) and returns the datapoints as an
+// identification data set: T is the middle of each datapoint's averaging
+// period (seconds), U the rate in force at T, Y the datapoint. The step is
+// moved to the middle of the period that contains At, so that it falls on a
+// sample time.
+func RunStepTest(s Scenario, st StepTest) (ident.Data, error) {
+	s.Disturbances = nil
+	if err := s.Validate(); err != nil {
+		return ident.Data{}, fmt.Errorf("scenario: %w", err)
+	}
+	switch {
+	case math.IsNaN(st.From) || math.IsNaN(st.To) || math.IsInf(st.From, 0) || math.IsInf(st.To, 0) || st.From < 0 || st.To < 0:
+		return ident.Data{}, fmt.Errorf("step from %v to %v messages/s: rates must be finite and >= 0", st.From, st.To)
+	case st.From == st.To:
+		return ident.Data{}, fmt.Errorf("step from %v to %v messages/s: no step", st.From, st.To)
+	case st.At <= 0 || st.Duration <= st.At:
+		return ident.Data{}, fmt.Errorf("step at %v in a test of %v: the step must come after the start and before the end", st.At, st.Duration)
+	case st.Duration > 7*24*time.Hour:
+		return ident.Data{}, fmt.Errorf("step test of %v: at most 7 days", st.Duration)
+	}
+	h := s.step()
+	p := s.MetricPeriod
+	at := st.At/p*p + p/2
+	rng := rand.New(rand.NewPCG(s.Seed, 0x57e9))
+	plant := NewPlant(s.Plant, h, st.From)
+	pipe := NewPipeline(p, 0, s.Noise, rng, plant.CPU(0))
+	var d ident.Data
+	var last time.Duration = math.MinInt64
+	n := int(st.Duration / h)
+	for k := 0; k < n; k++ {
+		t := time.Duration(k) * h
+		u := st.From
+		if t >= at {
+			u = st.To
+		}
+		pipe.Observe(t, h, plant.Step(u, 0))
+		pipe.Publish(t + h)
+		if dp, ok := pipe.Latest(); ok && dp.Start >= 0 && dp.Start > last {
+			last = dp.Start
+			mid := dp.Start + p/2
+			ui := st.From
+			if mid >= at {
+				ui = st.To
+			}
+			d.T = append(d.T, mid.Seconds())
+			d.U = append(d.U, ui)
+			d.Y = append(d.Y, dp.Value)
+		}
+	}
+	return d, nil
+}
