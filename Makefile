@@ -9,8 +9,13 @@ BIN := bin
 demo:
 	$(GO) run ./cmd/sluice demo
 
-## test: installs and starts what the tests need, then runs every test.
-test: test-unit
+## test: installs and starts what the tests need (localstack/stack/up.sh; they keep
+## running for fast re-runs, `make down` stops them), then runs every test with the
+## stack's environment (SLUICE_INTEGRATION=1): go vet, go test, the e2e targets.
+test:
+	bash localstack/stack/up.sh $(STACK_SERVICES)
+	$(STACK_ENV) && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory test-e2e
 
 test-unit:
 	$(GO) vet ./...

@@ -1,0 +1,55 @@
+# The local stack (localstack/stack/): moto_server, MariaDB, Prometheus with
+# the process exporter, Kafka, Chromium and the Lambda RIE, without Docker.
+#
+#   make up [KAFKA=1] [SERVICES="moto mariadb ..."]   start (installs what is missing)
+#   make down                                          stop what up started
+#   make env                                           print the exports the tests use
+#   make up-docker / make down-docker                  LocalStack + MariaDB with Docker instead
+#
+# End-to-end targets of other fragments register themselves for `make test`
+# with `TEST_E2E += <target>` (run after `go test`, with the stack's env).
+
+STACK := localstack/stack
+# STACK_SERVICES is what `make test` starts.
+STACK_SERVICES ?= moto mariadb prometheus kafka chromium rie
+# STACK_ENV exports the stack's environment in a recipe line: $(STACK_ENV) && cmd.
+STACK_ENV = eval "$$(bash $(STACK)/env.sh)"
+SERVICES ?= moto mariadb prometheus rie $(if $(KAFKA),kafka)
+COMPOSE ?= docker compose
+
+.PHONY: up down env test-e2e up-docker down-docker
+
+## up: start the local stack (moto :4566, MariaDB :3306, Prometheus :9090, process exporter :9256; KAFKA=1 adds Kafka :9092).
+up:
+	bash $(STACK)/up.sh $(SERVICES)
+
+## down: stop what `make up` started; no process left, no port held.
+down:
+	bash $(STACK)/down.sh
+
+## env: the environment of the local stack, as export lines (eval "$$(make -s env)").
+env:
+	@bash $(STACK)/env.sh
+
+# test-e2e runs each end-to-end target registered in TEST_E2E, and e2e-controller
+# and e2e when a fragment defines them, with the stack's environment.
+test-e2e:
+	@set -e; targets="$(TEST_E2E)"; \
+	db=$$($(MAKE) --no-print-directory -pRrq -f $(firstword $(MAKEFILE_LIST)) : 2>/dev/null || true); \
+	for t in e2e-controller e2e; do \
+		if grep -q "^$$t:" <<<"$$db"; then targets="$$targets $$t"; fi; \
+	done; \
+	targets=$$(printf '%s\n' $$targets | awk 'NF && !seen[$$0]++'); \
+	if [ -z "$$targets" ]; then echo "test-e2e: no end-to-end target defined yet"; exit 0; fi; \
+	for t in $$targets; do \
+		echo "==== make $$t"; \
+		$(STACK_ENV) && $(MAKE) --no-print-directory $$t; \
+	done
+
+## up-docker: LocalStack (pinned) and MariaDB with Docker Compose, for machines with a Docker engine.
+up-docker:
+	$(COMPOSE) -f localstack/docker-compose.yml up -d --wait
+
+## down-docker: stop and remove the Docker Compose stack.
+down-docker:
+	$(COMPOSE) -f localstack/docker-compose.yml down -v
