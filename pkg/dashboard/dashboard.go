@@ -112,7 +112,8 @@ type HistoryReader interface {
 }
 
 // Params is a loop's PARAMS item as the dashboard edits it: attribute name to
-// value, where values are JSON numbers (float64), strings or booleans. The
+// value, where values are numbers (float64), strings, booleans or maps, as a
+// DynamoDB item converted to Go (the form loop.DecodeParams reads). The
 // field names are those of the controller's parameters; the dashboard does
 // not interpret them beyond "mode", and leaves validation to a Validator.
 type Params map[string]any
@@ -144,14 +145,14 @@ type ParamsWriter interface {
 // example loop.Params.Validate after decoding). A non-nil error is a refusal
 // whose message a person can act on.
 type Validator interface {
-	Validate(p Params) error
+	Validate(loopID string, p Params) error
 }
 
 // ValidatorFunc adapts a function to Validator.
-type ValidatorFunc func(p Params) error
+type ValidatorFunc func(loopID string, p Params) error
 
-// Validate calls f(p).
-func (f ValidatorFunc) Validate(p Params) error { return f(p) }
+// Validate calls f(loopID, p).
+func (f ValidatorFunc) Validate(loopID string, p Params) error { return f(loopID, p) }
 
 // LoopLister lists the loops a table holds.
 type LoopLister interface {

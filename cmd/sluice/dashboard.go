@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
+)
+
+// dashboardConfig is the `sluice dashboard` command line.
+type dashboardConfig struct {
+	listen  string
+	token   string
+	table   string
+	demo    bool
+	speed   float64
+	prefill int
+}
+
+func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
+	var c dashboardConfig
+	fs := flag.NewFlagSet("sluice dashboard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: sluice dashboard [--listen ADDR] [--token T] [--table NAME] [--demo [--speed X] [--prefill N]]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Serves the web dashboard: live charts of every loop in the table and a form")
+		fmt.Fprintln(stderr, "that edits its PARAMS item. AWS configuration comes from the usual chain")
+		fmt.Fprintln(stderr, "(AWS_PROFILE, AWS_REGION, ...; AWS_ENDPOINT_URL for moto_server or LocalStack).")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`address` to listen on, host:port; a non-loopback host requires --token")
+	fs.StringVar(&c.token, "token", os.Getenv("SLUICE_DASHBOARD_TOKEN"), "`token` that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN")
+	fs.StringVar(&c.table, "table", envOr("SLUICE_TABLE", "sluice"), "DynamoDB `table` holding the loops' PARAMS, STATE, RATE and HIST items; default $SLUICE_TABLE or sluice")
+	fs.BoolVar(&c.demo, "demo", false, "serve the embedded demo: simulated plant, in-memory stores, accelerated time, no AWS")
+	fs.Float64Var(&c.speed, "speed", 60, "demo only: simulated seconds per real second (60: one 60 s controller tick per second)")
+	fs.IntVar(&c.prefill, "prefill", 120, "demo only: controller `ticks` simulated before serving, so that the charts start full")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.speed <= 0 || c.prefill < 0 {
+		return c, errors.New("--speed must be positive and --prefill not negative")
+	}
+	if err := dashboard.CheckListen(c.listen, c.token); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func runDashboard(args []string, stdout, stderr io.Writer) int {
+	c, err := parseDashboard(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serveDashboard(ctx, c, stdout, stderr, nil); err != nil {
+		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serveDashboard builds the adapters for c and serves until ctx is done.
+// ready, when not nil, receives the base URL once the listener is open.
+func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Writer, ready func(url string)) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := dashboard.Config{Token: c.token, Logger: log}
+	var background func(ctx context.Context) error
+	if c.demo {
+		tick := time.Duration(float64(demo.Tick) / c.speed)
+		d := demo.New(time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * demo.Tick))
+		for range c.prefill {
+			if err := d.Step(ctx); err != nil {
+				return err
+			}
+		}
+		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = d.History(), d, d, d, d
+		cfg.Title = fmt.Sprintf("demo · simulated plant · %gx time", c.speed)
+		background = func(ctx context.Context) error {
+			t := time.NewTicker(tick)
+			defer t.Stop()
+			return d.Run(ctx, t.C)
+		}
+	} else {
+		awsCfg, err := awsconf.Load(ctx)
+		if err != nil {
+			return err
+		}
+		client := dynamodb.NewFromConfig(awsCfg)
+		hist := ddbhistory.New(client, c.table)
+		params := newParamsStore(client, c.table)
+		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, paramsValidator(), hist
+		cfg.Title = "table " + c.table
+		if ep := awsconf.Endpoint(); ep != "" {
+			cfg.Title += " at " + ep
+		}
+	}
+	srv, err := dashboard.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(stdout, "sluice dashboard: %s (%s)\n", url, cfg.Title)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- hs.Serve(ln) }()
+	if background != nil {
+		go func() { errc <- background(ctx) }()
+	}
+	if ready != nil {
+		ready(url)
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer scancel()
+	_ = hs.Shutdown(sctx)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+// Sluice dashboard: polls the JSON API every second and draws the loop's
+// history on canvas. No dependencies.
+"use strict";
+
+const WINDOW = 360;          // points kept on screen
+const POLL_MS = 1000;
+const MANUAL_RATE = "manual_rate";
+
+const charts = {
+  cpu: { title: "CPU", series: [
+    { key: "setpoint", label: "setpoint", color: "#d92d20", dash: [6, 4] },
+    { key: "measured", label: "measured CPU", color: "#1570ef" } ] },
+  rate: { title: "rate", series: [
+    { key: "rate", label: "allowed rate", color: "#7a5af8" },
+    { key: "consumed", label: "consumed rate", color: "#12b76a" } ] },
+  terms: { title: "terms", series: [
+    { key: "p", label: "P", color: "#f79009" },
+    { key: "i", label: "I", color: "#0e9384" },
+    { key: "ff", label: "FF", color: "#667085", dash: [4, 3] } ] },
+  depth: { title: "depth", series: [
+    { key: "depth", label: "queue depth / lag", color: "#c11574" } ] },
+};
+
+const st = { cfg: {}, loop: null, points: [], params: null, polling: false };
+const $ = (id) => document.getElementById(id);
+
+async function api(path, opts) {
+  const res = await fetch(path, opts);
+  let body = null;
+  try { body = await res.json(); } catch (e) { body = { error: res.statusText }; }
+  return { ok: res.ok, status: res.status, body };
+}
+
+function fmt(v, digits) {
+  if (v === null || v === undefined) return "–";
+  const a = Math.abs(v);
+  if (a >= 1e6) return (v / 1e6).toFixed(2) + "M";
+  if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
+  return v.toFixed(digits === undefined ? (a >= 100 ? 0 : 1) : digits);
+}
+
+function hhmm(ms) {
+  const d = new Date(ms);
+  return String(d.getUTCHours()).padStart(2, "0") + ":" + String(d.getUTCMinutes()).padStart(2, "0");
+}
+
+function legend(id, chart) {
+  const el = $("legend-" + id);
+  el.textContent = "";
+  for (const s of chart.series) {
+    const span = document.createElement("span");
+    const i = document.createElement("i");
+    i.style.background = s.color;
+    span.append(i, s.label);
+    el.append(span);
+  }
+}
+
+// draw renders one chart: shaded stale and saturated periods, grid, series.
+function draw(id, chart, pts) {
+  const cv = $("chart-" + id);
+  const dpr = window.devicePixelRatio || 1;
+  const w = cv.clientWidth, h = cv.clientHeight;
+  if (cv.width !== Math.round(w * dpr) || cv.height !== Math.round(h * dpr)) {
+    cv.width = Math.round(w * dpr); cv.height = Math.round(h * dpr);
+  }
+  const g = cv.getContext("2d");
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  const L = 48, R = 8, T = 6, B = 20;
+  const pw = w - L - R, ph = h - T - B;
+  let drawn = 0;
+  if (pts.length === 0) {
+    g.fillStyle = "#6b7280"; g.font = "13px system-ui";
+    g.fillText("no history yet", L + 8, T + 20);
+    cv.dataset.points = "0";
+    return;
+  }
+  const t0 = pts[0].t, t1 = Math.max(pts[pts.length - 1].t, t0 + 1);
+  let lo = Infinity, hi = -Infinity;
+  for (const p of pts) for (const s of chart.series) {
+    const v = p[s.key];
+    if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  }
+  if (!isFinite(lo)) { lo = 0; hi = 1; }
+  if (lo > 0 && lo < (hi - lo)) lo = 0;
+  if (hi === lo) { hi += 1; lo -= lo === 0 ? 0 : 1; }
+  const pad = (hi - lo) * 0.06; hi += pad; if (lo !== 0) lo -= pad;
+  const x = (t) => L + (t - t0) / (t1 - t0) * pw;
+  const y = (v) => T + (1 - (v - lo) / (hi - lo)) * ph;
+  // shading: a point's flag covers the interval since the previous point
+  for (let k = 0; k < pts.length; k++) {
+    const p = pts[k];
+    if (!p.stale && !p.saturated) continue;
+    const a = k > 0 ? x(pts[k - 1].t) : x(p.t) - 2, b = x(p.t) + (k === pts.length - 1 ? 2 : 0);
+    if (p.saturated) { g.fillStyle = "rgba(245,158,11,.22)"; g.fillRect(a, T, b - a, ph); }
+    if (p.stale) { g.fillStyle = "rgba(107,114,128,.25)"; g.fillRect(a, T, b - a, ph); }
+  }
+  // grid and labels
+  g.strokeStyle = "#eceae6"; g.fillStyle = "#6b7280"; g.font = "11px system-ui"; g.lineWidth = 1;
+  g.textAlign = "right"; g.textBaseline = "middle";
+  for (let k = 0; k <= 4; k++) {
+    const v = lo + (hi - lo) * k / 4, yy = Math.round(y(v)) + .5;
+    g.beginPath(); g.moveTo(L, yy); g.lineTo(L + pw, yy); g.stroke();
+    g.fillText(fmt(v), L - 5, yy);
+  }
+  g.textAlign = "center"; g.textBaseline = "top";
+  for (let k = 0; k <= 4; k++) {
+    const t = t0 + (t1 - t0) * k / 4;
+    g.fillText(hhmm(t), Math.min(Math.max(x(t), L + 14), L + pw - 14), T + ph + 5);
+  }
+  // series; a null value breaks the line
+  for (const s of chart.series) {
+    g.strokeStyle = s.color; g.lineWidth = 1.8; g.setLineDash(s.dash || []);
+    g.beginPath();
+    let pen = false;
+    for (const p of pts) {
+      const v = p[s.key];
+      if (v === null || v === undefined) { pen = false; continue; }
+      if (pen) g.lineTo(x(p.t), y(v)); else g.moveTo(x(p.t), y(v));
+      pen = true; drawn++;
+    }
+    g.stroke();
+  }
+  g.setLineDash([]);
+  cv.dataset.points = String(drawn);
+  cv.dataset.last = String(pts[pts.length - 1].t);
+}
+
+function drawAll() {
+  for (const [id, c] of Object.entries(charts)) draw(id, c, st.points);
+  const p = st.points[st.points.length - 1];
+  const now = $("now");
+  now.textContent = "";
+  if (!p) return;
+  const item = (label, v) => { const s = document.createElement("span"); s.append(label + " "); const b = document.createElement("b"); b.textContent = v; s.append(b); now.append(s); };
+  item("tick", hhmm(p.t) + " UTC");
+  item("mode", p.mode || "–");
+  item("setpoint", fmt(p.setpoint) + " %");
+  item("CPU", p.measured === null ? "stale" : fmt(p.measured) + " %");
+  item("rate", fmt(p.rate) + " msg/s");
+  if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
+  if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }
+}
+
+async function poll() {
+  if (!st.loop || st.polling) return;
+  st.polling = true;
+  try {
+    const loop = st.loop;
+    const last = st.points.length ? st.points[st.points.length - 1].t : null;
+    const q = last === null ? "?limit=" + WINDOW : "?since=" + last + "&limit=" + WINDOW;
+    const r = await api("/api/loops/" + encodeURIComponent(loop) + "/history" + q);
+    if (!r.ok || loop !== st.loop) return;
+    if (r.body.points.length) {
+      st.points = st.points.concat(r.body.points).slice(-WINDOW);
+      drawAll();
+    }
+  } finally { st.polling = false; }
+}
+
+// form: one row per parameter; mode is a select, objects are JSON text.
+function buildForm(params) {
+  const fields = $("fields");
+  fields.textContent = "";
+  const mode = params.mode === undefined ? "auto" : String(params.mode);
+  $("f-mode").value = mode;
+  const keys = Object.keys(params).filter((k) => k !== "mode");
+  if (!keys.includes(MANUAL_RATE)) keys.push(MANUAL_RATE);
+  keys.sort();
+  for (const k of keys) {
+    const v = params[k];
+    const row = document.createElement("div"); row.className = "row"; row.id = "row-" + k;
+    const label = document.createElement("label"); label.htmlFor = "f-" + k; label.textContent = k;
+    let input;
+    if (v !== null && typeof v === "object") {
+      input = document.createElement("textarea"); input.value = JSON.stringify(v); input.dataset.kind = "json";
+    } else if (typeof v === "boolean") {
+      input = document.createElement("select");
+      for (const o of ["true", "false"]) { const opt = document.createElement("option"); opt.textContent = o; input.append(opt); }
+      input.value = String(v); input.dataset.kind = "bool";
+    } else {
+      input = document.createElement("input"); input.type = "text";
+      input.value = v === undefined || v === null ? "" : String(v);
+      input.dataset.kind = typeof v === "string" ? "string" : "number";
+      if (k === MANUAL_RATE) input.placeholder = "messages/s, for manual mode";
+    }
+    input.id = "f-" + k; input.name = k;
+    row.append(label, input);
+    fields.append(row);
+  }
+  modeChanged();
+}
+
+function modeChanged() {
+  const row = $("row-" + MANUAL_RATE);
+  if (row) row.classList.toggle("dim", $("f-mode").value !== "manual");
+}
+
+function showStatus(s) {
+  st.params = s.params;
+  const when = s.updated_at ? " · updated " + new Date(s.updated_at).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
+  $("params-status").textContent = "PARAMS of loop " + st.loop + when;
+  const ref = $("params-refusal");
+  if (s.refusal) { ref.hidden = false; ref.textContent = "Last edit refused: " + s.refusal; } else { ref.hidden = true; ref.textContent = ""; }
+}
+
+async function loadParams() {
+  const r = await api("/api/loops/" + encodeURIComponent(st.loop) + "/params");
+  if (!r.ok) { $("params-status").textContent = "parameters unavailable: " + (r.body.error || r.status); return; }
+  showStatus(r.body);
+  buildForm(r.body.params);
+}
+
+function collect() {
+  const out = { mode: $("f-mode").value };
+  for (const el of $("fields").querySelectorAll("input, select, textarea")) {
+    const k = el.name, raw = el.value.trim();
+    switch (el.dataset.kind) {
+      case "json": try { out[k] = JSON.parse(raw); } catch (e) { out[k] = raw; } break;
+      case "bool": out[k] = raw === "true"; break;
+      case "string": out[k] = raw; break;
+      default:
+        if (raw === "") { if (k in (st.params || {})) out[k] = raw; break; }
+        out[k] = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : raw;
+    }
+  }
+  return out;
+}
+
+async function save(ev) {
+  ev.preventDefault();
+  const msg = $("params-message");
+  msg.className = ""; msg.textContent = "saving…";
+  const headers = { "Content-Type": "application/json" };
+  const tok = $("f-token").value;
+  if (tok) headers["Authorization"] = "Bearer " + tok;
+  const r = await api("/api/loops/" + encodeURIComponent(st.loop) + "/params", {
+    method: "POST", headers, body: JSON.stringify({ params: collect() }) });
+  if (r.ok) {
+    msg.className = "ok"; msg.textContent = "Saved: the controller applies it at its next tick.";
+    showStatus(r.body); buildForm(r.body.params);
+  } else {
+    msg.className = "bad";
+    msg.textContent = (r.body.refused ? "Refused: " : "Not saved (" + r.status + "): ") + (r.body.error || "");
+  }
+}
+
+async function selectLoop(id) {
+  st.loop = id; st.points = [];
+  if (location.hash !== "#" + id) history.replaceState(null, "", "#" + encodeURIComponent(id));
+  $("params-message").textContent = "";
+  drawAll();
+  await Promise.all([poll(), loadParams()]);
+}
+
+async function main() {
+  for (const [id, c] of Object.entries(charts)) legend(id, c);
+  const cfg = await api("/api/config");
+  st.cfg = cfg.body || {};
+  $("title").textContent = st.cfg.title || "";
+  $("token-row").hidden = !st.cfg.token_required;
+  $("save").disabled = !st.cfg.writable;
+  const r = await api("/api/loops");
+  const loops = (r.ok && r.body.loops) || [];
+  const sel = $("loop");
+  for (const id of loops) { const o = document.createElement("option"); o.value = o.textContent = id; sel.append(o); }
+  sel.addEventListener("change", () => selectLoop(sel.value));
+  $("f-mode").addEventListener("change", modeChanged);
+  $("params-form").addEventListener("submit", save);
+  window.addEventListener("resize", drawAll);
+  const want = decodeURIComponent(location.hash.slice(1));
+  const first = loops.includes(want) ? want : loops[0];
+  if (first) { sel.value = first; await selectLoop(first); }
+  setInterval(poll, POLL_MS);
+}
+
+main();

@@ -1,0 +1,308 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// DefaultPoints is how many points the page asks for on load (six hours of
+// one-minute ticks).
+const DefaultPoints = 360
+
+// maxPoints bounds one history request.
+const maxPoints = 5000
+
+// Config is what a Server needs. History, Params and Loops are required;
+// without Writer the parameters are read-only.
+type Config struct {
+	History   HistoryReader
+	Params    ParamsReader
+	Writer    ParamsWriter
+	Validator Validator
+	Loops     LoopLister
+	// Token, when not empty, must accompany every write, as an
+	// "Authorization: Bearer <token>" header or a "token" form field.
+	Token string
+	// Title is shown in the page header, e.g. "demo" or the table name.
+	Title string
+	// Logger receives one line per refused or failed request; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the dashboard's HTTP handler: the embedded page and its JSON API.
+type Server struct {
+	cfg Config
+	mux http.Handler
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.History == nil || cfg.Params == nil || cfg.Loops == nil {
+		return nil, errors.New("dashboard: History, Params and Loops are required")
+	}
+	if cfg.Writer != nil && cfg.Validator == nil {
+		return nil, errors.New("dashboard: a Writer needs a Validator: parameters are validated before they are written")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard assets: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		b, _ := fs.ReadFile(static, "index.html")
+		_, _ = w.Write(b)
+	})
+	mux.HandleFunc("GET /api/config", s.config)
+	mux.HandleFunc("GET /api/loops", s.loops)
+	mux.HandleFunc("GET /api/loops/{id}/history", s.history)
+	mux.HandleFunc("GET /api/loops/{id}/params", s.params)
+	mux.HandleFunc("POST /api/loops/{id}/params", s.setParams)
+	s.mux = http.NewCrossOriginProtection().Handler(securityHeaders(mux))
+	return s, nil
+}
+
+// ServeHTTP serves the page and the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// CheckListen reports whether the dashboard may listen on addr with the given
+// token: a loopback address needs none; any other address needs one, because
+// anyone who reaches it could otherwise change a loop's parameters.
+func CheckListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if isLoopback(host) || token != "" {
+		return nil
+	}
+	return fmt.Errorf("listen address %q is not loopback: writes would be open to the network; pass --token (or SLUICE_DASHBOARD_TOKEN), or listen on 127.0.0.1", addr)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	// Refused is true when the parameters were invalid (the reason is in
+	// Error), false for other failures.
+	Refused bool `json:"refused,omitempty"`
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	s.cfg.Logger.Warn("dashboard request", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	writeJSON(w, code, errorBody{Error: err.Error()})
+}
+
+func (s *Server) config(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"title":          s.cfg.Title,
+		"writable":       s.cfg.Writer != nil,
+		"token_required": s.cfg.Token != "",
+	})
+}
+
+func (s *Server) loops(w http.ResponseWriter, r *http.Request) {
+	ids, err := s.cfg.Loops.Loops(r.Context())
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"loops": ids})
+}
+
+// history serves GET /api/loops/{id}/history?since=<unix ms>&limit=<n>:
+// without since, the newest limit points; with it, the points after it.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	limit := DefaultPoints
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("limit %q: want a positive integer", v))
+			return
+		}
+		limit = min(n, maxPoints)
+	}
+	var (
+		ps  []Point
+		err error
+	)
+	if v := q.Get("since"); v != "" {
+		ms, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("since %q: want unix milliseconds", v))
+			return
+		}
+		ps, err = s.cfg.History.Since(r.Context(), id, time.UnixMilli(ms), limit)
+	} else {
+		ps, err = s.cfg.History.Last(r.Context(), id, limit)
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	if ps == nil {
+		ps = []Point{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"loop": id, "points": ps})
+}
+
+func (s *Server) params(w http.ResponseWriter, r *http.Request) {
+	st, err := s.cfg.Params.Params(r.Context(), r.PathValue("id"))
+	if errors.Is(err, ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, err)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	if st.Params == nil {
+		st.Params = Params{}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// authorized reports whether r carries the token (constant-time compare).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		got = r.PostFormValue("token")
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+// setParams serves POST /api/loops/{id}/params. The body is JSON,
+// {"params": {...}}, or a form whose fields are the parameters. The edit is
+// merged onto the parameters in force, validated with the controller's code,
+// and written only when valid; a refusal answers 422 with its reason.
+func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+		s.fail(w, r, http.StatusUnauthorized, errors.New("this dashboard requires a token for writes: nothing was written"))
+		return
+	}
+	if s.cfg.Writer == nil {
+		s.fail(w, r, http.StatusForbidden, errors.New("this dashboard is read-only"))
+		return
+	}
+	edit, err := decodeEdit(r)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	id := r.PathValue("id")
+	ctx := r.Context()
+	cur, err := s.cfg.Params.Params(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	next := Params{}
+	maps.Copy(next, cur.Params)
+	maps.Copy(next, edit)
+	if err := s.cfg.Validator.Validate(id, next); err != nil {
+		s.cfg.Logger.Info("dashboard refused parameters", "loop", id, "reason", err)
+		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error(), Refused: true})
+		return
+	}
+	if err := s.cfg.Writer.SetParams(ctx, id, next); err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	st, err := s.cfg.Params.Params(context.WithoutCancel(ctx), id)
+	if err != nil {
+		st = ParamsStatus{Params: next}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// decodeEdit reads the edited parameters from a JSON or form body. Form
+// values that parse as numbers become numbers, "true" and "false" booleans.
+func decodeEdit(r *http.Request) (Params, error) {
+	ct := r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/json") {
+		var body struct {
+			Params Params `json:"params"`
+		}
+		dec := json.NewDecoder(r.Body)
+		if err := dec.Decode(&body); err != nil {
+			return nil, fmt.Errorf("parameters: invalid JSON: %w", err)
+		}
+		if len(body.Params) == 0 {
+			return nil, errors.New(`parameters: the body must be {"params": {...}} with at least one field`)
+		}
+		return body.Params, nil
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	p := Params{}
+	for k, vs := range r.PostForm {
+		if k == "token" || len(vs) == 0 {
+			continue
+		}
+		v := strings.TrimSpace(vs[0])
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			p[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil && (v == "true" || v == "false") {
+			p[k] = b
+		} else {
+			p[k] = v
+		}
+	}
+	if len(p) == 0 {
+		return nil, errors.New("parameters: the form has no fields")
+	}
+	return p, nil
+}
