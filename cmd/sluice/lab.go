@@ -8,7 +8,9 @@ import (
 // labCommands lists the subcommands of `sluice lab`. Each lives in its own
 // file (lab_step.go, lab_compare.go, ...).
 func labCommands() []command {
-	return []command{}
+	return []command{
+		{name: "balance", summary: "PID load balancing over nodes of different capacity vs round-robin", run: runLabBalance},
+	}
 }
 
 func runLab(args []string, stdout, stderr io.Writer) int {

@@ -94,6 +94,10 @@ type Outcome struct {
 	Series []float64 `json:"-"`
 	// Weights are the final shares by node.
 	Weights map[string]float64 `json:"-"`
+	// Utilization and Shares are each node's utilization and traffic share
+	// after each tick (index 0 is the start), for plots.
+	Utilization map[string][]float64 `json:"-"`
+	Shares      map[string][]float64 `json:"-"`
 }
 
 // Result compares the strategies on one scenario.
@@ -141,6 +145,12 @@ func Run(s Scenario) (Result, error) {
 		f.Settle(equal, loads[0])
 		history := []map[string]float64{f.Utilization()}
 		series := []float64{MaxAvg(f.Utilization())}
+		util := map[string][]float64{}
+		share := map[string][]float64{}
+		for _, n := range nodes {
+			util[n.Name] = []float64{f.Utilization()[n.Name]}
+			share[n.Name] = []float64{equal[n.Name]}
+		}
 		var shares map[string]float64
 		for t := 1; t <= s.Ticks; t++ {
 			old := history[max(0, len(history)-1-s.Delay)]
@@ -152,8 +162,14 @@ func Run(s Scenario) (Result, error) {
 			u := f.Step(shares, loads[t], s.Tick)
 			history = append(history, u)
 			series = append(series, MaxAvg(u))
+			for _, n := range nodes {
+				util[n.Name] = append(util[n.Name], u[n.Name])
+				share[n.Name] = append(share[n.Name], shares[n.Name])
+			}
 		}
-		return outcome(series, shares), nil
+		o := outcome(series, shares)
+		o.Utilization, o.Shares = util, share
+		return o, nil
 	}
 
 	var r Result
