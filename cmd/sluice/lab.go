@@ -9,6 +9,8 @@ import (
 // file (lab_step.go, lab_compare.go, ...).
 func labCommands() []command {
 	return []command{
+		{name: "step", summary: "open-loop step test on the simulated plant, then identification", run: runLabStep},
+		{name: "identify", summary: "fit a first-order-plus-dead-time model to a step test CSV", run: runLabIdentify},
 		{name: "balance", summary: "PID load balancing over nodes of different capacity vs round-robin", run: runLabBalance},
 	}
 }

@@ -21,6 +21,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: runLab},
+		{name: "tune", summary: "PI/PID gains from a plant model (SIMC, IMC, Ziegler-Nichols, Cohen-Coon)", run: runTune},
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},
 	}
 }

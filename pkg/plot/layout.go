@@ -114,13 +114,6 @@ func (f Figure) draw(c canvas) {
 		}
 		ymin, ymax := p.yRange()
 		yticks := ticks(ymin, ymax, int(ph/40))
-		if p.YMax <= p.YMin && len(yticks.values) > 0 {
-			// Extend a data range to whole ticks.
-			step := yticks.step
-			ymin = math.Min(ymin, math.Floor(ymin/step+1e-9)*step)
-			ymax = math.Max(ymax, math.Ceil(ymax/step-1e-9)*step)
-			yticks = ticks(ymin, ymax, int(ph/40))
-		}
 		px := func(x float64) float64 { return area.x + (x-xmin)/(xmax-xmin)*area.w }
 		py := func(y float64) float64 { return area.y + area.h - (y-ymin)/(ymax-ymin)*area.h }
 
@@ -192,8 +185,7 @@ func (f Figure) draw(c canvas) {
 	}
 }
 
-// yRange returns the panel's y range: fixed, or the data's (which draw
-// extends to whole ticks).
+// yRange returns the panel's y range: fixed, or the data's with a margin.
 func (p Panel) yRange() (float64, float64) {
 	if p.YMax > p.YMin {
 		return p.YMin, p.YMax
@@ -213,7 +205,8 @@ func (p Panel) yRange() (float64, float64) {
 		d := math.Max(1, math.Abs(lo)*0.1)
 		return lo - d, hi + d
 	}
-	return lo, hi
+	pad := (hi - lo) * 0.04
+	return lo - pad, hi + pad
 }
 
 // segments returns the series in pixels, split at non-finite points and

@@ -100,7 +100,7 @@ func TestWriteSVG(t *testing.T) {
 		}
 	}
 	texts := strings.Join(doc.Texts, "|")
-	for _, want := range []string{"pi & pid <reference>", "CPU (%)", "rate (msg/s)", "time (min)", "stale metric", "pi measured CPU", "100", "1200"} {
+	for _, want := range []string{"pi & pid <reference>", "CPU (%)", "rate (msg/s)", "time (min)", "stale metric", "pi measured CPU", "100", "1000"} {
 		if !strings.Contains(texts, want) {
 			t.Errorf("SVG texts %q; want %q among them", texts, want)
 		}
