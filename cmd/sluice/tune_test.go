@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// runCmd runs the CLI with args and returns the exit code and outputs.
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestTuneJSON(t *testing.T) {
+	tests := []struct {
+		args           []string
+		rule           string
+		kp, ki, kd, ti float64
+		td             float64
+	}{
+		// SIMC: Kc = 15/(0.05 (5+5)) = 30, Ti = min(15, 40) = 15.
+		{[]string{"--gain", "0.05", "--tau", "15s", "--dead-time", "5s"}, "simc", 30, 2, 0, 15, 0},
+		// tau_c = 20s: Kc = 15/(0.05*25) = 12.
+		{[]string{"--gain", "0.05", "--tau", "15s", "--dead-time", "5s", "--tauc", "20s"}, "simc", 12, 0.8, 0, 15, 0},
+		// CloudWatch delay added: theta = 155 s, Kc = 15/(0.05*310).
+		{[]string{"--gain", "0.05", "--tau", "15s", "--dead-time", "5s", "--extra-delay", "2m30s"}, "simc", 15 / 15.5, 1 / 15.5, 0, 15, 0},
+		// Ziegler-Nichols PID: a = 1/60, Kc = 72, Ti = 10, Td = 2.5.
+		{[]string{"--gain", "0.05", "--tau", "15s", "--dead-time", "5s", "--rule", "zn", "--form", "pid"}, "zn", 72, 7.2, 180, 10, 2.5},
+		// IMC with lambda 10s: Kc = 15/(0.05*15) = 20.
+		{[]string{"--gain", "0.05", "--tau", "15s", "--dead-time", "5s", "--rule", "imc", "--tauc", "10s"}, "imc", 20, 20.0 / 15, 0, 15, 0},
+		// Cohen-Coon PI, r = 1/3: Kc = 60 (0.9 + 1/36), Ti = 465/47.
+		{[]string{"--gain", "0.05", "--tau", "0.25m", "--dead-time", "5000ms", "--rule", "cc"}, "cc", 167.0 / 3, 167.0 / 3 / (465.0 / 47), 0, 465.0 / 47, 0},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, append([]string{"tune", "--json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("sluice tune %v exit %d, stderr %q", tc.args, code, errOut)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("sluice tune output %q is not JSON: %v", out, err)
+			}
+			if got["rule"] != tc.rule {
+				t.Errorf("rule = %v; want %q", got["rule"], tc.rule)
+			}
+			for k, want := range map[string]float64{"kp": tc.kp, "ki": tc.ki, "kd": tc.kd, "ti_s": tc.ti, "td_s": tc.td} {
+				v, ok := got[k].(float64)
+				if !ok || math.Abs(v-want) > 1e-6*math.Max(1, math.Abs(want)) {
+					t.Errorf("%s = %v; want %v", k, got[k], want)
+				}
+			}
+		})
+	}
+}
+
+func TestTuneText(t *testing.T) {
+	code, out, _ := runCmd(t, "tune", "--gain", "0.05", "--tau", "15s", "--dead-time", "5s")
+	if code != 0 || !strings.Contains(out, "kp = 30 msg/s per point") {
+		t.Errorf("sluice tune = %d, %q; want 0 and kp = 30", code, out)
+	}
+}
+
+func TestTuneBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gain", "0.05", "--tau", "15s", "--rule", "foo"}, `unknown tuning rule "foo"`},
+		{[]string{"--gain", "0.05", "--tau", "15"}, `invalid value "15" for flag -tau`},
+		{[]string{"--gain", "0.05", "--tau", "abc"}, `invalid value "abc" for flag -tau`},
+		{[]string{"--tau", "15s"}, "--gain is required"},
+		{[]string{"--gain", "-1", "--tau", "15s"}, "must be a positive number"},
+		{[]string{"--gain", "NaN", "--tau", "15s"}, "must be a positive number"},
+		{[]string{"--gain", "0.05", "--tau", "15s", "--form", "pd"}, `unknown controller form "pd"`},
+		{[]string{"--gain", "0.05", "--tau", "15s", "--rule", "zn"}, "positive dead time"},
+		{[]string{"--gain", "0.05", "--tau", "-15s"}, "must not be negative"},
+		{[]string{"--gain", "0.05", "--tau", "15s", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, append([]string{"tune"}, tc.args...)...)
+			if code != 2 {
+				t.Errorf("sluice tune %v exit %d; want 2", tc.args, code)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("sluice tune %v stderr %q; want it to contain %q", tc.args, errOut, tc.want)
+			}
+			if out != "" {
+				t.Errorf("sluice tune %v wrote %q to stdout on bad input", tc.args, out)
+			}
+		})
+	}
+}
+
+// TestHelp checks that every flag of the commands is explained, with its unit
+// or format, and that -h exits 0.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"tune", "-h"}, []string{"-gain", "points of CPU per message/s", "-tau", "-dead-time", "-rule", "simc", "-tauc", "-form", "-json", "-extra-delay", "Go syntax"}},
+		{[]string{"lab", "identify", "--help"}, []string{"-csv", "t_s,input,output", "-json", "-plot", ".svg or .png"}},
+		{[]string{"lab", "step", "-h"}, []string{"-step-from", "-step-to", "-step-at", "messages/s", "-sample", "-gain", "-noise", "-json", "-plot", "-csv"}},
+	}
+	for _, tc := range tests {
+		code, out, _ := runCmd(t, tc.args...)
+		if code != 0 {
+			t.Errorf("sluice %v exit %d; want 0", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("sluice %v help does not mention %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
