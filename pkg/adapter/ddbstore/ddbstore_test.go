@@ -41,3 +41,7 @@ func newStore(t *testing.T) *ddbstore.Store {
 func TestRateContract(t *testing.T) {
 	storetest.TestRate(t, func(t *testing.T) storetest.RateStore { return newStore(t) })
 }
+
+func TestTickStoreContract(t *testing.T) {
+	storetest.TestTickStore(t, func(t *testing.T) storetest.Store { return newStore(t) })
+}

@@ -16,7 +16,7 @@ type TableCreator interface {
 }
 
 // CreateTable creates the table with the key schema the store expects (pk,
-// sk; on demand). It is for tests and local stacks: production tables come
+// sk; on demand; the by-sk index). It is for tests and local stacks: production tables come
 // from template.yaml. A table that already exists is not an error.
 func CreateTable(ctx context.Context, api TableCreator, table string) error {
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -29,6 +29,14 @@ func CreateTable(ctx context.Context, api TableCreator, table string) error {
 			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(IndexBySort),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("sk"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("pk"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
 		BillingMode: types.BillingModePayPerRequest,
 	})
 	var inUse *types.ResourceInUseException

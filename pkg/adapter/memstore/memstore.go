@@ -1,6 +1,7 @@
-// Package memstore keeps the items of every loop (PARAMS, STATE, RATE) in
-// memory, with the same semantics as the DynamoDB store: for tests, the
-// embedded demo and the dashboard demo.
+// Package memstore keeps the items of every loop (PARAMS, PARAMS_STATUS,
+// STATE, RATE) in memory, with the same semantics as the DynamoDB store,
+// conditional commits included: for tests, the embedded demo and the
+// dashboard demo.
 package memstore
 
 import (
@@ -15,14 +16,22 @@ import (
 // Store is an in-memory store of loop items. Its zero value is not usable:
 // call New. It is safe for concurrent use.
 type Store struct {
-	mu    sync.Mutex
-	rates map[string]loop.Rate
+	mu     sync.Mutex
+	params map[string]map[string]any
+	status map[string]loop.ParamsStatus
+	states map[string]loop.State
+	rates  map[string]loop.Rate
 }
+
+var _ loop.TickStore = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		rates: make(map[string]loop.Rate),
+		params: make(map[string]map[string]any),
+		status: make(map[string]loop.ParamsStatus),
+		states: make(map[string]loop.State),
+		rates:  make(map[string]loop.Rate),
 	}
 }
 
@@ -49,4 +58,136 @@ func (s *Store) WriteRate(_ context.Context, r loop.Rate) error {
 	r.Weights = maps.Clone(r.Weights)
 	s.rates[r.Loop] = r
 	return nil
+}
+
+// ReadParams returns the raw attributes of the PARAMS item of loopID (see
+// loop.DecodeParams), or an error wrapping loop.ErrNotFound.
+func (s *Store) ReadParams(_ context.Context, loopID string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.params[loopID]
+	if !ok {
+		return nil, fmt.Errorf("memstore read PARAMS loop %q: %w", loopID, loop.ErrNotFound)
+	}
+	return cloneAttrs(a), nil
+}
+
+// WriteParams replaces the PARAMS item of loopID with attrs, unchecked, as
+// an operator's item edit would: the controller validates it at its next
+// tick.
+func (s *Store) WriteParams(_ context.Context, loopID string, attrs map[string]any) error {
+	if loopID == "" {
+		return fmt.Errorf("memstore write PARAMS: empty loop id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.params[loopID] = cloneAttrs(attrs)
+	return nil
+}
+
+// ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
+// loop.ErrNotFound.
+func (s *Store) ReadStatus(_ context.Context, loopID string) (loop.ParamsStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.status[loopID]
+	if !ok {
+		return loop.ParamsStatus{}, fmt.Errorf("memstore read PARAMS_STATUS loop %q: %w", loopID, loop.ErrNotFound)
+	}
+	return st, nil
+}
+
+// ReadState returns the STATE item of loopID, or an error wrapping
+// loop.ErrNotFound.
+func (s *Store) ReadState(_ context.Context, loopID string) (loop.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.states[loopID]
+	if !ok {
+		return loop.State{}, fmt.Errorf("memstore read STATE loop %q: %w", loopID, loop.ErrNotFound)
+	}
+	return st.Clone(), nil
+}
+
+// LoadLoops returns a snapshot of every loop that has any item.
+func (s *Store) LoadLoops(_ context.Context) ([]loop.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make(map[string]bool)
+	for id := range s.params {
+		ids[id] = true
+	}
+	for id := range s.states {
+		ids[id] = true
+	}
+	out := make([]loop.Snapshot, 0, len(ids))
+	for id := range ids {
+		snap := loop.Snapshot{Loop: id}
+		if a, ok := s.params[id]; ok {
+			snap.Params = cloneAttrs(a)
+		}
+		if st, ok := s.states[id]; ok {
+			c := st.Clone()
+			snap.State = &c
+		}
+		if st, ok := s.status[id]; ok {
+			snap.Status = &st
+		}
+		out = append(out, snap)
+	}
+	return out, nil
+}
+
+// CommitTick writes STATE, RATE and PARAMS_STATUS at once if STATE's
+// version is still c.PrevVersion.
+func (s *Store) CommitTick(_ context.Context, c loop.Commit) error {
+	id := c.State.Loop
+	if id == "" {
+		return fmt.Errorf("memstore commit: empty loop id")
+	}
+	if c.State.Version != c.PrevVersion+1 {
+		return fmt.Errorf("memstore commit loop %q: new version %d does not follow %d", id, c.State.Version, c.PrevVersion)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.states[id].Version // 0 when missing
+	if cur != c.PrevVersion {
+		return fmt.Errorf("memstore commit loop %q at version %d (now %d): %w", id, c.PrevVersion, cur, loop.ErrConflict)
+	}
+	s.states[id] = c.State.Clone()
+	if c.Rate != nil {
+		r := *c.Rate
+		r.Weights = maps.Clone(r.Weights)
+		s.rates[id] = r
+	}
+	if c.Status != nil {
+		s.status[id] = *c.Status
+	}
+	return nil
+}
+
+func cloneAttrs(a map[string]any) map[string]any {
+	if a == nil {
+		return nil
+	}
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneAttrs(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	default:
+		return v
+	}
 }

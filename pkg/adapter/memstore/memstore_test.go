@@ -10,3 +10,7 @@ import (
 func TestRateContract(t *testing.T) {
 	storetest.TestRate(t, func(*testing.T) storetest.RateStore { return memstore.New() })
 }
+
+func TestTickStoreContract(t *testing.T) {
+	storetest.TestTickStore(t, func(*testing.T) storetest.Store { return memstore.New() })
+}

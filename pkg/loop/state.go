@@ -1,0 +1,132 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// State is the STATE item of a loop: what the controller remembers between
+// invocations. Version increases by one with every applied tick; a write is
+// conditional on the version read, so two invocations never both apply the
+// same tick.
+type State struct {
+	// Loop is the loop id.
+	Loop string `json:"loop"`
+	// Version is the number of ticks applied; 0 before the first.
+	Version int64 `json:"version"`
+	// Controller is the PID controller's memory.
+	Controller control.State `json:"controller"`
+	// TickAt is when the last tick was applied.
+	TickAt time.Time `json:"tick_at"`
+	// MetricAt is the timestamp of the newest datapoint seen at the last
+	// tick (zero when none was found).
+	MetricAt time.Time `json:"metric_at"`
+	// Measured is that datapoint's value.
+	Measured float64 `json:"measured"`
+	// Setpoint is the setpoint in force at the last tick.
+	Setpoint float64 `json:"setpoint"`
+	// Rate is the rate computed at the last tick (written to RATE unless
+	// the loop is in shadow mode).
+	Rate float64 `json:"rate"`
+	// Mode is the mode in force at the last tick.
+	Mode Mode `json:"mode"`
+	// Stale is true when the last tick found the metric stale or missing;
+	// StaleSince is when that started.
+	Stale      bool      `json:"stale"`
+	StaleSince time.Time `json:"stale_since"`
+	// Terms are the controller's terms at the last tick.
+	Terms control.Output `json:"terms"`
+	// Params are the last valid parameters: they stay in force while an
+	// edit is refused. Nil when no valid PARAMS was ever seen.
+	Params *Params `json:"params,omitempty"`
+	// ParamsFingerprint identifies the PARAMS item last checked.
+	ParamsFingerprint string `json:"params_fingerprint"`
+}
+
+// Status values of a PARAMS_STATUS item.
+const (
+	StatusApplied = "applied"
+	StatusRefused = "refused"
+)
+
+// ParamsStatus is the PARAMS_STATUS item: the controller's verdict on the
+// latest edit of PARAMS, where the operator looks (`sluice params get`).
+type ParamsStatus struct {
+	// Loop is the loop id.
+	Loop string `json:"loop"`
+	// Status is applied or refused.
+	Status string `json:"status"`
+	// Reason says why an edit was refused: each attribute and what is
+	// wrong with it. Empty when applied.
+	Reason string `json:"reason,omitempty"`
+	// InForce says which parameters the loop runs on after a refusal.
+	InForce string `json:"in_force,omitempty"`
+	// Fingerprint identifies the PARAMS item checked (see Fingerprint).
+	Fingerprint string `json:"fingerprint"`
+	// CheckedAt is when the controller checked it; Tick is the STATE
+	// version written with this status.
+	CheckedAt time.Time `json:"checked_at"`
+	Tick      int64     `json:"tick"`
+}
+
+// Snapshot is what a store holds for one loop: its raw PARAMS attributes
+// (nil when there is no PARAMS item), its STATE (nil before the first tick)
+// and its PARAMS_STATUS (nil when none).
+type Snapshot struct {
+	Loop   string
+	Params map[string]any
+	State  *State
+	Status *ParamsStatus
+}
+
+// Commit is the outcome of one loop's tick, written at once: STATE
+// (conditional on PrevVersion), RATE (unless nil) and PARAMS_STATUS (unless
+// nil).
+type Commit struct {
+	// PrevVersion is the STATE version the tick read; 0 when there was no
+	// STATE. State.Version must be PrevVersion + 1.
+	PrevVersion int64
+	State       State
+	Rate        *Rate
+	Status      *ParamsStatus
+}
+
+// ErrConflict is returned by CommitTick when STATE's version is no longer
+// the one the tick read: another invocation applied the tick first.
+var ErrConflict = errors.New("STATE version changed: another invocation applied this tick")
+
+// TickStore is what a controller tick needs from storage: every loop's
+// items in one read, and an atomic conditional write per loop.
+type TickStore interface {
+	// LoadLoops returns a snapshot of every loop that has any item, with
+	// STATE read consistently.
+	LoadLoops(ctx context.Context) ([]Snapshot, error)
+	// CommitTick writes c atomically if STATE's version is still
+	// c.PrevVersion, and returns an error wrapping ErrConflict otherwise.
+	CommitTick(ctx context.Context, c Commit) error
+}
+
+// Clone returns a deep copy of s: nothing it refers to is shared with s.
+func (s State) Clone() State {
+	s.Controller.Reference = slices.Clone(s.Controller.Reference)
+	if s.Params != nil {
+		p := s.Params.Clone()
+		s.Params = &p
+	}
+	return s
+}
+
+// Clone returns a deep copy of p.
+func (p Params) Clone() Params {
+	p.Metric.Dimensions = maps.Clone(p.Metric.Dimensions)
+	if p.Feedforward != nil {
+		m := *p.Feedforward
+		p.Feedforward = &m
+	}
+	return p
+}

@@ -1,0 +1,376 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// Outcome says what a tick did with one loop.
+type Outcome string
+
+// Outcomes of a loop's tick.
+const (
+	// OutcomeApplied: STATE (and RATE unless in shadow mode) written.
+	OutcomeApplied Outcome = "applied"
+	// OutcomeLost: another invocation applied this tick first; nothing was
+	// written.
+	OutcomeLost Outcome = "lost"
+	// OutcomeNotDue: the loop's last tick is less than half a tick period
+	// old (an overlapping or retried invocation); nothing was written.
+	OutcomeNotDue Outcome = "not-due"
+	// OutcomeDisabled: the loop is disabled.
+	OutcomeDisabled Outcome = "disabled"
+	// OutcomeNoParams: the loop has no valid PARAMS and never had any; its
+	// refusal is recorded, no rate is written.
+	OutcomeNoParams Outcome = "no-params"
+	// OutcomeError: the tick failed for this loop (see Report.Err).
+	OutcomeError Outcome = "error"
+)
+
+// Report is what one tick did with one loop: for the log line, the metrics
+// and the tests.
+type Report struct {
+	Loop    string  `json:"loop"`
+	Outcome Outcome `json:"outcome"`
+	// Tick is the STATE version written (or read, when nothing was written).
+	Tick int64 `json:"tick"`
+	Mode Mode  `json:"mode,omitempty"`
+	// Setpoint and Measured are the setpoint and the newest datapoint
+	// (NaN when none); MetricAt is its timestamp and MetricAge its age
+	// after its period ended.
+	Setpoint  float64       `json:"setpoint"`
+	Measured  float64       `json:"measured"`
+	MetricAt  time.Time     `json:"metric_at,omitzero"`
+	MetricAge time.Duration `json:"metric_age"`
+	// Stale is true when the metric was stale, missing or invalid and the
+	// stale policy decided the rate; Resumed is true on the first tick with
+	// a fresh metric after that.
+	Stale   bool `json:"stale"`
+	Resumed bool `json:"resumed,omitempty"`
+	// Rate is the computed rate; RateWritten is false in shadow mode.
+	Rate        float64 `json:"rate"`
+	RateWritten bool    `json:"rate_written"`
+	// P, I, D and FF are the controller's terms; Saturated is true when the
+	// bounds or the slew limit cut the output.
+	P         float64 `json:"p"`
+	I         float64 `json:"i"`
+	D         float64 `json:"d"`
+	FF        float64 `json:"ff"`
+	Saturated bool    `json:"saturated"`
+	// ParamsStatus is applied or refused when this tick checked a new edit
+	// of PARAMS; ParamsReason is the refusal's reason.
+	ParamsStatus string `json:"params_status,omitempty"`
+	ParamsReason string `json:"params_reason,omitempty"`
+	// Err is set with OutcomeError.
+	Err error `json:"-"`
+}
+
+// Ticker runs one controller tick for every loop in a store: it reads all
+// metrics in batches (one ReadMetrics call per source), runs each due loop's
+// controller and commits each loop's STATE and RATE conditionally on the
+// STATE version it read.
+type Ticker struct {
+	// Store holds the loops.
+	Store TickStore
+	// Metrics maps each source to its reader; a loop whose source has no
+	// reader is treated as having no metric (its stale policy applies).
+	Metrics map[Source]MetricReader
+	// Now is the clock.
+	Now func() time.Time
+	// Concurrency bounds the commits in flight (default 16).
+	Concurrency int
+}
+
+// due is a loop whose tick runs now.
+type due struct {
+	snap    Snapshot
+	params  Params
+	fp      string
+	status  *ParamsStatus
+	sample  Sample
+	queryAt int
+}
+
+// Tick runs one tick for every loop and returns one report per loop, sorted
+// by loop id. The error is set only when the store could not be read; the
+// failure of one loop is in its report.
+func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
+	now := t.Now()
+	snaps, err := t.Store.LoadLoops(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tick: load loops: %w", err)
+	}
+	slices.SortFunc(snaps, func(a, b Snapshot) int {
+		switch {
+		case a.Loop < b.Loop:
+			return -1
+		case a.Loop > b.Loop:
+			return 1
+		}
+		return 0
+	})
+
+	reports := make([]Report, len(snaps))
+	var work []*due
+	var commits []int // indexes of reports with a status-only commit
+	statusOnly := make(map[int]Commit)
+	for i, snap := range snaps {
+		r := &reports[i]
+		r.Loop, r.Measured = snap.Loop, math.NaN()
+		if snap.State != nil {
+			r.Tick = snap.State.Version
+		}
+		if snap.Params == nil {
+			r.Outcome = OutcomeNoParams
+			r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
+			continue
+		}
+		p, perr := DecodeParams(snap.Loop, snap.Params)
+		fp := Fingerprint(snap.Params)
+		prev := snap.State
+		var inForce *Params
+		if perr == nil {
+			inForce = &p
+		} else if prev != nil && prev.Params != nil {
+			inForce = prev.Params
+		}
+		var status *ParamsStatus
+		if prev == nil || prev.ParamsFingerprint != fp {
+			status = &ParamsStatus{Loop: snap.Loop, Status: StatusApplied, Fingerprint: fp, CheckedAt: now}
+			if perr != nil {
+				status.Status, status.Reason = StatusRefused, refusal(perr)
+				status.InForce = "no valid parameters: the loop does not run"
+				if inForce != nil {
+					status.InForce = fmt.Sprintf("last valid parameters (checked at tick %d)", prev.Version)
+				}
+			}
+			r.ParamsStatus, r.ParamsReason = status.Status, status.Reason
+		}
+		if inForce == nil || !inForce.Enabled {
+			r.Outcome = OutcomeNoParams
+			if inForce != nil {
+				r.Outcome = OutcomeDisabled
+			}
+			if status != nil {
+				// Record the verdict (and the fingerprint, so it is
+				// recorded once) without running the loop.
+				st := State{Loop: snap.Loop, Params: inForce, ParamsFingerprint: fp}
+				if prev != nil {
+					st = *prev
+					st.Params, st.ParamsFingerprint = inForce, fp
+				}
+				st.Version = r.Tick + 1
+				status.Tick = st.Version
+				statusOnly[i] = Commit{PrevVersion: r.Tick, State: st, Status: status}
+				commits = append(commits, i)
+			}
+			continue
+		}
+		if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod/2 {
+			r.Outcome = OutcomeNotDue
+			continue
+		}
+		work = append(work, &due{snap: snap, params: *inForce, fp: fp, status: status})
+	}
+
+	t.readMetrics(ctx, work, now)
+
+	// Commit in parallel, bounded.
+	n := t.Concurrency
+	if n <= 0 {
+		n = 16
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	idx := make(map[string]int, len(snaps))
+	for i, s := range snaps {
+		idx[s.Loop] = i
+	}
+	for _, w := range work {
+		i := idx[w.snap.Loop]
+		c := t.compute(w, now, &reports[i])
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.commit(ctx, c, &reports[i])
+		}()
+	}
+	for _, i := range commits {
+		c := statusOnly[i]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			outcome := reports[i].Outcome
+			t.commit(ctx, c, &reports[i])
+			if reports[i].Outcome == OutcomeApplied {
+				reports[i].Outcome = outcome
+			}
+		}()
+	}
+	wg.Wait()
+	return reports, nil
+}
+
+func refusal(err error) string {
+	var pe *ParamsError
+	if errors.As(err, &pe) {
+		return pe.Reason()
+	}
+	return err.Error()
+}
+
+// readMetrics reads the metric of every due loop: one ReadMetrics call per
+// source.
+func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
+	bySource := make(map[Source][]*due)
+	for _, w := range work {
+		bySource[w.params.Metric.Source] = append(bySource[w.params.Metric.Source], w)
+	}
+	for src, ws := range bySource {
+		reader, ok := t.Metrics[src]
+		if !ok || reader == nil {
+			for _, w := range ws {
+				w.sample.Err = fmt.Errorf("no reader for metric source %q", src)
+			}
+			continue
+		}
+		qs := make([]MetricQuery, len(ws))
+		for i, w := range ws {
+			q := w.params.Metric
+			q.Lookback = w.params.StaleAfter + q.Period
+			qs[i] = q
+		}
+		samples, err := reader.ReadMetrics(ctx, qs, now)
+		for i, w := range ws {
+			switch {
+			case err != nil:
+				w.sample.Err = fmt.Errorf("read %s metrics: %w", src, err)
+			case i < len(samples):
+				w.sample = samples[i]
+			default:
+				w.sample.Err = fmt.Errorf("read %s metrics: reader returned %d samples for %d queries", src, len(samples), len(qs))
+			}
+		}
+	}
+}
+
+// compute runs one loop's controller and returns what to commit.
+func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
+	p := w.params
+	prev := w.snap.State
+	var st State
+	if prev != nil {
+		st = *prev
+	}
+	st.Loop = w.snap.Loop
+	prevVersion := st.Version
+	ctrl := control.Controller{Config: p.ControlConfig(), State: st.Controller}
+
+	dt := p.TickPeriod
+	if prev != nil && !prev.TickAt.IsZero() {
+		dt = min(max(now.Sub(prev.TickAt), 0), 3*p.TickPeriod)
+	}
+
+	s := w.sample
+	fresh := s.Err == nil && s.Found && ctrl.Config.ValidMeasurement(s.Value)
+	var age time.Duration
+	if s.Found {
+		age = max(now.Sub(s.Time.Add(p.Metric.Period)), 0)
+		r.Measured, r.MetricAt, r.MetricAge = s.Value, s.Time, age
+		st.MetricAt, st.Measured = s.Time, s.Value
+	}
+	if fresh && age > p.StaleAfter {
+		fresh = false
+	}
+	period := time.Duration(0)
+	if p.Metric.Source == SourceCloudWatch {
+		period = p.Metric.Period
+	}
+	in := control.Input{
+		Setpoint:          p.Setpoint,
+		Measurement:       s.Value,
+		MeasurementAge:    age,
+		MeasurementPeriod: period,
+		SamplingInterval:  dt,
+	}
+
+	var out control.Output
+	switch {
+	case !fresh:
+		in.Measurement = math.NaN()
+		out = ctrl.Update(in)
+		if p.Mode != ModeManual {
+			if !st.Stale {
+				st.StaleSince = now
+			}
+			rate := p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince), dt)
+			ctrl.State.Output = rate
+			out.Rate = rate
+		}
+		st.Stale = true
+		r.Stale = true
+	case st.Stale && p.Mode != ModeManual && prev != nil && prev.Controller.Init:
+		// Bumpless resume: this tick continues from the rate the stale
+		// policy left, and the integrator tracks it (control's manual
+		// tracking), so the next tick carries on from there.
+		ctrl.Config.Mode = control.ModeManual
+		ctrl.Config.ManualRate = st.Rate
+		out = ctrl.Update(in)
+		st.Stale, st.StaleSince = false, time.Time{}
+		r.Resumed = true
+	default:
+		out = ctrl.Update(in)
+		st.Stale, st.StaleSince = false, time.Time{}
+	}
+	if s.Err != nil {
+		r.Err = s.Err
+	}
+
+	st.Version = prevVersion + 1
+	st.Controller = ctrl.State
+	st.TickAt = now
+	st.Setpoint = p.Setpoint
+	st.Rate = out.Rate
+	st.Mode = p.Mode
+	st.Terms = out
+	st.Params = &p
+	st.ParamsFingerprint = w.fp
+
+	r.Tick = st.Version
+	r.Mode, r.Setpoint, r.Rate = p.Mode, p.Setpoint, out.Rate
+	r.P, r.I, r.D, r.FF, r.Saturated = out.P, out.I, out.D, out.FF, out.Saturated
+
+	c := Commit{PrevVersion: prevVersion, State: st, Status: w.status}
+	if w.status != nil {
+		w.status.Tick = st.Version
+	}
+	if p.Mode != ModeShadow {
+		c.Rate = &Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version}
+		r.RateWritten = true
+	}
+	return c
+}
+
+func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
+	err := t.Store.CommitTick(ctx, c)
+	switch {
+	case err == nil:
+		r.Outcome = OutcomeApplied
+	case errors.Is(err, ErrConflict):
+		r.Outcome, r.RateWritten, r.Tick = OutcomeLost, false, c.PrevVersion
+		r.ParamsStatus, r.ParamsReason = "", ""
+	default:
+		r.Outcome, r.RateWritten, r.Err = OutcomeError, false, err
+	}
+}
