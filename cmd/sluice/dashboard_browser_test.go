@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
+)
+
+// These tests drive the dashboard in a real headless Chromium (Debian's
+// chromium; SLUICE_CHROMIUM_BIN overrides the path). With
+// SLUICE_SCREENSHOTS=1 they also write docs/img/dashboard*.png.
+
+// startDashboard runs serveDashboard in the background and returns its URL.
+func startDashboard(t *testing.T, c dashboardConfig) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveDashboard(ctx, c, io.Discard, io.Discard, func(u string) { urls <- u }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serveDashboard: %v", err)
+		}
+	})
+	select {
+	case u := <-urls:
+		return u
+	case err := <-done:
+		t.Fatalf("serveDashboard: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("dashboard did not start within 30s")
+	}
+	return ""
+}
+
+// browser starts headless Chromium with the flags of DESIGN.md and a new
+// empty profile; never a downloaded browser.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := testenv.Binary(t, "SLUICE_CHROMIUM_BIN", "chromium")
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancel := chromedp.NewContext(actx)
+	if err := chromedp.Do(bctx); err != nil { // starts the browser: no timeout on this context
+		cancel()
+		acancel()
+		t.Fatalf("start chromium %s: %v", bin, err)
+	}
+	ctx, tcancel := context.WithTimeout(bctx, 120*time.Second)
+	t.Cleanup(func() { tcancel(); cancel(); acancel() })
+	return ctx
+}
+
+// cdp runs browser steps, failing the test with what on error.
+func cdp(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one browser action and returns its value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// until polls a JavaScript predicate.
+func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d))
+}
+
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// screenshot writes docs/img/<name>.png when SLUICE_SCREENSHOTS=1.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("SLUICE_SCREENSHOTS") != "1" {
+		return
+	}
+	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	path := filepath.Join("..", "..", "docs", "img", name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", path, len(png))
+}
+
+// inkJS counts the pixels of a canvas drawn in a saturated colour: the
+// series lines, not the grey grid and labels.
+const inkJS = `(function(id){const c=document.getElementById(id);const d=c.getContext('2d').getImageData(0,0,c.width,c.height).data;let n=0;for(let i=0;i<d.length;i+=4){const mx=Math.max(d[i],d[i+1],d[i+2]),mn=Math.min(d[i],d[i+1],d[i+2]);if(d[i+3]>200&&mx-mn>60)n++;}return n;})`
+
+func TestBrowserDemo(t *testing.T) {
+	ctx := browser(t)
+	url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", demo: true, speed: 60, prefill: 180})
+	cdp(t, ctx, "load page", chromedp.Navigate(url), chromedp.WaitVisible(css("#chart-cpu")),
+		until(`Number(document.getElementById('chart-cpu').dataset.points) > 0`, 20*time.Second))
+
+	drawn := value(t, ctx, "count charts", chromedp.Evaluate[int](`[...document.querySelectorAll('canvas')].filter(c => Number(c.dataset.points) > 0).length`))
+	if drawn < 2 {
+		t.Errorf("%d charts have data points; want at least 2", drawn)
+	}
+	for _, id := range []string{"chart-cpu", "chart-rate", "chart-terms", "chart-depth"} {
+		points := value(t, ctx, "points of "+id, chromedp.Evaluate[int](fmt.Sprintf(`Number(document.getElementById(%q).dataset.points)`, id)))
+		ink := value(t, ctx, "pixels of "+id, chromedp.Evaluate[int](fmt.Sprintf(`%s(%q)`, inkJS, id)))
+		if points < 100 || ink < 200 {
+			t.Errorf("%s: %d data points, %d coloured pixels; want >= 100 points drawn and >= 200 pixels", id, points, ink)
+		}
+	}
+	text := value(t, ctx, "read text", chromedp.Evaluate[string](`document.body.innerText`))
+	if !strings.Contains(text, "setpoint") {
+		t.Errorf("page text does not contain %q:\n%s", "setpoint", text)
+	}
+
+	// the data moves: the newest point's time changes between two reads
+	first := value(t, ctx, "first read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
+	cdp(t, ctx, "wait for a new point", until(
+		fmt.Sprintf(`document.getElementById('chart-cpu').dataset.last !== %q`, first), 20*time.Second))
+	second := value(t, ctx, "second read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
+	a, _ := strconv.ParseInt(first, 10, 64)
+	b, _ := strconv.ParseInt(second, 10, 64)
+	if b <= a {
+		t.Errorf("newest point went from %d to %d; want it to advance", a, b)
+	}
+	screenshot(t, ctx, "dashboard")
+
+	// an edit through the form applies to the demo loop, an invalid one shows its reason
+	cdp(t, ctx, "set setpoint 55", chromedp.SetValue(css("#f-setpoint"), "55"), chromedp.Click(css("#save")),
+		until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+	cdp(t, ctx, "wait for setpoint 55 on the chart", until(`document.getElementById('now').innerText.includes('setpoint 55.0 %')`, 20*time.Second))
+	cdp(t, ctx, "set an invalid max rate", chromedp.SetValue(css("#f-max_rate"), "-1"), chromedp.Click(css("#save")),
+		until(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
+	msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-message")))
+	if !strings.Contains(msg, "max_rate") {
+		t.Errorf("refusal message %q does not name max_rate", msg)
+	}
+	screenshot(t, ctx, "dashboard-refused")
+}
+
+var tableSeq atomic.Int64
+
+// motoTable creates a fresh table with one loop's valid PARAMS and an hour
+// of history.
+func motoTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	table := fmt.Sprintf("sluice-dash-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
+	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	ps := newParamsStore(client, table)
+	p := demo.DefaultParams()
+	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
+	if err := ps.SetParams(ctx, "orders", p); err != nil {
+		t.Fatal(err)
+	}
+	hist := ddbhistory.New(client, table)
+	t0 := time.Now().UTC().Truncate(time.Minute).Add(-time.Hour)
+	for k := range 60 {
+		y := 70 + 8*math.Sin(float64(k)/6)
+		pt := dashboard.Point{T: t0.Add(time.Duration(k) * time.Minute), Setpoint: 70, Measured: y, Rate: 1200 - 20*(y-70),
+			Consumed: 1190 - 20*(y-70), P: -(y - 70), I: -20 * (y - 70), FF: 1200, Depth: 50000 - 500*float64(k), Mode: "auto",
+			Stale: k >= 40 && k < 44, Saturated: k >= 20 && k < 24}
+		if pt.Stale {
+			pt.Measured = math.NaN()
+		}
+		if err := hist.Append(ctx, "orders", pt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client, table
+}
+
+func storedSetpoint(t *testing.T, client *dynamodb.Client, table string) string {
+	t.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "orders"}, "sk": &types.AttributeValueMemberS{Value: "PARAMS"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := out.Item["setpoint"].(*types.AttributeValueMemberN)
+	if n == nil {
+		t.Fatalf("PARAMS has no numeric setpoint: %v", out.Item)
+	}
+	return n.Value
+}
+
+func TestBrowserMoto(t *testing.T) {
+	client, table := motoTable(t)
+	ctx := browser(t)
+
+	t.Run("edit lands in DynamoDB and shows on the page", func(t *testing.T) {
+		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
+		cdp(t, ctx, "load", chromedp.Navigate(url), chromedp.WaitVisible(css("#f-setpoint")),
+			until(`Number(document.getElementById('chart-cpu').dataset.points) >= 100`, 15*time.Second))
+		screenshot(t, ctx, "dashboard-moto")
+		cdp(t, ctx, "edit", chromedp.SetValue(css("#f-setpoint"), "55"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != "55" {
+			t.Fatalf("stored setpoint = %s after a form edit to 55; want 55", got)
+		}
+		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(css("#f-setpoint")),
+			until(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
+		shown := value(t, ctx, "read setpoint", chromedp.Value(css("#f-setpoint")))
+		if shown != "55" {
+			t.Errorf("after reload the form shows setpoint %q; want 55", shown)
+		}
+
+		cdp(t, ctx, "invalid edit", chromedp.SetValue(css("#f-setpoint"), "150"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
+		msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-message")))
+		if !strings.Contains(msg, "setpoint") || !strings.Contains(msg, "(0, 100]") {
+			t.Errorf("refusal = %q; want the setpoint's reason", msg)
+		}
+		if got := storedSetpoint(t, client, table); got != "55" {
+			t.Errorf("stored setpoint = %s after a refused edit; want the valid 55 kept", got)
+		}
+	})
+
+	t.Run("token required: a write without it is refused and nothing is written", func(t *testing.T) {
+		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table, token: "s3cret-token"})
+		cdp(t, ctx, "load", chromedp.Navigate(url), chromedp.WaitVisible(css("#f-token")),
+			until(`document.getElementById('f-setpoint') !== null`, 10*time.Second))
+		before := storedSetpoint(t, client, table)
+		cdp(t, ctx, "write without token", chromedp.SetValue(css("#f-setpoint"), "61"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != before {
+			t.Fatalf("stored setpoint = %s after a write without the token; want %s unchanged", got, before)
+		}
+		cdp(t, ctx, "write with a wrong token", chromedp.SetValue(css("#f-token"), "guess"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != before {
+			t.Fatalf("stored setpoint = %s after a write with a wrong token; want %s unchanged", got, before)
+		}
+		cdp(t, ctx, "write with the token", chromedp.SetValue(css("#f-token"), "s3cret-token"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != "61" {
+			t.Errorf("stored setpoint = %s after a write with the token; want 61", got)
+		}
+	})
+}
