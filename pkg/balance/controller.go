@@ -17,9 +17,11 @@ type Config struct {
 	// 1/tick when the tick changes.
 	IntegralGain float64 `json:"ki"`
 	// MinShare and MaxShare bound a node's weight, as multiples of the equal
-	// share 1/N of a fleet of N nodes: MinShare 0.05 keeps every node at 5 %
-	// of an equal share or more (never starved); MaxShare 4 keeps it at four
-	// equal shares or less (never flooded). A weight never exceeds 1.
+	// share 1/N of a fleet of N nodes: MinShare 0.01 keeps every node at 1 %
+	// of an equal share or more (never starved); MaxShare 8 keeps it at eight
+	// equal shares or less (never flooded). A weight never exceeds 1. The
+	// bounds also limit what the balancer can reach: a node of capacity c in
+	// a fleet of total capacity C needs c*N/C equal shares.
 	MinShare float64 `json:"min_share"`
 	MaxShare float64 `json:"max_share"`
 	// MinMean is the fleet mean utilization (percent) below which weights
@@ -28,13 +30,15 @@ type Config struct {
 }
 
 // DefaultConfig returns gains tuned on the simulated fleet for a 15-second
-// tick and a node lag about as long as the tick (see docs/balance.md).
+// tick and a node lag about as long as the tick: within 20 ticks for fleets
+// from 1:2:3 to 1:100, and stable with a metric up to two ticks old (see
+// docs/balance.md). With a 60-second tick, divide IntegralGain by 4.
 func DefaultConfig() Config {
 	return Config{
 		ProportionalGain: 0.3,
-		IntegralGain:     0.6 / 15, // 0.6 of the relative error per 15 s tick
-		MinShare:         0.05,
-		MaxShare:         4,
+		IntegralGain:     0.4 / 15, // 0.4 of the relative error per 15 s tick
+		MinShare:         0.01,
+		MaxShare:         8,
 		MinMean:          1,
 	}
 }

@@ -56,10 +56,13 @@ func TestHeterogeneousFleets(t *testing.T) {
 		{"10 random seed 2", RandomCapacities(10, 2)},
 		{"10 random seed 3", RandomCapacities(10, 3)},
 		{"20 random seed 4", RandomCapacities(20, 4)},
+		{"1:100", []float64{1, 100}},
+		{"nine 1 and one 10", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := DefaultScenario(tt.capacities)
+			s.Ticks = 40
 			r, err := Run(s)
 			if err != nil {
 				t.Fatal(err)
@@ -70,13 +73,30 @@ func TestHeterogeneousFleets(t *testing.T) {
 			if r.PID.TicksTo105 == nil || *r.PID.TicksTo105 > 20 {
 				t.Errorf("pid ticks to 1.05 = %v; want <= 20 (series %.3f)", r.PID.TicksTo105, r.PID.Series)
 			}
-			if r.RoundRobin.MaxAvg < 1.3 {
+			if r.RoundRobin.MaxAvg < 1.3 && tt.name != "nine 1 and one 10" {
 				t.Errorf("round-robin max/avg = %.4f; want >= 1.3", r.RoundRobin.MaxAvg)
 			}
 			if got := sumWeights(r.PID.Weights); math.Abs(got-1) > 1e-9 {
 				t.Errorf("pid weights sum to %v; want 1", got)
 			}
 		})
+	}
+}
+
+func TestStaleMetric(t *testing.T) {
+	// The default gains stay stable when the controller reads a metric two
+	// ticks old (a CloudWatch-like pipeline at a short tick).
+	for _, c := range [][]float64{{1, 2, 3}, {1, 10}, RandomCapacities(10, 2)} {
+		s := DefaultScenario(c)
+		s.Delay = 2
+		r, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.PID.MaxAvg > 1.02 || r.PID.TicksTo105 == nil || *r.PID.TicksTo105 > 30 {
+			t.Errorf("fleet %v, metric 2 ticks old: max/avg %.4f, ticks to 1.05 %v; want <= 1.02 within 30 ticks",
+				c, r.PID.MaxAvg, r.PID.TicksTo105)
+		}
 	}
 }
 
