@@ -23,6 +23,7 @@ for a in "$@"; do
 	esac
 done
 ((${#names[@]})) || names=(moto mariadb prometheus process-exporter kafka)
+stack_lock
 
 declare -A ports=(
 	[moto]=$MOTO_PORT

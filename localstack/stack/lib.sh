@@ -54,6 +54,17 @@ port_holder() {
 	fi
 }
 
+# stack_lock serialises up.sh, down.sh and mariadb.sh across checkouts (the
+# services and their ports are machine-wide): one at a time, others wait.
+stack_lock() {
+	local f=${SLUICE_STACK_LOCK:-/tmp/sluice-stack.lock}
+	exec 9>>"$f"
+	if ! flock -n 9; then
+		log "waiting for another up.sh/down.sh/mariadb.sh (lock $f)"
+		flock -w 900 9 || die "lock $f still held after 900s"
+	fi
+}
+
 # pid_cmd PID prints the command line of PID on one line.
 pid_cmd() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200; }
 
@@ -88,7 +99,8 @@ start_daemon() {
 	local name=$1
 	shift
 	printf '\n==== %s: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$STACK_LOG/$name.log"
-	SLUICE_STACK_DIR=$STACK_DIR setsid "$@" >>"$STACK_LOG/$name.log" 2>&1 </dev/null &
+	# fd 9 (the stack lock) is closed so that the daemon does not hold the lock.
+	SLUICE_STACK_DIR=$STACK_DIR setsid "$@" >>"$STACK_LOG/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$STACK_RUN/$name.pid"
 }
 

@@ -27,6 +27,7 @@ start() {
 	wait_ready mariadb 60 "" mariadb_ready || die "mariadb: not ready"
 }
 
+[[ ${1:-} == status ]] || stack_lock
 case ${1:-} in
 start) start ;;
 stop) mariadb_stop ;;

@@ -44,6 +44,7 @@ while (($#)); do
 	esac
 done
 ((${#services[@]})) || services=(moto mariadb prometheus rie)
+stack_lock
 
 started=()
 
