@@ -89,7 +89,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	rep := h.Consumer.Process(pctx, msgs)
 
-	var failures []events.SQSBatchItemFailure
+	failures := []events.SQSBatchItemFailure{}
 	for _, m := range rep.Retry {
 		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: m.ID})
 	}

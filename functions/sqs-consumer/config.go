@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// config is the function's configuration, read once from the environment.
+type config struct {
+	Loop          string        // SLUICE_LOOP: the loop whose RATE is read
+	Table         string        // SLUICE_TABLE: the DynamoDB table
+	SafeRate      float64       // SLUICE_SAFE_RATE: aggregate msg/s when RATE is missing or stale
+	RatePeriod    time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
+	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's MaximumConcurrency)
+	Sink          string        // SLUICE_SINK: mysql or http
+	MySQLDSN      string        // SLUICE_MYSQL_DSN
+	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
+	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
+}
+
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{
+		Loop:          getenv("SLUICE_LOOP"),
+		Table:         getenv("SLUICE_TABLE"),
+		Sink:          getenv("SLUICE_SINK"),
+		MySQLDSN:      getenv("SLUICE_MYSQL_DSN"),
+		DeadLetterURL: getenv("SLUICE_DLQ_URL"),
+		SafeRate:      10,
+		RatePeriod:    consume.DefaultRatePeriod,
+		Consumers:     1,
+	}
+	if c.Loop == "" {
+		c.Loop = "default"
+	}
+	if c.Table == "" {
+		c.Table = ddbstore.DefaultTable
+	}
+	if c.Sink == "" {
+		c.Sink = "mysql"
+	}
+	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
+		c.HTTPEndpoints = strings.Split(e, ",")
+	}
+	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return c, fmt.Errorf("SLUICE_SAFE_RATE=%q: want a rate >= 0 in messages/s", v)
+		}
+		c.SafeRate = f
+	}
+	if v := getenv("SLUICE_RATE_PERIOD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("SLUICE_RATE_PERIOD=%q: want a positive duration such as 1s", v)
+		}
+		c.RatePeriod = d
+	}
+	if v := getenv("SLUICE_CONSUMERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("SLUICE_CONSUMERS=%q: want a count >= 1", v)
+		}
+		c.Consumers = n
+	}
+	switch c.Sink {
+	case "mysql":
+		if c.MySQLDSN == "" {
+			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
+		}
+	case "http":
+		if len(c.HTTPEndpoints) == 0 {
+			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+		}
+	default:
+		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
+	}
+	return c, nil
+}
+
+// build wires the handler: DynamoDB RATE reader, cache, sink, consumer.
+func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, func(), error) {
+	aws, err := awsconf.Load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sink consume.Sink
+	closer := func() {}
+	switch c.Sink {
+	case "mysql":
+		db, err := sql.Open("mysql", c.MySQLDSN)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open MySQL: %w", err)
+		}
+		if err := mysqlsink.Migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		sink, closer = mysqlsink.New(db), func() { db.Close() }
+	case "http":
+		sink = httpsink.New(httpsink.Config{}, httpsink.NewRoundRobin(c.HTTPEndpoints...), nil, consume.WallClock{})
+	}
+	stats := &consume.Stats{}
+	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate},
+		ddbstore.New(dynamodb.NewFromConfig(aws), c.Table), consume.FixedPeers(c.Consumers), consume.WallClock{}, log, stats)
+	cons := consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats)
+	return &sqsqueue.Handler{
+		Consumer:      cons,
+		API:           sqs.NewFromConfig(aws),
+		DeadLetterURL: c.DeadLetterURL,
+		Log:           log,
+		Metrics:       os.Stdout,
+		Loop:          c.Loop,
+	}, closer, nil
+}
