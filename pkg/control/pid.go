@@ -84,6 +84,16 @@ type Config struct {
 	// the plant's own dead time; the measurement pipeline's delay comes from
 	// Input.MeasurementAge and Input.MeasurementPeriod.
 	Feedforward *FOPDT `json:"ff,omitempty"`
+	// DelayAware makes the integrator delay-aware (needs Feedforward): it
+	// integrates the error that would remain once every output already sent
+	// has shown in the measurement, projected through the model and the
+	// measurement's age and averaging period, instead of the raw error. The
+	// integrator then does not integrate the same stale error over and over
+	// while the measurement cannot yet show the effect of the last move (a
+	// predictor on the known measurement delay, in the spirit of the Smith
+	// predictor, Astrom & Hagglund 2006 sec. 7.4), and Ki may be set for the
+	// delay-free loop: Ki = 1/(gain Tc).
+	DelayAware bool `json:"da,omitempty"`
 	// MeasurementMin and MeasurementMax are the valid range of the
 	// measurement (0 and 100 for CPU). When Max <= Min only NaN and Inf are
 	// refused.
@@ -129,6 +139,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("mode %q: want auto or %q", c.Mode, ModeManual)
 	}
+	if c.DelayAware && c.Feedforward == nil {
+		return errors.New("a delay-aware integrator needs the feedforward model")
+	}
 	if c.Feedforward != nil {
 		if err := c.Feedforward.Validate(); err != nil {
 			return fmt.Errorf("feedforward: %w", err)
@@ -169,6 +182,9 @@ type State struct {
 	// Reference is the history of the filtered setpoint that the feedforward
 	// was computed from, oldest first.
 	Reference []Segment `json:"ref,omitempty"`
+	// Applied is the history of the output, oldest first (delay-aware
+	// integrator).
+	Applied []Segment `json:"applied,omitempty"`
 }
 
 // Input is one update's input.
@@ -264,6 +280,9 @@ func (c *Controller) Update(in Input) Output {
 		if cfg.Feedforward != nil {
 			s.Output = clamp(cfg.Feedforward.Input(s.FilteredSetpoint), cfg.Min, cfg.Max)
 			s.Reference = []Segment{{At: -time.Hour, Value: s.FilteredSetpoint}}
+			if cfg.DelayAware {
+				s.Applied = []Segment{{At: -time.Hour, Value: s.Output}}
+			}
 		}
 		s.SampleEnd = math.MinInt64
 	}
@@ -272,6 +291,7 @@ func (c *Controller) Update(in Input) Output {
 		return Output{Rate: s.Output, I: s.Integral, Held: true}
 	}
 
+	prevSetpoint := s.FilteredSetpoint
 	// Setpoint filter, exact discretization of 1/(Tf s + 1).
 	if valid || cfg.Mode == ModeManual {
 		sp := in.Setpoint
@@ -288,10 +308,15 @@ func (c *Controller) Update(in Input) Output {
 
 	var out Output
 	ref := s.FilteredSetpoint
+	predicted := math.NaN() // steady-state CPU projected from the measurement and the output in flight
 	if m := cfg.Feedforward; m != nil {
 		out.FF = m.Input(s.FilteredSetpoint)
 		end := s.Clock - in.MeasurementAge
 		ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
+		if cfg.DelayAware && valid {
+			seen := m.Base + m.Gain*m.expected(s.Applied, end-in.MeasurementPeriod, end)
+			predicted = in.Measurement + m.Output(s.Output) - seen
+		}
 		s.Reference = appendSegment(s.Reference, Segment{At: s.Clock, Value: s.FilteredSetpoint})
 		s.Reference = pruneSegments(s.Reference, s.Clock-historyHorizon(m, in))
 	}
@@ -305,6 +330,10 @@ func (c *Controller) Update(in Input) Output {
 	}
 	e := ref - y
 	out.Reference, out.Error = ref, e
+	eI := e // the error the integrator integrates
+	if !math.IsNaN(predicted) {
+		eI = prevSetpoint - predicted
+	}
 
 	// Is this a new datapoint?
 	sampleEnd := s.Clock - in.MeasurementAge
@@ -345,19 +374,20 @@ func (c *Controller) Update(in Input) Output {
 		s.Integral = u - out.FF - out.P - out.D
 		out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
 		s.finish(y, e, u, valid, isNew, sampleEnd)
+		c.recordApplied(u, in)
 		return out
 	}
 
 	integral := s.Integral
 	if isNew && cfg.Ki != 0 {
-		integral += cfg.Ki * e * dtI.Seconds()
+		integral += cfg.Ki * eI * dtI.Seconds()
 		out.Integrated = true
 	}
 	v := out.FF + out.P + integral + out.D
 	u := limit(v, s.Output, cfg)
 	switch cfg.AntiWindup {
 	case AntiWindupConditional:
-		if out.Integrated && u != v && (v > u) == (e > 0) {
+		if out.Integrated && u != v && (v > u) == (eI > 0) {
 			// Saturated and the error pushes further out: do not integrate.
 			integral = s.Integral
 			out.Integrated = false
@@ -386,7 +416,21 @@ func (c *Controller) Update(in Input) Output {
 	s.Integral = integral
 	out.I, out.Rate, out.Saturated = integral, u, u != v
 	s.finish(y, e, u, valid, isNew, sampleEnd)
+	c.recordApplied(u, in)
 	return out
+}
+
+// recordApplied keeps the output history of the delay-aware integrator.
+func (c *Controller) recordApplied(u float64, in Input) {
+	if !c.Config.DelayAware || c.Config.Feedforward == nil {
+		return
+	}
+	s := &c.State
+	if len(s.Applied) == 0 {
+		s.Applied = []Segment{{At: -time.Hour, Value: u}}
+	}
+	s.Applied = appendSegment(s.Applied, Segment{At: s.Clock, Value: u})
+	s.Applied = pruneSegments(s.Applied, s.Clock-historyHorizon(c.Config.Feedforward, in))
 }
 
 func (s *State) finish(y, e, u float64, valid, isNew bool, sampleEnd time.Duration) {
