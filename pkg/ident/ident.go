@@ -226,27 +226,49 @@ func Fit(d Data) (Result, error) {
 		return sse, base, gain
 	}
 
-	// Coarse grid over the feasible region, then a simplex from the best
-	// point of the grid and from the two-point guess.
-	bestTau, bestTheta := guess.Tau.Seconds(), guess.DeadTime.Seconds()
-	best, _, _ := cost(bestTau, bestTheta)
-	const nTheta, nTau = 40, 30
+	// Coarse grid over the feasible region, then a simplex from each of the
+	// best few grid points and from the two-point guess; the objective is
+	// mirrored at zero so that the simplex may cross the bounds.
+	type candidate struct{ c, tau, theta float64 }
+	const nTheta, nTau, nStarts = 40, 30, 4
+	var starts []candidate
+	consider := func(tau, theta float64) {
+		c, _, _ := cost(tau, theta)
+		starts = append(starts, candidate{c, tau, theta})
+		for k := len(starts) - 1; k > 0 && starts[k].c < starts[k-1].c; k-- {
+			starts[k], starts[k-1] = starts[k-1], starts[k]
+		}
+		if len(starts) > nStarts {
+			starts = starts[:nStarts]
+		}
+	}
 	for i := range nTheta {
-		theta := span * float64(i) / nTheta
+		// Denser near zero: dead times are usually short against the test.
+		f := float64(i) / nTheta
+		theta := span * f * f
 		for j := range nTau + 1 {
 			tau := 0.0
 			if j > 0 {
 				tau = span * 1e-3 * math.Pow(2e3, float64(j-1)/float64(nTau-1))
 			}
-			if c, _, _ := cost(tau, theta); c < best {
-				best, bestTau, bestTheta = c, tau, theta
-			}
+			consider(tau, theta)
 		}
 	}
-	p := nelderMead(func(p [2]float64) float64 {
-		c, _, _ := cost(p[0], p[1])
+	starts = append(starts, candidate{tau: guess.Tau.Seconds(), theta: guess.DeadTime.Seconds()})
+	obj := func(p [2]float64) float64 {
+		c, _, _ := cost(math.Abs(p[0]), math.Abs(p[1]))
 		return c
-	}, [2]float64{bestTau, bestTheta}, [2]float64{math.Max(span/nTau, 1e-3*span), span / nTheta}, 400)
+	}
+	best, p := math.Inf(1), [2]float64{}
+	for _, st := range starts {
+		q := nelderMead(obj, [2]float64{st.tau, st.theta}, [2]float64{math.Max(st.tau/4, 1e-3*span), math.Max(st.theta/4, 1e-3*span)}, 300)
+		// Restart once from where it stopped, against early collapse.
+		q = nelderMead(obj, q, [2]float64{math.Max(math.Abs(q[0])/10, 1e-4*span), math.Max(math.Abs(q[1])/10, 1e-4*span)}, 300)
+		if c := obj(q); c < best {
+			best, p = c, q
+		}
+	}
+	p[0], p[1] = math.Abs(p[0]), math.Abs(p[1])
 	tau, theta := math.Max(0, p[0]), math.Max(0, p[1])
 	sse, base, gain := cost(tau, theta)
 	if !(gain > 0) {
