@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/plot"
@@ -36,6 +37,7 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&s.Config.IntegralGain, "ki", s.Config.IntegralGain, "integral gain, per second")
 	fs.Float64Var(&s.Config.MinShare, "min-share", s.Config.MinShare, "smallest weight, as a multiple of the equal share")
 	fs.Float64Var(&s.Config.MaxShare, "max-share", s.Config.MaxShare, "largest weight, as a multiple of the equal share")
+	cascade := fs.Bool("cascade", false, "instead: the rate loop and the balancer together (rate on the hottest node or the mean; balancer faster, as fast, slower, off)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	plotFile := fs.String("plot", "", "write a chart to this .svg or .png file")
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +49,9 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sluice lab balance: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *cascade {
+		return runCascade(*asJSON, *plotFile, stdout, stderr)
 	}
 	caps, err := parseCapacities(*capacities, *nodes, s.Seed)
 	if err != nil {
@@ -178,4 +183,65 @@ func balanceFigure(s balance.Scenario, r balance.Result) plot.Figure {
 		XLabel: fmt.Sprintf("controller tick (%v)", s.Tick),
 		Panels: []plot.Panel{imbalance, util, weights},
 	}
+}
+
+// runCascade is `sluice lab balance --cascade`.
+func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
+	if plotFile != "" {
+		if err := plot.CheckPath(plotFile); err != nil {
+			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
+			return 2
+		}
+	}
+	type row struct {
+		Name string `json:"name"`
+		balance.CascadeResult
+	}
+	var rows []row
+	var fig plot.Figure
+	hot := plot.Panel{Title: "hottest node", YLabel: "utilization (%)", YMin: 40, YMax: 100}
+	rates := plot.Panel{Title: "allowed rate", YLabel: "messages/s"}
+	for _, v := range balance.CascadeVariants() {
+		r, err := balance.RunCascade(v.Scenario)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice lab balance: %s: %v\n", v.Name, err)
+			return 1
+		}
+		rows = append(rows, row{Name: v.Name, CascadeResult: r})
+		minutes := make([]float64, len(r.Time))
+		for i, t := range r.Time {
+			minutes[i] = t / 60
+		}
+		if v.Scenario.BalanceTick != 60*time.Second {
+			hot.Series = append(hot.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Max, Dashed: v.Scenario.Regulated == balance.RegulateMean})
+			rates.Series = append(rates.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Rate, Dashed: v.Scenario.Regulated == balance.RegulateMean})
+		}
+	}
+	if plotFile != "" {
+		s := balance.DefaultCascade(balance.RegulateMax)
+		fig = plot.Figure{
+			Title: fmt.Sprintf("Rate loop (tick %v, setpoint %.0f %%) and balancer on a fleet %s; +%.0f points on node-01 at %v",
+				s.RateTick, s.Setpoint, formatCapacities(s.Capacities), s.DisturbanceSize, s.DisturbanceAt),
+			XLabel: "time (min)",
+			Panels: []plot.Panel{hot, rates},
+		}
+		if err := fig.WriteFile(plotFile); err != nil {
+			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
+			return 1
+		}
+	}
+	if asJSON {
+		b, err := json.Marshal(map[string]any{"cascade": rows})
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	fmt.Fprintf(stdout, "%-32s %10s %9s %9s %9s %8s\n", "variant", "rate msg/s", "peak %", "s > sp+5", "s at 100", "max/avg")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-32s %10.0f %9.1f %9.0f %9.0f %8.3f\n", r.Name, r.Throughput, r.PeakMax, r.SecondsOver, r.SecondsSaturated, r.MaxAvg)
+	}
+	return 0
 }

@@ -85,3 +85,28 @@ func TestLabBalanceBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestLabBalanceCascade(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"lab", "balance", "--cascade", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d; want 0 (stderr %s)", code, errb.String())
+	}
+	var r struct {
+		Cascade []struct {
+			Name        string  `json:"name"`
+			Throughput  float64 `json:"throughput"`
+			SecondsOver float64 `json:"seconds_over"`
+		} `json:"cascade"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("output %q is not JSON: %v", out.String(), err)
+	}
+	if len(r.Cascade) != 8 {
+		t.Fatalf("%d cascade variants; want 8", len(r.Cascade))
+	}
+	for _, v := range r.Cascade {
+		if v.Name == "" || !(v.Throughput > 0) {
+			t.Errorf("variant %+v: want a name and a positive throughput", v)
+		}
+	}
+}
