@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -404,7 +405,11 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	d := &decoder{attrs: attrs, loopID: loopID}
 	for _, name := range sortedKeys(attrs) {
 		if _, ok := paramsSchema[name]; !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
-			d.fail(name, "unknown attribute (names are snake_case, e.g. %s; prefix x_ for your own)", AttrSetpoint)
+			field := name
+			if strings.TrimSpace(field) == "" {
+				field = strconv.Quote(name)
+			}
+			d.fail(field, "unknown attribute (names are snake_case, e.g. %s; prefix x_ for your own)", AttrSetpoint)
 		}
 	}
 	p := Params{Loop: loopID}

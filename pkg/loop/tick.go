@@ -314,7 +314,9 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 			if !st.Stale {
 				st.StaleSince = now
 			}
-			rate := p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince), dt)
+			// Stale for this tick's interval at least: with no grace the
+			// policy acts at the first stale tick.
+			rate := p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince)+dt, dt)
 			ctrl.State.Output = rate
 			out.Rate = rate
 		}

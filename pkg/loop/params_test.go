@@ -1,0 +1,225 @@
+package loop_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// valid returns a valid PARAMS item; edit changes it.
+func valid(edit func(a map[string]any)) map[string]any {
+	a := map[string]any{
+		"setpoint": 70.0, "kp": 2.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
+	}
+	if edit != nil {
+		edit(a)
+	}
+	return a
+}
+
+func TestDecodeParamsDefaults(t *testing.T) {
+	p, err := loop.DecodeParams("orders", valid(nil))
+	if err != nil {
+		t.Fatalf("DecodeParams(valid) = %v", err)
+	}
+	want := loop.Params{
+		Loop: "orders", Enabled: true, Mode: loop.ModeAuto, Setpoint: 70, Kp: 2, Ki: 0.05,
+		AntiWindup: control.AntiWindupConditional, MinRate: 10, MaxRate: 1000,
+		TickPeriod: time.Minute, RateTTL: 3 * time.Minute,
+		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
+			Dimensions: map[string]string{"DBInstanceIdentifier": "orders-db"}, Statistic: "Average", Period: time.Minute},
+		Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
+		StaleAfter: 5 * time.Minute,
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("DecodeParams(valid) =\n%+v\nwant\n%+v", p, want)
+	}
+}
+
+func TestParamsAttrsRoundTrip(t *testing.T) {
+	items := []map[string]any{
+		valid(nil),
+		valid(func(a map[string]any) {
+			a["mode"] = "manual"
+			a["manual_rate"] = 200.0
+			a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"] = 0.05, 10.0, "15s", "5s"
+			a["anti_windup"] = "back-calculation"
+			a["tracking_time"] = "2m"
+			a["setpoint_filter"] = "90s"
+			a["derivative_filter"] = "10s"
+			a["kd"] = 3.0
+			a["stale_policy"], a["safe_rate"], a["stale_decay"], a["stale_grace"] = "decay", 50.0, "3m", "1m"
+		}),
+		valid(func(a map[string]any) {
+			delete(a, "metric_dimensions")
+			a["metric_source"], a["metric_promql"] = "prometheus", `max(rate(process_cpu_seconds_total{job="mysql"}[1m])) * 100`
+			a["mode"], a["enabled"] = "shadow", false
+			a["anti_windup"] = "none"
+		}),
+	}
+	for i, item := range items {
+		p, err := loop.DecodeParams("l", item)
+		if err != nil {
+			t.Fatalf("item %d: DecodeParams = %v", i, err)
+		}
+		back, err := loop.DecodeParams("l", p.Attrs())
+		if err != nil {
+			t.Fatalf("item %d: DecodeParams(Attrs()) = %v", i, err)
+		}
+		if !reflect.DeepEqual(back, p) {
+			t.Errorf("item %d: DecodeParams(Attrs()) =\n%+v\nwant\n%+v", i, back, p)
+		}
+	}
+}
+
+// invalidEdits are refused edits, each with the attribute the refusal must
+// name. The e2e test uses the same kinds of edits through the aws CLI.
+var invalidEdits = []struct {
+	name  string
+	edit  func(a map[string]any)
+	field string
+}{
+	{"negative kp", func(a map[string]any) { a["kp"] = -1.0 }, "kp"},
+	{"negative ki", func(a map[string]any) { a["ki"] = -0.5 }, "ki"},
+	{"negative kd", func(a map[string]any) { a["kd"] = -2.0 }, "kd"},
+	{"NaN kp", func(a map[string]any) { a["kp"] = math.NaN() }, "kp"},
+	{"infinite ki", func(a map[string]any) { a["ki"] = math.Inf(1) }, "ki"},
+	{"non-numeric kp", func(a map[string]any) { a["kp"] = "fast" }, "kp"},
+	{"kp as a boolean", func(a map[string]any) { a["kp"] = true }, "kp"},
+	{"min above max", func(a map[string]any) { a["min_rate"] = 2000.0 }, "min_rate"},
+	{"min equals max", func(a map[string]any) { a["min_rate"] = 1000.0 }, "min_rate"},
+	{"negative min", func(a map[string]any) { a["min_rate"] = -1.0 }, "min_rate"},
+	{"zero max", func(a map[string]any) { a["max_rate"] = 0.0; a["min_rate"] = 0.0 }, "max_rate"},
+	{"setpoint zero", func(a map[string]any) { a["setpoint"] = 0.0 }, "setpoint"},
+	{"setpoint negative", func(a map[string]any) { a["setpoint"] = -5.0 }, "setpoint"},
+	{"setpoint above 100", func(a map[string]any) { a["setpoint"] = 100.5 }, "setpoint"},
+	{"setpoint as text", func(a map[string]any) { a["setpoint"] = "70" }, "setpoint"},
+	{"unknown mode", func(a map[string]any) { a["mode"] = "turbo" }, "mode"},
+	{"mode as a number", func(a map[string]any) { a["mode"] = 1.0 }, "mode"},
+	{"manual without rate", func(a map[string]any) { a["mode"] = "manual" }, "manual_rate"},
+	{"manual rate above max", func(a map[string]any) { a["mode"] = "manual"; a["manual_rate"] = 5000.0 }, "manual_rate"},
+	{"unknown stale policy", func(a map[string]any) { a["stale_policy"] = "panic" }, "stale_policy"},
+	{"negative safe rate", func(a map[string]any) { a["stale_policy"] = "decay"; a["safe_rate"] = -3.0 }, "safe_rate"},
+	{"missing setpoint", func(a map[string]any) { delete(a, "setpoint") }, "setpoint"},
+	{"missing kp", func(a map[string]any) { delete(a, "kp") }, "kp"},
+	{"missing min rate", func(a map[string]any) { delete(a, "min_rate") }, "min_rate"},
+	{"missing max rate", func(a map[string]any) { delete(a, "max_rate") }, "max_rate"},
+	{"bad duration", func(a map[string]any) { a["tick_period"] = "soon" }, "tick_period"},
+	{"duration as a number", func(a map[string]any) { a["tick_period"] = 60.0 }, "tick_period"},
+	{"tick too short", func(a map[string]any) { a["tick_period"] = "100ms" }, "tick_period"},
+	{"negative setpoint filter", func(a map[string]any) { a["setpoint_filter"] = "-1m" }, "setpoint_filter"},
+	{"unknown anti-windup", func(a map[string]any) { a["anti_windup"] = "magic" }, "anti_windup"},
+	{"unknown source", func(a map[string]any) { a["metric_source"] = "graphite" }, "metric_source"},
+	{"prometheus without query", func(a map[string]any) { a["metric_source"] = "prometheus" }, "metric_promql"},
+	{"cloudwatch without dimensions", func(a map[string]any) { delete(a, "metric_dimensions") }, "metric_dimensions"},
+	{"dimension value not a string", func(a map[string]any) { a["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": 3.0} }, "metric_dimensions.DBInstanceIdentifier"},
+	{"dimensions as a string", func(a map[string]any) { a["metric_dimensions"] = "orders-db" }, "metric_dimensions"},
+	{"bad metric period", func(a map[string]any) { a["metric_period"] = "45s" }, "metric_period"},
+	{"enabled as a string", func(a map[string]any) { a["enabled"] = "yes" }, "enabled"},
+	{"zero feedforward gain", func(a map[string]any) { a["ff_gain"] = 0.0 }, "ff_gain"},
+	{"feedforward without gain", func(a map[string]any) { a["ff_base"] = 10.0 }, "ff_gain"},
+	{"rate ttl shorter than tick", func(a map[string]any) { a["rate_ttl"] = "30s" }, "rate_ttl"},
+	{"all gains zero", func(a map[string]any) { a["kp"] = 0.0; a["ki"] = 0.0 }, "kp"},
+	{"unknown attribute", func(a map[string]any) { a["kpp"] = 1.0 }, "kpp"},
+	{"null setpoint", func(a map[string]any) { a["setpoint"] = nil }, "setpoint"},
+	{"decay without time", func(a map[string]any) { a["stale_policy"] = "decay"; a["stale_decay"] = "0s" }, "stale_decay"},
+}
+
+func TestDecodeParamsRefusals(t *testing.T) {
+	for _, tt := range invalidEdits {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loop.DecodeParams("orders", valid(tt.edit))
+			var pe *loop.ParamsError
+			if !errors.As(err, &pe) {
+				t.Fatalf("DecodeParams = %v; want a *loop.ParamsError", err)
+			}
+			found := false
+			for _, f := range pe.Fields {
+				if f.Reason == "" {
+					t.Errorf("field %s refused without a reason", f.Field)
+				}
+				if f.Field == tt.field {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("refusal %q does not name %s", pe.Reason(), tt.field)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %q does not name %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestDecodeParamsMissingItem(t *testing.T) {
+	if _, err := loop.DecodeParams("x", nil); !errors.Is(err, loop.ErrParamsMissing) {
+		t.Errorf("DecodeParams(nil) = %v; want loop.ErrParamsMissing", err)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	a, b := valid(nil), valid(func(a map[string]any) { a["kp"] = 2.5 })
+	if loop.Fingerprint(a) == loop.Fingerprint(b) {
+		t.Errorf("different items share the fingerprint %s", loop.Fingerprint(a))
+	}
+	if loop.Fingerprint(a) != loop.Fingerprint(valid(nil)) {
+		t.Errorf("equal items have different fingerprints")
+	}
+	if loop.Fingerprint(valid(func(a map[string]any) { a["kp"] = math.NaN() })) == "" {
+		t.Errorf("an item with NaN has no fingerprint")
+	}
+}
+
+// FuzzDecodeParams decodes arbitrary JSON items: no panic, and every
+// refusal names a field and gives a reason.
+func FuzzDecodeParams(f *testing.F) {
+	seed, _ := json.Marshal(valid(nil))
+	f.Add(seed)
+	f.Add([]byte(`{"setpoint": 101, "kp": -1, "min_rate": 5, "max_rate": 1}`))
+	f.Add([]byte(`{"setpoint": "x", "mode": "manual", "tick_period": "-1s", "metric_dimensions": {"a": 1}}`))
+	f.Add([]byte(`{"metric_source": "prometheus", "metric_promql": "up", "setpoint": 50, "kp": 1, "min_rate": 0, "max_rate": 10}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var attrs map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.UseNumber()
+		if err := dec.Decode(&attrs); err != nil || attrs == nil {
+			return
+		}
+		p, err := loop.DecodeParams("fuzz", attrs)
+		if err == nil {
+			if verr := p.Validate(); verr != nil {
+				t.Fatalf("DecodeParams accepted %s but Validate refuses: %v", data, verr)
+			}
+			back, err := loop.DecodeParams("fuzz", p.Attrs())
+			if err != nil {
+				t.Fatalf("DecodeParams(Attrs()) of accepted %s: %v", data, err)
+			}
+			if !reflect.DeepEqual(back, p) {
+				t.Fatalf("round trip of %s: %+v; want %+v", data, back, p)
+			}
+			return
+		}
+		var pe *loop.ParamsError
+		if !errors.As(err, &pe) {
+			t.Fatalf("DecodeParams(%s) = %v; want a *loop.ParamsError", data, err)
+		}
+		if len(pe.Fields) == 0 {
+			t.Fatalf("DecodeParams(%s) refused without a field", data)
+		}
+		for _, fe := range pe.Fields {
+			if fe.Field == "" || strings.TrimSpace(fe.Reason) == "" {
+				t.Fatalf("DecodeParams(%s): refusal %+v lacks a field or reason", data, fe)
+			}
+		}
+	})
+}
