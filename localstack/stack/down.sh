@@ -59,7 +59,7 @@ for name in "${order[@]}"; do
 			stop_pid "$name" "$holder" 60
 		else
 			held+=("$port")
-			log "$name: port $port is held by pid $holder ($(pid_cmd "$holder")), not started by up.sh: left alone"
+			log "$name: port $port is held by pid $holder ($(pid_desc "$holder")), not started by up.sh: left alone"
 		fi
 	done
 done

@@ -66,7 +66,10 @@ stack_lock() {
 }
 
 # pid_cmd PID prints the command line of PID on one line.
-pid_cmd() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200; }
+pid_cmd() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+
+# pid_desc PID prints the start of PID's command line, for messages.
+pid_desc() { pid_cmd "$1" | cut -c1-160; }
 
 # pid_alive PID succeeds when PID is a live (non-zombie) process.
 pid_alive() {

@@ -21,7 +21,7 @@ start() {
 	local holder
 	holder=$(port_holder "$MARIADB_PORT")
 	if [[ -n $holder ]] && ! mariadb_pid >/dev/null; then
-		die "mariadb: port $MARIADB_PORT is taken by pid $holder ($(pid_cmd "$holder"))"
+		die "mariadb: port $MARIADB_PORT is taken by pid $holder ($(pid_desc "$holder"))"
 	fi
 	mariadb_pid >/dev/null || mariadb_start || die "mariadb: did not start"
 	wait_ready mariadb 60 "" mariadb_ready || die "mariadb: not ready"

@@ -81,7 +81,8 @@ ensure() {
 			log "$name: pid $holder (ours, no pid file) holds port $port but is not ready: restarting it"
 			stop_pid "$name" "$holder"
 		else
-			die "$name: port $port is taken by pid $holder (${cmd:-unknown program}); stop it or free the port"
+			local desc=${cmd:0:160}
+			die "$name: port $port is taken by pid $holder (${desc:-unknown program}); stop it or free the port"
 		fi
 	fi
 	t0=$(date +%s.%N)
@@ -249,7 +250,7 @@ up_kafka() {
 	local holder
 	holder=$(port_holder "$KAFKA_CONTROLLER_PORT")
 	if [[ -n $holder ]] && ! pidfile_pid kafka >/dev/null && [[ ! $(pid_cmd "$holder") =~ kafka\.Kafka ]]; then
-		die "kafka: controller port $KAFKA_CONTROLLER_PORT is taken by pid $holder ($(pid_cmd "$holder")); stop it or free the port"
+		die "kafka: controller port $KAFKA_CONTROLLER_PORT is taken by pid $holder ($(pid_desc "$holder")); stop it or free the port"
 	fi
 	ensure kafka "$KAFKA_PORT" 'kafka\.Kafka' kafka_ready kafka_start 90 && return 0
 	# A log directory left inconsistent by a killed broker: start afresh.
