@@ -1,0 +1,155 @@
+// Command worker is the long-running consumer for ECS: SQS (long polling,
+// visibility extension, delete after store) or Kafka (consumer group,
+// offsets committed after store), paced to its share of the loop's allowed
+// rate, storing into MySQL or an HTTP service. It serves Prometheus metrics
+// on /metrics. On SIGTERM it stops receiving, finishes or releases the batch
+// it holds, and exits: nothing is lost. Configuration comes from the
+// environment (config.go).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg, err := loadConfig(os.Getenv)
+	if err != nil {
+		log.Error("configuration", "err", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error("worker", "err", err)
+		os.Exit(1)
+	}
+}
+
+// source is what the worker needs from a source beyond consume.Source.
+type source interface {
+	consume.Source
+	close(ctx context.Context) error
+	depth(ctx context.Context) (int, error)
+}
+
+type sqsSource struct{ *sqsqueue.Queue }
+
+func (s sqsSource) close(context.Context) error            { s.Close(); return nil }
+func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
+
+type kafkaSource struct{ *kafkasource.Source }
+
+func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
+func (s kafkaSource) depth(context.Context) (int, error) {
+	return 0, errors.New("kafka lag not measured by the worker")
+}
+
+func run(ctx context.Context, cfg config, log *slog.Logger) error {
+	awsCfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return err
+	}
+	var sink consume.Sink
+	switch cfg.Sink {
+	case "mysql":
+		db, err := sql.Open("mysql", cfg.MySQLDSN)
+		if err != nil {
+			return fmt.Errorf("open MySQL: %w", err)
+		}
+		defer db.Close()
+		for {
+			err := mysqlsink.Migrate(ctx, db)
+			if err == nil {
+				break
+			}
+			log.Warn("migrate; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(2 * time.Second):
+			}
+		}
+		sink = mysqlsink.New(db)
+	case "http":
+		sink = httpsink.New(httpsink.Config{}, httpsink.NewRoundRobin(cfg.HTTPEndpoints...), nil, consume.WallClock{})
+	}
+
+	stats := &consume.Stats{}
+	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate},
+		ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table), consume.FixedPeers(cfg.Consumers), consume.WallClock{}, log, stats)
+	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, sink, consume.WallClock{}, log, stats)
+
+	var src source
+	switch cfg.Source {
+	case "sqs":
+		src = sqsSource{sqsqueue.New(sqs.NewFromConfig(awsCfg), sqsqueue.Config{
+			QueueURL: cfg.QueueURL, DeadLetterURL: cfg.DeadLetterURL, Visibility: cfg.Visibility,
+		}, log)}
+	case "kafka":
+		ks, err := kafkasource.New(kafkasource.Config{
+			Brokers: cfg.KafkaBrokers, Topics: cfg.KafkaTopics, Group: cfg.KafkaGroup,
+			DeadLetterTopic: cfg.KafkaDLT, Pacer: cons.Pacer(), Log: log,
+		})
+		if err != nil {
+			return err
+		}
+		src = kafkaSource{ks}
+	}
+
+	mctx, mstop := context.WithCancel(context.Background())
+	defer mstop()
+	actual, depth := &actualRate{}, &depthGauge{}
+	go actual.run(mctx, stats, 5*time.Second)
+	go depth.run(mctx, src.depth, 15*time.Second)
+	var srv *http.Server
+	if cfg.MetricsAddr != "off" {
+		reg := registry(stats, actual, depth, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+
+	log.Info("worker started", "source", cfg.Source, "sink", cfg.Sink, "loop", cfg.Loop, "consumers", cfg.Consumers)
+	runErr := cons.Run(ctx, src)
+	// Run has settled the batch it held: stored ones acknowledged, the rest
+	// released. Close the source (Kafka commits what is settled).
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := src.close(cctx); err != nil {
+		log.Warn("close source", "err", err)
+	}
+	if srv != nil {
+		srv.Shutdown(cctx)
+	}
+	log.Info("worker stopped", "consumed", stats.Consumed.Load(), "stored", stats.Stored.Load(),
+		"failed", stats.Failed.Load(), "poison", stats.Poison.Load())
+	return runErr
+}

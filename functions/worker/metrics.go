@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// actualRate samples the stored counter and reports the stored rate over the
+// last sampling period.
+type actualRate struct {
+	mu   sync.Mutex
+	rate float64
+}
+
+func (a *actualRate) run(ctx context.Context, stats *consume.Stats, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, lastAt := stats.Stored.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n := stats.Stored.Load()
+			a.mu.Lock()
+			a.rate = float64(n-last) / now.Sub(lastAt).Seconds()
+			a.mu.Unlock()
+			last, lastAt = n, now
+		}
+	}
+}
+
+func (a *actualRate) get() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rate
+}
+
+// depthGauge holds the last queue depth or lag read.
+type depthGauge struct {
+	mu    sync.Mutex
+	depth float64
+}
+
+func (d *depthGauge) run(ctx context.Context, read func(context.Context) (int, error), every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := read(ctx); err == nil {
+			d.mu.Lock()
+			d.depth = float64(n)
+			d.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *depthGauge) get() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.depth
+}
+
+func finite(f float64) float64 {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return -1 // unlimited
+	}
+	return f
+}
+
+// registry exports the consumer's counters and gauges.
+func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, labels prometheus.Labels) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
+	}
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, f))
+	}
+	counter("sluice_consumer_consumed_total", "Messages received from the source.", func() float64 { return float64(stats.Consumed.Load()) })
+	counter("sluice_consumer_stored_total", "Messages stored by the sink and acknowledged.", func() float64 { return float64(stats.Stored.Load()) })
+	counter("sluice_consumer_failed_total", "Messages released for redelivery (not stored).", func() float64 { return float64(stats.Failed.Load()) })
+	counter("sluice_consumer_poison_total", "Messages sent to the dead-letter path.", func() float64 { return float64(stats.Poison.Load()) })
+	counter("sluice_consumer_rate_fallback_total", "RATE reads that fell back to the safe rate.", func() float64 { return float64(stats.RateFallbacks.Load()) })
+	gauge("sluice_consumer_allowed_rate", "Allowed aggregate rate of the loop, messages/s (-1: unlimited).", func() float64 { t, _, _ := stats.AllowedRate(); return finite(t) })
+	gauge("sluice_consumer_share_rate", "This consumer's share of the allowed rate, messages/s (-1: unlimited).", func() float64 { _, s, _ := stats.AllowedRate(); return finite(s) })
+	gauge("sluice_consumer_rate_fallback", "1 while the safe rate is in force.", func() float64 {
+		if _, _, fb := stats.AllowedRate(); fb {
+			return 1
+		}
+		return 0
+	})
+	gauge("sluice_consumer_actual_rate", "Stored messages/s over the last 5 s.", actual.get)
+	gauge("sluice_consumer_queue_depth", "Approximate visible messages in the SQS queue, or the Kafka group's lag.", depth.get)
+	return reg
+}
