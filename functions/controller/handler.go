@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// ticker runs one controller tick over every loop.
+type ticker interface {
+	Tick(ctx context.Context) ([]loop.Report, error)
+}
+
+// handler is the Lambda handler: one tick per scheduled event.
+type handler struct {
+	ticker    ticker
+	log       *slog.Logger
+	namespace string
+	now       func() time.Time
+}
+
+// Result is what an invocation returns: counts of each outcome, so that an
+// invoker (the e2e test, a person with `aws lambda invoke`) sees what the
+// tick did.
+type Result struct {
+	Loops    int            `json:"loops"`
+	Outcomes map[string]int `json:"outcomes"`
+	// Applied lists the loops whose tick this invocation applied, with the
+	// STATE version written; Lost those another invocation applied first.
+	Applied map[string]int64 `json:"applied"`
+	Lost    []string         `json:"lost"`
+	// RateWrites counts the RATE items written.
+	RateWrites int `json:"rate_writes"`
+	// Refused counts PARAMS edits refused at this tick.
+	Refused int `json:"params_refused"`
+}
+
+// handle ticks every loop and logs one JSON line per loop, which is also a
+// CloudWatch Embedded Metric Format record. It returns an error when the
+// store could not be read or any loop failed, so that the Lambda Errors
+// metric (and its alarm) sees it; a retried invocation finds the loops that
+// did tick not due and does not tick them again.
+func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Result, error) {
+	reports, err := h.ticker.Tick(ctx)
+	if err != nil {
+		h.log.ErrorContext(ctx, "tick failed", "event_id", ev.ID, "error", err)
+		return Result{}, err
+	}
+	res := Result{Loops: len(reports), Outcomes: map[string]int{}, Applied: map[string]int64{}, Lost: []string{}}
+	var failed []error
+	now := h.now()
+	for _, r := range reports {
+		res.Outcomes[string(r.Outcome)]++
+		switch r.Outcome {
+		case loop.OutcomeApplied:
+			res.Applied[r.Loop] = r.Tick
+		case loop.OutcomeLost:
+			res.Lost = append(res.Lost, r.Loop)
+		case loop.OutcomeError:
+			failed = append(failed, fmt.Errorf("loop %s: %w", r.Loop, r.Err))
+		}
+		if r.RateWritten {
+			res.RateWrites++
+		}
+		if r.ParamsStatus == loop.StatusRefused {
+			res.Refused++
+		}
+		h.logReport(ctx, ev, r, now)
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("controller tick: %d of %d loops failed: %w", len(failed), len(reports), errors.Join(failed...))
+	}
+	return res, nil
+}
+
+func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
+	level := slog.LevelInfo
+	attrs := []slog.Attr{
+		slog.String("event_id", ev.ID),
+		slog.String("outcome", string(r.Outcome)),
+		slog.Int64("tick", r.Tick),
+		slog.Bool("rate_written", r.RateWritten),
+	}
+	if r.Mode != "" {
+		attrs = append(attrs, slog.String("mode", string(r.Mode)))
+	}
+	if !r.MetricAt.IsZero() {
+		attrs = append(attrs, slog.Time("metric_at", r.MetricAt))
+	}
+	if r.Resumed {
+		attrs = append(attrs, slog.Bool("resumed", true))
+	}
+	if r.ParamsStatus != "" {
+		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))
+	}
+	if r.ParamsReason != "" {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("params_reason", r.ParamsReason))
+	}
+	if r.Err != nil {
+		level = slog.LevelWarn
+		if r.Outcome == loop.OutcomeError {
+			level = slog.LevelError
+		}
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+	}
+	// Metrics only for loops whose tick ran (applied); a lost or skipped
+	// tick has nothing new to publish.
+	if r.Outcome == loop.OutcomeApplied {
+		attrs = append(attrs, cwmetric.EMFAttrs(h.namespace, r, now)...)
+	} else {
+		attrs = append(attrs, slog.String(cwmetric.EMFDimension, r.Loop))
+	}
+	h.log.LogAttrs(ctx, level, "loop tick", attrs...)
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+type staticMetrics struct{ value float64 }
+
+func (m staticMetrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
+	out := make([]loop.Sample, len(qs))
+	for i := range qs {
+		out[i] = loop.Sample{Value: m.value, Time: now.Add(-2 * time.Minute), Found: true}
+	}
+	return out, nil
+}
+
+func loadEvent(t *testing.T) events.EventBridgeEvent {
+	t.Helper()
+	b, err := os.ReadFile("testdata/scheduled-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.EventBridgeEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.DetailType != "Scheduled Event" || ev.Source != "aws.events" {
+		t.Fatalf("testdata event = %+v; want a scheduled event", ev)
+	}
+	return ev
+}
+
+func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	base := map[string]any{"setpoint": 70.0, "kp": 2.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db"}}
+	for _, id := range []string{"orders", "payments"} {
+		if err := store.WriteParams(ctx, id, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := map[string]any{"setpoint": 170.0, "kp": -1.0}
+	if err := store.WriteParams(ctx, "broken", bad); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	h := &handler{
+		ticker:    &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: staticMetrics{55}}, Now: func() time.Time { return now }},
+		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
+		namespace: "SluiceTest",
+		now:       func() time.Time { return now },
+	}
+	res, err := h.handle(ctx, loadEvent(t))
+	if err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+	if res.Loops != 3 || res.RateWrites != 2 || res.Refused != 1 || len(res.Applied) != 2 || res.Outcomes["no-params"] != 1 {
+		t.Errorf("result = %+v; want 3 loops, 2 rates written, 1 refused", res)
+	}
+
+	lines := map[string]map[string]any{}
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
+		}
+		lines[m["Loop"].(string)] = m
+	}
+	if len(lines) != 3 {
+		t.Fatalf("log lines for %d loops; want 3", len(lines))
+	}
+	if r := lines["broken"]; r["params_status"] != "refused" || !strings.Contains(r["params_reason"].(string), "kp") || r["_aws"] != nil {
+		t.Errorf("broken loop line = %v; want refused with a reason, and no metrics", r)
+	}
+	line := lines["orders"]
+	aws, ok := line["_aws"].(map[string]any)
+	if !ok {
+		t.Fatalf("orders line has no _aws metadata: %v", line)
+	}
+	if ts, _ := aws["Timestamp"].(float64); int64(ts) != now.UnixMilli() {
+		t.Errorf("EMF Timestamp = %v; want %d", aws["Timestamp"], now.UnixMilli())
+	}
+	cwm := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if cwm["Namespace"] != "SluiceTest" {
+		t.Errorf("EMF namespace = %v", cwm["Namespace"])
+	}
+	names := map[string]bool{}
+	for _, d := range cwm["Metrics"].([]any) {
+		name := d.(map[string]any)["Name"].(string)
+		names[name] = true
+		if _, ok := line[name].(float64); !ok {
+			t.Errorf("EMF metric %s has no numeric member in the line", name)
+		}
+	}
+	for _, want := range []string{"MeasuredCPU", "Setpoint", "AllowedRate", "PTerm", "ITerm", "FFTerm", "Saturated", "Stale"} {
+		if !names[want] {
+			t.Errorf("EMF metrics %v lack %s", names, want)
+		}
+	}
+	if line["MeasuredCPU"] != 55.0 || line["Setpoint"] != 70.0 {
+		t.Errorf("MeasuredCPU, Setpoint = %v, %v; want 55, 70", line["MeasuredCPU"], line["Setpoint"])
+	}
+}
+
+func TestReadConfig(t *testing.T) {
+	env := map[string]string{"SLUICE_TABLE": "t1", "SLUICE_PROMETHEUS_URL": "http://127.0.0.1:9090"}
+	c := readConfig(func(k string) string { return env[k] })
+	if c.Table != "t1" || c.PrometheusURL != "http://127.0.0.1:9090" || c.Namespace != "Sluice" {
+		t.Errorf("readConfig = %+v", c)
+	}
+	if c := readConfig(func(string) string { return "" }); c.Table != "sluice" {
+		t.Errorf("default table = %q; want sluice", c.Table)
+	}
+}

@@ -1,0 +1,88 @@
+// Command controller is the Sluice controller Lambda: invoked by an
+// EventBridge schedule, it ticks every enabled loop in the table. It reads
+// every loop's metric with batched reads (CloudWatch GetMetricData, or
+// Prometheus), runs each loop's PID controller, and writes STATE and RATE in
+// one conditional transaction per loop. Build it for provided.al2023:
+//
+//	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap
+//
+// Configuration (environment): SLUICE_TABLE (default "sluice"),
+// SLUICE_PROMETHEUS_URL (optional: enables loops with metric_source
+// prometheus), SLUICE_METRICS_NAMESPACE (EMF namespace, default "Sluice"),
+// AWS_ENDPOINT_URL (a local endpoint such as moto_server).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// config is the controller's configuration, read once at start.
+type config struct {
+	Table         string
+	PrometheusURL string
+	Namespace     string
+	Endpoint      string
+}
+
+func readConfig(getenv func(string) string) config {
+	c := config{
+		Table:         ddbstore.DefaultTable,
+		PrometheusURL: getenv("SLUICE_PROMETHEUS_URL"),
+		Namespace:     "Sluice",
+		Endpoint:      getenv("AWS_ENDPOINT_URL"),
+	}
+	if t := getenv("SLUICE_TABLE"); t != "" {
+		c.Table = t
+	}
+	if ns := getenv("SLUICE_METRICS_NAMESPACE"); ns != "" {
+		c.Namespace = ns
+	}
+	return c
+}
+
+func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, error) {
+	awsCfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	readers := map[loop.Source]loop.MetricReader{
+		loop.SourceCloudWatch: cwmetric.New(cwmetric.NewClient(awsCfg, cfg.Endpoint)),
+	}
+	if cfg.PrometheusURL != "" {
+		r, err := prommetric.New(cfg.PrometheusURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		readers[loop.SourcePrometheus] = r
+	}
+	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
+	return &handler{
+		ticker:    &loop.Ticker{Store: store, Metrics: readers, Now: time.Now},
+		log:       log,
+		namespace: cfg.Namespace,
+		now:       time.Now,
+	}, nil
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	h, err := newHandler(context.Background(), readConfig(os.Getenv), log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "controller: %v\n", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.handle)
+}

@@ -1,0 +1,61 @@
+package cwmetric
+
+import (
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// EMFDimension is the dimension of the controller's metrics.
+const EMFDimension = "Loop"
+
+// EMFAttrs returns slog attributes that make a JSON log line of a loop's
+// tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
+// and one top-level member per metric (measured CPU, setpoint, allowed rate,
+// P, I, D and feedforward terms, saturation and stale flags), in namespace,
+// by the dimension Loop. A missing measurement is left out rather than
+// published as 0.
+func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
+	type metric struct {
+		name, unit string
+		v          float64
+	}
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	all := []metric{
+		{"MeasuredCPU", "Percent", r.Measured},
+		{"Setpoint", "Percent", r.Setpoint},
+		{"AllowedRate", "Count/Second", r.Rate},
+		{"PTerm", "None", r.P},
+		{"ITerm", "None", r.I},
+		{"DTerm", "None", r.D},
+		{"FFTerm", "None", r.FF},
+		{"Saturated", "None", flag(r.Saturated)},
+		{"Stale", "None", flag(r.Stale)},
+		{"MetricAge", "Seconds", r.MetricAge.Seconds()},
+	}
+	defs := make([]any, 0, len(all))
+	attrs := make([]slog.Attr, 0, len(all)+2)
+	for _, m := range all {
+		if math.IsNaN(m.v) || math.IsInf(m.v, 0) || (m.name == "MetricAge" && r.MetricAt.IsZero()) {
+			continue
+		}
+		defs = append(defs, map[string]any{"Name": m.name, "Unit": m.unit})
+		attrs = append(attrs, slog.Float64(m.name, m.v))
+	}
+	meta := map[string]any{
+		"Timestamp": at.UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  namespace,
+			"Dimensions": []any{[]any{EMFDimension}},
+			"Metrics":    defs,
+		}},
+	}
+	return append(attrs, slog.Any("_aws", meta), slog.String(EMFDimension, r.Loop))
+}
