@@ -121,7 +121,7 @@ func identifyFigure(source string, d ident.Data, r ident.Result) plot.Figure {
 	fit := ident.Simulate(r.Model, d.T, d.U)
 	m := r.Model
 	return plot.Figure{
-		Title:  fmt.Sprintf("Step test %s: gain %.4g, tau %v, dead time %v, rmse %.3g", source, m.Gain, m.Tau.Round(100*time.Millisecond), m.DeadTime.Round(100*time.Millisecond), r.RMSE),
+		Title:  fmt.Sprintf("%s: gain %.4g, tau %v, dead time %v, rmse %.3g", source, m.Gain, m.Tau.Round(100*time.Millisecond), m.DeadTime.Round(100*time.Millisecond), r.RMSE),
 		XLabel: "time (s)",
 		Panels: []plot.Panel{
 			{

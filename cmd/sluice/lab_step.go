@@ -103,7 +103,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	source := fmt.Sprintf("simulated step %g to %g msg/s at %v", st.From, st.To, st.At)
+	source := fmt.Sprintf("simulated step test %g to %g msg/s at %v", st.From, st.To, st.At)
 	return identifyAndReport("sluice lab step", source, d, *asJSON, *plotPath, stdout, stderr)
 }
 

@@ -167,6 +167,9 @@ func (c *rasterCanvas) text(x, y float64, s string, size float64, a anchor, vert
 	if size >= 13.5 {
 		scale = 2
 	}
+	if scale > 1 && len([]rune(s))*6*scale > c.img.Bounds().Dx()-20 {
+		scale = 1 // too wide for the image at the large size
+	}
 	adv := 6 * scale
 	width := len([]rune(s))*adv - scale
 	var dx0 int
@@ -183,6 +186,10 @@ func (c *rasterCanvas) text(x, y float64, s string, size float64, a anchor, vert
 			r = '?'
 		}
 		g := font5x7[r-32]
+		drop := 0
+		if descends(r) {
+			drop = 2
+		}
 		for row := range 7 {
 			for bit := range 5 {
 				if g[row]&(0x10>>bit) == 0 {
@@ -191,7 +198,7 @@ func (c *rasterCanvas) text(x, y float64, s string, size float64, a anchor, vert
 				for sy := range scale {
 					for sx := range scale {
 						dx := dx0 + k*adv + bit*scale + sx
-						dy := (row-7)*scale + sy + 1
+						dy := (row+drop-7)*scale + sy + 1
 						if vertical {
 							c.blend(ox+dy, oy-dx, rgba, 1)
 						} else {
