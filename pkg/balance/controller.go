@@ -204,7 +204,8 @@ func (c *Controller) Weights() map[string]float64 {
 }
 
 // membership drops nodes that left and adds nodes that joined at the mean
-// weight, then rescales every weight so that they sum to 1.
+// weight, then rescales every weight so that they sum to 1. When nothing
+// changed it touches no weight (a held node keeps its weight to the bit).
 func (c *Controller) membership(names []string) {
 	if c.State.Nodes == nil {
 		c.State.Nodes = make(map[string]NodeState, len(names))
@@ -247,8 +248,8 @@ func (c *Controller) membership(names []string) {
 			n.Primed = false
 			c.State.Nodes[name] = n
 		}
+		c.normalize(names, nil)
 	}
-	c.normalize(names, nil)
 }
 
 // normalize makes the weights sum to 1 within the share bounds. Nodes in held

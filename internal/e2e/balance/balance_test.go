@@ -3,18 +3,20 @@ package balance_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/balance"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // node is a local HTTP server of a given capacity. Every POST /work costs
@@ -91,16 +93,16 @@ func (m metricReader) Utilization(ctx context.Context) map[string]float64 {
 	return u
 }
 
-// sender is the HTTP sink's request loop: it POSTs at a steady rate, each
-// request to the node the picker chooses. (pkg/adapter/httpsink had not
-// landed when this test was written; its endpoint picker is what Picker
-// serves.)
+// The smooth weighted round-robin picker is the HTTP sink's endpoint picker.
+var _ httpsink.Picker = (*balance.Picker)(nil)
+
+// sender is a consumer's batch loop reduced to what this test needs: every
+// 10 ms it hands the HTTP sink the messages owed at a steady rate, and the
+// sink POSTs each to the endpoint the picker chooses.
 type sender struct {
-	client *http.Client
-	urls   map[string]string
-	picker *balance.Picker
-	rate   float64 // requests per second
-	errors atomic.Int64
+	sink   *httpsink.Sink
+	rate   float64 // messages per second
+	failed atomic.Int64
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -109,6 +111,7 @@ func (s *sender) run(ctx context.Context) {
 	t := time.NewTicker(batchEvery)
 	defer t.Stop()
 	var owed float64
+	var id int
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,23 +119,23 @@ func (s *sender) run(ctx context.Context) {
 		case <-t.C:
 		}
 		owed += perBatch
+		var batch []consume.Message
 		for ; owed >= 1; owed-- {
-			url := s.urls[s.picker.Pick()]
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/work", strings.NewReader(`{"id":1}`))
-			if err != nil {
-				s.errors.Add(1)
-				continue
+			id++
+			batch = append(batch, consume.Message{ID: fmt.Sprintf("m-%d", id), Body: []byte(`{"n":1}`)})
+		}
+		res, err := s.sink.Store(ctx, batch)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.failed.Add(int64(len(batch)))
+			continue
+		}
+		for _, r := range res {
+			if r.Outcome != consume.Stored {
+				s.failed.Add(1)
 			}
-			resp, err := s.client.Do(req)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				s.errors.Add(1)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
 		}
 	}
 }
@@ -149,27 +152,28 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	// Capacities 1:2:3, sized so that a balanced fleet runs at 50 %:
 	// 500 units/s over 1000 units/s of capacity. Round-robin gives the
 	// smallest node 167 units/s, more than its 167 capacity: saturated.
-	capacities := map[string]float64{"node-1": 1000.0 / 6, "node-2": 2000.0 / 6, "node-3": 3000.0 / 6}
+	// Nodes are named by the URL the sink POSTs to.
 	nodes := map[string]*node{}
-	urls := map[string]string{}
+	capacities := map[string]float64{}
+	urls := map[string]string{} // node -> base URL for /metrics
 	weights := map[string]float64{}
-	for name, c := range capacities {
+	for i, c := range []float64{1000.0 / 6, 2000.0 / 6, 3000.0 / 6} {
 		n := &node{capacity: c, window: window, now: time.Now}
 		srv := httptest.NewServer(n)
 		t.Cleanup(srv.Close)
-		nodes[name], urls[name], weights[name] = n, srv.URL, 1
-	}
-	client := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 4},
+		name := srv.URL + "/work"
+		nodes[name], capacities[name], urls[name], weights[name] = n, c, srv.URL, 1
+		t.Logf("node %d: %s, capacity %.0f units/s", i+1, name, c)
 	}
 	picker, err := balance.NewPicker(weights)
 	if err != nil {
 		t.Fatal(err)
 	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	sink := httpsink.New(httpsink.Config{Timeout: 2 * time.Second}, picker, client, consume.WallClock{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &sender{client: client, urls: urls, picker: picker, rate: rate}
+	s := &sender{sink: sink, rate: rate}
 	done := make(chan struct{})
 	go func() { defer close(done); s.run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -218,27 +222,33 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	pid := median(series[len(series)-5:])
 	t.Logf("PI balancer max/avg by tick %.3f; weights %v", series, c.Weights())
 
-	// Phase 3: node-2's metric goes missing: its weight is held.
-	held := c.Weights()["node-2"]
-	nodes["node-2"].failing.Store(true)
+	// Phase 3: the middle node's metric goes missing: its weight is held.
+	var middle string
+	for name, capacity := range capacities {
+		if capacity == 2000.0/6 {
+			middle = name
+		}
+	}
+	held := c.Weights()[middle]
+	nodes[middle].failing.Store(true)
 	for i := 0; i < 3; i++ {
 		wait()
 		u := metrics.Utilization(ctx)
-		if !math.IsNaN(u["node-2"]) {
-			t.Fatalf("node-2 utilization with a failing metric = %v; want NaN", u["node-2"])
+		if !math.IsNaN(u[middle]) {
+			t.Fatalf("middle node's utilization with a failing metric = %v; want NaN", u[middle])
 		}
 		c.Update(u, tick)
 		if err := picker.SetWeights(c.Weights()); err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Weights()["node-2"]; got != held {
-			t.Errorf("weight of node-2 with its metric missing = %v; want held at %v", got, held)
+		if got := c.Weights()[middle]; got != held {
+			t.Errorf("weight of the middle node with its metric missing = %v; want held at %v", got, held)
 		}
 	}
-	nodes["node-2"].failing.Store(false)
+	nodes[middle].failing.Store(false)
 
-	if n := s.errors.Load(); n > 0 {
-		t.Errorf("%d requests failed; want 0", n)
+	if n := s.failed.Load(); n > 0 {
+		t.Errorf("%d messages not stored; want 0", n)
 	}
 	if roundRobin < 1.3 {
 		t.Errorf("round-robin max/avg = %.3f; want >= 1.3 (the fleet is 1:2:3)", roundRobin)
@@ -254,7 +264,7 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	for name, capacity := range capacities {
 		want := capacity / 1000
 		if math.Abs(w[name]-want) > 0.2*want {
-			t.Errorf("weight of %s = %.3f; want about %.3f (its share of the capacity)", name, w[name], want)
+			t.Errorf("weight of %s (capacity %.0f) = %.3f; want about %.3f (its share of the capacity)", name, capacity, w[name], want)
 		}
 	}
 	served := map[string]int{}
