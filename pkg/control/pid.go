@@ -94,6 +94,13 @@ type Config struct {
 	// predictor, Astrom & Hagglund 2006 sec. 7.4), and Ki may be set for the
 	// delay-free loop: Ki = 1/(gain Tc).
 	DelayAware bool `json:"da,omitempty"`
+	// NoiseBand, when positive, makes the integral gain depend on the size
+	// of the error: an error e is integrated as e * e^2/(e^2 + NoiseBand^2),
+	// so that errors of the size of the measurement noise move the output
+	// little while load changes far above it are rejected at full speed (a
+	// nonlinear, error-squared-like PI; Astrom & Hagglund 2006, sec. 3.8,
+	// Shinskey 1996). Set it to about twice the noise's standard deviation.
+	NoiseBand float64 `json:"nb,omitempty"`
 	// MeasurementMin and MeasurementMax are the valid range of the
 	// measurement (0 and 100 for CPU). When Max <= Min only NaN and Inf are
 	// refused.
@@ -110,7 +117,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"kp", c.Kp}, {"ki", c.Ki}, {"kd", c.Kd}, {"slew", c.Slew}} {
+	}{{"kp", c.Kp}, {"ki", c.Ki}, {"kd", c.Kd}, {"slew", c.Slew}, {"noise band", c.NoiseBand}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("%s %v: must be a finite number >= 0", f.name, f.v)
 		}
@@ -333,6 +340,9 @@ func (c *Controller) Update(in Input) Output {
 	eI := e // the error the integrator integrates
 	if !math.IsNaN(predicted) {
 		eI = prevSetpoint - predicted
+	}
+	if b := cfg.NoiseBand; b > 0 {
+		eI *= eI * eI / (eI*eI + b*b)
 	}
 
 	// Is this a new datapoint?

@@ -7,6 +7,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +86,9 @@ type Model struct {
 	DeadTimeS float64 `json:"dead_time_s"`
 	Base      float64 `json:"base"`
 	RMSE      float64 `json:"rmse"`
+	// NoiseSD is the standard deviation of the measurement before the step,
+	// points: the noise that the delay-aware integrator must not amplify.
+	NoiseSD float64 `json:"noise_sd"`
 	// StepFrom and StepTo are the rates of the step test.
 	StepFrom float64 `json:"step_from"`
 	StepTo   float64 `json:"step_to"`
@@ -92,22 +96,22 @@ type Model struct {
 
 // ScenarioView is the scenario as the report shows it (seconds).
 type ScenarioView struct {
-	Gain          float64            `json:"gain"`
-	Base          float64            `json:"base"`
-	TauS          float64            `json:"tau_s"`
-	DeadTimeS     float64            `json:"dead_time_s"`
-	MetricPeriodS float64            `json:"metric_period_s"`
-	MetricDelayS  float64            `json:"metric_delay_s"`
-	TickS         float64            `json:"tick_s"`
-	Setpoint      float64            `json:"setpoint"`
-	SetpointChg   []map[string]any   `json:"setpoint_changes"`
-	Disturbances  []map[string]any   `json:"disturbances"`
-	ProducerRate  float64            `json:"producer_rate"`
-	Backlog       int64              `json:"backlog"`
-	MaxRate       float64            `json:"max_rate"`
-	DurationS     float64            `json:"duration_s"`
-	Noise         float64            `json:"noise"`
-	Seed          uint64             `json:"seed"`
+	Gain          float64          `json:"gain"`
+	Base          float64          `json:"base"`
+	TauS          float64          `json:"tau_s"`
+	DeadTimeS     float64          `json:"dead_time_s"`
+	MetricPeriodS float64          `json:"metric_period_s"`
+	MetricDelayS  float64          `json:"metric_delay_s"`
+	TickS         float64          `json:"tick_s"`
+	Setpoint      float64          `json:"setpoint"`
+	SetpointChg   []map[string]any `json:"setpoint_changes"`
+	Disturbances  []map[string]any `json:"disturbances"`
+	ProducerRate  float64          `json:"producer_rate"`
+	Backlog       int64            `json:"backlog"`
+	MaxRate       float64          `json:"max_rate"`
+	DurationS     float64          `json:"duration_s"`
+	Noise         float64          `json:"noise"`
+	Seed          uint64           `json:"seed"`
 }
 
 func view(s sim.Scenario) ScenarioView {
@@ -179,9 +183,32 @@ func Identify(s sim.Scenario, id Identifier) (control.FOPDT, Model, error) {
 		if err != nil {
 			return control.FOPDT{}, Model{}, fmt.Errorf("identify: %w", err)
 		}
-		return m, Model{Gain: m.Gain, TauS: m.Tau.Seconds(), DeadTimeS: m.DeadTime.Seconds(), Base: m.Base, RMSE: rmse, StepFrom: 0, StepTo: to}, nil
+		return m, Model{Gain: m.Gain, TauS: m.Tau.Seconds(), DeadTimeS: m.DeadTime.Seconds(), Base: m.Base, RMSE: rmse,
+			NoiseSD: baselineNoise(d), StepFrom: 0, StepTo: to}, nil
 	}
 	return control.FOPDT{}, Model{}, fmt.Errorf("step test: %w", lastErr)
+}
+
+// baselineNoise is the sample standard deviation of the output before the
+// input steps.
+func baselineNoise(d ident.Data) float64 {
+	n := 0
+	for n < d.Len() && d.U[n] == d.U[0] {
+		n++
+	}
+	if n < 3 {
+		return 0
+	}
+	mean := 0.0
+	for _, y := range d.Y[:n] {
+		mean += y
+	}
+	mean /= float64(n)
+	ss := 0.0
+	for _, y := range d.Y[:n] {
+		ss += (y - mean) * (y - mean)
+	}
+	return math.Sqrt(ss / float64(n-1))
 }
 
 // Compare identifies the plant, tunes and runs the controllers.
@@ -204,7 +231,7 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 		IAEBound:      s.IAEBound(),
 	}
 	for _, name := range names {
-		p, tun, err := NewPolicy(name, s, model, opt.Gains)
+		p, tun, err := NewPolicy(name, s, Plant{Model: model, NoiseSD: mv.NoiseSD}, opt.Gains)
 		if err != nil {
 			return Report{}, err
 		}

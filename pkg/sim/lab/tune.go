@@ -17,7 +17,8 @@ const derivativeFilterN = 10
 // SIMC on the loop model, whose dead time is the identified dead time plus
 // the metric pipeline's and the tick's (known configuration). It returns the
 // policy and its parameters.
-func NewPolicy(name string, s sim.Scenario, m control.FOPDT, g Gains) (sim.Policy, map[string]float64, error) {
+func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[string]float64, error) {
+	m := p.Model
 	loop := tuning.LoopModel(m, s.PipelineDelay())
 	nominal := clampRate(m.Input(s.Setpoint), s.MaxRate)
 	switch name {
@@ -65,12 +66,14 @@ func NewPolicy(name string, s sim.Scenario, m control.FOPDT, g Gains) (sim.Polic
 			// Delay-aware integrator: tuned for the loop without the
 			// measurement delay it predicts.
 			cfg.DelayAware = true
-			tc := IntegralTime(s, m)
+			tc := IntegralTime(s, p)
 			cfg.Ki = 1 / (m.Gain * tc.Seconds())
 			if g.Ki != nil {
 				cfg.Ki = *g.Ki
 			}
+			cfg.NoiseBand = NoiseBandFactor * p.NoiseSD
 			tun["ki"] = cfg.Ki
+			tun["noise_band"] = cfg.NoiseBand
 			tun["setpoint_filter_s"] = cfg.SetpointFilter.Seconds()
 		}
 		if err := cfg.Validate(); err != nil {
@@ -90,10 +93,37 @@ func SetpointFilter(loop control.FOPDT) time.Duration {
 	return max(loop.DeadTime/2-loop.Tau, loop.DeadTime/4)
 }
 
-// IntegralTime is the closed-loop time constant of the delay-aware
-// integrator.
-func IntegralTime(s sim.Scenario, m control.FOPDT) time.Duration {
-	return tuning.LoopModel(m, s.PipelineDelay()).DeadTime * 3 / 4
+// Plant is what the step test taught about the plant: its model and the
+// measurement noise.
+type Plant struct {
+	Model   control.FOPDT
+	NoiseSD float64
+}
+
+// NoiseBandFactor times the measured noise is the error below which the
+// delay-aware integrator slows down (control.Config.NoiseBand).
+const NoiseBandFactor = 3.0
+
+// NoiseTarget is the standard deviation, in points of CPU, that measurement
+// noise may cause in the true CPU through the delay-aware integrator.
+const NoiseTarget = 0.35
+
+// IntegralTime is the closed-loop time constant Tc of the delay-aware
+// integrator (Ki = 1/(gain Tc)): the loop dead time, or longer when the
+// measurement is noisy. With the delay predicted, each new datapoint moves
+// the output by g = period/Tc of its error, so the noise (standard deviation
+// sigma) reaches the true CPU as sigma sqrt(g/(2-g)); Tc is chosen so that
+// this stays below NoiseTarget.
+func IntegralTime(s sim.Scenario, p Plant) time.Duration {
+	tc := tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime * 3 / 4
+	if sd := p.NoiseSD; sd > 0 && NoiseBandFactor == 0 {
+		a2 := NoiseTarget * NoiseTarget
+		g := 2 * a2 / (sd*sd + a2)
+		if t := time.Duration(float64(s.MetricPeriod) / g); t > tc {
+			tc = t
+		}
+	}
+	return tc
 }
 
 func override(t tuning.Gains, g Gains) (kp, ki, kd float64) {
