@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/dashboard"
 	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
 )
@@ -95,17 +96,21 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 // ready, when not nil, receives the base URL once the listener is open.
 func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Writer, ready func(url string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg := dashboard.Config{Token: c.token, Logger: log}
+	cfg := dashboard.Config{Token: c.token, Logger: log, Fields: dashboard.LoopFields()}
 	var background func(ctx context.Context) error
 	if c.demo {
 		tick := time.Duration(float64(demo.Tick) / c.speed)
-		d := demo.New(time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * demo.Tick))
+		start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * demo.Tick)
+		d, err := demo.New(start, uint64(start.Unix()))
+		if err != nil {
+			return err
+		}
 		for range c.prefill {
 			if err := d.Step(ctx); err != nil {
 				return err
 			}
 		}
-		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = d.History(), d, d, d, d
+		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = d.History(), d.Params(), d.Params(), d.Params(), d
 		cfg.Title = fmt.Sprintf("demo · simulated plant · %gx time", c.speed)
 		background = func(ctx context.Context) error {
 			t := time.NewTicker(tick)
@@ -119,8 +124,8 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 		}
 		client := dynamodb.NewFromConfig(awsCfg)
 		hist := ddbhistory.New(client, c.table)
-		params := newParamsStore(client, c.table)
-		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, paramsValidator(), hist
+		params := dashboard.NewLoopParams(ddbstore.New(client, c.table), time.Now)
+		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, params, hist
 		cfg.Title = "table " + c.table
 		if ep := awsconf.Endpoint(); ep != "" {
 			cfg.Title += " at " + ep

@@ -21,8 +21,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/dashboard"
 	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // These tests drive the dashboard in a real headless Chromium (Debian's
@@ -188,23 +190,11 @@ func motoTable(t *testing.T) (*dynamodb.Client, string) {
 	}
 	client := dynamodb.NewFromConfig(cfg)
 	table := fmt.Sprintf("sluice-dash-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
-	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(table),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
+	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
 	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	ps := newParamsStore(client, table)
+	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)
 	p := demo.DefaultParams()
 	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 	if err := ps.SetParams(ctx, "orders", p); err != nil {
@@ -247,7 +237,7 @@ func TestBrowserMoto(t *testing.T) {
 
 	t.Run("edit lands in DynamoDB and shows on the page", func(t *testing.T) {
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
-		cdp(t, ctx, "load", chromedp.Navigate(url), chromedp.WaitVisible(css("#f-setpoint")),
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(css("#f-setpoint")),
 			until(`Number(document.getElementById('chart-cpu').dataset.points) >= 100`, 15*time.Second))
 		screenshot(t, ctx, "dashboard-moto")
 		cdp(t, ctx, "edit", chromedp.SetValue(css("#f-setpoint"), "55"), chromedp.Click(css("#save")),
@@ -273,9 +263,51 @@ func TestBrowserMoto(t *testing.T) {
 		}
 	})
 
+	t.Run("a refusal recorded by the controller shows with its reason", func(t *testing.T) {
+		ctxb := context.Background()
+		store := ddbstore.New(client, table)
+		bad := demo.DefaultParams()
+		bad["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
+		bad["kp"] = "fast" // as an operator's `aws dynamodb update-item` might
+		if err := store.WriteParams(ctxb, "broken", bad); err != nil {
+			t.Fatal(err)
+		}
+		ticker := loop.Ticker{Store: store, Now: time.Now}
+		if _, err := ticker.Tick(ctxb); err != nil {
+			t.Fatalf("controller tick: %v", err)
+		}
+		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#broken"),
+			until(`!document.getElementById('params-refusal').hidden`, 10*time.Second))
+		msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-refusal")))
+		if !strings.Contains(msg, "kp") {
+			t.Errorf("refusal banner = %q; want the controller's reason naming kp", msg)
+		}
+		screenshot(t, ctx, "dashboard-controller-refusal")
+
+		// fixing it through the form writes a valid item; the old verdict no longer shows
+		cdp(t, ctx, "fix kp", chromedp.SetValue(css("#f-kp"), "1"), chromedp.Click(css("#save")),
+			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		attrs, err := store.ReadParams(ctxb, "broken")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attrs["kp"] != 1.0 {
+			t.Errorf("stored kp = %#v after the fix; want the number 1", attrs["kp"])
+		}
+		if _, err := loop.DecodeParams("broken", attrs); err != nil {
+			t.Errorf("stored PARAMS after the fix are refused by the controller's decoder: %v", err)
+		}
+		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(css("#f-kp")),
+			until(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
+		if hidden := value(t, ctx, "banner", chromedp.Evaluate[bool](`document.getElementById('params-refusal').hidden`)); !hidden {
+			t.Errorf("the refusal banner still shows after a valid edit")
+		}
+	})
+
 	t.Run("token required: a write without it is refused and nothing is written", func(t *testing.T) {
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table, token: "s3cret-token"})
-		cdp(t, ctx, "load", chromedp.Navigate(url), chromedp.WaitVisible(css("#f-token")),
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(css("#f-token")),
 			until(`document.getElementById('f-setpoint') !== null`, 10*time.Second))
 		before := storedSetpoint(t, client, table)
 		cdp(t, ctx, "write without token", chromedp.SetValue(css("#f-setpoint"), "61"), chromedp.Click(css("#save")),

@@ -40,6 +40,10 @@ type Config struct {
 	Token string
 	// Title is shown in the page header, e.g. "demo" or the table name.
 	Title string
+	// Fields describe the PARAMS attributes for the form (LoopFields());
+	// without them the form shows the item's attributes with the types
+	// their values have.
+	Fields []Field
 	// Logger receives one line per refused or failed request; nil discards.
 	Logger *slog.Logger
 }
@@ -140,6 +144,7 @@ func (s *Server) config(w http.ResponseWriter, _ *http.Request) {
 		"title":          s.cfg.Title,
 		"writable":       s.cfg.Writer != nil,
 		"token_required": s.cfg.Token != "",
+		"fields":         s.cfg.Fields,
 	})
 }
 
@@ -223,7 +228,7 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // setParams serves POST /api/loops/{id}/params. The body is JSON,
 // {"params": {...}}, or a form whose fields are the parameters. The edit is
-// merged onto the parameters in force, validated with the controller's code,
+// merged onto the stored parameters (a null value removes the attribute), validated with the controller's code,
 // and written only when valid; a refusal answers 422 with its reason.
 func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -250,7 +255,13 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 	}
 	next := Params{}
 	maps.Copy(next, cur.Params)
-	maps.Copy(next, edit)
+	for k, v := range edit {
+		if v == nil {
+			delete(next, k) // an emptied field removes the attribute
+		} else {
+			next[k] = v
+		}
+	}
 	if err := s.cfg.Validator.Validate(id, next); err != nil {
 		s.cfg.Logger.Info("dashboard refused parameters", "loop", id, "reason", err)
 		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error(), Refused: true})

@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // SortKeyPrefix is the prefix of history items' sort keys.
@@ -54,13 +55,14 @@ var (
 type Client interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
 
 // Store reads and writes history items in a DynamoDB table.
 type Store struct {
 	client    Client
 	table     string
+	index     string
 	retention time.Duration
 }
 
@@ -71,9 +73,17 @@ type Option func(*Store)
 // is DefaultRetention.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
+// WithIndex names the global secondary index whose partition key is sk
+// (default "by-sk", the index of pkg/adapter/ddbstore's table), which Loops
+// queries.
+func WithIndex(name string) Option { return func(s *Store) { s.index = name } }
+
+// DefaultIndex is the by-sk index that the loop's table has.
+const DefaultIndex = "by-sk"
+
 // New returns a Store on the given table.
 func New(client Client, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table, retention: DefaultRetention}
+	s := &Store{client: client, table: table, index: DefaultIndex, retention: DefaultRetention}
 	for _, o := range opts {
 		o(s)
 	}
@@ -241,20 +251,21 @@ func decode(it map[string]types.AttributeValue) (dashboard.Point, error) {
 }
 
 // Loops lists the loops of the table: the partition keys of its PARAMS
-// items. It scans the table (reading every item, history included), so the
-// dashboard calls it once per page load, not per poll.
+// items, read with a Query on the table's by-sk index (partition key sk),
+// which does not read the history items.
 func (s *Store) Loops(ctx context.Context) ([]string, error) {
-	in := &dynamodb.ScanInput{
+	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		FilterExpression:          aws.String("sk = :params"),
+		IndexName:                 aws.String(s.index),
+		KeyConditionExpression:    aws.String("sk = :params"),
 		ProjectionExpression:      aws.String("pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":params": &types.AttributeValueMemberS{Value: "PARAMS"}},
 	}
 	var ids []string
 	for {
-		res, err := s.client.Scan(ctx, in)
+		res, err := s.client.Query(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("list loops in table %s: %w", s.table, err)
+			return nil, fmt.Errorf("list loops in table %s (index %s): %w", s.table, s.index, err)
 		}
 		for _, it := range res.Items {
 			if pk, _ := it["pk"].(*types.AttributeValueMemberS); pk != nil {
@@ -267,4 +278,42 @@ func (s *Store) Loops(ctx context.Context) ([]string, error) {
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
 	return ids, nil
+}
+
+// maxBatchWrite is BatchWriteItem's limit on items in one request.
+const maxBatchWrite = 25
+
+// AppendReports writes the history items of one controller tick at t, one
+// per loop whose tick was applied, 25 items per BatchWriteItem call. It is
+// the one call the controller makes after loop.Ticker.Tick.
+func (s *Store) AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error {
+	var reqs []types.WriteRequest
+	for _, r := range reports {
+		if p, ok := dashboard.PointFromReport(t, r); ok {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: s.Item(r.Loop, p)}})
+		}
+	}
+	for start := 0; start < len(reqs); start += maxBatchWrite {
+		batch := reqs[start:min(start+maxBatchWrite, len(reqs))]
+		for attempt := 0; len(batch) > 0; attempt++ {
+			if attempt == 5 {
+				return fmt.Errorf("write history at %s: %d items still unprocessed after %d attempts", t.Format(time.RFC3339), len(batch), attempt)
+			}
+			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems: map[string][]types.WriteRequest{s.table: batch},
+			})
+			if err != nil {
+				return fmt.Errorf("write history at %s: %w", t.Format(time.RFC3339), err)
+			}
+			batch = out.UnprocessedItems[s.table]
+			if len(batch) > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+				}
+			}
+		}
+	}
+	return nil
 }

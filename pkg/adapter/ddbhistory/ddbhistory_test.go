@@ -9,20 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // history is what the contract suite exercises: the reader plus Append.
 type history interface {
 	dashboard.HistoryReader
 	Append(ctx context.Context, loopID string, p dashboard.Point) error
+	AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error
 }
 
 var tableSeq atomic.Int64
@@ -38,19 +40,7 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 	}
 	client := dynamodb.NewFromConfig(cfg)
 	name := strings.ToLower(fmt.Sprintf("sluice-hist-%d-%d", time.Now().UnixNano(), tableSeq.Add(1)))
-	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
+	if err := ddbstore.CreateTable(ctx, client, name); err != nil {
 		t.Fatalf("create table %s: %v", name, err)
 	}
 	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
@@ -132,6 +122,46 @@ func contract(t *testing.T, newHistory func(t *testing.T) history) {
 		got, _ := h.Last(ctx, "a", 10)
 		if len(got) != 1 || got[0].Rate != 42 {
 			t.Fatalf("after two appends at one tick Last = %+v; want one point with rate 42", got)
+		}
+	})
+	t.Run("AppendReports records applied ticks only", func(t *testing.T) {
+		h := newHistory(t)
+		reports := []loop.Report{
+			{Loop: "a", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, Setpoint: 70, Measured: 65, Rate: 900, P: 5, I: 30, FF: 865, Saturated: true},
+			{Loop: "b", Outcome: loop.OutcomeApplied, Mode: loop.ModeShadow, Setpoint: 60, Measured: math.NaN(), Stale: true, Rate: 200},
+			{Loop: "c", Outcome: loop.OutcomeLost, Setpoint: 60, Measured: 50, Rate: 300},
+			{Loop: "d", Outcome: loop.OutcomeError, Measured: math.NaN()},
+		}
+		for i := range 30 { // more than one BatchWriteItem
+			reports = append(reports, loop.Report{Loop: fmt.Sprintf("bulk-%02d", i), Outcome: loop.OutcomeApplied, Setpoint: 50, Measured: 50, Rate: float64(i)})
+		}
+		if err := h.AppendReports(ctx, t0, reports); err != nil {
+			t.Fatalf("AppendReports = %v", err)
+		}
+		nan := math.NaN()
+		for _, tt := range []struct {
+			loop string
+			want []dashboard.Point
+		}{
+			{"a", []dashboard.Point{{T: t0, Setpoint: 70, Measured: 65, Rate: 900, Consumed: nan, P: 5, I: 30, FF: 865, Saturated: true, Depth: nan, Mode: "auto"}}},
+			{"b", []dashboard.Point{{T: t0, Setpoint: 60, Measured: nan, Rate: 200, Consumed: nan, P: nan, I: nan, FF: nan, Stale: true, Depth: nan, Mode: "shadow"}}},
+			{"c", nil},
+			{"d", nil},
+			{"bulk-29", []dashboard.Point{{T: t0, Setpoint: 50, Measured: 50, Rate: 29, Consumed: nan, Depth: nan}}},
+		} {
+			got, err := h.Last(ctx, tt.loop, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("Last(%s) = %d points; want %d", tt.loop, len(got), len(tt.want))
+				continue
+			}
+			for i := range got {
+				if !same(got[i], tt.want[i]) {
+					t.Errorf("Last(%s)[%d] = %+v; want %+v", tt.loop, i, got[i], tt.want[i])
+				}
+			}
 		}
 	})
 	t.Run("unknown loop is empty", func(t *testing.T) {

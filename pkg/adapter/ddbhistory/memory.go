@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 var _ dashboard.HistoryReader = (*Memory)(nil)
@@ -80,3 +81,16 @@ func (m *Memory) Since(_ context.Context, loopID string, t time.Time, n int) ([]
 
 // key is the time resolution of history keys: milliseconds.
 func key(t time.Time) int64 { return t.UnixMilli() }
+
+// AppendReports appends the points of one controller tick at t, one per loop
+// whose tick was applied.
+func (m *Memory) AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error {
+	for _, r := range reports {
+		if p, ok := dashboard.PointFromReport(t, r); ok {
+			if err := m.Append(ctx, r.Loop, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -159,33 +159,45 @@ async function poll() {
   } finally { st.polling = false; }
 }
 
-// form: one row per parameter; mode is a select, objects are JSON text.
+// form: one row per parameter (the schema's attributes and the item's);
+// mode is a select, booleans a select, maps JSON text.
+function kindOf(k, v) {
+  const f = (st.cfg.fields || []).find((x) => x.name === k);
+  if (f) return f.kind;
+  if (v !== null && typeof v === "object") return "map";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "number") return "number";
+  return "string";
+}
+
 function buildForm(params) {
   const fields = $("fields");
   fields.textContent = "";
-  const mode = params.mode === undefined ? "auto" : String(params.mode);
-  $("f-mode").value = mode;
-  const keys = Object.keys(params).filter((k) => k !== "mode");
-  if (!keys.includes(MANUAL_RATE)) keys.push(MANUAL_RATE);
-  keys.sort();
-  for (const k of keys) {
-    const v = params[k];
+  $("f-mode").value = params.mode === undefined ? "auto" : String(params.mode);
+  const docs = {};
+  for (const f of (st.cfg.fields || [])) docs[f.name] = f;
+  const keys = new Set([...Object.keys(params), ...Object.keys(docs), MANUAL_RATE]);
+  keys.delete("mode");
+  for (const k of [...keys].sort()) {
+    const v = params[k], kind = kindOf(k, v), doc = docs[k] ? docs[k].doc : "";
     const row = document.createElement("div"); row.className = "row"; row.id = "row-" + k;
-    const label = document.createElement("label"); label.htmlFor = "f-" + k; label.textContent = k;
+    const label = document.createElement("label"); label.htmlFor = "f-" + k;
+    label.textContent = k + (docs[k] && docs[k].required ? " *" : "");
     let input;
-    if (v !== null && typeof v === "object") {
-      input = document.createElement("textarea"); input.value = JSON.stringify(v); input.dataset.kind = "json";
-    } else if (typeof v === "boolean") {
+    if (kind === "map") {
+      input = document.createElement("textarea"); input.value = v === undefined ? "" : JSON.stringify(v);
+    } else if (kind === "bool") {
       input = document.createElement("select");
-      for (const o of ["true", "false"]) { const opt = document.createElement("option"); opt.textContent = o; input.append(opt); }
-      input.value = String(v); input.dataset.kind = "bool";
+      for (const o of ["", "true", "false"]) { const opt = document.createElement("option"); opt.value = opt.textContent = o; input.append(opt); }
+      input.value = v === undefined ? "" : String(v);
     } else {
       input = document.createElement("input"); input.type = "text";
       input.value = v === undefined || v === null ? "" : String(v);
-      input.dataset.kind = typeof v === "string" ? "string" : "number";
-      if (k === MANUAL_RATE) input.placeholder = "messages/s, for manual mode";
+      input.placeholder = k === MANUAL_RATE ? "messages/s, for manual mode" : (doc ? "default" : "");
     }
+    input.dataset.kind = kind;
     input.id = "f-" + k; input.name = k;
+    if (doc) { input.title = doc; label.title = doc; }
     row.append(label, input);
     fields.append(row);
   }
@@ -212,17 +224,21 @@ async function loadParams() {
   buildForm(r.body.params);
 }
 
+// collect encodes the form: a number where the schema wants one (text that
+// is not a number is sent as text, for the validator to refuse with its
+// reason), null for an attribute emptied (removed from the item), nothing
+// for an optional attribute left empty.
 function collect() {
   const out = { mode: $("f-mode").value };
+  const had = st.params || {};
   for (const el of $("fields").querySelectorAll("input, select, textarea")) {
     const k = el.name, raw = el.value.trim();
+    if (raw === "") { if (k in had) out[k] = null; continue; }
     switch (el.dataset.kind) {
-      case "json": try { out[k] = JSON.parse(raw); } catch (e) { out[k] = raw; } break;
+      case "map": try { out[k] = JSON.parse(raw); } catch (e) { out[k] = raw; } break;
       case "bool": out[k] = raw === "true"; break;
-      case "string": out[k] = raw; break;
-      default:
-        if (raw === "") { if (k in (st.params || {})) out[k] = raw; break; }
-        out[k] = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : raw;
+      case "number": out[k] = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : raw; break;
+      default: out[k] = raw;
     }
   }
   return out;

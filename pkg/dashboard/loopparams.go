@@ -1,0 +1,128 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// LoopStore is the part of the loop's stores (pkg/adapter/ddbstore,
+// pkg/adapter/memstore) that the dashboard uses for parameters: the raw
+// PARAMS attributes and the controller's PARAMS_STATUS verdict.
+type LoopStore interface {
+	ReadParams(ctx context.Context, loopID string) (map[string]any, error)
+	WriteParams(ctx context.Context, loopID string, attrs map[string]any) error
+	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
+}
+
+// Attributes the dashboard stamps on the PARAMS items it writes; the
+// controller ignores them.
+const (
+	AttrUpdatedAt = "updated_at"
+	AttrUpdatedBy = "updated_by"
+)
+
+var (
+	_ ParamsReader = (*LoopParams)(nil)
+	_ ParamsWriter = (*LoopParams)(nil)
+	_ Validator    = (*LoopParams)(nil)
+)
+
+// LoopParams reads and writes PARAMS items through a LoopStore and validates
+// them with loop.DecodeParams: the very code the controller's tick runs.
+type LoopParams struct {
+	store LoopStore
+	now   func() time.Time
+}
+
+// NewLoopParams returns the dashboard's parameter port over store; now
+// stamps updated_at.
+func NewLoopParams(store LoopStore, now func() time.Time) *LoopParams {
+	return &LoopParams{store: store, now: now}
+}
+
+// Params returns the PARAMS item as stored, and the controller's refusal
+// when PARAMS_STATUS refused this very item (same fingerprint): an edit made
+// with `aws dynamodb update-item` that the controller refused shows its
+// reason until it is fixed.
+func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, error) {
+	attrs, err := l.store.ReadParams(ctx, loopID)
+	if errors.Is(err, loop.ErrNotFound) {
+		return ParamsStatus{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	if err != nil {
+		return ParamsStatus{}, err
+	}
+	var st ParamsStatus
+	if v, ok := attrs[AttrUpdatedAt].(string); ok {
+		st.UpdatedAt, _ = time.Parse(time.RFC3339Nano, v)
+	}
+	status, err := l.store.ReadStatus(ctx, loopID)
+	switch {
+	case errors.Is(err, loop.ErrNotFound):
+	case err != nil:
+		return ParamsStatus{}, err
+	case status.Status == loop.StatusRefused && status.Fingerprint == loop.Fingerprint(attrs):
+		st.Refusal = status.Reason
+		if status.InForce != "" {
+			st.Refusal += " (" + status.InForce + ")"
+		}
+	}
+	st.Params = maps.Clone(attrs)
+	delete(st.Params, AttrUpdatedAt)
+	delete(st.Params, AttrUpdatedBy)
+	return st, nil
+}
+
+// SetParams replaces the PARAMS item with p, stamped with updated_at and
+// updated_by = "dashboard".
+func (l *LoopParams) SetParams(ctx context.Context, loopID string, p Params) error {
+	attrs := maps.Clone(map[string]any(p))
+	attrs[AttrUpdatedAt] = l.now().UTC().Format(time.RFC3339Nano)
+	attrs[AttrUpdatedBy] = "dashboard"
+	return l.store.WriteParams(ctx, loopID, attrs)
+}
+
+// Validate decodes p as the controller does; a refusal lists every field
+// with its reason.
+func (l *LoopParams) Validate(loopID string, p Params) error {
+	_, err := loop.DecodeParams(loopID, p)
+	return err
+}
+
+// Field describes one PARAMS attribute for the form.
+type Field struct {
+	Name string `json:"name"`
+	// Kind is number, string, bool or map: how the form encodes the value.
+	Kind     string `json:"kind"`
+	Required bool   `json:"required,omitempty"`
+	// Doc says what the attribute means, with its unit.
+	Doc string `json:"doc"`
+}
+
+// LoopFields returns the PARAMS attributes that loop.DecodeParams reads,
+// for the form: every attribute appears, with its type and documentation.
+func LoopFields() []Field {
+	attrs := loop.ParamsAttributes()
+	out := make([]Field, 0, len(attrs))
+	for _, a := range attrs {
+		doc := a[1]
+		f := Field{Name: a[0], Kind: "string", Doc: doc}
+		f.Required = strings.HasPrefix(doc, "required; ")
+		switch {
+		case strings.Contains(doc, "(N)"):
+			f.Kind = "number"
+		case strings.Contains(doc, "(BOOL)"):
+			f.Kind = "bool"
+		case strings.Contains(doc, "(M)"):
+			f.Kind = "map"
+		}
+		out = append(out, f)
+	}
+	return out
+}
