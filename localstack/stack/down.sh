@@ -16,7 +16,7 @@ for a in "$@"; do
 	case $a in
 	--purge) purge=1 ;;
 	all) names+=(moto mariadb prometheus kafka) ;;
-	moto | mariadb | kafka) names+=("$a") ;;
+	moto | mariadb | kafka | process-exporter) names+=("$a") ;;
 	prometheus) names+=(prometheus process-exporter) ;;
 	chromium | rie) ;; # installed only: nothing runs
 	*) die "unknown service '$a' (moto mariadb prometheus kafka all)" ;;
