@@ -171,7 +171,7 @@ apt_updated=0
 apt_install() {
 	local missing=() p
 	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+		[[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
 	done
 	((${#missing[@]})) || return 0
 	command -v apt-get >/dev/null || die "cannot install ${missing[*]}: apt-get not found (install them by hand)"
@@ -182,10 +182,11 @@ apt_install() {
 		chmod 755 /usr/sbin/policy-rc.d
 		policy_created=1
 	fi
-	local t0 rc=0
+	local t0 rc=0 mark=0
 	t0=$(date +%s.%N)
+	[[ -f $STACK_LOG/apt.log ]] && mark=$(wc -l <"$STACK_LOG/apt.log")
 	for p in "${missing[@]}"; do
-		if [[ $apt_updated == 0 ]] && ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+		if [[ $apt_updated == 0 && ! $(apt-cache policy "$p" 2>/dev/null) =~ Candidate:\ [^\(] ]]; then
 			apt_update
 		fi
 	done
@@ -200,7 +201,7 @@ apt_install() {
 	fi
 	[[ $policy_created == 1 ]] && rm -f /usr/sbin/policy-rc.d
 	if [[ $rc != 0 ]]; then
-		tail -n 20 "$STACK_LOG/apt.log" >&2
+		tail -n +"$((mark + 1))" "$STACK_LOG/apt.log" | tail -n 20 >&2
 		die "cannot install Debian packages ${missing[*]} (log: $STACK_LOG/apt.log)"
 	fi
 	log "apt: installed ${missing[*]} in $(elapsed "$t0")s"
