@@ -272,21 +272,25 @@ func (c *Controller) Update(in Input) Output {
 		dt = 0
 	}
 	valid := cfg.ValidMeasurement(in.Measurement) && !math.IsNaN(in.Setpoint) && !math.IsInf(in.Setpoint, 0)
-	if !s.Init {
+	first := !s.Init
+	if first {
 		s.Init = true
 		s.Kp, s.Kd = cfg.Kp, cfg.Kd
-		s.FilteredSetpoint = in.Setpoint
-		if valid && cfg.SetpointFilter > 0 {
-			// Start the filter where the plant is: bumpless start.
-			s.FilteredSetpoint = in.Measurement
+		// The plant is assumed at steady state at the first measurement
+		// (the setpoint when there is none yet).
+		y0 := in.Setpoint
+		if valid {
+			y0 = in.Measurement
 		}
-		if math.IsNaN(s.FilteredSetpoint) || math.IsInf(s.FilteredSetpoint, 0) {
-			s.FilteredSetpoint = 0
+		if math.IsNaN(y0) || math.IsInf(y0, 0) {
+			y0 = 0
 		}
-		s.Output = clamp(cfg.Min, cfg.Max, cfg.Min)
+		s.FilteredSetpoint = y0 // the filter starts where the plant is: bumpless start
+		s.Output = cfg.Min
 		if cfg.Feedforward != nil {
-			s.Output = clamp(cfg.Feedforward.Input(s.FilteredSetpoint), cfg.Min, cfg.Max)
-			s.Reference = []Segment{{At: -time.Hour, Value: s.FilteredSetpoint}}
+			// The output that holds the plant where it is, by the model.
+			s.Output = clamp(cfg.Feedforward.Input(y0), cfg.Min, cfg.Max)
+			s.Reference = []Segment{{At: -time.Hour, Value: y0}}
 			if cfg.DelayAware {
 				s.Applied = []Segment{{At: -time.Hour, Value: s.Output}}
 			}
@@ -348,12 +352,14 @@ func (c *Controller) Update(in Input) Output {
 	// Is this a new datapoint?
 	sampleEnd := s.Clock - in.MeasurementAge
 	isNew := valid && (in.MeasurementAge == 0 && in.MeasurementPeriod == 0 || sampleEnd > s.SampleEnd)
+	// The time a new datapoint stands for: since the previous datapoint,
+	// at most one update or one period.
 	dtI := dt
+	if isNew && in.MeasurementPeriod > 0 {
+		dtI = in.MeasurementPeriod
+	}
 	if isNew && s.SampleEnd != math.MinInt64 && (in.MeasurementAge != 0 || in.MeasurementPeriod != 0) {
-		dtI = sampleEnd - s.SampleEnd
-		if lim := max(dt, in.MeasurementPeriod); dtI > lim {
-			dtI = lim
-		}
+		dtI = min(sampleEnd-s.SampleEnd, max(dt, in.MeasurementPeriod))
 	}
 
 	// Derivative on the measurement with a first-order filter, on new data.

@@ -97,6 +97,9 @@ func (c *SmithPredictor) Update(in Input) Output {
 	timed := in.MeasurementAge != 0 || in.MeasurementPeriod != 0
 	isNew := !timed || sampleEnd > s.SampleEnd
 	dtI := dt
+	if isNew && in.MeasurementPeriod > 0 {
+		dtI = in.MeasurementPeriod
+	}
 	if isNew && timed && s.SampleEnd != math.MinInt64 {
 		dtI = min(sampleEnd-s.SampleEnd, max(dt, in.MeasurementPeriod))
 	}

@@ -1,0 +1,50 @@
+package control_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// A PI controller with conditional anti-windup: CPU below the setpoint
+// raises the allowed rate.
+func ExampleController() {
+	c := control.Controller{Config: control.Config{
+		Kp: 2, Ki: 0.05, Min: 0, Max: 3000,
+		AntiWindup: control.AntiWindupConditional,
+	}}
+	out := c.Update(control.Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute})
+	fmt.Printf("rate %.0f (P %.0f, I %.0f)\n", out.Rate, out.P, out.I)
+	// Output: rate 50 (P 20, I 30)
+}
+
+// With reference feedforward the identified model's static inverse sets the
+// rate for the (filtered) setpoint at once; the feedback only corrects what
+// the model gets wrong.
+func ExampleController_feedforward() {
+	model := control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second}
+	c := control.Controller{Config: control.Config{
+		Kp: 1, Ki: 0.05, Min: 0, Max: 3000,
+		AntiWindup:  control.AntiWindupConditional,
+		Feedforward: &model, DelayAware: true,
+	}}
+	out := c.Update(control.Input{Setpoint: 70, Measurement: 10, MeasurementAge: 90 * time.Second,
+		MeasurementPeriod: time.Minute, SamplingInterval: time.Minute})
+	fmt.Printf("rate %.0f (feedforward %.0f)\n", out.Rate, out.FF)
+	// Output: rate 1200 (feedforward 1200)
+}
+
+// A measurement that is missing never reaches the integrator: the
+// controller holds and says so, and the loop applies its stale policy.
+func ExampleStalePolicy() {
+	c := control.Controller{Config: control.Config{Kp: 2, Ki: 0.05, Min: 0, Max: 3000, MeasurementMin: 0, MeasurementMax: 100}}
+	c.Update(control.Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute})
+	out := c.Update(control.Input{Setpoint: 70, Measurement: -1, SamplingInterval: time.Minute})
+	policy := control.StalePolicy{Action: control.StaleFailClosed, SafeRate: 20}
+	if out.Held {
+		out.Rate = policy.Apply(out.Rate, 2*time.Minute, time.Minute)
+	}
+	fmt.Printf("held %v, rate %.0f\n", out.Held, out.Rate)
+	// Output: held true, rate 20
+}

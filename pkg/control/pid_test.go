@@ -1,0 +1,316 @@
+package control
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// plant is a small discrete test plant: FOPDT with a measurement that is the
+// average over the last tick, published one tick late.
+type plant struct {
+	m     FOPDT
+	x     float64
+	queue []float64 // inputs waiting out the dead time, one per second
+	dist  float64
+	meas  []float64 // published measurements, oldest first
+}
+
+func newPlant(m FOPDT) *plant {
+	p := &plant{m: m}
+	p.queue = make([]float64, int(m.DeadTime/time.Second))
+	return p
+}
+
+func (p *plant) cpu() float64 { return math.Max(0, math.Min(100, p.m.Base+p.x+p.dist)) }
+
+// run applies u for one tick of n seconds and returns the average CPU.
+func (p *plant) run(u float64, n int) float64 {
+	sum := 0.0
+	for range n {
+		in := u
+		if len(p.queue) > 0 {
+			in = p.queue[0]
+			p.queue = append(p.queue[1:], u)
+		}
+		a := math.Exp(-1 / p.m.Tau.Seconds())
+		p.x = p.m.Gain*in + (p.x-p.m.Gain*in)*a
+		sum += p.cpu()
+	}
+	return sum / float64(n)
+}
+
+var testModel = FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second}
+
+// closedLoop runs c against a test plant (true model truth) for n ticks of
+// 60 s with the measurement published one tick late, a setpoint of 70 and a
+// disturbance of dist points from tick 40 to 60. It returns the true CPU
+// after each tick.
+func closedLoop(c *Controller, truth FOPDT, n int, dist float64) []float64 {
+	p := newPlant(truth)
+	var cpu []float64
+	last := p.cpu()
+	prev := last
+	for k := range n {
+		if k >= 40 && k < 60 {
+			p.dist = dist
+		} else {
+			p.dist = 0
+		}
+		out := c.Update(Input{Setpoint: 70, Measurement: prev, MeasurementAge: 60 * time.Second, MeasurementPeriod: 60 * time.Second, SamplingInterval: 60 * time.Second})
+		prev = last
+		last = p.run(out.Rate, 60)
+		cpu = append(cpu, last)
+	}
+	return cpu
+}
+
+func maxOver(v []float64, from, to int, sp float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range v[from:to] {
+		m = math.Max(m, x-sp)
+	}
+	return m
+}
+
+func iae(v []float64, sp float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += math.Abs(x - sp)
+	}
+	return s * 60
+}
+
+func TestUpdateDirectionAndBounds(t *testing.T) {
+	c := Controller{Config: Config{Kp: 2, Ki: 0.1, Min: 10, Max: 500}}
+	low := c.Update(Input{Setpoint: 70, Measurement: 40, SamplingInterval: time.Minute})
+	if low.Rate <= 10 {
+		t.Fatalf("CPU below setpoint: rate %v; want it to rise above the minimum", low.Rate)
+	}
+	c.Reset()
+	high := c.Update(Input{Setpoint: 70, Measurement: 95, SamplingInterval: time.Minute})
+	if high.Rate != 10 || !high.Saturated {
+		t.Fatalf("CPU far above setpoint: %+v; want the minimum rate, saturated", high)
+	}
+	for range 100 {
+		out := c.Update(Input{Setpoint: 70, Measurement: 0, SamplingInterval: time.Minute})
+		if out.Rate > 500 || out.Rate < 10 {
+			t.Fatalf("rate %v outside [10, 500]", out.Rate)
+		}
+	}
+}
+
+func TestSlewLimit(t *testing.T) {
+	c := Controller{Config: Config{Kp: 100, Min: 0, Max: 1000, Slew: 25}}
+	prev := 0.0
+	for k := range 20 {
+		out := c.Update(Input{Setpoint: 70, Measurement: 10, SamplingInterval: time.Minute})
+		if d := out.Rate - prev; d > 25+1e-9 {
+			t.Fatalf("tick %d: rate moved %v; want at most 25", k, d)
+		}
+		prev = out.Rate
+	}
+	if prev != 500 {
+		t.Fatalf("after 20 ticks rate = %v; want 20 x 25 = 500", prev)
+	}
+}
+
+func TestInvalidMeasurementHolds(t *testing.T) {
+	for _, y := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 101} {
+		c := Controller{Config: Config{Kp: 1, Ki: 0.05, Min: 0, Max: 3000, MeasurementMin: 0, MeasurementMax: 100}}
+		c.Update(Input{Setpoint: 70, Measurement: 50, SamplingInterval: time.Minute})
+		before := c.State
+		out := c.Update(Input{Setpoint: 70, Measurement: y, SamplingInterval: time.Minute})
+		if !out.Held || out.Rate != before.Output || c.State.Integral != before.Integral {
+			t.Errorf("measurement %v: %+v, integral %v -> %v; want held at %v with the integrator untouched", y, out, before.Integral, c.State.Integral, before.Output)
+		}
+	}
+}
+
+func TestSameDatapointIntegratedOnce(t *testing.T) {
+	c := Controller{Config: Config{Ki: 0.01, Min: 0, Max: 3000}}
+	// Ticks every 30 s, datapoints every 60 s: every other tick repeats the
+	// datapoint (its age grows by 30 s).
+	var integrated int
+	for k := range 10 {
+		age := 90 * time.Second
+		if k%2 == 1 {
+			age += 30 * time.Second
+		}
+		out := c.Update(Input{Setpoint: 70, Measurement: 60, MeasurementAge: age, MeasurementPeriod: time.Minute, SamplingInterval: 30 * time.Second})
+		if out.Integrated {
+			integrated++
+		}
+	}
+	if integrated != 5 {
+		t.Fatalf("integrated on %d of 10 ticks; want 5 (once per datapoint)", integrated)
+	}
+	// Each datapoint is integrated over its 60 s: 5 x 0.01 x 10 x 60 = 30.
+	if got := c.State.Integral; math.Abs(got-30) > 1e-9 {
+		t.Fatalf("integral = %v; want 30", got)
+	}
+}
+
+func TestBumplessGainChangeExact(t *testing.T) {
+	c := Controller{Config: Config{Kp: 2, Ki: 0.05, Min: 0, Max: 3000}}
+	for range 5 {
+		c.Update(Input{Setpoint: 70, Measurement: 50, MeasurementAge: time.Minute, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute})
+	}
+	before := c.State.Output
+	c.Config.Kp = 10
+	// The same datapoint again (age grows by the interval): nothing new to
+	// integrate, so only the gain change could move the output.
+	out := c.Update(Input{Setpoint: 70, Measurement: 50, MeasurementAge: 2 * time.Minute, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute})
+	if math.Abs(out.Rate-before) > 1e-9 {
+		t.Fatalf("Kp 2 -> 10: rate %v -> %v; want unchanged", before, out.Rate)
+	}
+	if out.P != 10*20 {
+		t.Fatalf("P = %v; want the new gain's 200", out.P)
+	}
+}
+
+func TestManualToAutoBumpless(t *testing.T) {
+	c := Controller{Config: Config{Kp: 2, Ki: 0.05, Min: 0, Max: 3000, Mode: ModeManual, ManualRate: 800}}
+	for k := range 5 {
+		out := c.Update(Input{Setpoint: 70, Measurement: 60 + float64(k), SamplingInterval: time.Minute})
+		if out.Rate != 800 {
+			t.Fatalf("manual: rate %v; want 800", out.Rate)
+		}
+	}
+	c.Config.Mode = ModeAuto
+	out := c.Update(Input{Setpoint: 70, Measurement: 64, MeasurementAge: 0, SamplingInterval: time.Minute})
+	// Auto continues from 800: the first auto tick may only add its own
+	// integration step (Ki e dt = 0.05 x 6 x 60 = 18).
+	if math.Abs(out.Rate-(800+18)) > 1e-9 {
+		t.Fatalf("first auto tick: rate %v; want 818 (continuing from the manual 800)", out.Rate)
+	}
+}
+
+func TestStateJSONRoundTrip(t *testing.T) {
+	ff := testModel
+	cfg := Config{Kp: 1, Ki: 0.01, Kd: 20, DerivativeFilter: 5 * time.Second, Min: 0, Max: 3000, Slew: 400,
+		AntiWindup: AntiWindupConditional, SetpointFilter: 80 * time.Second, Feedforward: &ff, DelayAware: true,
+		NoiseBand: 2, MeasurementMin: 0, MeasurementMax: 100}
+	inputs := func(k int) Input {
+		y := 40 + 30*math.Sin(float64(k)/7) + 0.1234567*float64(k%5)
+		if k%13 == 0 {
+			y = math.NaN()
+		}
+		return Input{Setpoint: 70 - float64(k/40)*20, Measurement: y, MeasurementAge: 150 * time.Second,
+			MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
+	}
+	orig := Controller{Config: cfg}
+	var restored Controller
+	for k := range 120 {
+		if k == 60 {
+			b, err := json.Marshal(orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &restored); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := orig.Update(inputs(k))
+		if k >= 60 {
+			b := restored.Update(inputs(k))
+			if a != b {
+				t.Fatalf("tick %d: restored controller gave %+v; original %+v", k, b, a)
+			}
+		}
+	}
+}
+
+func TestAntiWindupMatters(t *testing.T) {
+	// A disturbance that the output cannot reject (the rate hits 0) winds
+	// up a PI; when it ends, the wound-up integrator overshoots.
+	for _, aw := range []AntiWindup{AntiWindupConditional, AntiWindupBackCalculation} {
+		cfg := Config{Kp: 1, Ki: 1.0 / (0.05 * 300), Min: 0, Max: 3000}
+		plain := Controller{Config: cfg}
+		cfg.AntiWindup = aw
+		with := Controller{Config: cfg}
+		a := closedLoop(&plain, testModel, 100, 80)
+		b := closedLoop(&with, testModel, 100, 80)
+		// After the disturbance ends (tick 60) the wound-up PI sits far
+		// below its rate and recovers late.
+		ia, ib := iae(a[60:], 70), iae(b[60:], 70)
+		if !(ib < 0.6*ia) {
+			t.Errorf("%s: IAE after the saturating disturbance %v with anti-windup, %v without; want clearly less", aw, ib, ia)
+		}
+	}
+}
+
+func TestSetpointFilterMatters(t *testing.T) {
+	// With a feedforward built on a gain 15 % too low, the unfiltered
+	// setpoint overshoots; the filtered one approaches slowly enough for
+	// the delay-aware integrator to catch part of the error.
+	wrong := testModel
+	wrong.Gain = 0.05 * 0.85
+	cfg := Config{Kp: 0.5, Ki: 1 / (wrong.Gain * 200), Min: 0, Max: 3000, AntiWindup: AntiWindupConditional,
+		Feedforward: &wrong, DelayAware: true}
+	nofilter := Controller{Config: cfg}
+	cfg.SetpointFilter = 10 * time.Minute
+	filtered := Controller{Config: cfg}
+	a := maxOver(closedLoop(&nofilter, testModel, 40, 0), 0, 40, 70)
+	b := maxOver(closedLoop(&filtered, testModel, 40, 0), 0, 40, 70)
+	if !(b < a-2) {
+		t.Fatalf("start overshoot %v with the setpoint filter, %v without; want at least 2 points less", b, a)
+	}
+}
+
+func TestFeedforwardMatters(t *testing.T) {
+	m := testModel
+	cfg := Config{Kp: 0.5, Ki: 1 / (m.Gain * 300), Min: 0, Max: 3000, AntiWindup: AntiWindupConditional, SetpointFilter: time.Minute}
+	fb := Controller{Config: cfg}
+	cfg.Feedforward, cfg.DelayAware = &m, true
+	ff := Controller{Config: cfg}
+	a := iae(closedLoop(&fb, testModel, 40, 0), 70)
+	b := iae(closedLoop(&ff, testModel, 40, 0), 70)
+	if !(b < 0.5*a) {
+		t.Fatalf("start-up IAE %v with feedforward, %v without; want less than half", b, a)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := Config{Kp: 1, Ki: 0.1, Min: 0, Max: 10}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Config{
+		{Kp: -1, Max: 1}, {Kp: math.NaN(), Max: 1}, {Max: 0}, {Max: 1, AntiWindup: "x"}, {Max: 1, Mode: "x"},
+		{Max: 1, DelayAware: true}, {Max: 1, Feedforward: &FOPDT{}}, {Max: 1, SetpointFilter: -1}, {Max: 1, NoiseBand: -1},
+	}
+	for i, c := range bad {
+		if err := c.Validate(); err == nil {
+			t.Errorf("config %d %+v: valid; want an error", i, c)
+		}
+	}
+}
+
+func FuzzUpdate(f *testing.F) {
+	f.Add(1.0, 0.01, 0.0, 70.0, 50.0, int64(60), int64(150), true, uint8(1))
+	f.Add(100.0, 10.0, 5.0, 0.0, math.NaN(), int64(1), int64(0), false, uint8(2))
+	f.Add(1e6, 1e6, 1e6, 100.0, -5.0, int64(0), int64(-10), true, uint8(0))
+	f.Fuzz(func(t *testing.T, kp, ki, kd, sp, y float64, dtS, ageS int64, ff bool, aw uint8) {
+		m := testModel
+		cfg := Config{Kp: math.Abs(kp), Ki: math.Abs(ki), Kd: math.Abs(kd), Min: 5, Max: 3000, Slew: 200,
+			AntiWindup: []AntiWindup{AntiWindupNone, AntiWindupConditional, AntiWindupBackCalculation}[aw%3],
+			SetpointFilter: time.Minute, MeasurementMin: 0, MeasurementMax: 100, DerivativeFilter: time.Second}
+		if ff {
+			cfg.Feedforward, cfg.DelayAware, cfg.NoiseBand = &m, true, 2
+		}
+		if cfg.Validate() != nil {
+			return
+		}
+		c := Controller{Config: cfg}
+		for k := range 20 {
+			in := Input{Setpoint: sp, Measurement: y + float64(k), SamplingInterval: time.Duration(dtS) * time.Second,
+				MeasurementAge: time.Duration(ageS) * time.Second, MeasurementPeriod: time.Minute}
+			out := c.Update(in)
+			if math.IsNaN(out.Rate) || out.Rate < cfg.Min || out.Rate > cfg.Max {
+				t.Fatalf("update %d: rate %v outside [%v, %v] (%+v)", k, out.Rate, cfg.Min, cfg.Max, out)
+			}
+		}
+	})
+}
