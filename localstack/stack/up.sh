@@ -66,9 +66,13 @@ ensure() {
 	fi
 	holder=$(port_holder "$port")
 	if [[ -n $holder ]]; then
-		local cmd=
+		local cmd= desc
 		[[ $holder != "?" ]] && cmd=$(pid_cmd "$holder")
-		if [[ $cmd =~ $match ]] && "$ready" >/dev/null 2>&1; then
+		desc=${cmd:0:160}
+		[[ -n $cmd && $cmd =~ $match ]] ||
+			die "$name: port $port is taken by pid $holder (${desc:-unknown program}); stop it or free the port"
+		# The expected program holds the port (maybe still starting): wait for it.
+		if wait_ready "$name" "$timeout" "$holder" "$ready" 2>/dev/null; then
 			if pid_ours "$holder"; then
 				echo "$holder" >"$STACK_RUN/$name.pid"
 				log "$name: already running (pid $holder, pid file restored)"
@@ -77,13 +81,10 @@ ensure() {
 			fi
 			return 0
 		fi
-		if [[ $cmd =~ $match ]] && pid_ours "$holder"; then
-			log "$name: pid $holder (ours, no pid file) holds port $port but is not ready: restarting it"
-			stop_pid "$name" "$holder"
-		else
-			local desc=${cmd:0:160}
-			die "$name: port $port is taken by pid $holder (${desc:-unknown program}); stop it or free the port"
-		fi
+		pid_ours "$holder" ||
+			die "$name: pid $holder ($desc) holds port $port but does not answer; stop it or free the port"
+		log "$name: pid $holder (ours, no pid file) holds port $port but is not ready: restarting it"
+		stop_pid "$name" "$holder"
 	fi
 	t0=$(date +%s.%N)
 	"$start"
@@ -100,7 +101,8 @@ ensure() {
 
 # ---- moto_server ----------------------------------------------------------
 
-moto_ready() { http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/data.json"; }
+# The dashboard page is static: cheap however much state moto holds.
+moto_ready() { http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"; }
 
 moto_start() {
 	local cmd
