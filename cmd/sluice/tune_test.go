@@ -122,3 +122,38 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTune feeds arbitrary flag values to `sluice tune`: it must exit 0 with
+// finite gains in JSON, or 2 with a message, and never panic.
+func FuzzTune(f *testing.F) {
+	f.Add("0.05", "15s", "5s", "simc", "0s", "pi")
+	f.Add("1e-300", "1h", "0s", "zn", "1ns", "pid")
+	f.Add("NaN", "x", "-5s", "cc", "", "pd")
+	f.Add("1e300", "0s", "1ns", "imc", "2562047h", "pid")
+	f.Fuzz(func(t *testing.T, gain, tau, dead, rule, tauc, form string) {
+		args := []string{"tune", "--json", "--gain=" + gain, "--tau=" + tau, "--dead-time=" + dead, "--rule=" + rule, "--form=" + form}
+		if tauc != "" {
+			args = append(args, "--tauc="+tauc)
+		}
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		switch code {
+		case 0:
+			var g map[string]any
+			if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+				t.Fatalf("sluice %q printed %q: not JSON: %v", args, out.String(), err)
+			}
+			for _, k := range []string{"kp", "ki", "kd", "ti_s", "td_s"} {
+				if _, ok := g[k].(float64); !ok {
+					t.Fatalf("sluice %q printed %s = %v; want a number", args, k, g[k])
+				}
+			}
+		case 2:
+			if errOut.Len() == 0 {
+				t.Fatalf("sluice %q exit 2 without a message", args)
+			}
+		default:
+			t.Fatalf("sluice %q exit %d (stderr %q); want 0 or 2", args, code, errOut.String())
+		}
+	})
+}
