@@ -153,7 +153,8 @@ func (c *Controller) Update(utilization map[string]float64, dt time.Duration) {
 	if valid > 0 {
 		mean = sum / float64(valid)
 	}
-	control := valid >= 2 && mean >= c.Config.MinMean && mean > 0
+	// A mean that overflowed (absurd metrics) cannot drive anything.
+	control := valid >= 2 && mean >= c.Config.MinMean && mean > 0 && !math.IsInf(mean, 0)
 	if control {
 		c.State.Mean = mean
 	}

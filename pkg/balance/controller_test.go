@@ -218,6 +218,23 @@ func TestAllMetricsMissingHoldsWeights(t *testing.T) {
 	}
 }
 
+func TestAbsurdMetricsKeepStateFinite(t *testing.T) {
+	c := Controller{Config: DefaultConfig()}
+	for _, u := range []map[string]float64{
+		{"a": math.MaxFloat64, "b": math.MaxFloat64, "c": 5},
+		{"a": 1e300, "b": 0, "c": 5},
+		{"a": math.SmallestNonzeroFloat64, "b": 0, "c": 0},
+	} {
+		c.Update(u, tick)
+		if _, err := json.Marshal(c.State); err != nil {
+			t.Fatalf("after metrics %v: state does not marshal: %v", u, err)
+		}
+		if got := sumWeights(c.Weights()); math.Abs(got-1) > 1e-9 {
+			t.Errorf("after metrics %v: weights sum to %v; want 1", u, got)
+		}
+	}
+}
+
 func TestIdleFleetHolds(t *testing.T) {
 	c := Controller{Config: DefaultConfig()}
 	c.Update(map[string]float64{"a": 0.5, "b": 0}, tick) // mean 0.25 < MinMean
@@ -337,6 +354,7 @@ func FuzzUpdate(f *testing.F) {
 	f.Add([]byte{3, 10, 200, 30, 1, 50, 100, 7})
 	f.Add([]byte{9, 0, 0, 0, 0, 255, 255, 255, 255, 1, 2, 3})
 	f.Add([]byte{2, 255, 0, 255, 0, 255, 0})
+	f.Add([]byte{3, 15, 252, 255, 255, 255, 255, 255, 255, 239, 127, 252, 255, 255, 255, 255, 255, 255, 239, 127, 10})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := Controller{Config: DefaultConfig()}
 		for len(data) >= 2 {

@@ -156,3 +156,34 @@ func BenchmarkPick(b *testing.B) {
 		})
 	}
 }
+
+// FuzzPicker checks smooth WRR's promise for any weights: over any number of
+// picks, every node's count stays within the number of nodes of its share.
+func FuzzPicker(f *testing.F) {
+	f.Add([]byte{5, 1, 1}, uint16(700))
+	f.Add([]byte{1, 0, 255, 3}, uint16(1000))
+	f.Fuzz(func(t *testing.T, raw []byte, n uint16) {
+		if len(raw) == 0 || len(raw) > 16 {
+			return
+		}
+		weights := map[string]float64{}
+		for i, b := range raw {
+			weights[string(rune('a'+i))] = float64(b)
+		}
+		p, err := NewPicker(weights)
+		if err != nil {
+			return // all zero: refused, as it should be
+		}
+		shares := p.Weights()
+		counts := map[string]int{}
+		for k := 1; k <= int(n); k++ {
+			counts[p.Pick()]++
+			for name, w := range shares {
+				if d := math.Abs(float64(counts[name]) - float64(k)*w); d > float64(len(raw)) {
+					t.Fatalf("weights %v after %d picks: %s picked %d times; want %.1f +- %d",
+						raw, k, name, counts[name], float64(k)*w, len(raw))
+				}
+			}
+		}
+	})
+}
