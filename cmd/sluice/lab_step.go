@@ -45,6 +45,9 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 			"identify a first-order-plus-dead-time model as `sluice lab identify` does. The model is\n"+
 			"the plant's: the metric pipeline's delay is known configuration that tuning adds.\n"+
 			"The test lasts --duration if given, otherwise --step-at + max(8m, 20 x (tau + dead time)).\n"+
+			"Of the scenario flags, the test uses the plant's (--gain, --base, --tau, --dead-time),\n"+
+			"--noise and --seed, and --setpoint for the default rates; the metric, tick, event and\n"+
+			"producer flags do not apply to an open-loop test.\n"+
 			"Durations use Go syntax: 90s, 2m.")
 	sf := addScenarioFlags(fs)
 	var from, to optionalRate
@@ -69,33 +72,13 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if *sample <= 0 || *sample > time.Minute {
-		fmt.Fprintf(stderr, "sluice lab step: --sample %v: must be positive and at most 1m\n", *sample)
-		return 2
-	}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	st := stepTestFor(s, from, to, *at, durationSet)
-	// Sample the plant finely: a pipeline with the sample as its period and
-	// no publication delay.
-	s.MetricPeriod = *sample
-	s.MetricDelay = 0
-	if s.Step == 0 || s.Step > *sample {
-		s.Step = min(*sample, time.Second)
-	}
-	if s.Tick < s.Step {
-		s.Tick = s.Step
-	}
-	d, err := sim.RunStepTest(s, st)
+	d, err := simulatedStepTest(s, st, *sample)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
 		return 2
-	}
-	for _, y := range d.Y {
-		if y >= 100 || y <= 0 {
-			fmt.Fprintf(stderr, "sluice lab step: the plant's CPU reached %v %% during the test: it saturated, so the test says nothing about its dynamics; choose --step-from/--step-to within its range\n", y)
-			return 2
-		}
 	}
 	if *csvPath != "" {
 		if err := writeStepCSV(*csvPath, d); err != nil {
@@ -107,7 +90,42 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	return identifyAndReport("sluice lab step", source, d, *asJSON, *plotPath, stdout, stderr)
 }
 
-// stepTestFor returns the step test the flags ask for on scenario s.
+// simulatedStepTest runs step test st on scenario s's plant (without its
+// disturbances), sampling the plant's CPU every sample with the scenario's
+// noise: the metric pipeline is replaced by a fine one without publication
+// delay, because the model to identify is the plant's (the pipeline's delay is
+// known configuration, added before tuning: see tuning.LoopModel and
+// sim.Scenario.PipelineDelay). It refuses a test that would saturate the
+// plant's CPU at 0 or 100 %, which would say nothing about its dynamics.
+// `lab compare` identifies its plant model through this function too.
+func simulatedStepTest(s sim.Scenario, st sim.StepTest, sample time.Duration) (ident.Data, error) {
+	if sample <= 0 || sample > time.Minute {
+		return ident.Data{}, fmt.Errorf("sample period %v: must be positive and at most 1m", sample)
+	}
+	for _, u := range []float64{st.From, st.To} {
+		if y := s.Plant.Output(u); y >= 100 || y <= 0 {
+			return ident.Data{}, fmt.Errorf("a rate of %g msg/s would take the plant's CPU to %.4g %%: it saturates at 0 and 100 %%, so the test would say nothing about its dynamics; choose step rates within its range", u, y)
+		}
+	}
+	s.MetricPeriod = sample
+	s.MetricDelay = 0
+	if s.Step == 0 || s.Step > sample {
+		s.Step = min(sample, time.Second)
+	}
+	if s.Tick < s.Step {
+		s.Tick = s.Step
+	}
+	d, err := sim.RunStepTest(s, st)
+	if err != nil {
+		return ident.Data{}, fmt.Errorf("step test: %w", err)
+	}
+	return d, nil
+}
+
+// stepTestFor returns the step test the flags ask for on scenario s. Without
+// step flags (zero optionalRates, durationSet false) it steps from half the
+// rate that holds the setpoint on the nominal plant to that rate, at the
+// given time, for max(8 minutes, 20 x (tau + dead time)) after it.
 func stepTestFor(s sim.Scenario, from, to optionalRate, at time.Duration, durationSet bool) sim.StepTest {
 	nominal := s.Plant.Input(s.Setpoint)
 	st := sim.StepTest{From: nominal / 2, To: nominal, At: at, Duration: s.Duration}

@@ -81,9 +81,9 @@ func TestLabStepBadInput(t *testing.T) {
 		{[]string{"--step-to", "NaN"}, `invalid value "NaN" for flag -step-to`},
 		{[]string{"--step-at", "2x"}, `invalid value "2x" for flag -step-at`},
 		{[]string{"--tau", "soon"}, `invalid value "soon" for flag -tau`},
-		{[]string{"--step-to", "3000"}, "saturated"},
+		{[]string{"--step-to", "3000"}, "saturates at 0 and 100 %"},
 		{[]string{"--gain", "0"}, "gain"},
-		{[]string{"--sample", "0s"}, "--sample"},
+		{[]string{"--sample", "0s"}, "sample period 0s"},
 		{[]string{"--step-at", "20m", "--duration", "10m"}, "before the end"},
 		{[]string{"--plot", "out.gif"}, ".svg or .png"},
 	}

@@ -14,25 +14,6 @@ import (
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 
-// tuneOutput is what `sluice tune --json` prints.
-type tuneOutput struct {
-	Rule string  `json:"rule"`
-	Form string  `json:"form"`
-	Kp   float64 `json:"kp"`
-	Ki   float64 `json:"ki"`
-	Kd   float64 `json:"kd"`
-	Ti   float64 `json:"ti_s"`
-	Td   float64 `json:"td_s"`
-}
-
-func newTuneOutput(g tuning.Gains) tuneOutput {
-	return tuneOutput{
-		Rule: string(g.Rule), Form: string(g.Form),
-		Kp: g.Kp, Ki: g.Ki, Kd: g.Kd,
-		Ti: g.Ti.Seconds(), Td: g.Td.Seconds(),
-	}
-}
-
 // flagsOrExit parses args into fs. It returns done=true with the exit code
 // when the command must stop: 0 after -h (usage on stdout), 2 after a bad
 // flag (the flag package's message and the usage on stderr).
@@ -109,11 +90,10 @@ func runTune(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice tune: %v\n", err)
 		return 2
 	}
-	out := newTuneOutput(g)
 	if *asJSON {
-		return printJSON(stdout, stderr, out)
+		return printJSON(stdout, stderr, g) // tuning.Gains writes the contract's fields
 	}
-	fmt.Fprintf(stdout, "rule %s (%s) for gain %g points per msg/s, tau %v, dead time %v:\n", out.Rule, out.Form, m.Gain, m.Tau, m.DeadTime)
+	fmt.Fprintf(stdout, "rule %s (%s) for gain %g points per msg/s, tau %v, dead time %v:\n", g.Rule, g.Form, m.Gain, m.Tau, m.DeadTime)
 	fmt.Fprintf(stdout, "  kp = %.6g msg/s per point\n  ki = %.6g msg/s per point-second (Ti = %v)\n  kd = %.6g msg per point (Td = %v)\n",
 		g.Kp, g.Ki, g.Ti.Round(time.Millisecond), g.Kd, g.Td.Round(time.Millisecond))
 	return 0

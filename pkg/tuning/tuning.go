@@ -25,6 +25,7 @@
 package tuning
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -94,21 +95,49 @@ type Options struct {
 	TauC time.Duration
 }
 
-// Gains are the tuned controller parameters in the ideal parallel form.
+// Gains are the tuned controller parameters in the ideal parallel form. In
+// JSON they are {"rule","form","kp","ki","kd","ti_s","td_s"}, with Ti and Td
+// in seconds.
 type Gains struct {
-	Rule Rule `json:"rule"`
-	Form Form `json:"form"`
+	Rule Rule
+	Form Form
 	// Kp is the proportional gain (output units per measurement unit).
-	Kp float64 `json:"kp"`
+	Kp float64
 	// Ki = Kp/Ti, per second.
-	Ki float64 `json:"ki"`
+	Ki float64
 	// Kd = Kp*Td, seconds.
-	Kd float64 `json:"kd"`
+	Kd float64
 	// Ti is the integral time. A pure integral controller (SIMC on a model
 	// without lag, PI form) has Kp and Ti zero and Ki positive.
-	Ti time.Duration `json:"ti"`
+	Ti time.Duration
 	// Td is the derivative time (zero for PI).
-	Td time.Duration `json:"td"`
+	Td time.Duration
+}
+
+// gainsJSON is the JSON form of Gains.
+type gainsJSON struct {
+	Rule Rule    `json:"rule"`
+	Form Form    `json:"form"`
+	Kp   float64 `json:"kp"`
+	Ki   float64 `json:"ki"`
+	Kd   float64 `json:"kd"`
+	Ti   float64 `json:"ti_s"`
+	Td   float64 `json:"td_s"`
+}
+
+// MarshalJSON writes g as {"rule","form","kp","ki","kd","ti_s","td_s"}.
+func (g Gains) MarshalJSON() ([]byte, error) {
+	return json.Marshal(gainsJSON{g.Rule, g.Form, g.Kp, g.Ki, g.Kd, g.Ti.Seconds(), g.Td.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (g *Gains) UnmarshalJSON(b []byte) error {
+	var j gainsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("tuning gains: %w", err)
+	}
+	*g = Gains{Rule: j.Rule, Form: j.Form, Kp: j.Kp, Ki: j.Ki, Kd: j.Kd, Ti: seconds(j.Ti), Td: seconds(j.Td)}
+	return nil
 }
 
 // Tune returns the gains that rule gives for model m.

@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -121,5 +122,27 @@ func TestParseRule(t *testing.T) {
 	}
 	if _, err := ParseForm("pd"); err == nil {
 		t.Errorf("ParseForm(%q) succeeded; want an error", "pd")
+	}
+}
+
+func TestGainsJSON(t *testing.T) {
+	g, err := Tune(reference, ZieglerNichols, Options{Form: PID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"rule":"zn","form":"pid","kp":72,"ki":7.2,"kd":180,"ti_s":10,"td_s":2.5}`
+	if string(b) != want {
+		t.Errorf("json.Marshal(Gains) = %s; want %s", b, want)
+	}
+	var back Gains
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != g {
+		t.Errorf("Gains round trip = %+v; want %+v", back, g)
 	}
 }
