@@ -158,6 +158,9 @@ type Report struct {
 	Results       []Result     `json:"results"`
 }
 
+// StepSample is the sampling period of the identification step test.
+const StepSample = time.Second
+
 // Identify runs an open-loop step test on the scenario's plant and
 // identifies a model from it. The step goes from 0 to half the max rate,
 // halved while the CPU saturates (an operator would do the same). The true
@@ -167,10 +170,16 @@ func Identify(s sim.Scenario, id Identifier) (control.FOPDT, Model, error) {
 		id = FitFOPDT
 	}
 	to := s.MaxRate / 2
+	// The step test samples the plant's CPU every second, like `sluice lab
+	// step`: it identifies the plant; the metric pipeline's delay is known
+	// configuration that tuning adds.
+	fine := s
+	fine.MetricPeriod, fine.MetricDelay, fine.Step = StepSample, 0, min(StepSample, time.Second)
+	fine.Tick = max(fine.Tick, fine.Step)
 	var lastErr error
 	for range 8 {
-		st := sim.StepTest{From: 0, To: to, At: 10 * time.Minute, Duration: 40 * time.Minute}
-		d, err := sim.RunStepTest(s, st)
+		st := sim.StepTest{From: 0, To: to, At: 5 * time.Minute, Duration: 20 * time.Minute}
+		d, err := sim.RunStepTest(fine, st)
 		if err != nil {
 			return control.FOPDT{}, Model{}, fmt.Errorf("step test: %w", err)
 		}

@@ -30,10 +30,10 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 			map[string]float64{"increase": inc, "decrease": 0.8}, nil
 	case Smith:
 		// The PI works on the delay-free model; its closed-loop time
-		// constant is half the loop dead time.
+		// constant is the loop dead time, as SIMC chooses for the PI.
 		free := m
 		free.DeadTime = 0
-		tg, err := tuning.Tune(free, tuning.SIMC, tuning.Options{Form: tuning.PI, TauC: loop.DeadTime / 2})
+		tg, err := tuning.Tune(free, tuning.SIMC, tuning.Options{Form: tuning.PI, TauC: loop.DeadTime})
 		if err != nil {
 			return nil, nil, fmt.Errorf("tune %s: %w", name, err)
 		}
@@ -115,7 +115,7 @@ const NoiseTarget = 0.35
 // sigma) reaches the true CPU as sigma sqrt(g/(2-g)); Tc is chosen so that
 // this stays below NoiseTarget.
 func IntegralTime(s sim.Scenario, p Plant) time.Duration {
-	tc := tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime * 3 / 4
+	tc := tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime
 	if sd := p.NoiseSD; sd > 0 && NoiseBandFactor == 0 {
 		a2 := NoiseTarget * NoiseTarget
 		g := 2 * a2 / (sd*sd + a2)
