@@ -44,8 +44,8 @@ func (d Data) Validate() error {
 	return err
 }
 
-// step validates d and returns the index of the first sample after the first
-// change of the input.
+// step validates d and returns the index of the first sample after the
+// largest change of the input.
 func (d Data) step() (int, error) {
 	n := len(d.T)
 	if len(d.U) != n || len(d.Y) != n {
@@ -69,16 +69,22 @@ func (d Data) step() (int, error) {
 		}
 		umax = math.Max(umax, math.Abs(d.U[i]))
 	}
+	// The step is the largest change of the input, so that a recorded
+	// (slightly jittery) rate works as well as a commanded one.
 	tol := 1e-9 * math.Max(1, umax)
+	s, big := 0, tol
 	for i := 1; i < n; i++ {
-		if math.Abs(d.U[i]-d.U[i-1]) > tol {
-			if n-i < MinSamples/2 {
-				return 0, fmt.Errorf("the input steps at sample %d of %d: need at least %d samples after the step: %w", i, n, MinSamples/2, ErrTooFewSamples)
-			}
-			return i, nil
+		if c := math.Abs(d.U[i] - d.U[i-1]); c > big {
+			s, big = i, c
 		}
 	}
-	return 0, fmt.Errorf("input is %v throughout: %w", d.U[0], ErrNoStep)
+	if s == 0 {
+		return 0, fmt.Errorf("input is %v throughout: %w", d.U[0], ErrNoStep)
+	}
+	if n-s < MinSamples/2 {
+		return 0, fmt.Errorf("the input steps at sample %d of %d: need at least %d samples after the step: %w", s, n, MinSamples/2, ErrTooFewSamples)
+	}
+	return s, nil
 }
 
 // Simulate returns the output of model m at times t for the input u (held
@@ -145,26 +151,38 @@ type Result struct {
 // TwoPoint estimates a FOPDT model from the first step in d by Smith's
 // two-point method: tau = 1.5 (t63 - t28), theta = t63 - tau, with the output
 // lightly smoothed against measurement noise. The final value is the mean of
-// the last fifth of the samples before the input changes again.
+// the last fifth of the samples before the input changes again. The step is
+// the largest change of the input; the levels before and after it are the
+// input's means over the samples until it moves by half the step again.
 func TwoPoint(d Data) (control.FOPDT, error) {
 	s, err := d.step()
 	if err != nil {
 		return control.FOPDT{}, err
 	}
 	n := d.Len()
-	e := n
+	// The segments before and after the step end where the input moves by
+	// more than half the step again.
+	du := d.U[s] - d.U[s-1]
+	b, e := 0, n
+	for i := s - 1; i > 0; i-- {
+		if math.Abs(d.U[i]-d.U[i-1]) > math.Abs(du)/2 {
+			b = i
+			break
+		}
+	}
 	for i := s + 1; i < n; i++ {
-		if d.U[i] != d.U[s] {
+		if math.Abs(d.U[i]-d.U[s]) > math.Abs(du)/2 {
 			e = i
 			break
 		}
 	}
-	y0 := mean(d.Y[:s])
+	u0, u1 := mean(d.U[b:s]), mean(d.U[s:e])
+	du = u1 - u0
+	y0 := mean(d.Y[b:s])
 	tail := max(1, (e-s)/5)
 	yinf := mean(d.Y[e-tail : e])
-	du := d.U[s] - d.U[s-1]
 	dy := yinf - y0
-	noise := math.Max(stddev(d.Y[:s]), stddev(d.Y[e-tail:e]))
+	noise := math.Max(stddev(d.Y[b:s]), stddev(d.Y[e-tail:e]))
 	if math.Abs(dy) <= 1e-12*math.Max(1, math.Abs(y0)) || math.Abs(dy) < 2*noise {
 		return control.FOPDT{}, fmt.Errorf("output moved %.3g (noise %.3g) for an input step of %.3g: %w", dy, noise, du, ErrNoResponse)
 	}
@@ -193,7 +211,7 @@ func TwoPoint(d Data) (control.FOPDT, error) {
 		Gain:     gain,
 		Tau:      seconds(tau),
 		DeadTime: seconds(theta),
-		Base:     y0 - gain*d.U[s-1],
+		Base:     y0 - gain*u0,
 	}, nil
 }
 

@@ -200,3 +200,53 @@ func TestFitErrors(t *testing.T) {
 		t.Errorf("Fit(unequal lengths) error = %v; want lengths differ", err)
 	}
 }
+
+// TestFitJitteryInput identifies from a recorded rate that jitters around
+// its commanded values, as a real consumer's measured rate does.
+func TestFitJitteryInput(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		d := stepTest(reference, 600, 1200, time.Minute, time.Second, 5*time.Minute, 0, seed)
+		r := rand.New(rand.NewPCG(seed, 99))
+		for i := range d.U {
+			d.U[i] += 5 * r.NormFloat64() // +-5 msg/s of jitter on a 600 msg/s step
+		}
+		d.Y = Simulate(reference, d.T, d.U)
+		for i := range d.Y {
+			d.Y[i] += r.NormFloat64()
+		}
+		res, err := Fit(d)
+		if err != nil {
+			t.Fatalf("Fit(seed %d): %v", seed, err)
+		}
+		m := res.Model
+		if eg, es := relErr(m.Gain, reference.Gain), relErr((m.Tau + m.DeadTime).Seconds(), 20); eg > 0.10 || es > 0.10 {
+			t.Errorf("Fit(jittery input, seed %d) = %+v; want %+v within 10%%", seed, m, reference)
+		}
+		if g := res.Guess; relErr(g.Gain, reference.Gain) > 0.10 || math.Abs(g.Base-reference.Base) > 2 {
+			t.Errorf("TwoPoint(jittery input, seed %d) = %+v; want about %+v", seed, g, reference)
+		}
+	}
+}
+
+// TestFitUpAndDown fits a test whose input steps up and back down: the
+// two-point guess uses the largest step, the least-squares fit all of it.
+func TestFitUpAndDown(t *testing.T) {
+	d := stepTest(reference, 600, 1200, time.Minute, time.Second, 5*time.Minute, 1, 4)
+	for i, ti := range d.T {
+		if ti >= 180 {
+			d.U[i] = 900
+		}
+	}
+	y := Simulate(reference, d.T, d.U)
+	r := rand.New(rand.NewPCG(4, 4))
+	for i := range y {
+		d.Y[i] = y[i] + r.NormFloat64()
+	}
+	res, err := Fit(d)
+	if err != nil {
+		t.Fatalf("Fit: %v", err)
+	}
+	if m := res.Model; relErr(m.Gain, reference.Gain) > 0.05 || relErr((m.Tau+m.DeadTime).Seconds(), 20) > 0.10 {
+		t.Errorf("Fit(up and down) = %+v; want %+v", m, reference)
+	}
+}
