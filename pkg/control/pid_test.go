@@ -295,7 +295,7 @@ func FuzzUpdate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kp, ki, kd, sp, y float64, dtS, ageS int64, ff bool, aw uint8) {
 		m := testModel
 		cfg := Config{Kp: math.Abs(kp), Ki: math.Abs(ki), Kd: math.Abs(kd), Min: 5, Max: 3000, Slew: 200,
-			AntiWindup: []AntiWindup{AntiWindupNone, AntiWindupConditional, AntiWindupBackCalculation}[aw%3],
+			AntiWindup:     []AntiWindup{AntiWindupNone, AntiWindupConditional, AntiWindupBackCalculation}[aw%3],
 			SetpointFilter: time.Minute, MeasurementMin: 0, MeasurementMax: 100, DerivativeFilter: time.Second}
 		if ff {
 			cfg.Feedforward, cfg.DelayAware, cfg.NoiseBand = &m, true, 2
