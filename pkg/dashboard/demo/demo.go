@@ -11,13 +11,16 @@
 // 150-minute cycle: a +20-point disturbance from minute 60 to 100 and a
 // metric outage from minute 120 to 127, while producers vary around 1,100
 // messages/s over a 250,000-message starting backlog. Consumers read the
-// RATE item before each simulated second, as real consumers do before each
-// batch, and fall back to a safe rate when it is missing or expired.
+// RATE item through pkg/consume's RateCache (the code the SQS Lambda and the
+// ECS worker run, at most once per simulated second) and fall back to their
+// safe rate when it is missing or expired; the queue itself is counted, not
+// materialised message by message.
 package demo
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -25,6 +28,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/dashboard"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -69,6 +73,7 @@ func DefaultParams() dashboard.Params {
 var (
 	_ dashboard.LoopLister = (*Demo)(nil)
 	_ loop.MetricReader    = (*metrics)(nil)
+	_ consume.Clock        = simClock{}
 )
 
 // Demo is the simulated loop, its stores and its history.
@@ -79,6 +84,7 @@ type Demo struct {
 
 	mu      sync.Mutex // guards the simulation below
 	ticker  loop.Ticker
+	rates   *consume.RateCache
 	plant   *sim.Plant
 	pipe    *sim.Pipeline
 	start   time.Time
@@ -114,6 +120,8 @@ func New(start time.Time, seed uint64) (*Demo, error) {
 	}
 	d.params = dashboard.NewLoopParams(d.store, d.now)
 	d.ticker = loop.Ticker{Store: d.store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: &metrics{d}}, Now: d.now}
+	d.rates = consume.NewRateCache(consume.RateCacheConfig{Loop: LoopID, Period: step, SafeRate: safeRate},
+		d.store, consume.FixedPeers(1), simClock{d}, slog.New(slog.DiscardHandler), nil)
 	if err := d.params.Validate(LoopID, DefaultParams()); err != nil {
 		return nil, fmt.Errorf("demo parameters: %w", err)
 	}
@@ -125,6 +133,15 @@ func New(start time.Time, seed uint64) (*Demo, error) {
 
 // now is the simulated clock.
 func (d *Demo) now() time.Time { return d.start.Add(d.elapsed) }
+
+// simClock is the consumers' clock: the simulated time. The simulation
+// advances it; Sleep only honours ctx (the demo's consumers never wait: the
+// queue is counted per simulated second).
+type simClock struct{ d *Demo }
+
+func (c simClock) Now() time.Time { return c.d.now() }
+
+func (c simClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
 // History returns the demo's history (what the dashboard reads).
 func (d *Demo) History() *ddbhistory.Memory { return d.hist }
@@ -154,10 +171,7 @@ func (d *Demo) Step(ctx context.Context) error {
 	defer d.mu.Unlock()
 	var done float64
 	for range int(Tick / step) {
-		allowed := safeRate
-		if r, err := d.store.ReadRate(ctx, LoopID); err == nil && !r.Expired(d.now()) {
-			allowed = r.PerSecond
-		}
+		allowed := d.rates.Allowed(ctx).Total
 		dt := step.Seconds()
 		d.backlog += d.producers() * dt
 		// at 100 % CPU the destination cannot process more
