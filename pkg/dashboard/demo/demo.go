@@ -66,7 +66,7 @@ func DefaultParams() dashboard.Params {
 		"metric_source": "cloudwatch", "metric_namespace": "AWS/RDS", "metric_name": "CPUUtilization",
 		"metric_statistic": "Average", "metric_period": "1m0s",
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": LoopID},
-		"stale_policy": "hold", "safe_rate": safeRate, "stale_after": "5m0s",
+		"stale_policy":      "hold", "safe_rate": safeRate, "stale_after": "5m0s",
 	}
 }
 
