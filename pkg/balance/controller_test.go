@@ -3,6 +3,7 @@ package balance
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -408,4 +409,19 @@ func FuzzUpdate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	for _, n := range []int{3, 100} {
+		u := make(map[string]float64, n)
+		for i := 0; i < n; i++ {
+			u[fmt.Sprintf("node-%03d", i)] = float64(20 + i%60)
+		}
+		b.Run(fmt.Sprintf("%d-nodes", n), func(b *testing.B) {
+			c := Controller{Config: DefaultConfig()}
+			for b.Loop() {
+				c.Update(u, tick)
+			}
+		})
+	}
 }
