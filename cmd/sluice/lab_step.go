@@ -57,7 +57,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	sample := fs.Duration("sample", time.Second, "sampling period of the plant's CPU (fine: the plant is fast)")
 	asJSON := fs.Bool("json", false, `print {"model":{"gain","tau_s","dead_time_s","base"},"rmse"} as JSON; gain in points of CPU per message/s, base and rmse in points`)
 	plotPath := fs.String("plot", "", "write a plot of the test and the fitted model to this file (.svg or .png)")
-	csvPath := fs.String("csv", "", "also write the step test to this CSV file (t_s,input,output), for `sluice lab identify`")
+	csvPath := fs.String("csv", "", "also write the step test to this CSV file (t_s,input,output), for sluice lab identify")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
