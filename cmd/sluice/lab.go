@@ -12,6 +12,7 @@ func labCommands() []command {
 		{name: "step", summary: "open-loop step test on the simulated plant, then identification", run: runLabStep},
 		{name: "identify", summary: "fit a first-order-plus-dead-time model to a step test CSV", run: runLabIdentify},
 		{name: "balance", summary: "PID load balancing over nodes of different capacity vs round-robin", run: runLabBalance},
+		{name: "compare", summary: "identify, tune and compare controllers in closed loop on the simulated plant", run: runLabCompare},
 	}
 }
 

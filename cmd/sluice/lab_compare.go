@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-dev/sluice/pkg/plot"
+	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/pkg/sim/lab"
+)
+
+// gainFlag is an optional controller gain: absent means "tune it".
+type gainFlag struct {
+	v   float64
+	set bool
+}
+
+func (f *gainFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+func (f *gainFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("%q: want a finite gain >= 0", s)
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *gainFlag) ptr() *float64 {
+	if !f.set {
+		return nil
+	}
+	v := f.v
+	return &v
+}
+
+func runLabCompare(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice lab compare"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" [scenario flags] [--controllers LIST] [--kp K --ki K --kd K] [--json] [--plot FILE]",
+		"Identify the simulated plant by an open-loop step test, tune every feedback controller\n"+
+			"from the identified model (SIMC, with the loop dead time = identified dead time +\n"+
+			"metric period/2 + publication delay + tick/2), then run each controller in closed loop\n"+
+			"on the same scenario and measure it from the plant's true CPU. iae_ratio is the IAE\n"+
+			"over iae_bound, the error no controller can avoid (DESIGN.md).\n"+
+			"Controllers: "+strings.Join(lab.Controllers(), ", ")+".\n"+
+			"Durations use Go syntax: 90s, 120m.")
+	sf := addScenarioFlags(fs)
+	list := fs.String("controllers", strings.Join(lab.Controllers(), ","), "comma-separated controllers to compare")
+	var kp, ki, kd gainFlag
+	fs.Var(&kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
+	fs.Var(&ki, "ki", "override the tuned integral gain, messages/s per point-second")
+	fs.Var(&kd, "kd", "override the tuned derivative gain, messages per point")
+	asJSON := fs.Bool("json", false, `print {"scenario","model","loop_dead_time_s","iae_bound","results":[...]} as JSON`)
+	plotPath := fs.String("plot", "", "write a plot (setpoint, true and measured CPU, allowed rate per controller) to this .svg or .png file")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	s, err := sf.Scenario()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	names, err := lab.ParseControllers(*list)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
+		return 2
+	}
+	if *plotPath != "" {
+		if err := plot.CheckPath(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
+			return 2
+		}
+	}
+	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: kp.ptr(), Ki: ki.ptr(), Kd: kd.ptr()}})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	if *plotPath != "" {
+		if err := compareFigure(s, rep).WriteFile(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "%s: plot: %v\n", name, err)
+			return 1
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		return 0
+	}
+	printCompare(stdout, rep)
+	if *plotPath != "" {
+		fmt.Fprintf(stdout, "\nplot: %s\n", *plotPath)
+	}
+	return 0
+}
+
+func printCompare(w io.Writer, rep lab.Report) {
+	m := rep.Model
+	fmt.Fprintf(w, "identified model: gain %.4g points per msg/s, tau %.1f s, dead time %.1f s, base %.2f %% (rmse %.2f, noise %.2f)\n",
+		m.Gain, m.TauS, m.DeadTimeS, m.Base, m.RMSE, m.NoiseSD)
+	fmt.Fprintf(w, "loop dead time %.0f s, iae_bound %.0f point-s\n\n", rep.LoopDeadTimeS, rep.IAEBound)
+	fmt.Fprintf(w, "%-13s %10s %6s %9s %8s %9s %9s %9s %11s %5s %7s\n",
+		"controller", "IAE", "ratio", "overshoot", "viol_s", "settle_st", "settle_di", "settle_sp", "processed", "lost", "max_cpu")
+	sec := func(v *float64) string {
+		if v == nil {
+			return "never"
+		}
+		return strconv.FormatFloat(*v, 'f', 0, 64)
+	}
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%-13s %10.0f %6.2f %9.2f %8.0f %9s %9s %9s %11d %5d %7.1f\n",
+			r.Controller, r.IAE, r.IAERatio, r.StartOvershootPP, r.ViolationS,
+			sec(r.SettlingS.Start), sec(r.SettlingS.Disturbance), sec(r.SettlingS.Setpoint), r.Processed, r.Lost, r.MaxCPU)
+	}
+}
+
+// compareFigure draws the true CPU, the measured CPU and the allowed rate of
+// every controller, with the setpoint and the disturbances.
+func compareFigure(s sim.Scenario, rep lab.Report) plot.Figure {
+	const every = 10 // one point per 10 integration steps
+	thin := func(x []float64) []float64 {
+		out := make([]float64, 0, len(x)/every+1)
+		for i := 0; i < len(x); i += every {
+			out = append(out, x[i])
+		}
+		return out
+	}
+	var shades []plot.Shade
+	for _, d := range s.Disturbances {
+		shades = append(shades, plot.Shade{From: d.At.Minutes(), To: (d.At + d.Duration).Minutes(), Label: fmt.Sprintf("disturbance %+g points", d.Size)})
+	}
+	cpu := plot.Panel{Title: "true CPU (what the destination feels)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
+	meas := plot.Panel{Title: "measured CPU (newest published datapoint: what the controller sees)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
+	rate := plot.Panel{Title: "allowed rate", YLabel: "messages/s", Shades: shades}
+	for i, r := range rep.Results {
+		minutes := make([]float64, 0, len(r.Series.T)/every+1)
+		for _, t := range thin(r.Series.T) {
+			minutes = append(minutes, t/60)
+		}
+		if i == 0 {
+			sp := plot.Series{Name: "setpoint", X: minutes, Y: thin(r.Series.Setpoint), Color: "black", Dashed: true}
+			cpu.Series = append(cpu.Series, sp)
+			meas.Series = append(meas.Series, sp)
+		}
+		color := controllerColor(r.Controller)
+		cpu.Series = append(cpu.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.CPU), Color: color})
+		meas.Series = append(meas.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Measured), Color: color})
+		rate.Series = append(rate.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Allowed), Color: color})
+	}
+	return plot.Figure{
+		Title:  fmt.Sprintf("sluice lab compare: loop dead time %.0f s, iae_bound %.0f point-s", rep.LoopDeadTimeS, rep.IAEBound),
+		XLabel: "time (min)",
+		Width:  1100,
+		Panels: []plot.Panel{cpu, meas, rate},
+	}
+}
+
+func controllerColor(name string) string {
+	switch name {
+	case lab.Fixed:
+		return "#7f7f7f"
+	case lab.AIMD:
+		return "#ff7f0e"
+	case lab.PI:
+		return "#1f77b4"
+	case lab.PID:
+		return "#9467bd"
+	case lab.PIAWSPFF:
+		return "#2ca02c"
+	case lab.Smith:
+		return "#d62728"
+	}
+	return ""
+}

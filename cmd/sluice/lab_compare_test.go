@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLabCompareJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"lab", "compare", "--controllers", "fixed,pi-aw-spf-ff", "--json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep struct {
+		Scenario      map[string]any `json:"scenario"`
+		Model         map[string]any `json:"model"`
+		LoopDeadTimeS float64        `json:"loop_dead_time_s"`
+		IAEBound      float64        `json:"iae_bound"`
+		Results       []struct {
+			Controller string              `json:"controller"`
+			IAE        float64             `json:"iae"`
+			IAERatio   float64             `json:"iae_ratio"`
+			Overshoot  float64             `json:"start_overshoot_pp"`
+			Lost       int64               `json:"lost"`
+			Settling   map[string]*float64 `json:"settling_s"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not the JSON contract: %v\n%s", err, out.String())
+	}
+	if rep.LoopDeadTimeS != 155 || rep.IAEBound != 18600 || len(rep.Results) != 2 {
+		t.Fatalf("loop dead time %v, bound %v, %d results; want 155, 18600, 2", rep.LoopDeadTimeS, rep.IAEBound, len(rep.Results))
+	}
+	best := rep.Results[1]
+	if best.Controller != "pi-aw-spf-ff" || best.Overshoot > 1 || best.IAERatio > 1.5 || best.Lost != 0 || best.IAE >= rep.Results[0].IAE {
+		t.Fatalf("pi-aw-spf-ff: %+v; want overshoot <= 1, ratio <= 1.5, nothing lost, better than fixed", best)
+	}
+	for _, k := range []string{"start", "disturbance", "setpoint"} {
+		if _, ok := best.Settling[k]; !ok {
+			t.Errorf("settling_s has no %q", k)
+		}
+	}
+}
+
+func TestLabComparePlotAndTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cmp.svg")
+	var out, errb bytes.Buffer
+	code := run([]string{"lab", "compare", "--duration", "30m", "--controllers", "pi,smith", "--plot", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Fatalf("plot %s: %v (%d bytes)", path, err, len(b))
+	}
+	if !strings.Contains(out.String(), "smith") || !strings.Contains(out.String(), "never") {
+		t.Fatalf("table lacks the controllers or the never-settled events:\n%s", out.String())
+	}
+}
+
+func TestLabCompareBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--controllers", "pi,foo"},
+		{"--controllers", ""},
+		{"--tick", "5x"},
+		{"--gain", "NaN"},
+		{"--setpoint-change", "120m"},
+		{"--disturbance", "60m+40m=abc"},
+		{"--kp", "-1"},
+		{"--ki", "Inf"},
+		{"--duration", "0s"},
+		{"--plot", "out.gif"},
+		{"extra"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"lab", "compare"}, args...), &out, &errb)
+		if code != 2 || errb.Len() == 0 {
+			t.Errorf("lab compare %q: exit %d, stderr %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+}
+
+func TestLabCompareGainOverride(t *testing.T) {
+	var a, b, errb bytes.Buffer
+	if code := run([]string{"lab", "compare", "--controllers", "pi", "--json"}, &a, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if code := run([]string{"lab", "compare", "--controllers", "pi", "--kp", "0", "--ki", "0.02", "--json"}, &b, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if a.String() == b.String() {
+		t.Fatal("--kp/--ki changed nothing")
+	}
+	if !strings.Contains(b.String(), `"ki": 0.02`) {
+		t.Fatalf("overridden gain not reported:\n%s", b.String())
+	}
+}
