@@ -57,7 +57,7 @@ func startDashboard(t *testing.T, c dashboardConfig) string {
 
 // browser starts headless Chromium with the flags of DESIGN.md and a new
 // empty profile; never a downloaded browser.
-func browser(t *testing.T) context.Context {
+func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	bin := testenv.Binary(t, "SLUICE_CHROMIUM_BIN", "chromium")
 	opts := []chromedp.ExecAllocatorOption{
@@ -95,7 +95,7 @@ func cdp(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 }
 
 // value runs one browser action and returns its value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func cdpValue[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
@@ -105,19 +105,19 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 }
 
 // until polls a JavaScript predicate.
-func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
+func cdpUntil(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d))
 }
 
-func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+func cdpCSS(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 // screenshot writes docs/img/<name>.png when SLUICE_SCREENSHOTS=1.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func dashScreenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	if os.Getenv("SLUICE_SCREENSHOTS") != "1" {
 		return
 	}
-	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	png := cdpValue(t, ctx, "screenshot", chromedp.FullScreenshot(100))
 	path := filepath.Join("..", "..", "docs", "img", name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
@@ -125,62 +125,62 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
 
-// inkJS counts the pixels of a canvas drawn in a saturated colour: the
+// dashInkJS counts the pixels of a canvas drawn in a saturated colour: the
 // series lines, not the grey grid and labels.
-const inkJS = `(function(id){const c=document.getElementById(id);const d=c.getContext('2d').getImageData(0,0,c.width,c.height).data;let n=0;for(let i=0;i<d.length;i+=4){const mx=Math.max(d[i],d[i+1],d[i+2]),mn=Math.min(d[i],d[i+1],d[i+2]);if(d[i+3]>200&&mx-mn>60)n++;}return n;})`
+const dashInkJS = `(function(id){const c=document.getElementById(id);const d=c.getContext('2d').getImageData(0,0,c.width,c.height).data;let n=0;for(let i=0;i<d.length;i+=4){const mx=Math.max(d[i],d[i+1],d[i+2]),mn=Math.min(d[i],d[i+1],d[i+2]);if(d[i+3]>200&&mx-mn>60)n++;}return n;})`
 
 func TestBrowserDemo(t *testing.T) {
-	ctx := browser(t)
+	ctx := newBrowser(t)
 	url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", demo: true, speed: 60, prefill: 180})
-	cdp(t, ctx, "load page", chromedp.Navigate(url), chromedp.WaitVisible(css("#chart-cpu")),
-		until(`Number(document.getElementById('chart-cpu').dataset.points) > 0`, 20*time.Second))
+	cdp(t, ctx, "load page", chromedp.Navigate(url), chromedp.WaitVisible(cdpCSS("#chart-cpu")),
+		cdpUntil(`Number(document.getElementById('chart-cpu').dataset.points) > 0`, 20*time.Second))
 
-	drawn := value(t, ctx, "count charts", chromedp.Evaluate[int](`[...document.querySelectorAll('canvas')].filter(c => Number(c.dataset.points) > 0).length`))
+	drawn := cdpValue(t, ctx, "count charts", chromedp.Evaluate[int](`[...document.querySelectorAll('canvas')].filter(c => Number(c.dataset.points) > 0).length`))
 	if drawn < 2 {
 		t.Errorf("%d charts have data points; want at least 2", drawn)
 	}
 	for _, id := range []string{"chart-cpu", "chart-rate", "chart-terms", "chart-depth"} {
-		points := value(t, ctx, "points of "+id, chromedp.Evaluate[int](fmt.Sprintf(`Number(document.getElementById(%q).dataset.points)`, id)))
-		ink := value(t, ctx, "pixels of "+id, chromedp.Evaluate[int](fmt.Sprintf(`%s(%q)`, inkJS, id)))
+		points := cdpValue(t, ctx, "points of "+id, chromedp.Evaluate[int](fmt.Sprintf(`Number(document.getElementById(%q).dataset.points)`, id)))
+		ink := cdpValue(t, ctx, "pixels of "+id, chromedp.Evaluate[int](fmt.Sprintf(`%s(%q)`, dashInkJS, id)))
 		if points < 100 || ink < 200 {
 			t.Errorf("%s: %d data points, %d coloured pixels; want >= 100 points drawn and >= 200 pixels", id, points, ink)
 		}
 	}
-	text := value(t, ctx, "read text", chromedp.Evaluate[string](`document.body.innerText`))
+	text := cdpValue(t, ctx, "read text", chromedp.Evaluate[string](`document.body.innerText`))
 	if !strings.Contains(text, "setpoint") {
 		t.Errorf("page text does not contain %q:\n%s", "setpoint", text)
 	}
 
 	// the data moves: the newest point's time changes between two reads
-	first := value(t, ctx, "first read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
-	cdp(t, ctx, "wait for a new point", until(
+	first := cdpValue(t, ctx, "first read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
+	cdp(t, ctx, "wait for a new point", cdpUntil(
 		fmt.Sprintf(`document.getElementById('chart-cpu').dataset.last !== %q`, first), 20*time.Second))
-	second := value(t, ctx, "second read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
+	second := cdpValue(t, ctx, "second read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
 	a, _ := strconv.ParseInt(first, 10, 64)
 	b, _ := strconv.ParseInt(second, 10, 64)
 	if b <= a {
 		t.Errorf("newest point went from %d to %d; want it to advance", a, b)
 	}
-	screenshot(t, ctx, "dashboard")
+	dashScreenshot(t, ctx, "dashboard")
 
 	// an edit through the form applies to the demo loop, an invalid one shows its reason
-	cdp(t, ctx, "set setpoint 55", chromedp.SetValue(css("#f-setpoint"), "55"), chromedp.Click(css("#save")),
-		until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
-	cdp(t, ctx, "wait for setpoint 55 on the chart", until(`document.getElementById('now').innerText.includes('setpoint 55.0 %')`, 20*time.Second))
-	cdp(t, ctx, "set an invalid max rate", chromedp.SetValue(css("#f-max_rate"), "-1"), chromedp.Click(css("#save")),
-		until(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
-	msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-message")))
+	cdp(t, ctx, "set setpoint 55", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
+		cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+	cdp(t, ctx, "wait for setpoint 55 on the chart", cdpUntil(`document.getElementById('now').innerText.includes('setpoint 55.0 %')`, 20*time.Second))
+	cdp(t, ctx, "set an invalid max rate", chromedp.SetValue(cdpCSS("#f-max_rate"), "-1"), chromedp.Click(cdpCSS("#save")),
+		cdpUntil(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
+	msg := cdpValue(t, ctx, "read refusal", chromedp.Text(cdpCSS("#params-message")))
 	if !strings.Contains(msg, "max_rate") {
 		t.Errorf("refusal message %q does not name max_rate", msg)
 	}
-	screenshot(t, ctx, "dashboard-refused")
+	dashScreenshot(t, ctx, "dashboard-refused")
 }
 
-var tableSeq atomic.Int64
+var dashTableSeq atomic.Int64
 
-// motoTable creates a fresh table with one loop's valid PARAMS and an hour
+// dashMotoTable creates a fresh table with one loop's valid PARAMS and an hour
 // of history.
-func motoTable(t *testing.T) (*dynamodb.Client, string) {
+func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
 	ctx := context.Background()
@@ -189,7 +189,7 @@ func motoTable(t *testing.T) (*dynamodb.Client, string) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-dash-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
+	table := fmt.Sprintf("sluice-dash-%d-%d", time.Now().UnixNano(), dashTableSeq.Add(1))
 	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
@@ -232,29 +232,29 @@ func storedSetpoint(t *testing.T, client *dynamodb.Client, table string) string 
 }
 
 func TestBrowserMoto(t *testing.T) {
-	client, table := motoTable(t)
-	ctx := browser(t)
+	client, table := dashMotoTable(t)
+	ctx := newBrowser(t)
 
 	t.Run("edit lands in DynamoDB and shows on the page", func(t *testing.T) {
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
-		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(css("#f-setpoint")),
-			until(`Number(document.getElementById('chart-cpu').dataset.points) >= 100`, 15*time.Second))
-		screenshot(t, ctx, "dashboard-moto")
-		cdp(t, ctx, "edit", chromedp.SetValue(css("#f-setpoint"), "55"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
+			cdpUntil(`Number(document.getElementById('chart-cpu').dataset.points) >= 100`, 15*time.Second))
+		dashScreenshot(t, ctx, "dashboard-moto")
+		cdp(t, ctx, "edit", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
 		if got := storedSetpoint(t, client, table); got != "55" {
 			t.Fatalf("stored setpoint = %s after a form edit to 55; want 55", got)
 		}
-		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(css("#f-setpoint")),
-			until(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
-		shown := value(t, ctx, "read setpoint", chromedp.Value(css("#f-setpoint")))
+		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
+			cdpUntil(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
+		shown := cdpValue(t, ctx, "read setpoint", chromedp.Value(cdpCSS("#f-setpoint")))
 		if shown != "55" {
 			t.Errorf("after reload the form shows setpoint %q; want 55", shown)
 		}
 
-		cdp(t, ctx, "invalid edit", chromedp.SetValue(css("#f-setpoint"), "150"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
-		msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-message")))
+		cdp(t, ctx, "invalid edit", chromedp.SetValue(cdpCSS("#f-setpoint"), "150"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
+		msg := cdpValue(t, ctx, "read refusal", chromedp.Text(cdpCSS("#params-message")))
 		if !strings.Contains(msg, "setpoint") || !strings.Contains(msg, "(0, 100]") {
 			t.Errorf("refusal = %q; want the setpoint's reason", msg)
 		}
@@ -278,16 +278,16 @@ func TestBrowserMoto(t *testing.T) {
 		}
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#broken"),
-			until(`!document.getElementById('params-refusal').hidden`, 10*time.Second))
-		msg := value(t, ctx, "read refusal", chromedp.Text(css("#params-refusal")))
+			cdpUntil(`!document.getElementById('params-refusal').hidden`, 10*time.Second))
+		msg := cdpValue(t, ctx, "read refusal", chromedp.Text(cdpCSS("#params-refusal")))
 		if !strings.Contains(msg, "kp") {
 			t.Errorf("refusal banner = %q; want the controller's reason naming kp", msg)
 		}
-		screenshot(t, ctx, "dashboard-controller-refusal")
+		dashScreenshot(t, ctx, "dashboard-controller-refusal")
 
 		// fixing it through the form writes a valid item; the old verdict no longer shows
-		cdp(t, ctx, "fix kp", chromedp.SetValue(css("#f-kp"), "1"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		cdp(t, ctx, "fix kp", chromedp.SetValue(cdpCSS("#f-kp"), "1"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
 		attrs, err := store.ReadParams(ctxb, "broken")
 		if err != nil {
 			t.Fatal(err)
@@ -298,30 +298,30 @@ func TestBrowserMoto(t *testing.T) {
 		if _, err := loop.DecodeParams("broken", attrs); err != nil {
 			t.Errorf("stored PARAMS after the fix are refused by the controller's decoder: %v", err)
 		}
-		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(css("#f-kp")),
-			until(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
-		if hidden := value(t, ctx, "banner", chromedp.Evaluate[bool](`document.getElementById('params-refusal').hidden`)); !hidden {
+		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(cdpCSS("#f-kp")),
+			cdpUntil(`document.getElementById('params-status').textContent.includes('updated')`, 10*time.Second))
+		if hidden := cdpValue(t, ctx, "banner", chromedp.Evaluate[bool](`document.getElementById('params-refusal').hidden`)); !hidden {
 			t.Errorf("the refusal banner still shows after a valid edit")
 		}
 	})
 
 	t.Run("token required: a write without it is refused and nothing is written", func(t *testing.T) {
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table, token: "s3cret-token"})
-		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(css("#f-token")),
-			until(`document.getElementById('f-setpoint') !== null`, 10*time.Second))
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-token")),
+			cdpUntil(`document.getElementById('f-setpoint') !== null`, 10*time.Second))
 		before := storedSetpoint(t, client, table)
-		cdp(t, ctx, "write without token", chromedp.SetValue(css("#f-setpoint"), "61"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
+		cdp(t, ctx, "write without token", chromedp.SetValue(cdpCSS("#f-setpoint"), "61"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
 		if got := storedSetpoint(t, client, table); got != before {
 			t.Fatalf("stored setpoint = %s after a write without the token; want %s unchanged", got, before)
 		}
-		cdp(t, ctx, "write with a wrong token", chromedp.SetValue(css("#f-token"), "guess"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
+		cdp(t, ctx, "write with a wrong token", chromedp.SetValue(cdpCSS("#f-token"), "guess"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Not saved (401)')`, 10*time.Second))
 		if got := storedSetpoint(t, client, table); got != before {
 			t.Fatalf("stored setpoint = %s after a write with a wrong token; want %s unchanged", got, before)
 		}
-		cdp(t, ctx, "write with the token", chromedp.SetValue(css("#f-token"), "s3cret-token"), chromedp.Click(css("#save")),
-			until(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		cdp(t, ctx, "write with the token", chromedp.SetValue(cdpCSS("#f-token"), "s3cret-token"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
 		if got := storedSetpoint(t, client, table); got != "61" {
 			t.Errorf("stored setpoint = %s after a write with the token; want 61", got)
 		}
