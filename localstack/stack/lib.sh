@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the ports and versions are used by the scripts that source this file
 # Shared helpers of the local stack scripts (up.sh, down.sh, mariadb.sh,
 # init.sh). Sourced, never run. Everything the stack keeps (pids, logs, data
 # of Prometheus and Kafka) lives under .cache/stack/ of the checkout; MariaDB

@@ -66,7 +66,7 @@ ensure() {
 	fi
 	holder=$(port_holder "$port")
 	if [[ -n $holder ]]; then
-		local cmd= desc
+		local cmd='' desc
 		[[ $holder != "?" ]] && cmd=$(pid_cmd "$holder")
 		desc=${cmd:0:160}
 		[[ -n $cmd && $cmd =~ $match ]] ||
