@@ -115,10 +115,16 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("max rate %v: must be positive", s.MaxRate)
 	case s.Duration <= 0:
 		return fmt.Errorf("duration %v: must be positive", s.Duration)
-	case s.Duration > 30*24*time.Hour:
-		return fmt.Errorf("duration %v: at most 30 days", s.Duration)
-	case s.Duration/s.step() > 50_000_000:
-		return fmt.Errorf("duration %v with step %v: too many steps", s.Duration, s.step())
+	case s.Duration > 48*time.Hour:
+		return fmt.Errorf("duration %v: at most 48h", s.Duration)
+	case s.Duration/s.step() > 200_000:
+		return fmt.Errorf("duration %v with step %v: too many steps (at most 200000)", s.Duration, s.step())
+	case s.MetricPeriod%s.step() != 0 || s.Tick%s.step() != 0:
+		return fmt.Errorf("metric period %v and tick %v: must be multiples of the integration step %v", s.MetricPeriod, s.Tick, s.step())
+	case s.MetricDelay > 24*time.Hour || s.MetricPeriod > 24*time.Hour || s.Tick > 24*time.Hour:
+		return fmt.Errorf("metric period %v, metric delay %v, tick %v: at most 24h each", s.MetricPeriod, s.MetricDelay, s.Tick)
+	case s.ProducerRate > 1e9 || s.MaxRate > 1e9:
+		return fmt.Errorf("producer rate %v, max rate %v: at most 1e9 messages/s", s.ProducerRate, s.MaxRate)
 	case !fin(s.Noise) || s.Noise < 0:
 		return fmt.Errorf("noise %v: must be a finite number >= 0", s.Noise)
 	}
