@@ -219,7 +219,7 @@ func TestFitJitteryInput(t *testing.T) {
 			t.Fatalf("Fit(seed %d): %v", seed, err)
 		}
 		m := res.Model
-		if eg, es := relErr(m.Gain, reference.Gain), relErr((m.Tau + m.DeadTime).Seconds(), 20); eg > 0.10 || es > 0.10 {
+		if eg, es := relErr(m.Gain, reference.Gain), relErr((m.Tau+m.DeadTime).Seconds(), 20); eg > 0.10 || es > 0.10 {
 			t.Errorf("Fit(jittery input, seed %d) = %+v; want %+v within 10%%", seed, m, reference)
 		}
 		if g := res.Guess; relErr(g.Gain, reference.Gain) > 0.10 || math.Abs(g.Base-reference.Base) > 2 {
