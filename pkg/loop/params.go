@@ -487,8 +487,25 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	if math.IsNaN(p.Stale.SafeRate) {
 		p.Stale.SafeRate = p.MinRate
 	}
+	if p.Mode == ModeManual && !d.present(AttrManualRate) {
+		d.fail(AttrManualRate, "missing; manual mode needs the rate to hold, messages/s")
+		bad[AttrManualRate] = true
+	}
+	// A check across fields is left out when a field it compares with did
+	// not decode: its reason would be about a default, not the edit.
+	dependsOn := map[string][]string{
+		AttrRateTTL:    {AttrTickPeriod},
+		AttrMinRate:    {AttrMaxRate},
+		AttrManualRate: {AttrMinRate, AttrMaxRate, AttrMode},
+		AttrSafeRate:   {AttrMinRate, AttrStalePolicy},
+		AttrKp:         {AttrKi},
+	}
 	for _, e := range p.check() {
-		if !bad[e.Field] {
+		skip := bad[e.Field]
+		for _, dep := range dependsOn[e.Field] {
+			skip = skip || bad[dep]
+		}
+		if !skip {
 			d.errs = append(d.errs, e)
 		}
 	}

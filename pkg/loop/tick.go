@@ -64,6 +64,9 @@ type Report struct {
 	D         float64 `json:"d"`
 	FF        float64 `json:"ff"`
 	Saturated bool    `json:"saturated"`
+	// AtMin is true when the rate is at the loop's minimum rate (an alarm
+	// watches loops pinned there).
+	AtMin bool `json:"at_min"`
 	// ParamsStatus is applied or refused when this tick checked a new edit
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
@@ -352,6 +355,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.Tick = st.Version
 	r.Mode, r.Setpoint, r.Rate = p.Mode, p.Setpoint, out.Rate
 	r.P, r.I, r.D, r.FF, r.Saturated = out.P, out.I, out.D, out.FF, out.Saturated
+	r.AtMin = out.Rate <= p.MinRate
 
 	c := Commit{PrevVersion: prevVersion, State: st, Status: w.status}
 	if w.status != nil {

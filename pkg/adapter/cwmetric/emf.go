@@ -14,7 +14,7 @@ const EMFDimension = "Loop"
 // EMFAttrs returns slog attributes that make a JSON log line of a loop's
 // tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
 // and one top-level member per metric (measured CPU, setpoint, allowed rate,
-// P, I, D and feedforward terms, saturation and stale flags), in namespace,
+// P, I, D and feedforward terms, saturation, stale and at-minimum flags), in namespace,
 // by the dimension Loop. A missing measurement is left out rather than
 // published as 0.
 func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
@@ -38,6 +38,7 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 		{"FFTerm", "None", r.FF},
 		{"Saturated", "None", flag(r.Saturated)},
 		{"Stale", "None", flag(r.Stale)},
+		{"AtMinRate", "None", flag(r.AtMin)},
 		{"MetricAge", "Seconds", r.MetricAge.Seconds()},
 	}
 	defs := make([]any, 0, len(all))

@@ -1,0 +1,597 @@
+// Command controller is the controller's end-to-end run (`make
+// e2e-controller`): it starts moto_server, applies localstack/init/10-controller.sh
+// to it, publishes CPU datapoints to CloudWatch, and ticks the controller's
+// real bootstrap under two AWS Lambda Runtime Interface Emulators (one
+// invocation at a time each, so two give real concurrency) with a real
+// scheduled-event payload: single ticks, pairs of concurrent ticks, a valid
+// parameter edit with the aws CLI, and more than 20 distinct invalid edits.
+// It stops what it started and prints one JSON object as its last line; it
+// exits 1 when a target is missed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+const (
+	table  = "sluice-e2e"
+	loopID = "e2e"
+	dbID   = "e2e-db"
+)
+
+// result is the last line.
+type result struct {
+	Ticks                       int      `json:"ticks"`
+	Invocations                 int      `json:"invocations"`
+	ConcurrentPairs             int      `json:"concurrent_pairs"`
+	ConcurrentRaces             int      `json:"concurrent_races"`
+	RateWrites                  int      `json:"rate_writes"`
+	ConcurrentWinnersPerTickMax int      `json:"concurrent_winners_per_tick_max"`
+	StateVersion                int64    `json:"state_version"`
+	InvalidEditsTried           int      `json:"invalid_edits_tried"`
+	InvalidEditsRejected        int      `json:"invalid_edits_rejected"`
+	ParamEditApplied            bool     `json:"param_edit_applied"`
+	RateBeforeEdit              float64  `json:"rate_before_edit"`
+	RateAfterEdit               float64  `json:"rate_after_edit"`
+	Seconds                     float64  `json:"seconds"`
+	OK                          bool     `json:"ok"`
+	Failures                    []string `json:"failures"`
+}
+
+// invocation is the controller's response (functions/controller Result).
+type invocation struct {
+	Loops      int              `json:"loops"`
+	Outcomes   map[string]int   `json:"outcomes"`
+	Applied    map[string]int64 `json:"applied"`
+	Lost       []string         `json:"lost"`
+	RateWrites int              `json:"rate_writes"`
+	Refused    int              `json:"params_refused"`
+}
+
+type run struct {
+	ctx      context.Context
+	moto     *harness.Moto
+	ries     []*harness.RIE
+	payload  []byte
+	store    *ddbstore.Store
+	cw       *cloudwatch.Client
+	res      result
+	winners  map[int64]int // STATE version -> invocations that applied it
+	logf     func(format string, args ...any)
+	failures []string
+}
+
+func main() {
+	bootstrap := flag.String("bootstrap", "bin/controller-host/bootstrap", "controller bootstrap built for this machine")
+	eventFile := flag.String("event", "functions/controller/testdata/scheduled-event.json", "scheduled-event payload")
+	logDir := flag.String("logs", "", "directory for the logs of moto_server and the emulators (default: a temporary directory)")
+	initScript := flag.String("init", "localstack/init/10-controller.sh", "init script that creates the table and the default loop")
+	flag.Parse()
+	os.Exit(mainErr(*bootstrap, *eventFile, *logDir, *initScript))
+}
+
+func mainErr(bootstrap, eventFile, logDir, initScript string) int {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "[e2e-controller %5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	r := &run{ctx: ctx, winners: map[int64]int{}, logf: logf}
+	err := r.do(bootstrap, eventFile, logDir, initScript)
+	for _, p := range r.ries {
+		p.Stop()
+	}
+	if r.moto != nil {
+		r.moto.Stop()
+	}
+	if err != nil {
+		r.failures = append(r.failures, err.Error())
+	}
+	r.res.Seconds = math.Round(time.Since(start).Seconds()*10) / 10
+	r.res.Failures = r.failures
+	if r.res.Failures == nil {
+		r.res.Failures = []string{}
+	}
+	r.res.OK = len(r.failures) == 0
+	out, _ := json.Marshal(r.res)
+	fmt.Println(string(out))
+	if !r.res.OK {
+		return 1
+	}
+	return 0
+}
+
+func (r *run) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.logf("FAIL: %s", msg)
+	r.failures = append(r.failures, msg)
+}
+
+func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
+	ctx := r.ctx
+	var err error
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "e2e-controller-"); err != nil {
+			return err
+		}
+	}
+	if r.payload, err = os.ReadFile(eventFile); err != nil {
+		return fmt.Errorf("read event: %w", err)
+	}
+	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", ".cache/bin/aws-lambda-rie")
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bootstrap); err != nil {
+		return fmt.Errorf("bootstrap: %w (make e2e-controller builds it)", err)
+	}
+	if bootstrap, err = filepath.Abs(bootstrap); err != nil {
+		return err
+	}
+
+	r.logf("starting moto_server (logs in %s)", logDir)
+	if r.moto, err = harness.StartMoto(ctx, os.Getenv("SLUICE_MOTO_BIN"), logDir); err != nil {
+		return err
+	}
+	env := r.moto.Env()
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	r.logf("moto_server on %s; applying %s", r.moto.Endpoint, initScript)
+	initCmd := exec.CommandContext(ctx, "bash", initScript)
+	initCmd.Env = append(os.Environ(), "SLUICE_TABLE="+table, "SLUICE_LOOP="+loopID, "SLUICE_DB_INSTANCE="+dbID)
+	if out, err := initCmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("init script: %v: %s", err, out)
+	}
+
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return err
+	}
+	r.store = ddbstore.New(dynamodb.NewFromConfig(cfg), table)
+	r.cw = cwmetric.NewClient(cfg, r.moto.Endpoint)
+
+	// Ticks a second apart: the loop's tick period becomes 1 s (an edit
+	// with the aws CLI, as an operator would).
+	if err := r.awsUpdate(`SET tick_period = :t, rate_ttl = :ttl, slew_limit = :s, setpoint_filter = :f`,
+		`{":t": {"S": "1s"}, ":ttl": {"S": "3s"}, ":s": {"N": "0"}, ":f": {"S": "0s"}}`); err != nil {
+		return err
+	}
+	if err := r.publishCPU(60); err != nil {
+		return err
+	}
+
+	fnEnv := append(env, "SLUICE_TABLE="+table, "SLUICE_METRICS_NAMESPACE=SluiceE2E")
+	for i := range 2 {
+		p, err := harness.StartRIE(ctx, rie, bootstrap, logDir, fmt.Sprintf("rie-%d", i+1), fnEnv)
+		if err != nil {
+			return err
+		}
+		r.ries = append(r.ries, p)
+	}
+	r.logf("two emulators up: %s, %s", r.ries[0].InvokeURL, r.ries[1].InvokeURL)
+
+	// 1. Single ticks.
+	for range 3 {
+		if err := r.tickOnce(); err != nil {
+			return err
+		}
+	}
+	// 2. Pairs of concurrent invocations.
+	for range 4 {
+		if err := r.tickPair(); err != nil {
+			return err
+		}
+	}
+	// 3. A valid edit with the aws CLI: setpoint 70 -> 40 with CPU at 60
+	// turns the rate from rising to falling at the next tick.
+	before, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	prev, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	if err := r.awsUpdate(`SET setpoint = :s`, `{":s": {"N": "40"}}`); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	after, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	status, err := r.store.ReadStatus(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.RateBeforeEdit, r.res.RateAfterEdit = prev.Rate, after.Rate
+	// With CPU at 60 the rate held or rose under setpoint 70; under 40 it
+	// must fall.
+	r.res.ParamEditApplied = after.Setpoint == 40 && status.Status == loop.StatusApplied &&
+		prev.Rate >= before.Rate && after.Rate < prev.Rate
+	if !r.res.ParamEditApplied {
+		r.fail("valid edit: setpoint %v, status %q, rates %v -> %v -> %v; want setpoint 40 applied and the rate falling after holding or rising",
+			after.Setpoint, status.Status, before.Rate, prev.Rate, after.Rate)
+	}
+	r.logf("valid edit applied: setpoint 40, rate %.1f -> %.1f", prev.Rate, after.Rate)
+
+	// 4. Invalid edits, each refused while the last valid parameters stay
+	// in force. Each edit also undoes the previous one.
+	if err := r.invalidEdits(); err != nil {
+		return err
+	}
+
+	// 5. Back to valid, and the loop carries on.
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	if st, err := r.store.ReadStatus(ctx, loopID); err != nil || st.Status != loop.StatusApplied {
+		r.fail("after undoing the last invalid edit: PARAMS_STATUS %+v, %v; want applied", st, err)
+	}
+
+	final, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.StateVersion = final.Version
+	for _, n := range r.winners {
+		r.res.ConcurrentWinnersPerTickMax = max(r.res.ConcurrentWinnersPerTickMax, n)
+	}
+	if r.res.ConcurrentWinnersPerTickMax != 1 {
+		r.fail("concurrent_winners_per_tick_max = %d; want 1", r.res.ConcurrentWinnersPerTickMax)
+	}
+	if final.Version != int64(r.res.Ticks) {
+		r.fail("STATE version %d != ticks applied %d", final.Version, r.res.Ticks)
+	}
+	if r.res.Ticks < 5 {
+		r.fail("ticks = %d; want at least 5", r.res.Ticks)
+	}
+	if r.res.InvalidEditsTried < 20 || r.res.InvalidEditsRejected != r.res.InvalidEditsTried {
+		r.fail("invalid edits: %d tried, %d rejected; want at least 20, all rejected", r.res.InvalidEditsTried, r.res.InvalidEditsRejected)
+	}
+	rate, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	if rate.Tick != final.Version {
+		r.fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
+	}
+	return nil
+}
+
+// awsUpdate edits the PARAMS item with `aws dynamodb update-item`.
+func (r *run) awsUpdate(expr, values string, extra ...string) error {
+	args := []string{"--endpoint-url", r.moto.Endpoint, "dynamodb", "update-item",
+		"--table-name", table,
+		"--key", fmt.Sprintf(`{"pk": {"S": %q}, "sk": {"S": "PARAMS"}}`, loopID),
+		"--update-expression", expr}
+	if values != "" {
+		args = append(args, "--expression-attribute-values", values)
+	}
+	args = append(args, extra...)
+	cmd := exec.CommandContext(r.ctx, "aws", args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("aws dynamodb update-item %q: %v: %s", expr, err, out)
+	}
+	return nil
+}
+
+// publishCPU puts CPU datapoints for the last 5 minutes at value.
+func (r *run) publishCPU(value float64) error {
+	now := time.Now().UTC()
+	var data []cwtypes.MetricDatum
+	for i := 5; i >= 1; i-- {
+		data = append(data, cwtypes.MetricDatum{
+			MetricName: aws.String("CPUUtilization"),
+			Dimensions: []cwtypes.Dimension{{Name: aws.String("DBInstanceIdentifier"), Value: aws.String(dbID)}},
+			Timestamp:  aws.Time(now.Add(-time.Duration(i) * time.Minute)),
+			Value:      aws.Float64(value),
+			Unit:       cwtypes.StandardUnitPercent,
+		})
+	}
+	_, err := r.cw.PutMetricData(r.ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: data})
+	if err != nil {
+		return fmt.Errorf("PutMetricData: %w", err)
+	}
+	return nil
+}
+
+// invoke ticks through one emulator and records what it applied.
+func (r *run) invoke(i int) (invocation, error) {
+	body, err := r.ries[i].Invoke(r.ctx, r.payload)
+	if err != nil {
+		return invocation{}, err
+	}
+	var inv invocation
+	if err := json.Unmarshal(body, &inv); err != nil {
+		return inv, fmt.Errorf("invocation response %s: %w", body, err)
+	}
+	return inv, nil
+}
+
+func (r *run) record(invs ...invocation) (applied int) {
+	for _, inv := range invs {
+		r.res.Invocations++
+		r.res.RateWrites += inv.RateWrites
+		if v, ok := inv.Applied[loopID]; ok {
+			r.winners[v]++
+			applied++
+		}
+	}
+	r.res.Ticks += applied
+	return applied
+}
+
+// waitDue waits until the loop's next tick is due (tick period 1 s).
+func (r *run) waitDue() { time.Sleep(1100 * time.Millisecond) }
+
+func (r *run) tickOnce() error {
+	r.waitDue()
+	inv, err := r.invoke(0)
+	if err != nil {
+		return err
+	}
+	if r.record(inv) != 1 {
+		r.fail("single tick did not apply: %+v", inv)
+	}
+	return nil
+}
+
+func (r *run) tickPair() error {
+	r.waitDue()
+	var wg sync.WaitGroup
+	invs := make([]invocation, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			invs[i], errs[i] = r.invoke(i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r.res.ConcurrentPairs++
+	applied := r.record(invs...)
+	lost := 0
+	for _, inv := range invs {
+		lost += len(inv.Lost)
+	}
+	if lost > 0 {
+		r.res.ConcurrentRaces++ // both read the same version; one lost the commit
+	}
+	r.logf("concurrent pair: %d applied, %d lost (%v / %v)", applied, lost, invs[0].Outcomes, invs[1].Outcomes)
+	if applied != 1 {
+		r.fail("concurrent pair applied the tick %d times; want 1 (%+v / %+v)", applied, invs[0], invs[1])
+	}
+	return nil
+}
+
+// invalidEdit is one refused edit: its update expression and values, the
+// attribute the refusal must name, and the update that undoes it.
+type invalidEdit struct {
+	name, expr, values, field string
+}
+
+var invalidEditList = []invalidEdit{
+	{"negative kp", `SET kp = :v`, `{":v": {"N": "-1"}}`, "kp"},
+	{"negative ki", `SET ki = :v`, `{":v": {"N": "-0.5"}}`, "ki"},
+	{"negative kd", `SET kd = :v`, `{":v": {"N": "-3"}}`, "kd"},
+	{"non-numeric kp", `SET kp = :v`, `{":v": {"S": "fast"}}`, "kp"},
+	{"NaN ki as text", `SET ki = :v`, `{":v": {"S": "NaN"}}`, "ki"},
+	{"kp as a boolean", `SET kp = :v`, `{":v": {"BOOL": true}}`, "kp"},
+	{"min above max", `SET min_rate = :v`, `{":v": {"N": "5000"}}`, "min_rate"},
+	{"negative min", `SET min_rate = :v`, `{":v": {"N": "-10"}}`, "min_rate"},
+	{"setpoint zero", `SET setpoint = :v`, `{":v": {"N": "0"}}`, "setpoint"},
+	{"setpoint above 100", `SET setpoint = :v`, `{":v": {"N": "120"}}`, "setpoint"},
+	{"setpoint as text", `SET setpoint = :v`, `{":v": {"S": "forty"}}`, "setpoint"},
+	{"unknown mode", `SET #m = :v`, `{":v": {"S": "turbo"}}`, "mode"},
+	{"manual without rate", `SET #m = :v`, `{":v": {"S": "manual"}}`, "manual_rate"},
+	{"unknown stale policy", `SET stale_policy = :v`, `{":v": {"S": "panic"}}`, "stale_policy"},
+	{"missing setpoint", `REMOVE setpoint`, ``, "setpoint"},
+	{"missing kp", `REMOVE kp`, ``, "kp"},
+	{"missing max rate", `REMOVE max_rate`, ``, "max_rate"},
+	{"bad tick period", `SET tick_period = :v`, `{":v": {"S": "soon"}}`, "tick_period"},
+	{"tick period as a number", `SET tick_period = :v`, `{":v": {"N": "60"}}`, "tick_period"},
+	{"unknown metric source", `SET metric_source = :v`, `{":v": {"S": "graphite"}}`, "metric_source"},
+	{"dimensions as a string", `SET metric_dimensions = :v`, `{":v": {"S": "e2e-db"}}`, "metric_dimensions"},
+	{"enabled as text", `SET enabled = :v`, `{":v": {"S": "yes"}}`, "enabled"},
+	{"unknown anti-windup", `SET anti_windup = :v`, `{":v": {"S": "magic"}}`, "anti_windup"},
+	{"misspelt attribute", `SET kpp = :v`, `{":v": {"N": "1"}}`, "kpp"},
+	{"setpoint as null", `SET setpoint = :v`, `{":v": {"NULL": true}}`, "setpoint"},
+}
+
+// invalidEdits applies each invalid edit with the aws CLI (undoing the
+// previous one in the same update), ticks, and checks that the controller
+// refused it with a reason that names the attribute, kept the last valid
+// parameters in force and kept writing RATE.
+func (r *run) invalidEdits() error {
+	valid, err := r.store.ReadParams(r.ctx, loopID)
+	if err != nil {
+		return err
+	}
+	lastValid, err := loop.DecodeParams(loopID, valid)
+	if err != nil {
+		return fmt.Errorf("params before the invalid edits are not valid: %w", err)
+	}
+	var undo string                       // SET or REMOVE clause restoring the previous edit
+	undoValues := map[string]any{}        // its values
+	for i, e := range invalidEditList {
+		expr, values, err := combine(e, undo, undoValues)
+		if err != nil {
+			return err
+		}
+		var extra []string
+		if strings.Contains(expr, "#m") {
+			extra = []string{"--expression-attribute-names", `{"#m": "mode"}`}
+		}
+		if err := r.awsUpdate(expr, values, extra...); err != nil {
+			return fmt.Errorf("invalid edit %q: %w", e.name, err)
+		}
+		r.res.InvalidEditsTried++
+		raw, err := r.store.ReadParams(r.ctx, loopID)
+		if err != nil {
+			return err
+		}
+		r.waitDue()
+		inv, err := r.invoke(i % 2)
+		if err != nil {
+			return err
+		}
+		r.record(inv)
+		st, err := r.store.ReadStatus(r.ctx, loopID)
+		if err != nil {
+			return err
+		}
+		state, err := r.store.ReadState(r.ctx, loopID)
+		if err != nil {
+			return err
+		}
+		rate, err := r.store.ReadRate(r.ctx, loopID)
+		if err != nil {
+			return err
+		}
+		ok := st.Status == loop.StatusRefused && st.Fingerprint == loop.Fingerprint(raw) &&
+			strings.Contains(st.Reason, e.field) && st.InForce != "" &&
+			state.Params != nil && state.Params.Setpoint == lastValid.Setpoint && state.Params.Kp == lastValid.Kp &&
+			state.Setpoint == lastValid.Setpoint && rate.Tick == state.Version && inv.Refused == 1
+		if ok {
+			r.res.InvalidEditsRejected++
+		} else {
+			r.fail("invalid edit %q: status %+v, state setpoint %v, rate tick %d vs state %d, refused %d",
+				e.name, st, state.Setpoint, rate.Tick, state.Version, inv.Refused)
+		}
+		r.logf("invalid edit %2d %-24s refused: %s", i+1, e.name, st.Reason)
+		undo, undoValues = restore(e, valid)
+	}
+	// Undo the last one.
+	expr, values, err := combine(invalidEdit{}, undo, undoValues)
+	if err != nil {
+		return err
+	}
+	return r.awsUpdate(expr, values)
+}
+
+// restore returns the update clause that puts e's attribute back to its
+// valid value.
+func restore(e invalidEdit, valid map[string]any) (string, map[string]any) {
+	attr := e.field
+	if e.field == "manual_rate" {
+		attr = "mode"
+	}
+	v, ok := valid[attr]
+	if !ok {
+		return "REMOVE " + attr, nil
+	}
+	return fmt.Sprintf("SET %s = :undo", attrRef(attr)), map[string]any{":undo": v}
+}
+
+func attrRef(attr string) string {
+	if attr == "mode" {
+		return "#m"
+	}
+	return attr
+}
+
+// combine merges e's update with the undo clause of the previous edit.
+func combine(e invalidEdit, undo string, undoValues map[string]any) (string, string, error) {
+	sets, removes := []string{}, []string{}
+	add := func(clause string) {
+		switch {
+		case strings.HasPrefix(clause, "SET "):
+			sets = append(sets, strings.TrimPrefix(clause, "SET "))
+		case strings.HasPrefix(clause, "REMOVE "):
+			removes = append(removes, strings.TrimPrefix(clause, "REMOVE "))
+		}
+	}
+	if undo != "" && !strings.Contains(e.expr, " "+strings.Fields(undo)[1]+" ") && !strings.HasSuffix(e.expr, " "+strings.Fields(undo)[1]) {
+		add(undo)
+	}
+	add(e.expr)
+	expr := ""
+	if len(sets) > 0 {
+		expr = "SET " + strings.Join(sets, ", ")
+	}
+	if len(removes) > 0 {
+		expr = strings.TrimSpace(expr + " REMOVE " + strings.Join(removes, ", "))
+	}
+	vals := map[string]json.RawMessage{}
+	if e.values != "" {
+		if err := json.Unmarshal([]byte(e.values), &vals); err != nil {
+			return "", "", fmt.Errorf("edit %q values: %w", e.name, err)
+		}
+	}
+	if strings.Contains(expr, ":undo") {
+		for k, v := range undoValues {
+			av, err := attributeJSON(v)
+			if err != nil {
+				return "", "", err
+			}
+			vals[k] = av
+		}
+	}
+	if len(vals) == 0 {
+		return expr, "", nil
+	}
+	b, err := json.Marshal(vals)
+	return expr, string(b), err
+}
+
+// attributeJSON writes v (as ddbstore reads items) in the aws CLI's
+// attribute-value JSON.
+func attributeJSON(v any) (json.RawMessage, error) {
+	var doc any
+	switch x := v.(type) {
+	case string:
+		doc = map[string]string{"S": x}
+	case float64:
+		doc = map[string]string{"N": fmt.Sprint(x)}
+	case bool:
+		doc = map[string]bool{"BOOL": x}
+	case map[string]any:
+		m := map[string]json.RawMessage{}
+		for k, e := range x {
+			av, err := attributeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = av
+		}
+		doc = map[string]any{"M": m}
+	default:
+		return nil, fmt.Errorf("cannot write %T as an attribute value", v)
+	}
+	return json.Marshal(doc)
+}
