@@ -1,0 +1,274 @@
+package cpupub
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+)
+
+// fakeProc is a /proc and /sys in a map.
+type fakeProc map[string]string
+
+func (f fakeProc) read(path string) ([]byte, error) {
+	v, ok := f[path]
+	if !ok {
+		return nil, fmt.Errorf("open %s: %w", path, os.ErrNotExist)
+	}
+	return []byte(v), nil
+}
+
+func stat(pid int, comm string, utime, stime uint64) string {
+	return fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194624 1000 0 0 0 %d %d 0 0 20 0 30 0 123 1000000 5000 18446744073709551615 0 0 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0", pid, comm, pid, pid, utime, stime)
+}
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    uint64
+		wantErr bool
+	}{
+		{"plain", stat(7, "mariadbd", 150, 50), 200, false},
+		{"name with spaces and parens", stat(7, "a) (b c", 3, 4), 7, false},
+		{"no paren", "7 mariadbd S 1", 0, true},
+		{"short", "7 (mariadbd) S 1 2 3", 0, true},
+		{"not a number", "7 (m) S 1 7 7 0 -1 4 1 0 0 0 x 4 0", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseStat([]byte(tt.in))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("ParseStat(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"0", 1, false}, {"0-1", 2, false}, {"0-3,6,8-9\n", 7, false},
+		{"", 0, true}, {"3-1", 0, true}, {"a", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUList(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseCPUList(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestCores(t *testing.T) {
+	status := "Name:\tmariadbd\nCpus_allowed:\tf\nCpus_allowed_list:\t0-3\n"
+	tests := []struct {
+		name    string
+		proc    fakeProc
+		want    float64
+		wantErr bool
+	}{
+		{"affinity only", fakeProc{"/proc/9/status": status}, 4, false},
+		{"cgroup v2 quota", fakeProc{
+			"/proc/9/status":                  status,
+			"/proc/9/cgroup":                  "0::/db.slice\n",
+			"/sys/fs/cgroup/db.slice/cpu.max": "150000 100000\n",
+		}, 1.5, false},
+		{"cgroup v2 unlimited", fakeProc{
+			"/proc/9/status":                  status,
+			"/proc/9/cgroup":                  "0::/db.slice\n",
+			"/sys/fs/cgroup/db.slice/cpu.max": "max 100000\n",
+		}, 4, false},
+		{"cgroup v1 quota", fakeProc{
+			"/proc/9/status": status,
+			"/proc/9/cgroup": "4:memory:/x\n3:cpu,cpuacct:/db\n0::/\n",
+			"/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_quota_us":  "200000\n",
+			"/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_period_us": "100000\n",
+		}, 2, false},
+		{"cgroup v1 unlimited", fakeProc{
+			"/proc/9/status":                       status,
+			"/proc/9/cgroup":                       "1:cpu:/\n0::/\n",
+			"/sys/fs/cgroup/cpu/cpu.cfs_quota_us":  "-1\n",
+			"/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
+		}, 4, false},
+		{"no status", fakeProc{}, 0, true},
+		{"no affinity line", fakeProc{"/proc/9/status": "Name:\tx\n"}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Cores(tt.proc.read, 9)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("Cores() = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func auxv(pairs ...uint64) string {
+	b := make([]byte, 8*len(pairs))
+	for i, v := range pairs {
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return string(b)
+}
+
+func TestClockTicks(t *testing.T) {
+	tests := []struct {
+		name string
+		proc fakeProc
+		want int
+	}{
+		{"from auxv", fakeProc{"/proc/self/auxv": auxv(6, 4096, 17, 250, 0, 0)}, 250},
+		{"missing entry", fakeProc{"/proc/self/auxv": auxv(6, 4096, 0, 0)}, DefaultClockTicks},
+		{"unreadable", fakeProc{}, DefaultClockTicks},
+	}
+	for _, tt := range tests {
+		if got := ClockTicks(tt.proc.read); got != tt.want {
+			t.Errorf("%s: ClockTicks() = %d; want %d", tt.name, got, tt.want)
+		}
+	}
+	// On this machine, the same as getconf CLK_TCK (100 on Linux).
+	if got := ClockTicks(os.ReadFile); got != 100 {
+		t.Errorf("ClockTicks(os.ReadFile) = %d; want 100", got)
+	}
+}
+
+func TestFindProcess(t *testing.T) {
+	proc := fakeProc{"/proc/1/comm": "init\n", "/proc/42/comm": "mariadbd\n", "/proc/43/comm": "mariadb\n"}
+	if pid, err := FindProcess(proc.read, []int{1, 42, 43, 44}, "mariadbd"); err != nil || pid != 42 {
+		t.Errorf("FindProcess(mariadbd) = %d, %v; want 42", pid, err)
+	}
+	if _, err := FindProcess(proc.read, []int{1, 43}, "mariadbd"); err == nil {
+		t.Errorf("FindProcess without mariadbd: no error")
+	}
+	proc["/proc/44/comm"] = "mariadbd\n"
+	if _, err := FindProcess(proc.read, []int{42, 44}, "mariadbd"); err == nil {
+		t.Errorf("FindProcess with two mariadbd: no error")
+	}
+}
+
+func TestUtilization(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := &Sampler{Cores: 2}
+	tests := []struct {
+		name      string
+		prev, cur Sample
+		want      float64
+		wantErr   bool
+	}{
+		{"one core of two", Sample{t0, 10 * time.Second}, Sample{t0.Add(10 * time.Second), 20 * time.Second}, 50, false},
+		{"idle", Sample{t0, time.Second}, Sample{t0.Add(5 * time.Second), time.Second}, 0, false},
+		{"both cores", Sample{t0, 0}, Sample{t0.Add(time.Second), 2 * time.Second}, 100, false},
+		{"empty interval", Sample{t0, 0}, Sample{t0, time.Second}, 0, true},
+		{"restarted", Sample{t0, 5 * time.Second}, Sample{t0.Add(time.Second), time.Second}, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := s.Utilization(tt.prev, tt.cur)
+		if (err != nil) != tt.wantErr || math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: Utilization = %v, %v; want %v, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// fakeClock advances only when Sleep is called.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.now = c.now.Add(d)
+	return nil
+}
+
+// recordingPutter records PutMetricData calls.
+type recordingPutter struct {
+	calls []*cloudwatch.PutMetricDataInput
+	fail  int // fail this many calls first
+}
+
+func (r *recordingPutter) PutMetricData(_ context.Context, in *cloudwatch.PutMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error) {
+	if r.fail > 0 {
+		r.fail--
+		return nil, fmt.Errorf("throttled")
+	}
+	r.calls = append(r.calls, in)
+	return &cloudwatch.PutMetricDataOutput{}, nil
+}
+
+// TestPublisher drives the publisher on a fake clock over a process that
+// uses 0.5, then 1.5 cores of 2, and checks each datapoint's period, value
+// and the RDS metric identity.
+func TestPublisher(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_000_003, 0)} // 3 s into a 10 s period
+	proc := fakeProc{}
+	hz := uint64(100)
+	ticksAt := func(now time.Time) uint64 {
+		// 0.5 core until 1_000_030, then 1.5 cores.
+		s := float64(now.Unix() - 1_000_000)
+		if s <= 30 {
+			return uint64(0.5 * s * float64(hz))
+		}
+		return uint64((15 + 1.5*(s-30)) * float64(hz))
+	}
+	sampler := &Sampler{Read: func(path string) ([]byte, error) {
+		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.now), 0)
+		return proc.read(path)
+	}, PID: 7, Hz: int(hz), Cores: 2, Now: clock.Now}
+	api := &recordingPutter{fail: 1}
+	var seen []Datapoint
+	p := &Publisher{CPU: sampler, API: api, Instance: "sluice-db", Period: 10 * time.Second, Delay: 5 * time.Second, Clock: clock,
+		OnDatapoint: func(d Datapoint) { seen = append(seen, d) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	// Run until the fake clock passes 1_000_061.
+	done := make(chan struct{})
+	p.Clock = &stopClock{fakeClock: clock, until: time.Unix(1_000_061, 0), cancel: cancel}
+	go func() { p.Run(ctx); close(done) }()
+	<-done
+
+	want := []Datapoint{
+		{Start: time.Unix(1_000_010, 0), Period: 10 * time.Second, Value: 25},
+		{Start: time.Unix(1_000_020, 0), Period: 10 * time.Second, Value: 25},
+		{Start: time.Unix(1_000_030, 0), Period: 10 * time.Second, Value: 75},
+		{Start: time.Unix(1_000_040, 0), Period: 10 * time.Second, Value: 75},
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("published %d datapoints %+v; want %d", len(seen), seen, len(want))
+	}
+	for i, w := range want {
+		if !seen[i].Start.Equal(w.Start) || math.Abs(seen[i].Value-w.Value) > 1e-9 || seen[i].Period != w.Period {
+			t.Errorf("datapoint %d = %+v; want %+v", i, seen[i], w)
+		}
+	}
+	in := api.calls[0]
+	d := in.MetricData[0]
+	if aws.ToString(in.Namespace) != "AWS/RDS" || aws.ToString(d.MetricName) != "CPUUtilization" ||
+		len(d.Dimensions) != 1 || aws.ToString(d.Dimensions[0].Name) != "DBInstanceIdentifier" ||
+		aws.ToString(d.Dimensions[0].Value) != "sluice-db" || aws.ToInt32(d.StorageResolution) != 1 || d.Unit != "Percent" {
+		t.Errorf("PutMetricData input = %+v %+v; want AWS/RDS CPUUtilization DBInstanceIdentifier=sluice-db, high resolution, Percent", in, d)
+	}
+}
+
+// stopClock cancels the run when the time passes until.
+type stopClock struct {
+	*fakeClock
+	until  time.Time
+	cancel context.CancelFunc
+}
+
+func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.now.Add(d).After(c.until) {
+		c.cancel()
+		return context.Canceled
+	}
+	return c.fakeClock.Sleep(ctx, d)
+}
