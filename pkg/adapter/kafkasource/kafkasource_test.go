@@ -1,0 +1,370 @@
+package kafkasource_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// fixedRate is a pacer rate for the pause tests.
+type fixedRate float64
+
+func (r fixedRate) Rate() float64 { return float64(r) }
+
+func newSource(t *testing.T, brokers []string, topic, group string, pacer kafkasource.RateSource) *kafkasource.Source {
+	t.Helper()
+	src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: pacer, Opts: fastGroup})
+	if err != nil {
+		t.Fatalf("kafkasource.New: %v", err)
+	}
+	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	return src
+}
+
+// receiveN receives until it has n messages.
+func receiveN(t *testing.T, src *kafkasource.Source, n int) []consume.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []consume.Message
+	for len(out) < n {
+		ms, err := src.Receive(ctx, n-len(out))
+		if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Receive: got %d of %d messages before the timeout", len(out), n)
+		}
+		out = append(out, ms...)
+	}
+	return out
+}
+
+func TestNewRejectsIncompleteConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  kafkasource.Config
+	}{
+		{"no brokers", kafkasource.Config{Topics: []string{"t"}, Group: "g"}},
+		{"no topics", kafkasource.Config{Brokers: []string{"127.0.0.1:1"}, Group: "g"}},
+		{"no group", kafkasource.Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := kafkasource.New(tt.cfg); err == nil {
+				t.Errorf("New(%+v) = nil error; want one", tt.cfg)
+			}
+		})
+	}
+}
+
+func TestMessageIDs(t *testing.T) {
+	c := newFake(t, "ids", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "ids", "x", 0, 1, nil)
+	cl := client(t, brokers, kgo.DefaultProduceTopic("ids"))
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte("k"), Value: []byte(`{}`)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	msgs := receiveN(t, newSource(t, brokers, "ids", "g", nil), 2)
+	for i, want := range []string{"x-0", "ids/0/1"} {
+		if msgs[i].ID != want {
+			t.Errorf("message %d: ID = %q; want %q", i, msgs[i].ID, want)
+		}
+		if msgs[i].ReceiveCount != 1 {
+			t.Errorf("message %d: ReceiveCount = %d; want 1", i, msgs[i].ReceiveCount)
+		}
+	}
+	if got := msgs[1].Attributes["kafka.key"]; got != "k" {
+		t.Errorf("Attributes[kafka.key] = %q; want %q", got, "k")
+	}
+}
+
+// TestCommitsOnlyStoredPrefix: an unstored record holds its partition's
+// commit back until it is stored.
+func TestCommitsOnlyStoredPrefix(t *testing.T) {
+	c := newFake(t, "prefix", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "prefix", "s", 0, 10, nil)
+	src := newSource(t, brokers, "prefix", "g", nil)
+	ctx := context.Background()
+	msgs := receiveN(t, src, 10)
+
+	if err := src.Ack(ctx, append(append([]consume.Message{}, msgs[:4]...), msgs[5:]...)); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got := committed(t, brokers, "g", "prefix")[0]; got != 4 {
+		t.Errorf("committed offset with offset 4 unstored = %d; want 4", got)
+	}
+	if err := src.Release(ctx, msgs[4:5]); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	again := receiveN(t, src, 1)
+	if again[0].ID != "s-4" || again[0].ReceiveCount != 2 {
+		t.Errorf("redelivered (ID, ReceiveCount) = (%q, %d); want (%q, 2)", again[0].ID, again[0].ReceiveCount, "s-4")
+	}
+	if err := src.Ack(ctx, again); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got := committed(t, brokers, "g", "prefix")[0]; got != 10 {
+		t.Errorf("committed offset after storing everything = %d; want 10", got)
+	}
+}
+
+// TestCloseLeavesUnsettledUncommitted: on shutdown what was stored is
+// committed and the rest comes to the next member.
+func TestCloseLeavesUnsettledUncommitted(t *testing.T) {
+	c := newFake(t, "close", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "close", "c", 0, 10, nil)
+	src := newSource(t, brokers, "close", "g", nil)
+	msgs := receiveN(t, src, 10)
+	if err := src.Ack(context.Background(), msgs[:6]); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if err := src.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := src.Receive(context.Background(), 1); !errors.Is(err, kafkasource.ErrClosed) {
+		t.Errorf("Receive after Close: err = %v; want ErrClosed", err)
+	}
+	if got := committed(t, brokers, "g", "close")[0]; got != 6 {
+		t.Errorf("committed offset after Close = %d; want 6", got)
+	}
+	next := receiveN(t, newSource(t, brokers, "close", "g", nil), 4)
+	if next[0].ID != "c-6" {
+		t.Errorf("next member's first message = %q; want %q", next[0].ID, "c-6")
+	}
+}
+
+// failOffsetCommit answers the next OffsetCommit with an error on every
+// partition.
+func failOffsetCommit(c *kfake.Cluster, calls *atomic.Int64) {
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		calls.Add(1)
+		req := kreq.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.OffsetMetadataTooLarge.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
+// TestCommitFailureIsRetried: a failed commit is reported, and the next
+// commit covers what it missed.
+func TestCommitFailureIsRetried(t *testing.T) {
+	c := newFake(t, "cfail", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "cfail", "f", 0, 10, nil)
+	src := newSource(t, brokers, "cfail", "g", nil)
+	msgs := receiveN(t, src, 10)
+	var calls atomic.Int64
+	failOffsetCommit(c, &calls)
+	if err := src.Ack(context.Background(), msgs[:5]); err == nil {
+		t.Errorf("Ack with the commit failing = nil error; want one")
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("injected commit failures = %d; want 1", calls.Load())
+	}
+	if got, ok := committed(t, brokers, "g", "cfail")[0]; ok {
+		t.Errorf("committed offset after a failed commit = %d; want none", got)
+	}
+	if err := src.Ack(context.Background(), msgs[5:]); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got := committed(t, brokers, "g", "cfail")[0]; got != 10 {
+		t.Errorf("committed offset after the next commit = %d; want 10", got)
+	}
+	if got := src.Stats().CommitErrors.Load(); got != 1 {
+		t.Errorf("Stats().CommitErrors = %d; want 1", got)
+	}
+}
+
+// failProduce answers the next Produce with TOPIC_AUTHORIZATION_FAILED.
+func failProduce(c *kfake.Cluster, calls *atomic.Int64) {
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		calls.Add(1)
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
+// TestDeadLetterBeforeCommit: a poison record's offset is committed only
+// after the dead-letter topic took it; a failed dead-letter produce leaves it
+// uncommitted and hands it out again.
+func TestDeadLetterBeforeCommit(t *testing.T) {
+	c := newFake(t, "dl", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "dl", "d", 0, 2, func(i int) bool { return i == 0 })
+	src := newSource(t, brokers, "dl", "g", nil)
+	ctx := context.Background()
+	msgs := receiveN(t, src, 2)
+	if err := src.Ack(ctx, msgs[1:]); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got, ok := committed(t, brokers, "g", "dl")[0]; ok {
+		t.Errorf("committed offset with the poison record unsettled = %d; want none", got)
+	}
+
+	var calls atomic.Int64
+	failProduce(c, &calls)
+	if err := src.DeadLetter(ctx, []consume.Poison{{Message: msgs[0], Reason: "bad body"}}); err == nil {
+		t.Errorf("DeadLetter with the produce failing = nil error; want one")
+	}
+	if calls.Load() == 0 {
+		t.Fatalf("the injected produce failure was not hit")
+	}
+	if got, ok := committed(t, brokers, "g", "dl")[0]; ok {
+		t.Errorf("committed offset after a failed dead-letter produce = %d; want none", got)
+	}
+	again := receiveN(t, src, 1)
+	if again[0].ID != "d-0" {
+		t.Fatalf("message handed out again = %q; want d-0", again[0].ID)
+	}
+	if err := src.DeadLetter(ctx, []consume.Poison{{Message: again[0], Reason: "bad body"}}); err != nil {
+		t.Fatalf("DeadLetter: %v", err)
+	}
+	if got := committed(t, brokers, "g", "dl")[0]; got != 2 {
+		t.Errorf("committed offset after dead-lettering = %d; want 2", got)
+	}
+	dead := readAll(t, brokers, "dl.dlt")
+	if len(dead) != 1 {
+		t.Fatalf("dl.dlt holds %d records; want 1", len(dead))
+	}
+	h := map[string]string{}
+	for _, kv := range dead[0].Headers {
+		h[kv.Key] = string(kv.Value)
+	}
+	want := map[string]string{kafkasource.HeaderReason: "bad body", kafkasource.HeaderOrigin: "dl/0/0", kafkasource.HeaderID: "d-0", "message-id": "d-0"}
+	for k, v := range want {
+		if h[k] != v {
+			t.Errorf("dead letter header %s = %q; want %q", k, h[k], v)
+		}
+	}
+}
+
+// TestFetchFailuresRecover: fetches that fail (connection closed by the
+// broker) are retried by the client and nothing is lost.
+func TestFetchFailuresRecover(t *testing.T) {
+	c := newFake(t, "ffail", 2)
+	brokers := c.ListenAddrs()
+	ids := produce(t, brokers, "ffail", "r", 0, 200, nil)
+	var failed atomic.Int64
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if failed.Load() >= 3 {
+			c.DropControl()
+			return nil, nil, false
+		}
+		failed.Add(1)
+		c.KeepControl()
+		return nil, errors.New("injected fetch failure"), true
+	})
+	sink := memqueue.NewSink()
+	w := startWorker(t, brokers, "ffail", "g", sink, 1e6)
+	waitFor(t, 60*time.Second, "200 messages stored", func() bool { return sink.Len() == 200 })
+	w.stop()
+	if failed.Load() != 3 {
+		t.Errorf("injected fetch failures = %d; want 3", failed.Load())
+	}
+	if m := missing(ids, sink.Has); len(m) > 0 {
+		t.Errorf("%d messages missing after fetch failures", len(m))
+	}
+	checkNeverPastUnstored(t, brokers, "g", "ffail", sink.Has)
+}
+
+// TestPausesWhenOutOfBudget: a batch that needs more than PauseAfter at the
+// pacer's rate pauses fetching until the next Receive.
+func TestPausesWhenOutOfBudget(t *testing.T) {
+	tests := []struct {
+		name      string
+		rate      float64
+		batch     int
+		wantPause bool
+	}{
+		{"slow rate, big batch", 1, 10, true},
+		{"zero rate", 0, 1, true},
+		{"batch within a second", 10, 10, false},
+		{"no limit", math.Inf(1), 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topic := "pause" + strings.ReplaceAll(tt.name, " ", "")
+			topic = strings.ReplaceAll(topic, ",", "")
+			c := newFake(t, topic, 1)
+			brokers := c.ListenAddrs()
+			produce(t, brokers, topic, "q", 0, 2*tt.batch, nil)
+			src := newSource(t, brokers, topic, "g", fixedRate(tt.rate))
+			receiveN(t, src, tt.batch)
+			if got := src.Paused(); got != tt.wantPause {
+				t.Fatalf("Paused() after a batch of %d at %v/s = %v; want %v", tt.batch, tt.rate, got, tt.wantPause)
+			}
+			if !tt.wantPause {
+				return
+			}
+			var fetches atomic.Int64
+			c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				fetches.Add(1)
+				return nil, nil, false
+			})
+			time.Sleep(time.Second) // FetchMaxWait is 200 ms: an unpaused client fetches about 5 times
+			if got := fetches.Load(); got > 1 {
+				t.Errorf("fetch requests in 1 s while paused = %d; want at most 1 (one in flight)", got)
+			}
+			receiveN(t, src, 1)
+			if got := src.Stats().Pauses.Load(); got < 1 {
+				t.Errorf("Stats().Pauses = %d; want >= 1", got)
+			}
+		})
+	}
+}
+
+func TestRebalanceNoLossFake(t *testing.T) {
+	c := newFake(t, "reb", 4)
+	scenarioRebalance(t, c.ListenAddrs(), "reb", "g", 2000)
+}
+
+func TestPoisonToDeadLetterTopicFake(t *testing.T) {
+	c := newFake(t, "poison", 2)
+	scenarioPoison(t, c.ListenAddrs(), "poison", "g")
+}
+
+func TestKilledConsumerNoLossFake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a session timeout for the killed member")
+	}
+	c := newFake(t, "kill", 3)
+	scenarioKill(t, c.ListenAddrs(), "kill", "g", 2000)
+}

@@ -1,0 +1,590 @@
+// Package kafkasource is the Kafka message source of the consumers: a
+// franz-go consumer-group member that serves consume.Source and
+// consume.DeadLetterer.
+//
+// Guarantees, and how they are kept:
+//
+//   - Offsets are committed only after the sink stored the records
+//     (autocommit is disabled). Per partition the source commits the offset
+//     after the highest record of an unbroken run of settled records: a
+//     record neither stored nor dead-lettered holds the partition's commit
+//     back, so a crash or SIGKILL redelivers it (and perhaps some stored
+//     records after it, which the idempotent sink absorbs). Ack and
+//     DeadLetter commit synchronously before they return.
+//   - Rebalances: a rebalance waits (BlockRebalanceOnPoll) only from a poll
+//     until its records are registered, inside Receive; it does not wait for
+//     the batch to be stored, because the consumer holds a batch for its
+//     pacing slot (up to MaxHold, and indefinitely while the allowed rate is
+//     zero), which would stall the whole group. OnPartitionsRevoked commits
+//     the settled prefix of the revoked partitions and forgets them;
+//     OnPartitionsLost forgets them without committing. A batch still held
+//     for a partition that was taken away is acknowledged into nothing: its
+//     records come again to the new owner from the last commit (duplicates
+//     the sink absorbs; nothing missing).
+//   - Released records (not stored) are kept and handed out again, first, by
+//     the next Receive, with their ReceiveCount grown; they keep the
+//     partition's commit point behind them.
+//   - Poison records are produced synchronously to the dead-letter topic
+//     (Config.DeadLetterTopic, default "<topic>.dlt") with the reason in the
+//     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
+//     (topic/partition/offset); only then are their offsets settled.
+//   - Fetching is paused while the consumer is out of budget: after a poll,
+//     if the batch needs more than PauseAfter at the consumer's pacing rate
+//     (or the rate is zero), fetching stops until the next Receive, so that
+//     the client does not read ahead of the allowed rate.
+//
+// Message ids: the header named Config.IDHeader (default "message-id") when
+// the producer set it, else "topic/partition/offset". Offsets never change,
+// so the default id is already stable across redelivery; a producer-set id
+// also absorbs the producer's own retries (one message written twice at two
+// offsets) in the MySQL sink.
+package kafkasource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+var (
+	_ consume.Source       = (*Source)(nil)
+	_ consume.DeadLetterer = (*Source)(nil)
+)
+
+// Header names set on dead-lettered records.
+const (
+	// HeaderReason carries why a record was dead-lettered.
+	HeaderReason = "sluice-dlt-reason"
+	// HeaderOrigin carries the record's origin as topic/partition/offset.
+	HeaderOrigin = "sluice-dlt-origin"
+	// HeaderID carries the consumer's message id of a dead-lettered record.
+	HeaderID = "sluice-dlt-id"
+)
+
+// ErrClosed is returned by Receive after Close.
+var ErrClosed = errors.New("kafka source closed")
+
+// RateSource tells the consumer's current pacing rate in messages/s (+Inf
+// for no limit). *consume.Pacer satisfies it.
+type RateSource interface {
+	Rate() float64
+}
+
+var _ RateSource = (*consume.Pacer)(nil)
+
+// Config configures a Source.
+type Config struct {
+	// Brokers are the seed brokers (host:port).
+	Brokers []string
+	// Topics are the topics consumed.
+	Topics []string
+	// Group is the consumer group.
+	Group string
+	// DeadLetterTopic receives poison records; "" means "<topic>.dlt" of
+	// each record's topic.
+	DeadLetterTopic string
+	// IDHeader names the header that carries a producer-set message id; ""
+	// means "message-id". Records without it get "topic/partition/offset".
+	IDHeader string
+	// Pacer is the consumer's pacer (consume.Consumer.Pacer()); nil never
+	// pauses fetching.
+	Pacer RateSource
+	// PauseAfter pauses fetching after a poll whose batch needs longer than
+	// this at the pacer's rate (default 1 s).
+	PauseAfter time.Duration
+	// Log receives the source's logs; nil discards them.
+	Log *slog.Logger
+	// Opts are extra franz-go options (timeouts, TLS, SASL), applied last.
+	Opts []kgo.Opt
+}
+
+func (c Config) withDefaults() Config {
+	if c.IDHeader == "" {
+		c.IDHeader = "message-id"
+	}
+	if c.PauseAfter <= 0 {
+		c.PauseAfter = time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Stats are the source's counters, safe for concurrent use.
+type Stats struct {
+	// Commits counts successful offset commits; CommitErrors failed ones.
+	Commits, CommitErrors atomic.Int64
+	// DeadLettered counts records produced to the dead-letter topic.
+	DeadLettered atomic.Int64
+	// Pauses counts the times fetching was paused for lack of budget.
+	Pauses atomic.Int64
+	// Revoked and Lost count partitions taken away by rebalances.
+	Revoked, Lost atomic.Int64
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// handle is what a consume.Message carries back to the source: the record
+// and the ledger (one partition's assignment) it was delivered from.
+type handle struct {
+	rec *kgo.Record
+	led *ledger
+}
+
+// Source is a Kafka consumer-group member serving consume.Source. It is safe
+// for concurrent use.
+type Source struct {
+	cfg    Config
+	cl     *kgo.Client
+	log    *slog.Logger
+	stats  Stats
+	closed atomic.Bool
+
+	mu      sync.Mutex
+	parts   map[tp]*ledger
+	pending []consume.Message // released, handed out again first
+	paused  bool
+}
+
+// New joins cfg.Group and returns the Source. Nothing is fetched before the
+// first Receive returns; a group without commits starts at the earliest
+// offset, so that nothing produced before the group existed is skipped.
+func New(cfg Config) (*Source, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Brokers) == 0 || len(cfg.Topics) == 0 || cfg.Group == "" {
+		return nil, fmt.Errorf("kafka source: brokers, topics and group are required (got %v, %v, %q)", cfg.Brokers, cfg.Topics, cfg.Group)
+	}
+	s := &Source{cfg: cfg, log: cfg.Log, parts: map[tp]*ledger{}}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(s.onAssigned),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
+		kgo.AllowAutoTopicCreation(), // the dead-letter topic, where the broker allows it
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}
+	cl, err := kgo.NewClient(append(opts, cfg.Opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source for group %s: %w", cfg.Group, err)
+	}
+	s.cl = cl
+	return s, nil
+}
+
+// Client returns the underlying franz-go client (for metrics such as lag).
+func (s *Source) Client() *kgo.Client { return s.cl }
+
+// Stats returns the source's counters.
+func (s *Source) Stats() *Stats { return &s.stats }
+
+// Receive returns up to max messages: released ones first, else records
+// polled from the assigned partitions (blocking until there are some or
+// ctx ends; then it returns none and no error).
+func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if max < 1 {
+		max = 1
+	}
+	if out := s.takePending(max); len(out) > 0 {
+		return out, nil
+	}
+	s.resume()
+	fs := s.cl.PollRecords(ctx, max)
+	// Rebalances wait from the poll until the records are in their ledgers:
+	// a record is never registered into an assignment it does not belong to.
+	defer s.cl.AllowRebalance()
+	var firstErr error
+	fs.EachError(func(topic string, partition int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if errors.Is(err, kgo.ErrClientClosed) {
+			firstErr = ErrClosed
+			return
+		}
+		s.log.Warn("kafka fetch error", "topic", topic, "partition", partition, "err", err)
+		if firstErr == nil {
+			firstErr = fmt.Errorf("fetch %s/%d: %w", topic, partition, err)
+		}
+	})
+	out := make([]consume.Message, 0, fs.NumRecords())
+	s.mu.Lock()
+	fs.EachRecord(func(r *kgo.Record) {
+		k := tp{r.Topic, r.Partition}
+		led := s.parts[k]
+		if led == nil {
+			led = newLedger()
+			s.parts[k] = led
+		}
+		if !led.deliver(r.Offset, r.LeaderEpoch) {
+			return
+		}
+		out = append(out, s.message(r, led))
+	})
+	s.mu.Unlock()
+	s.log.Debug("kafka poll", "records", len(out), "polled", fs.NumRecords(), "max", max, "err", firstErr)
+	if len(out) > 0 {
+		s.maybePause(len(out))
+		return out, nil
+	}
+	if ctx.Err() != nil && !errors.Is(firstErr, ErrClosed) {
+		return nil, nil
+	}
+	return nil, firstErr
+}
+
+// message converts a record.
+func (s *Source) message(r *kgo.Record, led *ledger) consume.Message {
+	m := consume.Message{
+		Body:         r.Value,
+		ReceiveCount: 1,
+		SentAt:       r.Timestamp,
+		Handle:       &handle{rec: r, led: led},
+		Attributes:   make(map[string]string, len(r.Headers)+4),
+	}
+	for _, h := range r.Headers {
+		m.Attributes[h.Key] = string(h.Value)
+	}
+	m.ID = MessageID(r, s.cfg.IDHeader)
+	m.Attributes["kafka.topic"] = r.Topic
+	m.Attributes["kafka.partition"] = strconv.Itoa(int(r.Partition))
+	m.Attributes["kafka.offset"] = strconv.FormatInt(r.Offset, 10)
+	if r.Key != nil {
+		m.Attributes["kafka.key"] = string(r.Key)
+	}
+	return m
+}
+
+// MessageID returns the id a Source gives r: the value of the header named
+// idHeader when it is set and not empty, else Origin(r).
+func MessageID(r *kgo.Record, idHeader string) string {
+	for _, h := range r.Headers {
+		if h.Key == idHeader && len(h.Value) > 0 {
+			return string(h.Value)
+		}
+	}
+	return Origin(r)
+}
+
+// Origin returns a record's coordinates, "topic/partition/offset".
+func Origin(r *kgo.Record) string {
+	return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+}
+
+// takePending returns up to max released messages whose partition is still
+// assigned (the others are dropped: their new owner reads them again).
+func (s *Source) takePending(max int) []consume.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out, keep []consume.Message
+	for _, m := range s.pending {
+		h := m.Handle.(*handle)
+		if s.parts[tp{h.rec.Topic, h.rec.Partition}] != h.led {
+			continue
+		}
+		if len(out) < max {
+			m.ReceiveCount++
+			out = append(out, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	s.pending = keep
+	return out
+}
+
+// maybePause stops fetching when a batch of n needs more than PauseAfter at
+// the pacer's rate: the client would otherwise read ahead of the budget.
+func (s *Source) maybePause(n int) {
+	if s.cfg.Pacer == nil {
+		return
+	}
+	r := s.cfg.Pacer.Rate()
+	if r > 0 && float64(n)/r <= s.cfg.PauseAfter.Seconds() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.paused {
+		s.cl.PauseFetchTopics(s.cfg.Topics...)
+		s.paused = true
+		s.stats.Pauses.Add(1)
+	}
+}
+
+func (s *Source) resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused {
+		s.cl.ResumeFetchTopics(s.cfg.Topics...)
+		s.paused = false
+	}
+}
+
+// Paused reports whether fetching is paused for lack of budget.
+func (s *Source) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// settle marks msgs settled in their ledgers; messages from a partition no
+// longer assigned (or not from this source) are skipped and counted.
+func (s *Source) settle(msgs []consume.Message) (stale int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		h, ok := m.Handle.(*handle)
+		if !ok || s.parts[tp{h.rec.Topic, h.rec.Partition}] != h.led {
+			stale++
+			continue
+		}
+		h.led.settle(h.rec.Offset)
+	}
+	return stale
+}
+
+// Ack records that msgs are stored and commits every partition whose commit
+// point moved. A commit error is returned (the records stay stored and the
+// next commit covers them).
+func (s *Source) Ack(ctx context.Context, msgs []consume.Message) error {
+	if stale := s.settle(msgs); stale > 0 {
+		s.log.Info("acknowledged records of partitions no longer assigned; their new owner redelivers them", "records", stale)
+	}
+	return s.Commit(ctx)
+}
+
+// Release gives msgs back: the next Receive hands them out again. Their
+// partitions' commit points stay behind them.
+func (s *Source) Release(_ context.Context, msgs []consume.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := m.Handle.(*handle); !ok {
+			return fmt.Errorf("release message %s: not from a kafka source", m.ID)
+		}
+	}
+	s.pending = append(s.pending, msgs...)
+	return nil
+}
+
+// DeadLetter produces the poison records to the dead-letter topic, waits for
+// the broker's acknowledgement, and only then settles their offsets and
+// commits. A record the broker did not take is released for another try.
+func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error {
+	recs := make([]*kgo.Record, 0, len(poison))
+	msgs := make([]consume.Message, 0, len(poison))
+	for _, p := range poison {
+		h, ok := p.Message.Handle.(*handle)
+		if !ok {
+			return fmt.Errorf("dead-letter message %s: not from a kafka source", p.Message.ID)
+		}
+		recs = append(recs, s.deadRecord(h.rec, p.Message.ID, p.Reason))
+		msgs = append(msgs, p.Message)
+	}
+	res := s.cl.ProduceSync(ctx, recs...)
+	var done, retry []consume.Message
+	var errs []error
+	for i, r := range res {
+		if r.Err != nil {
+			retry = append(retry, msgs[i])
+			errs = append(errs, fmt.Errorf("produce %s to %s: %w", msgs[i].ID, recs[i].Topic, r.Err))
+			continue
+		}
+		done = append(done, msgs[i])
+	}
+	s.stats.DeadLettered.Add(int64(len(done)))
+	s.settle(done)
+	if len(retry) > 0 {
+		_ = s.Release(ctx, retry)
+	}
+	if err := s.Commit(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Source) deadRecord(r *kgo.Record, id, reason string) *kgo.Record {
+	topic := s.cfg.DeadLetterTopic
+	if topic == "" {
+		topic = r.Topic + ".dlt"
+	}
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+3)
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderReason, HeaderOrigin, HeaderID:
+		default:
+			hs = append(hs, h)
+		}
+	}
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
+		kgo.RecordHeader{Key: HeaderOrigin, Value: []byte(Origin(r))},
+		kgo.RecordHeader{Key: HeaderID, Value: []byte(id)},
+	)
+	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
+
+// due returns the commit points ahead of the last commit, for the given
+// partitions (all when only is nil).
+func (s *Source) due(only map[string][]int32) map[string]map[int32]kgo.EpochOffset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[int32]kgo.EpochOffset{}
+	add := func(k tp, l *ledger) {
+		if l == nil || !l.due() {
+			return
+		}
+		if out[k.topic] == nil {
+			out[k.topic] = map[int32]kgo.EpochOffset{}
+		}
+		out[k.topic][k.partition] = kgo.EpochOffset{Epoch: l.epoch, Offset: l.point}
+	}
+	if only == nil {
+		for k, l := range s.parts {
+			add(k, l)
+		}
+		return out
+	}
+	for t, ps := range only {
+		for _, p := range ps {
+			add(tp{t, p}, s.parts[tp{t, p}])
+		}
+	}
+	return out
+}
+
+// commit commits offs synchronously and records what was committed.
+func (s *Source) commit(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) error {
+	if len(offs) == 0 {
+		return nil
+	}
+	var rerr error
+	s.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			rerr = err
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
+					rerr = errors.Join(rerr, fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, perr))
+					continue
+				}
+				eo, ok := offs[t.Topic][p.Partition]
+				if l := s.parts[tp{t.Topic, p.Partition}]; ok && l != nil && eo.Offset > l.committed {
+					l.committed = eo.Offset
+				}
+			}
+		}
+	})
+	if rerr != nil {
+		s.stats.CommitErrors.Add(1)
+		return fmt.Errorf("commit offsets %v: %w", offs, rerr)
+	}
+	s.stats.Commits.Add(1)
+	return nil
+}
+
+// Commit commits the settled prefix of every assigned partition.
+func (s *Source) Commit(ctx context.Context) error { return s.commit(ctx, s.due(nil)) }
+
+// Committed returns the offsets this member committed, per topic and
+// partition, in its current assignment.
+func (s *Source) Committed() map[string]map[int32]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[int32]int64{}
+	for k, l := range s.parts {
+		if l.committed < 0 {
+			continue
+		}
+		if out[k.topic] == nil {
+			out[k.topic] = map[int32]int64{}
+		}
+		out[k.topic][k.partition] = l.committed
+	}
+	return out
+}
+
+func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.log.Info("kafka partitions assigned", "group", s.cfg.Group, "partitions", assigned)
+}
+
+// onRevoked commits what was settled in the revoked partitions, then forgets
+// them: records of theirs still held come again to the next owner.
+func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if err := s.commit(ctx, s.due(revoked)); err != nil {
+		s.log.Warn("commit on revoke failed; the next owner redelivers from the previous commit", "err", err)
+	}
+	s.forget(revoked)
+	if n := count(revoked); n > 0 {
+		s.stats.Revoked.Add(int64(n))
+		s.log.Info("kafka partitions revoked", "group", s.cfg.Group, "partitions", revoked)
+	}
+}
+
+// onLost forgets the lost partitions without committing: another member may
+// own them already, and its commits must not be overwritten.
+func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	s.forget(lost)
+	s.stats.Lost.Add(int64(count(lost)))
+	s.log.Warn("kafka partitions lost", "group", s.cfg.Group, "partitions", lost)
+}
+
+// forget drops the ledgers of parts: acknowledgements of their records
+// still held no longer count, and their released records are dropped.
+func (s *Source) forget(parts map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, ps := range parts {
+		for _, p := range ps {
+			delete(s.parts, tp{t, p})
+		}
+	}
+}
+
+func count(parts map[string][]int32) int {
+	n := 0
+	for _, ps := range parts {
+		n += len(ps)
+	}
+	return n
+}
+
+// Close commits what was settled, leaves the group (the revoke callback
+// commits again whatever was settled meanwhile) and closes the client.
+// Records delivered but not settled stay uncommitted: the next owner gets
+// them. Close is idempotent.
+func (s *Source) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err := s.Commit(ctx)
+	s.cl.CloseAllowingRebalance()
+	return err
+}
