@@ -95,11 +95,15 @@ type Config struct {
 	// delay-free loop: Ki = 1/(gain Tc).
 	DelayAware bool `json:"da,omitempty"`
 	// NoiseBand, when positive, makes the integral gain depend on the size
-	// of the error: an error e is integrated as e * e^2/(e^2 + NoiseBand^2),
-	// so that errors of the size of the measurement noise move the output
-	// little while load changes far above it are rejected at full speed (a
-	// nonlinear, error-squared-like PI; Astrom & Hagglund 2006, sec. 3.8,
-	// Shinskey 1996). Set it to about twice the noise's standard deviation.
+	// of an error that calls for a higher rate: such an error e is
+	// integrated as e * e^2/(e^2 + NoiseBand^2), so that errors of the size
+	// of the measurement noise raise the rate little while load changes far
+	// above the noise are followed at full speed (a nonlinear,
+	// error-squared-like PI; Astrom & Hagglund 2006, sec. 3.8; Shinskey,
+	// Process Control Systems, 1996). Errors that call for a lower rate
+	// (CPU above the setpoint) are always integrated linearly, so the loop
+	// approaches the setpoint from below and noise does not push the CPU
+	// above it. Set it to about three times the noise's standard deviation.
 	NoiseBand float64 `json:"nb,omitempty"`
 	// MeasurementMin and MeasurementMax are the valid range of the
 	// measurement (0 and 100 for CPU). When Max <= Min only NaN and Inf are
@@ -345,7 +349,7 @@ func (c *Controller) Update(in Input) Output {
 	if !math.IsNaN(predicted) {
 		eI = prevSetpoint - predicted
 	}
-	if b := cfg.NoiseBand; b > 0 {
+	if b := cfg.NoiseBand; b > 0 && eI > 0 {
 		eI *= eI * eI / (eI*eI + b*b)
 	}
 

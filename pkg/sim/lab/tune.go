@@ -12,11 +12,17 @@ import (
 // derivativeFilterN is N in the derivative filter time constant Td/N.
 const derivativeFilterN = 10
 
-// NewPolicy builds controller name for scenario s from the identified plant
-// model m (never from the true plant): the feedback controllers are tuned by
-// SIMC on the loop model, whose dead time is the identified dead time plus
-// the metric pipeline's and the tick's (known configuration). It returns the
-// policy and its parameters.
+// NewPolicy builds controller name for scenario s from what the step test
+// identified (never from the true plant). pi and pid are tuned by SIMC on
+// the loop model, whose dead time is the identified dead time plus the
+// metric pipeline's and the tick's (known configuration). pi-aw-spf-ff keeps
+// SIMC's Kp and adds conditional anti-windup, the setpoint filter, the
+// reference feedforward and the delay-aware integrator, whose Ki is set for
+// the loop without the delay it predicts (IntegralTime). smith is SIMC on the
+// delay-free model inside a predictor with the loop dead time. fixed is the
+// model's rate for the initial setpoint; aimd adds a twentieth of it per
+// datapoint at or below the setpoint and multiplies by 0.8 above. It returns
+// the policy and its parameters.
 func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[string]float64, error) {
 	m := p.Model
 	loop := tuning.LoopModel(m, s.PipelineDelay())
@@ -100,30 +106,20 @@ type Plant struct {
 	NoiseSD float64
 }
 
-// NoiseBandFactor times the measured noise is the error below which the
-// delay-aware integrator slows down (control.Config.NoiseBand).
+// NoiseBandFactor times the noise measured on the step test's baseline is
+// the error below which the integrator raises the rate slowly
+// (control.Config.NoiseBand).
 const NoiseBandFactor = 3.0
 
-// NoiseTarget is the standard deviation, in points of CPU, that measurement
-// noise may cause in the true CPU through the delay-aware integrator.
-const NoiseTarget = 0.35
-
 // IntegralTime is the closed-loop time constant Tc of the delay-aware
-// integrator (Ki = 1/(gain Tc)): the loop dead time, or longer when the
-// measurement is noisy. With the delay predicted, each new datapoint moves
-// the output by g = period/Tc of its error, so the noise (standard deviation
-// sigma) reaches the true CPU as sigma sqrt(g/(2-g)); Tc is chosen so that
-// this stays below NoiseTarget.
+// integrator (Ki = 1/(gain Tc)): three quarters of the loop dead time. With
+// the delay predicted, each new datapoint moves the output by g =
+// period/Tc of its error (about 0.5 on the reference loop): fast enough to
+// reject a disturbance within about two loop dead times, slow enough that a
+// model whose timing is off by a metric period does not oscillate. The
+// measurement noise is handled by the noise band, not by a slower Tc.
 func IntegralTime(s sim.Scenario, p Plant) time.Duration {
-	tc := tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime
-	if sd := p.NoiseSD; sd > 0 && NoiseBandFactor == 0 {
-		a2 := NoiseTarget * NoiseTarget
-		g := 2 * a2 / (sd*sd + a2)
-		if t := time.Duration(float64(s.MetricPeriod) / g); t > tc {
-			tc = t
-		}
-	}
-	return tc
+	return tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime * 3 / 4
 }
 
 func override(t tuning.Gains, g Gains) (kp, ki, kd float64) {
