@@ -1,0 +1,256 @@
+package localaws
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQSAPI is the part of the SQS client the poller uses.
+type SQSAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// Poller is the SQS event source mapping: it long-polls a queue for up to
+// BatchSize messages, invokes the function with them as one SQS event, and
+// then deletes every message the function did not report in
+// batchItemFailures. When the invocation fails (a function error, a
+// timeout), or the response names a failure it cannot match to a message,
+// the whole batch counts as failed and nothing is deleted, as AWS does: the
+// messages come back after their visibility timeout, and the queue's redrive
+// policy moves them to the dead-letter queue after maxReceiveCount receives.
+type Poller struct {
+	API      SQSAPI
+	Invoker  Invoker
+	QueueURL string
+	// QueueARN is each record's eventSourceARN (default: derived from the
+	// queue URL with Region and the URL's account).
+	QueueARN string
+	Region   string
+	// BatchSize is the largest batch (1 to 10; default 10).
+	BatchSize int
+	// Wait is the long-poll wait (default 1s; at most 20s).
+	Wait time.Duration
+	Log  *slog.Logger
+	// OnBatch, when set, sees every batch's outcome.
+	OnBatch func(BatchResult)
+}
+
+// BatchResult is the outcome of one poll.
+type BatchResult struct {
+	// Received is the number of messages received; Deleted and Failed how
+	// many were deleted and left for redelivery.
+	Received, Deleted, Failed int
+	// IDs are the received message ids, FailedIDs those left in the queue.
+	IDs, FailedIDs []string
+	// InvokeErr is the invocation's error (the whole batch failed).
+	InvokeErr error
+}
+
+func (p *Poller) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}
+
+// Run polls until ctx ends. Errors of the SQS API are logged and retried
+// after a second.
+func (p *Poller) Run(ctx context.Context) error {
+	if p.API == nil || p.Invoker == nil || p.QueueURL == "" {
+		return fmt.Errorf("sqs poller: API, Invoker and QueueURL must be set")
+	}
+	for ctx.Err() == nil {
+		if _, err := p.PollOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log().WarnContext(ctx, "sqs poll", "queue", p.QueueURL, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
+}
+
+// PollOnce receives one batch, invokes the function with it and deletes
+// what was processed. An empty receive returns a zero result.
+func (p *Poller) PollOnce(ctx context.Context) (BatchResult, error) {
+	size := p.BatchSize
+	if size <= 0 || size > 10 {
+		size = 10
+	}
+	wait := p.Wait
+	if wait <= 0 {
+		wait = time.Second
+	}
+	out, err := p.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(p.QueueURL),
+		MaxNumberOfMessages:         int32(size),
+		WaitTimeSeconds:             int32(min(wait, 20*time.Second) / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("receive from %s: %w", p.QueueURL, err)
+	}
+	if len(out.Messages) == 0 {
+		return BatchResult{}, nil
+	}
+	ev := p.Event(out.Messages)
+	res := BatchResult{Received: len(out.Messages)}
+	for _, r := range ev.Records {
+		res.IDs = append(res.IDs, r.MessageId)
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return res, fmt.Errorf("encode SQS event: %w", err)
+	}
+	failed := map[string]bool{}
+	body, err := p.Invoker.Invoke(ctx, payload)
+	if err == nil {
+		failed, err = FailedItems(body, res.IDs)
+	}
+	if err != nil {
+		// The whole batch failed: leave every message to its visibility
+		// timeout.
+		res.InvokeErr = err
+		res.Failed, res.FailedIDs = len(res.IDs), res.IDs
+		p.log().WarnContext(ctx, "sqs batch failed; messages return after their visibility timeout", "messages", res.Received, "err", err)
+		p.report(res)
+		return res, nil
+	}
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, m := range out.Messages {
+		id := aws.ToString(m.MessageId)
+		if failed[id] {
+			res.FailedIDs = append(res.FailedIDs, id)
+			continue
+		}
+		del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	res.Failed = len(res.FailedIDs)
+	if len(del) > 0 {
+		dout, err := p.API.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(p.QueueURL), Entries: del})
+		if err != nil {
+			// Not deleted: the messages come back and the function, which
+			// is idempotent, sees them again.
+			p.report(res)
+			return res, fmt.Errorf("delete %d processed messages: %w", len(del), err)
+		}
+		res.Deleted = len(dout.Successful)
+		for _, f := range dout.Failed {
+			p.log().WarnContext(ctx, "delete failed; the message will be redelivered", "entry", aws.ToString(f.Id), "code", aws.ToString(f.Code), "message", aws.ToString(f.Message))
+		}
+	}
+	p.report(res)
+	return res, nil
+}
+
+func (p *Poller) report(res BatchResult) {
+	if p.OnBatch != nil {
+		p.OnBatch(res)
+	}
+}
+
+// FailedItems decodes a function's SQS batch response and returns the ids
+// it reported as failed. An empty or null response means every message
+// succeeded. An item identifier that is empty or not one of ids fails the
+// whole batch (an error), as the event source mapping does.
+func FailedItems(body []byte, ids []string) (map[string]bool, error) {
+	failed := map[string]bool{}
+	t := strings.TrimSpace(string(body))
+	if t == "" || t == "null" || t == "{}" {
+		return failed, nil
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal([]byte(t), &resp); err != nil {
+		// Any other response shape counts as success, as for a function
+		// that does not report batch item failures.
+		return failed, nil
+	}
+	known := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		known[id] = true
+	}
+	for _, f := range resp.BatchItemFailures {
+		if f.ItemIdentifier == "" || !known[f.ItemIdentifier] {
+			return nil, fmt.Errorf("batch response names item %q, which is not in the batch: the whole batch counts as failed", f.ItemIdentifier)
+		}
+		failed[f.ItemIdentifier] = true
+	}
+	return failed, nil
+}
+
+// Event builds the SQS event the mapping sends for msgs.
+func (p *Poller) Event(msgs []types.Message) events.SQSEvent {
+	region := p.Region
+	if region == "" {
+		region = DefaultRegion
+	}
+	arn := p.QueueARN
+	if arn == "" {
+		arn = QueueARN(p.QueueURL, region)
+	}
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
+	for _, m := range msgs {
+		body := aws.ToString(m.Body)
+		md5Body := aws.ToString(m.MD5OfBody)
+		if md5Body == "" {
+			sum := md5.Sum([]byte(body))
+			md5Body = hex.EncodeToString(sum[:])
+		}
+		r := events.SQSMessage{
+			MessageId:      aws.ToString(m.MessageId),
+			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
+			Body:           body,
+			Md5OfBody:      md5Body,
+			Attributes:     map[string]string{},
+			EventSource:    "aws:sqs",
+			EventSourceARN: arn,
+			AWSRegion:      region,
+		}
+		if m.MD5OfMessageAttributes != nil {
+			r.Md5OfMessageAttributes = *m.MD5OfMessageAttributes
+		}
+		for k, v := range m.Attributes {
+			r.Attributes[k] = v
+		}
+		r.MessageAttributes = map[string]events.SQSMessageAttribute{}
+		{
+			for k, v := range m.MessageAttributes {
+				r.MessageAttributes[k] = events.SQSMessageAttribute{
+					StringValue:      v.StringValue,
+					BinaryValue:      v.BinaryValue,
+					StringListValues: append([]string{}, v.StringListValues...),
+					BinaryListValues: append([][]byte{}, v.BinaryListValues...),
+					DataType:         aws.ToString(v.DataType),
+				}
+			}
+		}
+		ev.Records = append(ev.Records, r)
+	}
+	return ev
+}
+
+// QueueARN derives a queue's ARN from its URL
+// (http://host/<account>/<name>).
+func QueueARN(url, region string) string {
+	parts := strings.Split(strings.TrimRight(url, "/"), "/")
+	if len(parts) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, parts[len(parts)-2], parts[len(parts)-1])
+}
