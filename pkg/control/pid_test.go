@@ -312,5 +312,9 @@ func FuzzUpdate(f *testing.F) {
 				t.Fatalf("update %d: rate %v outside [%v, %v] (%+v)", k, out.Rate, cfg.Min, cfg.Max, out)
 			}
 		}
+		// The state must always be saveable (encoding/json refuses NaN).
+		if _, err := json.Marshal(c.State); err != nil {
+			t.Fatalf("state cannot be saved: %v", err)
+		}
 	})
 }
