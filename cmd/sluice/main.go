@@ -20,6 +20,7 @@ type command struct {
 // commands lists the subcommands. Each lives in its own file.
 func commands() []command {
 	return []command{
+		{name: "demo", summary: "the whole loop on a simulated database, no services, in accelerated time", run: runDemo},
 		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: runLab},
 		{name: "tune", summary: "PI/PID gains from a plant model (SIMC, IMC, Ziegler-Nichols, Cohen-Coon)", run: runTune},
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},

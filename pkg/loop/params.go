@@ -63,6 +63,11 @@ type Params struct {
 	TrackingTime time.Duration `json:"tracking_time,omitempty"`
 	// SetpointFilter is the time constant of the setpoint filter.
 	SetpointFilter time.Duration `json:"setpoint_filter,omitempty"`
+	// DelayAware makes the integrator delay-aware (control.Config.DelayAware;
+	// needs Feedforward); NoiseBand makes the integral gain depend on the
+	// error's size (control.Config.NoiseBand, points of CPU).
+	DelayAware bool    `json:"delay_aware,omitempty"`
+	NoiseBand  float64 `json:"noise_band,omitempty"`
 	// Feedforward is the identified plant model for reference feedforward;
 	// nil when none.
 	Feedforward *control.FOPDT `json:"feedforward,omitempty"`
@@ -135,6 +140,8 @@ const (
 	AttrAntiWindup       = "anti_windup"
 	AttrTrackingTime     = "tracking_time"
 	AttrSetpointFilter   = "setpoint_filter"
+	AttrDelayAware       = "delay_aware"
+	AttrNoiseBand        = "noise_band"
 	AttrFFGain           = "ff_gain"
 	AttrFFBase           = "ff_base"
 	AttrFFTau            = "ff_tau"
@@ -202,6 +209,8 @@ var paramsSchema = map[string]struct {
 	AttrAntiWindup:       {kindString, false, "conditional, back-calculation or none (default conditional)"},
 	AttrTrackingTime:     {kindDuration, false, "back-calculation tracking time (default Kp/Ki)"},
 	AttrSetpointFilter:   {kindDuration, false, "time constant of the setpoint filter"},
+	AttrDelayAware:       {kindBool, false, "true: the integrator predicts the rate changes the metric cannot show yet (needs ff_gain; default false)"},
+	AttrNoiseBand:        {kindNumber, false, "errors of this size, points of CPU, are integrated slowly (about 3x the metric's noise; default 0: off)"},
 	AttrFFGain:           {kindNumber, false, "feedforward model gain, points of CPU per message/s, > 0 (enables feedforward)"},
 	AttrFFBase:           {kindNumber, false, "feedforward model base load, percent"},
 	AttrFFTau:            {kindDuration, false, "feedforward model time constant"},
@@ -428,6 +437,8 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	p.AntiWindup = control.AntiWindup(aw)
 	p.TrackingTime = d.duration(AttrTrackingTime, 0)
 	p.SetpointFilter = d.duration(AttrSetpointFilter, 0)
+	p.DelayAware = d.boolean(AttrDelayAware, false)
+	p.NoiseBand = d.number(AttrNoiseBand, 0)
 	if d.present(AttrFFGain) || d.present(AttrFFBase) || d.present(AttrFFTau) || d.present(AttrFFDeadTime) {
 		if !d.present(AttrFFGain) {
 			d.fail(AttrFFGain, "missing; feedforward attributes (ff_base, ff_tau, ff_dead_time) need the model gain")
@@ -572,6 +583,12 @@ func (p Params) check() []FieldError {
 			fail(AttrFFGain, "feedforward model: %v", err)
 		}
 	}
+	if p.DelayAware && p.Feedforward == nil {
+		fail(AttrDelayAware, "the delay-aware integrator needs the feedforward model (ff_gain, ff_base, ff_tau, ff_dead_time)")
+	}
+	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
+		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)
+	}
 	switch {
 	case !finite(p.MinRate) || p.MinRate < 0:
 		fail(AttrMinRate, "%v must be a finite number >= 0", p.MinRate)
@@ -648,6 +665,8 @@ func (p Params) ControlConfig() control.Config {
 		AntiWindup:       p.AntiWindup,
 		TrackingTime:     p.TrackingTime,
 		SetpointFilter:   p.SetpointFilter,
+		DelayAware:       p.DelayAware,
+		NoiseBand:        p.NoiseBand,
 		MeasurementMin:   0,
 		MeasurementMax:   100,
 	}
@@ -710,6 +729,12 @@ func (p Params) Attrs() map[string]any {
 	}
 	if p.SetpointFilter != 0 {
 		a[AttrSetpointFilter] = p.SetpointFilter.String()
+	}
+	if p.DelayAware {
+		a[AttrDelayAware] = true
+	}
+	if p.NoiseBand != 0 {
+		a[AttrNoiseBand] = p.NoiseBand
 	}
 	if m := p.Feedforward; m != nil {
 		a[AttrFFGain] = m.Gain

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/demo"
+	"github.com/sluice-dev/sluice/pkg/plot"
+	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/pkg/sim/lab"
+)
+
+// runDemo is `sluice demo`: the embedded default. The reference scenario's
+// simulated destination, regulated by the controller Lambda's tick code and
+// drained by the consumers' code from an in-memory queue, in accelerated
+// time; a live progress line, then a summary beside today's fixed rate and
+// the path of a plot.
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := addScenarioFlags(fs)
+	plotPath := fs.String("plot", filepath.Join("out", "demo.svg"), "write the run's plot to this file (.svg or .png); empty for none")
+	batch := fs.Int("batch", 10, "consumer batch size, messages (10 is SQS's largest)")
+	poison := fs.Int64("poison-every", 5000, "make every n-th message malformed to show the dead-letter path (0: none)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: sluice demo [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs the whole loop with no services: the reference scenario's simulated database,")
+		fmt.Fprintln(stderr, "the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'")
+		fmt.Fprintln(stderr, "pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice demo: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	s, err := sf.Scenario()
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		return 2
+	}
+	if *batch <= 0 || *poison < 0 {
+		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
+		return 2
+	}
+	if *plotPath != "" {
+		if err := plot.CheckPath(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "sluice demo: --plot: %v\n", err)
+			return 2
+		}
+	}
+
+	ctrl, model, err := demo.Tune(s)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	params := demo.DefaultParams(s, ctrl)
+	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison}
+	start := time.Now()
+	if !*quiet && !*asJSON {
+		fmt.Fprintf(stderr, "step test identified gain %.4f pp per msg/s, tau %.0fs, dead time %.0fs, base %.1f%% (RMSE %.2f)\n",
+			model.Gain, model.TauS, model.DeadTimeS, model.Base, model.RMSE)
+		cfg.ProgressEvery = 2 * time.Minute
+		cfg.Progress = func(p demo.Progress) { printProgress(stderr, p) }
+	}
+	res, err := demo.Run(context.Background(), cfg)
+	if !*quiet && !*asJSON {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	wall := time.Since(start)
+
+	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: fixed-rate baseline: %v\n", err)
+		return 1
+	}
+	if *plotPath != "" {
+		if err := os.MkdirAll(filepath.Dir(*plotPath), 0o755); err != nil {
+			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+			return 1
+		}
+		if err := demoFigure(s, res, fixed).WriteFile(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+			return 1
+		}
+	}
+	bound := s.IAEBound()
+	if *asJSON {
+		out := map[string]any{
+			"scenario": s, "model": model, "iae_bound": bound,
+			"sluice": map[string]any{"metrics": res.Metrics, "iae_ratio": res.Metrics.IAE / bound, "counts": res.Counts,
+				"lost": res.Counts.Lost(), "ticks": res.Ticks, "rate_reads": res.RateReads, "fallbacks": res.Fallbacks},
+			"plot": *plotPath, "wall_s": wall.Seconds(),
+		}
+		if len(fixed.Results) > 0 {
+			out["fixed"] = fixed.Results[0]
+		}
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+			return 1
+		}
+	} else {
+		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)
+	}
+	if res.Counts.Lost() != 0 {
+		fmt.Fprintf(stderr, "sluice demo: %d messages lost\n", res.Counts.Lost())
+		return 1
+	}
+	return 0
+}
+
+// printProgress rewrites one terminal line with the run's state.
+func printProgress(w io.Writer, p demo.Progress) {
+	frac := float64(p.At) / float64(p.Duration)
+	const width = 24
+	n := int(frac * width)
+	bar := strings.Repeat("#", n) + strings.Repeat(".", width-n)
+	fmt.Fprintf(w, "\r[%s] %5.1f%%  t=%-7s setpoint %4.1f%%  cpu %5.1f%%  measured %5s  rate %6s msg/s  queued %9d  stored %10d ",
+		bar, 100*frac, fmtClock(p.At), p.Setpoint, p.CPU, fmtNum(p.Measured, 1), fmtNum(p.Rate, 0), p.Queued, p.Stored)
+}
+
+func fmtClock(d time.Duration) string {
+	m := int(d.Minutes())
+	return fmt.Sprintf("%dh%02dm", m/60, m%60)
+}
+
+func fmtNum(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func fmtSettle(v *float64) string {
+	if v == nil {
+		return "never"
+	}
+	return fmt.Sprintf("%.0fs", *v)
+}
+
+func printDemoSummary(w io.Writer, s sim.Scenario, res demo.Result, fixed lab.Report, bound float64, wall time.Duration, plotPath string) {
+	virt := s.Duration
+	fmt.Fprintf(w, "Sluice demo: %v of the reference world in %.1fs of wall time (%.0fx)\n\n", virt, wall.Seconds(), virt.Seconds()/wall.Seconds())
+	fmt.Fprintf(w, "%-22s %12s %12s\n", "", "sluice", "fixed rate")
+	row := func(name, a, b string) { fmt.Fprintf(w, "%-22s %12s %12s\n", name, a, b) }
+	m := res.Metrics
+	var f lab.Result
+	if len(fixed.Results) > 0 {
+		f = fixed.Results[0]
+	}
+	row("IAE (point-s)", fmt.Sprintf("%.0f", m.IAE), fmt.Sprintf("%.0f", f.IAE))
+	row("IAE / bound", fmt.Sprintf("%.2f", m.IAE/bound), fmt.Sprintf("%.2f", f.IAERatio))
+	row("start overshoot (pp)", fmt.Sprintf("%.2f", m.StartOvershoot), fmt.Sprintf("%.2f", f.StartOvershootPP))
+	row("time above sp+5 (s)", fmt.Sprintf("%.0f", m.ViolationSeconds), fmt.Sprintf("%.0f", f.ViolationS))
+	row("settle: start", fmtSettle(m.Settling.Start), fmtSettle(f.SettlingS.Start))
+	row("settle: disturbance", fmtSettle(m.Settling.Disturbance), fmtSettle(f.SettlingS.Disturbance))
+	row("settle: setpoint", fmtSettle(m.Settling.Setpoint), fmtSettle(f.SettlingS.Setpoint))
+	row("max CPU (%)", fmt.Sprintf("%.1f", m.MaxCPU), fmt.Sprintf("%.1f", f.MaxCPU))
+	row("messages processed", fmt.Sprintf("%d", m.Processed), fmt.Sprintf("%d", f.Processed))
+	row("messages lost", fmt.Sprintf("%d", res.Counts.Lost()), fmt.Sprintf("%d", f.Lost))
+	fmt.Fprintln(w)
+	c := res.Counts
+	fmt.Fprintf(w, "messages: produced %d = processed %d + dead-lettered %d + in flight %d + queued %d + lost %d\n",
+		c.Produced, c.Processed, c.DeadLettered, c.InFlight, c.Queued, c.Lost())
+	fmt.Fprintf(w, "controller ticks %d; consumer RATE reads %d (one per second, not per message); safe-rate fallbacks %d\n",
+		res.Ticks, res.RateReads, res.Fallbacks)
+	if plotPath != "" {
+		fmt.Fprintf(w, "plot: %s\n", plotPath)
+	}
+}
+
+// demoFigure plots the demo run beside the fixed rate.
+func demoFigure(s sim.Scenario, res demo.Result, fixed lab.Report) plot.Figure {
+	mins := func(t []float64) []float64 {
+		out := make([]float64, len(t))
+		for i, v := range t {
+			out[i] = v / 60
+		}
+		return out
+	}
+	x := mins(res.Series.T)
+	cpu := []plot.Series{
+		{Name: "setpoint", X: x, Y: res.Series.Setpoint, Color: "#444444", Dashed: true},
+		{Name: "sluice: true CPU", X: x, Y: res.Series.CPU, Color: "#1f77b4"},
+		{Name: "sluice: measured (CloudWatch)", X: x, Y: res.Series.Measured, Color: "#17becf", Dashed: true},
+	}
+	rate := []plot.Series{{Name: "sluice: allowed rate", X: x, Y: res.Series.Allowed, Color: "#1f77b4"}}
+	if len(fixed.Results) > 0 && len(fixed.Results[0].Series.T) > 0 {
+		fs := fixed.Results[0].Series
+		fx := mins(fs.T)
+		cpu = append(cpu, plot.Series{Name: "fixed rate: true CPU", X: fx, Y: fs.CPU, Color: "#d62728"})
+		rate = append(rate, plot.Series{Name: "fixed rate", X: fx, Y: fs.Allowed, Color: "#d62728"})
+	}
+	return plot.Figure{
+		Title:  fmt.Sprintf("sluice demo: %v, setpoint %.0f%%", s.Duration, s.Setpoint),
+		XLabel: "time (min)",
+		Panels: []plot.Panel{
+			{Title: "CPU utilization of the destination", YLabel: "CPU %", YMin: 0, YMax: 100, Series: cpu},
+			{Title: "allowed consumption rate", YLabel: "msg/s", Series: rate},
+		},
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDemoBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--duration", "ten minutes"},
+		{"--setpoint", "150"},
+		{"--batch", "0"},
+		{"--plot", "out.gif"},
+		{"extra"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"demo"}, args...), &out, &errb); code != 2 {
+			t.Errorf("sluice demo %q = exit %d; want 2 (stderr %q)", args, code, errb.String())
+		}
+		if errb.Len() == 0 {
+			t.Errorf("sluice demo %q: no message on stderr", args)
+		}
+	}
+}
+
+func TestDemoJSON(t *testing.T) {
+	plotPath := filepath.Join(t.TempDir(), "demo.svg")
+	var out, errb bytes.Buffer
+	args := []string{"demo", "--json", "--duration", "30m", "--disturbance", "10m+10m=20", "--setpoint-change", "25m=50", "--backlog", "100000", "--plot", plotPath}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("sluice demo = exit %d; stderr %s", code, errb.String())
+	}
+	var got struct {
+		Sluice struct {
+			Lost     int64   `json:"lost"`
+			IAERatio float64 `json:"iae_ratio"`
+			Ticks    int     `json:"ticks"`
+		} `json:"sluice"`
+		Fixed struct {
+			IAERatio float64 `json:"iae_ratio"`
+		} `json:"fixed"`
+		Plot string `json:"plot"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("demo --json output %q: %v", out.String(), err)
+	}
+	if got.Sluice.Lost != 0 || got.Sluice.Ticks != 30 {
+		t.Errorf("lost %d, ticks %d; want 0 and 30", got.Sluice.Lost, got.Sluice.Ticks)
+	}
+	if !(got.Sluice.IAERatio < got.Fixed.IAERatio) {
+		t.Errorf("iae_ratio %.2f (sluice) vs %.2f (fixed); want sluice below the fixed rate", got.Sluice.IAERatio, got.Fixed.IAERatio)
+	}
+	if got.Plot != plotPath {
+		t.Errorf("plot = %q; want %q", got.Plot, plotPath)
+	}
+}
+
+func TestDemoHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "-h"}, &out, &errb); code != 0 {
+		t.Fatalf("demo -h = exit %d", code)
+	}
+	for _, want := range []string{"-setpoint", "messages/s", "-plot"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("demo -h does not mention %q", want)
+		}
+	}
+}
