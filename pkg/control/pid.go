@@ -92,7 +92,10 @@ type Config struct {
 	// while the measurement cannot yet show the effect of the last move (a
 	// predictor on the known measurement delay, in the spirit of the Smith
 	// predictor, Astrom & Hagglund 2006 sec. 7.4), and Ki may be set for the
-	// delay-free loop: Ki = 1/(gain Tc).
+	// delay-free loop: Ki = 1/(gain Tc) with Tc about the loop dead time.
+	// It needs Input.MeasurementAge and Input.MeasurementPeriod: without
+	// them the prediction assumes the measurement is instantaneous, and so
+	// large a Ki will oscillate.
 	DelayAware bool `json:"da,omitempty"`
 	// NoiseBand, when positive, makes the integral gain depend on the size
 	// of an error that calls for a higher rate: such an error e is

@@ -14,7 +14,6 @@ type plant struct {
 	x     float64
 	queue []float64 // inputs waiting out the dead time, one per second
 	dist  float64
-	meas  []float64 // published measurements, oldest first
 }
 
 func newPlant(m FOPDT) *plant {
