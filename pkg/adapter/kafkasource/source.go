@@ -103,6 +103,11 @@ type Config struct {
 	// PauseAfter pauses fetching after a poll whose batch needs longer than
 	// this at the pacer's rate (default 1 s).
 	PauseAfter time.Duration
+	// SessionTimeout is how long the group waits for a member that stopped
+	// heartbeating (a crashed or SIGKILLed worker) before its partitions
+	// move on; default 10 s (Kafka's client default is 45 s). Heartbeats run
+	// in the background, so a slow batch does not count against it.
+	SessionTimeout time.Duration
 	// Log receives the source's logs; nil discards them.
 	Log *slog.Logger
 	// Opts are extra franz-go options (timeouts, TLS, SASL), applied last.
@@ -115,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PauseAfter <= 0 {
 		c.PauseAfter = time.Second
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 10 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -173,6 +181,8 @@ func New(cfg Config) (*Source, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/5)),
 		kgo.ConsumeTopics(cfg.Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),

@@ -1,0 +1,87 @@
+package kafka_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/bench/kafka"
+	"github.com/sluice-dev/sluice/internal/testenv"
+)
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// TestNoLossSmall runs the kafka-worker scenario, smaller, against the real
+// broker and MariaDB: real worker processes, a rebalance, a SIGKILL and a
+// restart, poison to the dead-letter topic. The MariaDB restart is left to
+// `make bench-consumers`: the test suite runs packages in parallel and other
+// packages' tests share the server.
+func TestNoLossSmall(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	dsn := testenv.MySQLDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	res, err := kafka.NoLoss(ctx, kafka.Config{
+		Brokers: strings.Split(brokers, ","), DSN: dsn, WorkerBin: bin,
+		Messages: 1000, PoisonEvery: 100, Rate: 200, WorkerLog: &syncWriter{b: &logs},
+	})
+	t.Logf("result: %+v", res)
+	if err != nil {
+		t.Fatalf("NoLoss: %v\nworker logs (tail):\n%s", err, tail(logs.String(), 3000))
+	}
+	want := kafka.Result{Sent: 1000, Stored: 990, Poison: 10, PoisonSent: 10}
+	if res.Sent != want.Sent || res.Stored != want.Stored || res.Duplicates != 0 || res.Missing != 0 || res.Poison != want.Poison || res.PoisonSent != want.PoisonSent {
+		t.Errorf("NoLoss = sent %d, stored %d, duplicates %d, missing %d, poison %d of %d; want sent 1000, stored 990, duplicates 0, missing 0, poison 10 of 10",
+			res.Sent, res.Stored, res.Duplicates, res.Missing, res.Poison, res.PoisonSent)
+	}
+	if res.Uncommitted != 0 {
+		t.Errorf("NoLoss: %d offsets uncommitted after SIGTERM; want 0", res.Uncommitted)
+	}
+	if len(res.Faults) < 2 {
+		t.Errorf("NoLoss injected faults %q; want the rebalance and the SIGKILL", res.Faults)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// syncWriter serializes the writes of several worker processes' log pipes.
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
