@@ -97,7 +97,9 @@ func (c Config) withDefaults() Config {
 }
 
 // poison reports whether message seq is malformed.
-func (c Config) poison(seq int) bool { return c.PoisonEvery > 0 && seq%c.PoisonEvery == c.PoisonEvery-1 }
+func (c Config) poison(seq int) bool {
+	return c.PoisonEvery > 0 && seq%c.PoisonEvery == c.PoisonEvery-1
+}
 
 // Result is one row of the benchmark's no_loss table, with what was checked
 // beside it.
