@@ -18,36 +18,49 @@ import (
 // migrates it, drops it when the test ends, and returns its DSN.
 func Database(t testing.TB, dsn string) string {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatalf("parse DSN: %v", err)
-	}
-	admin, err := sql.Open("mysql", dsn)
+	out, drop, err := Create(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(drop)
+	return out
+}
+
+// Create creates a database named sluice_t<unique> next to the one in dsn
+// and migrates it; it returns its DSN and a function that drops it.
+func Create(ctx context.Context, dsn string) (string, func(), error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("parse DSN: %w", err)
+	}
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", nil, err
+	}
 	defer admin.Close()
 	name := fmt.Sprintf("sluice_t%d", time.Now().UnixNano())
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop := func() {
 		if db, err := sql.Open("mysql", dsn); err == nil {
 			db.Exec("DROP DATABASE IF EXISTS " + name)
 			db.Close()
 		}
-	})
+	}
 	cfg.DBName = name
 	out := cfg.FormatDSN()
 	db, err := sql.Open("mysql", out)
 	if err != nil {
-		t.Fatal(err)
+		drop()
+		return "", nil, err
 	}
 	defer db.Close()
-	if err := mysqlsink.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("migrate: %v", err)
+	if err := mysqlsink.Migrate(ctx, db); err != nil {
+		drop()
+		return "", nil, fmt.Errorf("migrate: %w", err)
 	}
-	return out
+	return out, drop, nil
 }
 
 // Counts is what a no-loss test finds in the messages table, for bodies

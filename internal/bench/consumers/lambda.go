@@ -1,0 +1,294 @@
+package consumers
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
+)
+
+// RIE is a Lambda bootstrap running under the Runtime Interface Emulator.
+type RIE struct {
+	cmd *exec.Cmd
+	URL string // invocation URL
+}
+
+// StartRIE starts bootstrap under the emulator with env, on free ports, and
+// waits until it accepts connections.
+func (e Env) StartRIE(ctx context.Context, bootstrap string, env map[string]string, log io.Writer) (*RIE, error) {
+	p1, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p2, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(e.RIE, "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(p1),
+		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(p2), bootstrap)
+	cmd.Env = e.childEnv(env)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", e.RIE, err)
+	}
+	r := &RIE{cmd: cmd, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", p1)}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := waitUntil(wctx, func() (bool, error) {
+		c, err := (&netDialer{}).dial("127.0.0.1:" + strconv.Itoa(p1))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil, nil
+	}); err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("emulator did not start: %w", err)
+	}
+	return r, nil
+}
+
+// Stop ends the emulator and its bootstrap.
+func (r *RIE) Stop() {
+	if r.cmd.Process != nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	}
+}
+
+// Invoke sends one event and decodes the SQS response. A function error
+// (or a response that is no SQSEventResponse) is an error: the event source
+// mapping then retries the whole batch.
+func (r *RIE) Invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return resp, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(b))
+	if err != nil {
+		return resp, err
+	}
+	hr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return resp, fmt.Errorf("invoke: %w", err)
+	}
+	defer hr.Body.Close()
+	body, _ := io.ReadAll(hr.Body)
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return resp, fmt.Errorf("invoke: response %q: %w", body, err)
+	}
+	if _, ok := probe["errorMessage"]; ok {
+		return resp, fmt.Errorf("function error: %s", body)
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return resp, fmt.Errorf("invoke: decode %s: %w", body, err)
+	}
+	return resp, nil
+}
+
+// ToEvent builds the SQS event record the event source mapping would send
+// for an SDK message.
+func ToEvent(m types.Message, arn string) events.SQSMessage {
+	sum := md5.Sum([]byte(aws.ToString(m.Body)))
+	ev := events.SQSMessage{
+		MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+		Md5OfBody: hex.EncodeToString(sum[:]), Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
+		EventSource: "aws:sqs", EventSourceARN: arn, AWSRegion: "us-east-1",
+	}
+	for k, v := range m.MessageAttributes {
+		ev.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
+	}
+	return ev
+}
+
+// Mapping emulates an SQS event source mapping with ReportBatchItemFailures:
+// it receives batches, invokes the function, deletes the records that are
+// not batch item failures, and leaves the failures to come back after the
+// visibility timeout (the queue's redrive policy then moves the poison).
+type Mapping struct {
+	SQS        *sqs.Client
+	QueueURL   string
+	ARN        string
+	Visibility time.Duration
+	Invocations, FunctionErrors, Failures atomic.Int64
+}
+
+// Run polls until ctx ends.
+func (m *Mapping) Run(ctx context.Context, fn *RIE) {
+	for ctx.Err() == nil {
+		out, err := m.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &m.QueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			VisibilityTimeout:           int32(m.Visibility / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil || len(out.Messages) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{}
+		for _, msg := range out.Messages {
+			ev.Records = append(ev.Records, ToEvent(msg, m.ARN))
+		}
+		m.Invocations.Add(1)
+		ictx, cancel := context.WithTimeout(ctx, 2*m.Visibility)
+		resp, err := fn.Invoke(ictx, ev)
+		cancel()
+		if err != nil {
+			m.FunctionErrors.Add(1)
+			continue // the whole batch comes back after its visibility timeout
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		m.Failures.Add(int64(len(failed)))
+		var del []types.DeleteMessageBatchRequestEntry
+		for i, msg := range out.Messages {
+			if !failed[aws.ToString(msg.MessageId)] {
+				del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+			}
+		}
+		if len(del) > 0 {
+			m.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &m.QueueURL, Entries: del})
+		}
+	}
+}
+
+// SQSLambda is the sqs-lambda no-loss scenario: the real bootstrap under the
+// emulator, fed by an emulated event source mapping from a real queue,
+// storing into MariaDB; MariaDB is restarted once a third of the messages are
+// stored (when MariaDBCtl is set); every PoisonEvery-th message is malformed
+// and must end in the DLQ with its reason.
+func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
+	o = o.withDefaults()
+	start := time.Now()
+	res := NoLoss{Path: "sqs-lambda", Sent: o.Messages}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
+	if err != nil {
+		return res, err
+	}
+	defer drop()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return res, err
+	}
+	defer db.Close()
+	prefix := fmt.Sprintf("sl-lambda-%d", time.Now().UnixNano())
+	st, err := e.NewStack(ctx, prefix, o.Rate, 3)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	bin, err := e.Build(ctx, "./functions/sqs-consumer", "bootstrap")
+	if err != nil {
+		return res, err
+	}
+	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	fn, err := e.StartRIE(ctx, bin, map[string]string{
+		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": dsn,
+		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_SAFE_RATE": "50", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
+	}, logf)
+	if err != nil {
+		return res, err
+	}
+	defer fn.Stop()
+
+	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
+	if err != nil {
+		return res, err
+	}
+	mctx, mstop := context.WithCancel(ctx)
+	defer mstop()
+	mp := &Mapping{SQS: st.SQS, QueueURL: st.QueueURL, ARN: "arn:aws:sqs:us-east-1:000000000000:" + prefix, Visibility: 3 * time.Second}
+	done := make(chan struct{})
+	go func() { mp.Run(mctx, fn); close(done) }()
+
+	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, &res); err != nil {
+		return res, err
+	}
+	err = waitUntil(ctx, func() (bool, error) {
+		n, err := InFlight(ctx, st.SQS, st.QueueURL)
+		return err == nil && n == 0, nil
+	})
+	mstop()
+	<-done
+	if err != nil {
+		return res, fmt.Errorf("queue not drained: %w", err)
+	}
+	return finish(ctx, e, db, st, o, poison, res, start)
+}
+
+// restartMariaDBAfter waits until n rows are stored, then restarts MariaDB
+// with MariaDBCtl (when set) and records the fault.
+func (e Env) restartMariaDBAfter(ctx context.Context, db *sql.DB, n int, res *NoLoss) error {
+	if e.MariaDBCtl == "" {
+		return nil
+	}
+	if err := waitUntil(ctx, func() (bool, error) { return rows(ctx, db) >= n, nil }); err != nil {
+		return fmt.Errorf("waiting for %d rows: %w", n, err)
+	}
+	e.Log.Info("fault: restarting MariaDB", "rows", rows(ctx, db))
+	if b, err := exec.CommandContext(ctx, e.MariaDBCtl, "restart").CombinedOutput(); err != nil {
+		return fmt.Errorf("%s restart: %w\n%s", e.MariaDBCtl, err, b)
+	}
+	res.Faults = append(res.Faults, "mariadb restarted")
+	return nil
+}
+
+func rows(ctx context.Context, db *sql.DB) int {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM messages").Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// finish counts the table and the DLQ.
+func finish(ctx context.Context, e Env, db *sql.DB, st *Stack, o Options, poison map[int]bool, res NoLoss, start time.Time) (NoLoss, error) {
+	dead, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL)
+	if err != nil {
+		return res, err
+	}
+	var c mysqltest.Counts
+	if err := waitUntil(ctx, func() (bool, error) {
+		var err error
+		c, err = mysqltest.Count(ctx, db, o.Messages, dead)
+		return err == nil, nil
+	}); err != nil {
+		return res, fmt.Errorf("count rows: %w", err)
+	}
+	res.Stored, res.Duplicates, res.Missing = c.Stored, c.Duplicates, c.Missing
+	res.Poison, res.PoisonWithReason = len(dead), withReason
+	for seq := range dead {
+		if !poison[seq] {
+			e.Log.Warn("a good message ended in the DLQ", "seq", seq)
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}

@@ -1,0 +1,55 @@
+package consumers_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/testenv"
+)
+
+func env(t *testing.T) consumers.Env {
+	t.Helper()
+	ep := testenv.AWSEndpoint(t)
+	dsn := testenv.MySQLDSN(t)
+	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return consumers.Env{
+		AWSEndpoint: ep, MySQLDSN: dsn, RIE: rie, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
+		Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}
+}
+
+func check(t *testing.T, got consumers.NoLoss, wantPoison int) {
+	t.Helper()
+	t.Logf("%+v", got)
+	if got.Missing != 0 || got.Duplicates != 0 {
+		t.Errorf("%s: missing %d, duplicates %d; want 0 and 0", got.Path, got.Missing, got.Duplicates)
+	}
+	if got.Stored != got.Sent-wantPoison {
+		t.Errorf("%s: stored %d; want %d (sent %d less %d poison)", got.Path, got.Stored, got.Sent-wantPoison, got.Sent, wantPoison)
+	}
+	if got.Poison != wantPoison {
+		t.Errorf("%s: poison in the DLQ %d; want %d", got.Path, got.Poison, wantPoison)
+	}
+}
+
+func TestNoLossSQSLambda(t *testing.T) {
+	e := env(t)
+	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 4 * time.Minute}
+	got, err := consumers.SQSLambda(context.Background(), e, o)
+	if err != nil {
+		t.Fatalf("SQSLambda: %v", err)
+	}
+	check(t, got, 10)
+	if got.PoisonWithReason != got.Poison {
+		t.Errorf("dead letters with a reason %d of %d; want all", got.PoisonWithReason, got.Poison)
+	}
+}

@@ -1,0 +1,119 @@
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+)
+
+// CreateQueues creates name-dlq and name with a redrive policy to it after
+// maxReceive receives; it returns both URLs.
+func CreateQueues(ctx context.Context, c *sqs.Client, name string, maxReceive int) (string, string, error) {
+	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		return "", "", fmt.Errorf("create %s-dlq: %w", name, err)
+	}
+	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", "", fmt.Errorf("DLQ arn: %w", err)
+	}
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": attrs.Attributes["QueueArn"], "maxReceiveCount": strconv.Itoa(maxReceive)})
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"RedrivePolicy": string(policy)}})
+	if err != nil {
+		return "", "", fmt.Errorf("create %s: %w", name, err)
+	}
+	return *q.QueueUrl, *dlq.QueueUrl, nil
+}
+
+// Body returns the payload of message seq: a JSON object, or a malformed
+// one for poison.
+func Body(seq int, poison bool) string {
+	if poison {
+		return fmt.Sprintf("poison seq=%d {not json", seq)
+	}
+	return fmt.Sprintf(`{"seq":%d,"order":"o-%d","qty":%d}`, seq, seq, seq%7+1)
+}
+
+// Produce sends n messages (every poisonEvery-th malformed) and returns the
+// sequence numbers of the poison ones.
+func Produce(ctx context.Context, c *sqs.Client, url string, n, poisonEvery int) (map[int]bool, error) {
+	poison := map[int]bool{}
+	for start := 0; start < n; start += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for i := start; i < min(start+10, n); i++ {
+			p := poisonEvery > 0 && i%poisonEvery == poisonEvery-1
+			if p {
+				poison[i] = true
+			}
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(Body(i, p))})
+		}
+		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+		if err != nil {
+			return poison, fmt.Errorf("send batch at %d: %w", start, err)
+		}
+		if len(out.Failed) > 0 {
+			return poison, fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
+		}
+	}
+	return poison, nil
+}
+
+// InFlight returns the visible plus in-flight messages of a queue.
+func InFlight(ctx context.Context, c *sqs.Client, url string) (int, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("queue attributes: %w", err)
+	}
+	total := 0
+	for _, v := range out.Attributes {
+		n, _ := strconv.Atoi(v)
+		total += n
+	}
+	return total, nil
+}
+
+var seqRE = regexp.MustCompile(`seq=(\d+)`)
+
+// DeadLetters drains the DLQ and returns the poison sequence numbers found
+// and how many carried a reason (ReasonAttribute, set by Sluice; messages
+// moved by SQS redrive carry none).
+func DeadLetters(ctx context.Context, c *sqs.Client, url string) (map[int]bool, int, error) {
+	seqs := map[int]bool{}
+	withReason := 0
+	for empty := 0; empty < 2; {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 60})
+		if err != nil {
+			return seqs, withReason, fmt.Errorf("receive DLQ: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			if mm := seqRE.FindStringSubmatch(aws.ToString(m.Body)); mm != nil {
+				n, _ := strconv.Atoi(mm[1])
+				seqs[n] = true
+			} else {
+				var v struct{ Seq *int }
+				if json.Unmarshal([]byte(aws.ToString(m.Body)), &v) == nil && v.Seq != nil {
+					seqs[*v.Seq] = true
+				}
+			}
+			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && aws.ToString(a.StringValue) != "" {
+				withReason++
+			}
+		}
+	}
+	return seqs, withReason, nil
+}
