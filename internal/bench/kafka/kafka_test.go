@@ -85,3 +85,31 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
+
+// TestNoLossFull runs the benchmark's full scenario (10,000 messages, MariaDB
+// restarted through $SLUICE_MARIADB_CTL) when SLUICE_KAFKA_BENCH_FULL=1; the
+// benchmark program runs the same function.
+func TestNoLossFull(t *testing.T) {
+	if os.Getenv("SLUICE_KAFKA_BENCH_FULL") != "1" {
+		t.Skip("set SLUICE_KAFKA_BENCH_FULL=1 to run the full benchmark scenario")
+	}
+	brokers := testenv.KafkaBrokers(t)
+	dsn := testenv.MySQLDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kafka.NoLoss(ctx, kafka.Config{
+		Brokers: strings.Split(brokers, ","), DSN: dsn, WorkerBin: bin, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
+	})
+	t.Logf("result: %+v", res)
+	if err != nil {
+		t.Fatalf("NoLoss: %v", err)
+	}
+	if res.Missing != 0 || res.Duplicates != 0 || res.Poison != res.PoisonSent || res.Uncommitted != 0 {
+		t.Errorf("NoLoss: missing %d, duplicates %d, poison %d of %d, uncommitted %d; want 0, 0, all, 0",
+			res.Missing, res.Duplicates, res.Poison, res.PoisonSent, res.Uncommitted)
+	}
+}
