@@ -216,6 +216,15 @@ type Input struct {
 	MeasurementPeriod time.Duration
 	// SamplingInterval is the time since the previous update.
 	SamplingInterval time.Duration
+	// ActualRate is the rate the plant really received since the previous
+	// update (the consumers' processed rate), when ActualKnown. A rate
+	// below the last output means something else limited it (an empty
+	// queue, slow consumers): the integrator does not wind up against that
+	// limit (unless AntiWindup is none), and the delay-aware prediction
+	// uses what was really applied (tracking of the actuator's output,
+	// Astrom & Hagglund 2006, sec. 3.5).
+	ActualRate  float64
+	ActualKnown bool
 }
 
 // Output is one update's result, with the terms that make it up.
@@ -243,6 +252,11 @@ type Output struct {
 	// should apply its stale-metric policy (see StalePolicy).
 	Held bool `json:"held"`
 }
+
+// actualTolerance is how far, relative to the last output, Input.ActualRate
+// may fall below it before the plant counts as limited by something else
+// (batching and the time a batch takes make the two differ a little).
+const actualTolerance = 0.05
 
 // Controller is a discrete PID controller: plain data (Config and State)
 // plus Update.
@@ -305,6 +319,17 @@ func (c *Controller) Update(in Input) Output {
 		s.SampleEnd = math.MinInt64
 	}
 	s.Clock += dt
+	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)
+	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
+		// The plant received less than the last output since the last
+		// update: correct the history the prediction runs on.
+		actual := math.Max(0, in.ActualRate)
+		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {
+			s.Applied[n-1].Value = actual
+		} else {
+			s.Applied = append(s.Applied, Segment{At: s.Clock - dt, Value: actual})
+		}
+	}
 	if cfg.Mode != ModeManual && !valid {
 		return Output{Rate: s.Output, I: s.Integral, Held: true}
 	}
@@ -405,6 +430,12 @@ func (c *Controller) Update(in Input) Output {
 	if isNew && cfg.Ki != 0 {
 		integral += cfg.Ki * eI * dtI.Seconds()
 		out.Integrated = true
+	}
+	if out.Integrated && limited && eI > 0 && cfg.AntiWindup != AntiWindupNone {
+		// The plant could not take the last output: asking for more would
+		// only wind the integrator up.
+		integral = s.Integral
+		out.Integrated = false
 	}
 	v := out.FF + out.P + integral + out.D
 	u := limit(v, s.Output, cfg)

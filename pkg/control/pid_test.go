@@ -317,3 +317,29 @@ func FuzzUpdate(f *testing.F) {
 		}
 	})
 }
+
+func TestNoWindupWhenThePlantTakesLess(t *testing.T) {
+	cfg := Config{Ki: 0.5, Min: 0, Max: 3000, AntiWindup: AntiWindupConditional}
+	c := Controller{Config: cfg}
+	c.Update(Input{Setpoint: 70, Measurement: 40, SamplingInterval: time.Minute})
+	before := c.State.Integral
+	for range 10 {
+		// The consumers processed only 100 msg/s of what was allowed.
+		out := c.Update(Input{Setpoint: 70, Measurement: 40, SamplingInterval: time.Minute, ActualRate: 100, ActualKnown: true})
+		if out.Integrated {
+			t.Fatal("integrated upward while the plant could not take the output")
+		}
+	}
+	if c.State.Integral != before {
+		t.Fatalf("integral %v -> %v; want unchanged", before, c.State.Integral)
+	}
+	// Without anti-windup the textbook PI keeps integrating.
+	cfg.AntiWindup = AntiWindupNone
+	plain := Controller{Config: cfg}
+	for range 10 {
+		plain.Update(Input{Setpoint: 70, Measurement: 40, SamplingInterval: time.Minute, ActualRate: 100, ActualKnown: true})
+	}
+	if plain.State.Integral <= before {
+		t.Fatalf("plain PI integral %v; want it wound up", plain.State.Integral)
+	}
+}

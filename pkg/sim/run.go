@@ -22,6 +22,10 @@ type Observation struct {
 	// has been published yet.
 	Datapoint Datapoint
 	OK        bool
+	// Processed is the rate the consumers really processed since the
+	// previous tick, messages/s (what the consumers report; below the
+	// allowed rate when the queue ran dry).
+	Processed float64
 }
 
 // Age is how long before Now the datapoint's averaging period ended.
@@ -82,12 +86,18 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 	}
 	allowed := 0.0
 	lastTick := -s.Tick
+	var doneSinceTick int64
 	for k := 0; k < n; k++ {
 		t := time.Duration(k) * h
 		pipe.Publish(t)
 		if t-lastTick >= s.Tick {
 			dp, ok := pipe.Latest()
-			obs := Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok}
+			obs := Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
+				Processed: float64(doneSinceTick) / (t - lastTick).Seconds()}
+			if k == 0 {
+				obs.Processed = 0
+			}
+			doneSinceTick = 0
 			allowed = p.Rate(obs)
 			if math.IsNaN(allowed) {
 				return Result{}, fmt.Errorf("policy returned NaN at %v", t)
@@ -98,6 +108,7 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 		q.push(prod.produce(hs))
 		done, _ := cons.step(q, allowed, hs)
 		dst.complete(done)
+		doneSinceTick += done
 		cpu := plant.Step(float64(done)/hs, s.DisturbanceAt(t))
 		pipe.Observe(t, h, cpu)
 

@@ -181,3 +181,33 @@ func TestParseControllers(t *testing.T) {
 		}
 	}
 }
+
+// TestNoWindupAgainstAnEmptyQueue: producers slower than the setpoint needs
+// leave the queue empty; the controller must not wind its rate up to the
+// maximum (which a burst of messages would then hit at full speed).
+func TestNoWindupAgainstAnEmptyQueue(t *testing.T) {
+	s := sim.Reference()
+	s.ProducerRate, s.Backlog = 500, 0
+	rep, err := Compare(s, Options{Controllers: []string{PI, PIAWSPFF}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := func(r Result) float64 {
+		m := 0.0
+		for _, a := range r.Series.Allowed {
+			m = max(m, a)
+		}
+		return m
+	}
+	pi, best := byName(t, rep)[PI], byName(t, rep)[PIAWSPFF]
+	if p := peak(pi); p < s.MaxRate {
+		t.Fatalf("plain pi peaked at %v; expected it to wind up to %v (the test's premise)", p, s.MaxRate)
+	}
+	// 1200 messages/s hold 70 % on the nominal plant.
+	if p := peak(best); p > 1300 {
+		t.Fatalf("%s allowed up to %v messages/s against an empty queue; want at most about the 1200 that hold the setpoint", PIAWSPFF, p)
+	}
+	if best.Lost != 0 {
+		t.Fatalf("lost %d", best.Lost)
+	}
+}

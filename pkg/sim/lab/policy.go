@@ -8,9 +8,11 @@ import (
 )
 
 // input turns a tick's observation into a controller input: the newest
-// datapoint with its age and period, NaN when none was published.
+// datapoint with its age and period (NaN when none was published) and the
+// rate the consumers really processed since the previous tick.
 func input(o sim.Observation) control.Input {
-	in := control.Input{Setpoint: o.Setpoint, Measurement: math.NaN(), SamplingInterval: o.Interval}
+	in := control.Input{Setpoint: o.Setpoint, Measurement: math.NaN(), SamplingInterval: o.Interval,
+		ActualRate: o.Processed, ActualKnown: o.Now > 0}
 	if o.OK {
 		in.Measurement = o.Datapoint.Value
 		in.MeasurementAge = o.Age()
