@@ -109,6 +109,9 @@ func TestCommitsOnlyStoredPrefix(t *testing.T) {
 	if got := committed(t, brokers, "g", "prefix")[0]; got != 4 {
 		t.Errorf("committed offset with offset 4 unstored = %d; want 4", got)
 	}
+	if lag, err := src.Lag(ctx); err != nil || lag != 6 {
+		t.Errorf("Lag() with 4 of 10 committed = %d, %v; want 6, nil", lag, err)
+	}
 	if err := src.Release(ctx, msgs[4:5]); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -522,6 +523,33 @@ func (s *Source) commit(ctx context.Context, offs map[string]map[int32]kgo.Epoch
 
 // Commit commits the settled prefix of every assigned partition.
 func (s *Source) Commit(ctx context.Context) error { return s.commit(ctx, s.due(nil)) }
+
+// Lag returns the group's lag on the consumed topics: records beyond the
+// group's commits (for a partition without commit, beyond its log start).
+// It asks the brokers (describe group, committed, start and end offsets).
+func (s *Source) Lag(ctx context.Context) (int64, error) {
+	ls, err := kadm.NewClient(s.cl).Lag(ctx, s.cfg.Group)
+	if err != nil {
+		return 0, fmt.Errorf("lag of group %s: %w", s.cfg.Group, err)
+	}
+	l, ok := ls[s.cfg.Group]
+	if !ok {
+		return 0, fmt.Errorf("lag of group %s: not in the answer", s.cfg.Group)
+	}
+	if err := l.Error(); err != nil {
+		return 0, fmt.Errorf("lag of group %s: %w", s.cfg.Group, err)
+	}
+	var total int64
+	for _, t := range s.cfg.Topics {
+		for _, pl := range l.Lag[t] {
+			if pl.Err != nil {
+				return 0, fmt.Errorf("lag of group %s on %s/%d: %w", s.cfg.Group, t, pl.Partition, pl.Err)
+			}
+			total += pl.Lag
+		}
+	}
+	return total, nil
+}
 
 // Committed returns the offsets this member committed, per topic and
 // partition, in its current assignment.
