@@ -13,6 +13,8 @@ func labCommands() []command {
 		{name: "identify", summary: "fit a first-order-plus-dead-time model to a step test CSV", run: runLabIdentify},
 		{name: "balance", summary: "PID load balancing over nodes of different capacity vs round-robin", run: runLabBalance},
 		{name: "compare", summary: "identify, tune and compare controllers in closed loop on the simulated plant", run: runLabCompare},
+		{name: "step-mariadb", summary: "open-loop step test on the real MariaDB plant (same as step --plant mariadb)", run: runLabStepMariaDB},
+		{name: "compare-mariadb", summary: "controllers in closed loop on the real MariaDB plant with a real disturbance", run: runLabCompareMariaDB},
 	}
 }
 

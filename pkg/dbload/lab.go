@@ -1,0 +1,236 @@
+package dbload
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/cpupub"
+	"github.com/sluice-dev/sluice/pkg/ident"
+	"github.com/sluice-dev/sluice/pkg/sim"
+)
+
+// Disturber is load from outside the loop that can be switched on and off
+// (*LoadGenerator).
+type Disturber interface {
+	Start(ctx context.Context) error
+	Stop()
+}
+
+var _ Disturber = (*LoadGenerator)(nil)
+
+// Lab runs the lab's experiments on the real database in real time: the
+// plant's consumers store messages at the allowed rate, CPU measures the
+// database's CPU every Step (the "true" CPU of the lab's measures), and a
+// CloudWatch-like pipeline (sim.Pipeline: period averages published after a
+// delay) turns those readings into what the controller sees, exactly as in
+// the simulated lab. Disturb adds the outside load of the scenario's
+// disturbances (their Size is nominal: the real load is whatever Disturb
+// costs the database).
+type Lab struct {
+	Plant   *Plant
+	CPU     cpupub.CPUReader
+	Disturb Disturber
+	// Step is the sampling period of the true CPU (default 1s).
+	Step time.Duration
+	// Progress, when set, sees every sample.
+	Progress func(t time.Duration, cpu, allowed, processed float64)
+}
+
+func (l *Lab) step() time.Duration {
+	if l.Step <= 0 {
+		return time.Second
+	}
+	return l.Step
+}
+
+// sampler keeps the previous CPU reading and the plant's stored count.
+type sampler struct {
+	l          *Lab
+	prev       cpupub.Sample
+	prevStored int64
+}
+
+func (l *Lab) newSampler() (*sampler, error) {
+	s, err := l.CPU.Sample()
+	if err != nil {
+		return nil, err
+	}
+	_, stored, _ := l.Plant.Counts()
+	return &sampler{l: l, prev: s, prevStored: stored}, nil
+}
+
+// next waits until deadline and returns the CPU and processed rate since
+// the previous reading.
+func (s *sampler) next(ctx context.Context, deadline time.Time) (cpu, processed float64, err error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-t.C:
+	}
+	cur, err := s.l.CPU.Sample()
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu, err = s.l.CPU.Utilization(s.prev, cur)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, stored, _ := s.l.Plant.Counts()
+	processed = float64(stored-s.prevStored) / cur.At.Sub(s.prev.At).Seconds()
+	s.prev, s.prevStored = cur, stored
+	return cpu, processed, nil
+}
+
+// StepTest runs an open-loop step test: the allowed rate is st.From until
+// st.At, then st.To, until st.Duration. It returns one sample per Step: T
+// the middle of the sampling interval (s), U the rate the database
+// actually took over it (messages/s), Y its CPU (percent).
+func (l *Lab) StepTest(ctx context.Context, st sim.StepTest) (ident.Data, error) {
+	if st.Duration <= st.At || st.At <= 0 {
+		return ident.Data{}, fmt.Errorf("step test: the step at %v must fall inside the test's %v", st.At, st.Duration)
+	}
+	h := l.step()
+	if err := l.Plant.Start(ctx, st.From); err != nil {
+		return ident.Data{}, err
+	}
+	defer l.Plant.Stop()
+	smp, err := l.newSampler()
+	if err != nil {
+		return ident.Data{}, err
+	}
+	start := time.Now()
+	var d ident.Data
+	for k := 1; time.Duration(k)*h <= st.Duration; k++ {
+		t := time.Duration(k) * h
+		if t-h >= st.At {
+			l.Plant.SetRate(st.To)
+		}
+		cpu, processed, err := smp.next(ctx, start.Add(t))
+		if err != nil {
+			return d, fmt.Errorf("step test at %v: %w", t, err)
+		}
+		d.T = append(d.T, (t - h/2).Seconds())
+		d.U = append(d.U, processed)
+		d.Y = append(d.Y, cpu)
+		if l.Progress != nil {
+			l.Progress(t, cpu, l.Plant.Rate(), processed)
+		}
+	}
+	return d, nil
+}
+
+// RunResult is a closed-loop run on the real plant.
+type RunResult struct {
+	Series  sim.Series
+	Counts  sim.Counts
+	Metrics sim.Metrics
+	// Rows and Distinct are this run's rows in the messages table;
+	// Duplicates = Rows - Distinct.
+	Rows, Distinct int64
+	// StoreRetries counts failed inserts that were retried.
+	StoreRetries int64
+}
+
+// Run runs scenario s under policy p on the real plant, in real time, as
+// sim.Run does on the simulated one: at every tick the policy sees the
+// newest published datapoint and sets the allowed rate (bounded by
+// [0, s.MaxRate]); the scenario's disturbances switch Disturb on and off.
+// The backlog is endless (the producers always outpace the loop), so
+// Counts.Produced is what the consumers took; a message is lost when it
+// was taken and is not in the database at the end.
+func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult, error) {
+	h := l.step()
+	if s.Tick%h != 0 || s.MetricPeriod%h != 0 {
+		return RunResult{}, fmt.Errorf("tick %v and metric period %v must be multiples of the step %v", s.Tick, s.MetricPeriod, h)
+	}
+	// The database's CPU before the run is the pipeline's history.
+	smp, err := l.newSampler()
+	if err != nil {
+		return RunResult{}, err
+	}
+	y0, _, err := smp.next(ctx, time.Now().Add(2*h))
+	if err != nil {
+		return RunResult{}, err
+	}
+	pipe := sim.NewPipeline(s.MetricPeriod, s.MetricDelay, 0, nil, y0)
+	if err := l.Plant.Start(ctx, 0); err != nil {
+		return RunResult{}, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			l.Plant.Stop()
+		}
+	}()
+	disturbing := false
+	defer func() {
+		if disturbing {
+			l.Disturb.Stop()
+		}
+	}()
+	n := int(s.Duration / h)
+	var ser sim.Series
+	allowed := 0.0
+	lastTick := -s.Tick
+	start := time.Now()
+	if smp.prev, err = l.CPU.Sample(); err != nil {
+		return RunResult{}, err
+	}
+	_, smp.prevStored, _ = l.Plant.Counts()
+	for k := 0; k < n; k++ {
+		t := time.Duration(k) * h
+		pipe.Publish(t)
+		if on := s.DisturbanceAt(t) != 0; on != disturbing && l.Disturb != nil {
+			if on {
+				if err := l.Disturb.Start(ctx); err != nil {
+					return RunResult{}, fmt.Errorf("start disturbance: %w", err)
+				}
+			} else {
+				l.Disturb.Stop()
+			}
+			disturbing = on
+		}
+		if t-lastTick >= s.Tick {
+			dp, ok := pipe.Latest()
+			obs := sim.Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok}
+			allowed = p.Rate(obs)
+			if math.IsNaN(allowed) {
+				return RunResult{}, fmt.Errorf("policy returned NaN at %v", t)
+			}
+			allowed = math.Max(0, math.Min(s.MaxRate, allowed))
+			l.Plant.SetRate(allowed)
+			lastTick = t
+		}
+		cpu, processed, err := smp.next(ctx, start.Add(t+h))
+		if err != nil {
+			return RunResult{}, fmt.Errorf("run at %v: %w", t, err)
+		}
+		pipe.Observe(t, h, cpu)
+		meas := math.NaN()
+		if dp, ok := pipe.Latest(); ok {
+			meas = dp.Value
+		}
+		ser.T = append(ser.T, (t + h).Seconds())
+		ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
+		ser.CPU = append(ser.CPU, cpu)
+		ser.Measured = append(ser.Measured, meas)
+		ser.Allowed = append(ser.Allowed, allowed)
+		ser.Processed = append(ser.Processed, processed)
+		if l.Progress != nil {
+			l.Progress(t+h, cpu, allowed, processed)
+		}
+	}
+	l.Plant.Stop()
+	stopped = true
+	taken, _, retries := l.Plant.Counts()
+	rows, distinct, err := l.Plant.CountStored(context.WithoutCancel(ctx))
+	if err != nil {
+		return RunResult{}, err
+	}
+	c := sim.Counts{Produced: taken, Processed: distinct}
+	return RunResult{Series: ser, Counts: c, Metrics: sim.Measure(s, ser, c), Rows: rows, Distinct: distinct, StoreRetries: retries}, nil
+}
