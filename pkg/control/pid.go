@@ -193,6 +193,8 @@ type State struct {
 	Kd float64 `json:"kd"`
 	// Output is the last output.
 	Output float64 `json:"u"`
+	// FF is the feedforward term of the last update.
+	FF float64 `json:"ff"`
 	// Reference is the history of the filtered setpoint that the feedforward
 	// was computed from, oldest first.
 	Reference []Segment `json:"ref,omitempty"`
@@ -310,7 +312,8 @@ func (c *Controller) Update(in Input) Output {
 		s.Output = cfg.Min
 		if cfg.Feedforward != nil {
 			// The output that holds the plant where it is, by the model.
-			s.Output = clamp(cfg.Feedforward.Input(y0), cfg.Min, cfg.Max)
+			s.FF = cfg.Feedforward.Input(y0)
+			s.Output = clamp(s.FF, cfg.Min, cfg.Max)
 			s.Reference = []Segment{{At: -time.Hour, Value: y0}}
 			if cfg.DelayAware {
 				s.Applied = []Segment{{At: -time.Hour, Value: s.Output}}
@@ -347,6 +350,23 @@ func (c *Controller) Update(in Input) Output {
 		} else {
 			s.FilteredSetpoint = sp
 		}
+	}
+
+	// Bumpless feedforward changes: when the model changed, or the
+	// feedforward was switched on or off, since the last update, the
+	// integrator takes up the jump that the feedforward would make.
+	ffPrev := 0.0
+	if m := cfg.Feedforward; m != nil {
+		ffPrev = m.Input(prevSetpoint)
+		if len(s.Reference) == 0 {
+			s.Reference = []Segment{{At: s.Clock - dt - 24*time.Hour, Value: prevSetpoint}}
+		}
+		if cfg.DelayAware && len(s.Applied) == 0 {
+			s.Applied = []Segment{{At: s.Clock - dt - 24*time.Hour, Value: s.Output}}
+		}
+	}
+	if !first && ffPrev != s.FF {
+		s.Integral += s.FF - ffPrev
 	}
 
 	var out Output
@@ -421,6 +441,7 @@ func (c *Controller) Update(in Input) Output {
 		// from the manual output.
 		s.Integral = u - out.FF - out.P - out.D
 		out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
+		s.FF = out.FF
 		s.finish(y, e, u, valid, isNew, sampleEnd)
 		c.recordApplied(u, in)
 		return out
@@ -468,6 +489,7 @@ func (c *Controller) Update(in Input) Output {
 		u = s.Output
 	}
 	s.Integral = integral
+	s.FF = out.FF
 	out.I, out.Rate, out.Saturated = integral, u, u != v
 	s.finish(y, e, u, valid, isNew, sampleEnd)
 	c.recordApplied(u, in)

@@ -343,3 +343,44 @@ func TestNoWindupWhenThePlantTakesLess(t *testing.T) {
 		t.Fatalf("plain PI integral %v; want it wound up", plain.State.Integral)
 	}
 }
+
+func TestBumplessFeedforwardChange(t *testing.T) {
+	m := testModel
+	cfg := Config{Kp: 0.5, Ki: 0.01, Min: 0, Max: 3000, AntiWindup: AntiWindupConditional, Feedforward: &m, DelayAware: true}
+	in := func(age time.Duration) Input {
+		return Input{Setpoint: 70, Measurement: 69, MeasurementAge: age, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+	}{
+		{"re-identified gain", func(c *Config) { g := m; g.Gain = 0.04; c.Feedforward = &g }},
+		{"feedforward off", func(c *Config) { c.Feedforward, c.DelayAware = nil, false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Controller{Config: cfg}
+			for range 30 {
+				c.Update(in(150 * time.Second))
+			}
+			before := c.State.Output
+			tc.change(&c.Config)
+			// The same datapoint again: nothing new to integrate, so only
+			// the change could move the output.
+			out := c.Update(in(210 * time.Second))
+			if math.Abs(out.Rate-before) > 1e-6*before {
+				t.Fatalf("rate %v -> %v; want no bump", before, out.Rate)
+			}
+		})
+	}
+	// And on again: the histories restart from the present.
+	c := Controller{Config: Config{Kp: 0.5, Ki: 0.01, Min: 0, Max: 3000}}
+	for range 10 {
+		c.Update(in(150 * time.Second))
+	}
+	before := c.State.Output
+	c.Config.Feedforward, c.Config.DelayAware = &m, true
+	out := c.Update(in(210 * time.Second))
+	if math.IsNaN(out.Rate) || math.Abs(out.Rate-before) > 1e-6*max(1, before) {
+		t.Fatalf("feedforward switched on: rate %v -> %v; want no bump", before, out.Rate)
+	}
+}
