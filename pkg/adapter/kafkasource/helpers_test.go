@@ -35,7 +35,7 @@ var fastGroup = []kgo.Opt{
 var testLog *slog.Logger
 
 // newFake starts an in-process kfake cluster with topic of partitions.
-func newFake(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) *kfake.Cluster {
+func newFake(t testing.TB, topic string, partitions int32, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.AllowAutoTopicCreation()}, opts...)...)
 	if err != nil {
@@ -45,7 +45,7 @@ func newFake(t *testing.T, topic string, partitions int32, opts ...kfake.Opt) *k
 	return c
 }
 
-func client(t *testing.T, brokers []string, opts ...kgo.Opt) *kgo.Client {
+func client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
@@ -56,7 +56,7 @@ func client(t *testing.T, brokers []string, opts ...kgo.Opt) *kgo.Client {
 }
 
 // createTopic creates topic (a real broker has no topics seeded).
-func createTopic(t *testing.T, brokers []string, topic string, partitions int32) {
+func createTopic(t testing.TB, brokers []string, topic string, partitions int32) {
 	t.Helper()
 	adm := kadm.NewClient(client(t, brokers))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -69,7 +69,7 @@ func createTopic(t *testing.T, brokers []string, topic string, partitions int32)
 // produce writes n records body {"seq":i} with header message-id "<prefix>-i"
 // for i in [from, from+n); poison(i) true writes a malformed body instead.
 // It returns the ids written.
-func produce(t *testing.T, brokers []string, topic, prefix string, from, n int, poison func(int) bool) []string {
+func produce(t testing.TB, brokers []string, topic, prefix string, from, n int, poison func(int) bool) []string {
 	t.Helper()
 	cl := client(t, brokers, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
