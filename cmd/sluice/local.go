@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/cpupub"
+	"github.com/sluice-dev/sluice/pkg/dbload"
+	"github.com/sluice-dev/sluice/pkg/localaws"
+)
+
+// localCommands are the local stand-ins for the AWS plumbing (pkg/localaws,
+// pkg/cpupub, pkg/dbload), each a long-running process stopped by SIGINT or
+// SIGTERM.
+func localCommands() []command {
+	return []command{
+		{name: "scheduler", summary: "invoke the controller bootstrap under the RIE every tick (EventBridge schedule)", run: runLocalScheduler},
+		{name: "esm", summary: "poll SQS and invoke the consumer bootstrap under the RIE (SQS event source mapping)", run: runLocalESM},
+		{name: "cpu-publisher", summary: "publish MariaDB's CPU from /proc as AWS/RDS CPUUtilization", run: runLocalCPUPublisher},
+		{name: "load", summary: "external load on MariaDB (the disturbance), or install the per-message workload", run: runLocalLoad},
+	}
+}
+
+func runLocal(args []string, stdout, stderr io.Writer) int {
+	sub := localCommands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		w := stdout
+		if len(args) == 0 {
+			w = stderr
+		}
+		fmt.Fprintln(w, "usage: sluice local <stand-in> [flags]")
+		fmt.Fprintln(w)
+		for _, c := range sub {
+			fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+		}
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range sub {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice local: unknown stand-in %q\n", args[0])
+	return 2
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice local scheduler"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" --rie URL [--period 10s]",
+		"Invoke the function served by a Lambda Runtime Interface Emulator every --period, on\n"+
+			"multiples of the period, with an EventBridge scheduled-event payload (as the controller's\n"+
+			"schedule rule does). One JSON log line per invocation on stdout.")
+	rie := fs.String("rie", "http://127.0.0.1:9000", "emulator URL (base or full invocation URL)")
+	period := fs.Duration("period", time.Minute, "schedule period")
+	rule := fs.String("rule", localaws.DefaultRule, "schedule rule name in the event's resources")
+	once := fs.Bool("once", false, "invoke once now and exit (exit 1 on a function error)")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: *rie}, Period: *period, Rule: *rule, Clock: localaws.WallClock{},
+		Log: slog.New(slog.NewJSONHandler(stdout, nil))}
+	if *once {
+		if inv := s.Fire(ctx); inv.Err != nil {
+			return 1
+		}
+		return 0
+	}
+	if err := s.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	return 0
+}
+
+func runLocalESM(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice local esm"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" --queue-url URL --rie URL[,URL...] [--batch 10]",
+		"Poll an SQS queue and invoke the consumer function under the emulator with real SQS batch\n"+
+			"events, one poller per emulator (an emulator runs one invocation at a time; the number\n"+
+			"of emulators is the mapping's maximum concurrency). Messages the function does not\n"+
+			"report in batchItemFailures are deleted; failures return after their visibility timeout\n"+
+			"and the queue's redrive policy moves them to its dead-letter queue. Uses AWS_ENDPOINT_URL.")
+	queue := fs.String("queue-url", "", "queue URL")
+	ries := fs.String("rie", "http://127.0.0.1:9000", "comma-separated emulator URLs")
+	batch := fs.Int("batch", 10, "batch size, 1 to 10")
+	wait := fs.Duration("wait", time.Second, "long-poll wait")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	if *queue == "" {
+		fmt.Fprintf(stderr, "%s: --queue-url is required\n", name)
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	api := sqs.NewFromConfig(cfg)
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+	done := make(chan struct{})
+	urls := strings.Split(*ries, ",")
+	for _, u := range urls {
+		p := &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log}
+		go func() { p.Run(ctx); done <- struct{}{} }()
+	}
+	for range urls {
+		<-done
+	}
+	return 0
+}
+
+func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice local cpu-publisher"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" [--instance ID] [--period 60s] [--process mariadbd | --pid N] [--cores N]",
+		"Measure the database server process's CPU from /proc/<pid>/stat (utime + stime over wall\n"+
+			"time) and publish it as AWS/RDS CPUUtilization with DBInstanceIdentifier, once per period,\n"+
+			"as RDS does. 100 % is every core the process may use: the smaller of its CPU affinity and\n"+
+			"its cgroup quota, or --cores. Uses AWS_ENDPOINT_URL.")
+	instance := fs.String("instance", "sluice-db", "DBInstanceIdentifier")
+	period := fs.Duration("period", time.Minute, "metric period (whole seconds)")
+	delay := fs.Duration("delay", 0, "publish each datapoint this long after its period ends")
+	process := fs.String("process", "mariadbd", "command name of the process")
+	pid := fs.Int("pid", 0, "pid of the process (default: find --process)")
+	cores := fs.Float64("cores", 0, "cores that 100 % means (default: affinity and cgroup quota)")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	sampler, err := newProcSampler(*process, *pid, *cores)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+	log.Info("cpu publisher", "pid", sampler.PID, "cores", sampler.Cores, "clock_ticks", sampler.Hz, "instance", *instance, "period", period.String())
+	p := &cpupub.Publisher{CPU: sampler, API: cwmetric.NewClient(cfg, awsconf.Endpoint()), Instance: *instance,
+		Period: *period, Delay: *delay, Clock: cpupub.WallClock{}, Log: log}
+	if err := p.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	return 0
+}
+
+// newProcSampler finds the process and the cores it may use.
+func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, error) {
+	var err error
+	if pid == 0 {
+		if pid, err = cpupub.FindProcess(os.ReadFile, procPIDs(), process); err != nil {
+			return nil, err
+		}
+	}
+	if cores <= 0 {
+		if cores, err = cpupub.Cores(os.ReadFile, pid); err != nil {
+			return nil, err
+		}
+	}
+	return &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}, nil
+}
+
+func runLocalLoad(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice local load"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" [--qps 20] [--for 2m] | --install",
+		"Add CPU load to MariaDB from outside the loop: the workload's aggregate over --scan-rows\n"+
+			"rows, --qps times a second, for --for (0: until SIGINT). With --install, install the\n"+
+			"per-message workload (pkg/dbload: tables and the trigger on the messages table) in the\n"+
+			"DSN's database and exit.")
+	dsn := fs.String("dsn", os.Getenv("SLUICE_MYSQL_DSN"), "MariaDB DSN (default $SLUICE_MYSQL_DSN)")
+	qps := fs.Float64("qps", 20, "queries per second")
+	scan := fs.Int("scan-rows", dbload.DefaultScanRows, "rows each query (and, with --install, each message) reads")
+	data := fs.Int("data-rows", dbload.DefaultDataRows, "rows of the workload's data table")
+	workers := fs.Int("workers", 2, "connections")
+	dur := fs.Duration("for", 0, "how long (0: until interrupted)")
+	install := fs.Bool("install", false, "install the per-message workload and exit")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	if *dsn == "" {
+		fmt.Fprintf(stderr, "%s: set --dsn or SLUICE_MYSQL_DSN\n", name)
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	db, err := sql.Open("mysql", *dsn)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	defer db.Close()
+	if *install {
+		if err := dbload.Install(ctx, db, dbload.Workload{DataRows: *data, ScanRows: *scan}); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "workload installed: %d data rows, %d rows per message\n", *data, *scan)
+		return 0
+	}
+	g := &dbload.LoadGenerator{DB: db, Rate: *qps, ScanRows: *scan, DataRows: *data, Workers: *workers}
+	if err := g.Start(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	if *dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *dur)
+		defer cancel()
+	}
+	<-ctx.Done()
+	g.Stop()
+	done, failed := g.Queries()
+	fmt.Fprintf(stdout, "load: %d queries, %d failed\n", done, failed)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
