@@ -34,7 +34,8 @@ func newSource(t *testing.T, brokers []string, topic, group string, pacer kafkas
 	return src
 }
 
-// receiveN receives until it has n messages.
+// receiveN receives until it has n messages; Receive errors are logged and
+// retried.
 func receiveN(t *testing.T, src *kafkasource.Source, n int) []consume.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -43,7 +44,7 @@ func receiveN(t *testing.T, src *kafkasource.Source, n int) []consume.Message {
 	for len(out) < n {
 		ms, err := src.Receive(ctx, n-len(out))
 		if err != nil {
-			t.Fatalf("Receive: %v", err)
+			t.Logf("Receive: %v (retrying, as consume.Consumer.Run does)", err)
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("Receive: got %d of %d messages before the timeout", len(out), n)
@@ -370,4 +371,40 @@ func TestKilledConsumerNoLossFake(t *testing.T) {
 	}
 	c := newFake(t, "kill", 3)
 	scenarioKill(t, c.ListenAddrs(), "kill", "g", 2000)
+}
+
+// TestLostPartitionsAreNotCommitted: after the member is fenced (heartbeat
+// answered UNKNOWN_MEMBER_ID, partitions lost), acknowledging the batch it
+// still holds commits nothing; the records come again after it rejoins.
+func TestLostPartitionsAreNotCommitted(t *testing.T) {
+	c := newFake(t, "lost", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "lost", "l", 0, 10, nil)
+	src := newSource(t, brokers, "lost", "g", nil)
+	ctx := context.Background()
+	held := receiveN(t, src, 10)
+	var fenced atomic.Int64
+	c.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fenced.Add(1)
+		resp := kreq.(*kmsg.HeartbeatRequest).ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	waitFor(t, 30*time.Second, "the partitions to be lost", func() bool { return src.Stats().Lost.Load() > 0 })
+	if err := src.Ack(ctx, held); err != nil {
+		t.Fatalf("Ack of a batch from lost partitions: %v", err)
+	}
+	if got, ok := committed(t, brokers, "g", "lost")[0]; ok {
+		t.Errorf("committed offset after acknowledging records of a lost partition = %d; want none", got)
+	}
+	again := receiveN(t, src, 10)
+	if again[0].ID != "l-0" {
+		t.Errorf("first record after rejoining = %q; want l-0 (redelivered from the last commit)", again[0].ID)
+	}
+	if err := src.Ack(ctx, again); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got := committed(t, brokers, "g", "lost")[0]; got != 10 {
+		t.Errorf("committed offset after storing the redelivered records = %d; want 10", got)
+	}
 }

@@ -237,7 +237,11 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 		}
 		s.log.Warn("kafka fetch error", "topic", topic, "partition", partition, "err", err)
 		if firstErr == nil {
-			firstErr = fmt.Errorf("fetch %s/%d: %w", topic, partition, err)
+			if topic == "" { // not about a partition: the group or the client
+				firstErr = fmt.Errorf("kafka poll: %w", err)
+			} else {
+				firstErr = fmt.Errorf("fetch %s/%d: %w", topic, partition, err)
+			}
 		}
 	})
 	out := make([]consume.Message, 0, fs.NumRecords())
