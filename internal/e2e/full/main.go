@@ -1,0 +1,901 @@
+// Command full is `make e2e`: the whole Sluice loop on this machine against
+// the local stack, with MariaDB as the real plant.
+//
+// It starts moto and MariaDB with localstack/stack/up.sh (recording what it
+// started, which it stops at the end), installs the per-message workload
+// (pkg/dbload) in a fresh database, identifies the database by a short
+// open-loop step test and tunes the loop's PARAMS from that model (the lab's
+// pi-aw-spf-ff: SIMC Kp, delay-aware integrator, conditional anti-windup,
+// setpoint filter, reference feedforward), creates the table (the init
+// script localstack/init/10-controller.sh) and an SQS queue with a
+// dead-letter queue, and starts the controller and consumer bootstraps under
+// the Lambda Runtime Interface Emulator, driven by the local stand-ins of
+// pkg/localaws (the EventBridge schedule and the SQS event source mapping),
+// and the CPU publisher of pkg/cpupub (AWS/RDS CPUUtilization, as RDS).
+//
+// Then it runs the scenario: producers keep a backlog in the queue (one
+// message in 50 is poison); the loop holds MariaDB's CPU at the setpoint; the
+// load generator adds CPU from outside and stops; the setpoint is edited
+// with `aws dynamodb update-item`; an invalid edit is made and must be
+// refused with its reason in PARAMS_STATUS; the queue is drained (in manual
+// mode at the maximum rate) and every message is checked stored exactly
+// once in MariaDB, the poison ones in the dead-letter queue.
+//
+// Its last line on stdout is one JSON object; it exits 1 when a check
+// fails.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/cpupub"
+	"github.com/sluice-dev/sluice/pkg/dbload"
+	"github.com/sluice-dev/sluice/pkg/ident"
+	"github.com/sluice-dev/sluice/pkg/localaws"
+	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/pkg/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/tuning"
+)
+
+// Result is the JSON last line.
+type Result struct {
+	Sent                 int     `json:"sent"`
+	Stored               int     `json:"stored"`
+	Duplicates           int     `json:"duplicates"`
+	Missing              int     `json:"missing"`
+	Poison               int     `json:"poison"`
+	DeadLettered         int     `json:"dead_lettered"`
+	Ticks                int     `json:"ticks"`
+	TickErrors           int     `json:"tick_errors"`
+	Setpoint             float64 `json:"setpoint"`
+	InitialSetpoint      float64 `json:"initial_setpoint"`
+	MeanCPUAfterSettle   float64 `json:"mean_cpu_after_settle"`
+	MeanCPUBeforeEdit    float64 `json:"mean_cpu_before_edit"`
+	MeanCPUDisturbed     float64 `json:"mean_cpu_disturbed"`
+	DisturbancePP        float64 `json:"disturbance_pp"`
+	MaxCPU               float64 `json:"max_cpu"`
+	SetpointEditFollowed bool    `json:"setpoint_edit_followed"`
+	InvalidEditRefused   bool    `json:"invalid_edit_refused"`
+	InvalidEditReason    string  `json:"invalid_edit_reason"`
+	Batches              int64   `json:"batches"`
+	BatchFailures        int64   `json:"batch_item_failures"`
+	Datapoints           int     `json:"cpu_datapoints"`
+	Model                struct {
+		Gain      float64 `json:"gain"`
+		TauS      float64 `json:"tau_s"`
+		DeadTimeS float64 `json:"dead_time_s"`
+		Base      float64 `json:"base"`
+		RMSE      float64 `json:"rmse"`
+	} `json:"model"`
+	Kp       float64  `json:"kp"`
+	Ki       float64  `json:"ki"`
+	Cores    float64  `json:"cores"`
+	Seconds  float64  `json:"seconds"`
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures"`
+}
+
+type config struct {
+	controller, consumer, rie string
+	tick                      time.Duration
+	setpoint, setpoint2       float64
+	maxRate                   float64
+	consumers                 int
+	scanRows                  int
+	phase                     time.Duration
+	keep                      bool
+	logDir                    string
+	root                      string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
+	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
+	flag.Float64Var(&c.setpoint, "setpoint", 30, "initial CPU setpoint, percent")
+	flag.Float64Var(&c.setpoint2, "setpoint2", 20, "setpoint after the mid-run edit")
+	flag.Float64Var(&c.maxRate, "max-rate", 120, "max_rate of the loop, messages/s")
+	flag.IntVar(&c.consumers, "consumers", 3, "consumer emulators (the mapping's maximum concurrency)")
+	flag.IntVar(&c.scanRows, "scan-rows", 160_000, "rows each message's aggregate reads (its CPU cost)")
+	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queues for inspection")
+	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/full", "logs of the emulators")
+	flag.Parse()
+	root, _ := os.Getwd()
+	c.root = root
+	r := &run{cfg: c, start: time.Now()}
+	r.res.Failures = []string{}
+	code := r.main()
+	r.res.Seconds = math.Round(time.Since(r.start).Seconds())
+	r.res.OK = code == 0
+	b, _ := json.Marshal(r.res)
+	fmt.Println(string(b))
+	os.Exit(code)
+}
+
+type run struct {
+	cfg   config
+	start time.Time
+	res   Result
+	ctx   context.Context
+
+	id       string // unique suffix of this run's resources
+	table    string
+	loopID   string
+	instance string
+	dbName   string
+	queueURL string
+	dlqURL   string
+	db       *sql.DB
+	dsn      string
+	ddb      *dynamodb.Client
+	sqs      *sqs.Client
+	sampler  *cpupub.Sampler
+	procs    []*harness.Proc
+	cleanups []func()
+
+	mu      sync.Mutex
+	cpu     []cpuPoint // 1-s CPU of mariadbd
+	sent    atomic.Int64
+	poison  atomic.Int64
+	ticks   atomic.Int64
+	tickErr atomic.Int64
+	batches atomic.Int64
+	failed  atomic.Int64
+	points  atomic.Int64
+}
+
+type cpuPoint struct {
+	t   time.Duration
+	cpu float64
+}
+
+func (r *run) logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "e2e %6.1fs: %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+func (r *run) fail(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	r.logf("FAIL: %s", msg)
+	r.res.Failures = append(r.res.Failures, msg)
+}
+
+func (r *run) main() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	r.ctx = ctx
+	defer r.cleanup()
+	if err := r.setup(); err != nil {
+		r.fail("setup: %v", err)
+		return 1
+	}
+	if err := r.scenario(); err != nil {
+		r.fail("%v", err)
+	}
+	if len(r.res.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func (r *run) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func (r *run) defer_(f func()) { r.cleanups = append(r.cleanups, f) }
+
+// env sets the local stack's environment where the caller did not.
+func setDefaultEnv() {
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_PAGER": "", "MOTO_ACCOUNT_ID": "000000000000",
+		"SLUICE_MYSQL_DSN": "sluice:sluice@tcp(127.0.0.1:3306)/sluice?parseTime=true&multiStatements=true",
+	} {
+		if _, ok := os.LookupEnv(k); !ok {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+func (r *run) setup() error {
+	setDefaultEnv()
+	c := r.cfg
+	r.id = fmt.Sprintf("%d", time.Now().Unix())
+	r.table, r.loopID, r.instance = "sluice-e2e-"+r.id, "e2e", "sluice-e2e-"+r.id
+	r.dbName = "sluice_e2e_" + r.id
+
+	// 1. The stack: moto and MariaDB, stopping at the end only what this
+	// run started.
+	rec := filepath.Join(c.logDir, "stack-started-"+r.id)
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
+	up := exec.CommandContext(r.ctx, "bash", "localstack/stack/up.sh", "--record", rec, "moto", "mariadb", "rie")
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Run(); err != nil {
+		return fmt.Errorf("localstack/stack/up.sh: %w", err)
+	}
+	r.defer_(func() {
+		b, _ := os.ReadFile(rec)
+		os.Remove(rec)
+		if svc := strings.Fields(string(b)); len(svc) > 0 {
+			r.logf("stopping what this run started: %v", svc)
+			down := exec.Command("bash", append([]string{"localstack/stack/down.sh"}, svc...)...)
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			_ = down.Run()
+		}
+	})
+	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
+	if c.rie != "" {
+		rie, err = c.rie, nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, b := range []string{c.controller, c.consumer} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("bootstrap %s: %w (make e2e builds it)", b, err)
+		}
+	}
+
+	// 2. MariaDB: a fresh database with the workload; the process whose
+	// CPU is the plant's.
+	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
+	if err != nil {
+		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(r.ctx, "CREATE DATABASE "+r.dbName); err != nil {
+		return fmt.Errorf("create database %s: %w", r.dbName, err)
+	}
+	if !c.keep {
+		r.defer_(func() {
+			if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
+				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
+				db.Close()
+			}
+		})
+	}
+	cfg.DBName = r.dbName
+	r.dsn = cfg.FormatDSN()
+	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
+		return err
+	}
+	r.db.SetMaxOpenConns(16)
+	r.defer_(func() { r.db.Close() })
+	if err := dbload.Install(r.ctx, r.db, dbload.Workload{ScanRows: c.scanRows}); err != nil {
+		return err
+	}
+	pid, err := cpupub.FindProcess(os.ReadFile, procPIDs(), "mariadbd")
+	if err != nil {
+		return err
+	}
+	cores, err := cpupub.Cores(os.ReadFile, pid)
+	if err != nil {
+		return err
+	}
+	r.res.Cores = cores
+	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
+	r.logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", pid, cores, r.dbName, c.scanRows)
+
+	// 3. AWS: clients, the table (the project's init script), the queues.
+	awsCfg, err := awsconf.Load(r.ctx)
+	if err != nil {
+		return err
+	}
+	r.ddb = dynamodb.NewFromConfig(awsCfg)
+	r.sqs = sqs.NewFromConfig(awsCfg)
+	initScript := exec.CommandContext(r.ctx, "bash", "localstack/init/10-controller.sh")
+	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
+	if out, err := initScript.CombinedOutput(); err != nil {
+		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
+	}
+	// The init script's default loop stays disabled here: only this run's
+	// loop ticks.
+	if err := r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key("placeholder-"+r.id, "PARAMS"),
+		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+		return err
+	}
+	if !c.keep {
+		r.defer_(func() { r.aws("dynamodb", "delete-table", "--table-name", r.table) })
+	}
+	dlq, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-dlq-" + r.id)})
+	if err != nil {
+		return fmt.Errorf("create dead-letter queue: %w", err)
+	}
+	r.dlqURL = aws.ToString(dlq.QueueUrl)
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":"5"}`, localaws.QueueARN(r.dlqURL, awsCfg.Region))
+	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
+		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
+	if err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	r.queueURL = aws.ToString(q.QueueUrl)
+	if !c.keep {
+		r.defer_(func() {
+			ctx := context.Background()
+			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
+			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.dlqURL)})
+		})
+	}
+
+	// 4. Identify the database and tune the loop from the model.
+	params, err := r.tune()
+	if err != nil {
+		return err
+	}
+	if err := r.putParams(params); err != nil {
+		return err
+	}
+
+	// 5. The functions under the emulator.
+	logDir := filepath.Join(c.logDir, r.id)
+	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
+	ctl, err := harness.StartRIE(r.ctx, rie, c.controller, logDir, "controller", env)
+	if err != nil {
+		return err
+	}
+	r.procs = append(r.procs, ctl.Proc)
+	r.defer_(ctl.Stop)
+	var consumers []*harness.RIE
+	for i := range c.consumers {
+		ce, err := harness.StartRIE(r.ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
+			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_DLQ_URL="+r.dlqURL,
+			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"))
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, ce.Proc)
+		r.defer_(ce.Stop)
+		consumers = append(consumers, ce)
+	}
+	r.logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
+
+	// 6. The stand-ins: schedule, event source mapping, CPU publisher, and
+	// the 1-s CPU record the checks use.
+	bg, stop := context.WithCancel(r.ctx)
+	var wg sync.WaitGroup
+	r.defer_(func() { stop(); wg.Wait() })
+	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: localaws.WallClock{},
+		OnInvocation: func(inv localaws.Invocation) {
+			r.ticks.Add(1)
+			if inv.Err != nil {
+				r.tickErr.Add(1)
+				r.logf("tick error: %v", inv.Err)
+			}
+		}}
+	wg.Add(1)
+	go func() { defer wg.Done(); sched.Run(bg) }()
+	for _, ce := range consumers {
+		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, Region: awsCfg.Region,
+			BatchSize: 10, Wait: time.Second, OnBatch: func(b localaws.BatchResult) {
+				r.batches.Add(1)
+				r.failed.Add(int64(b.Failed))
+			}}
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Run(bg) }()
+	}
+	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
+		Period: c.tick, Clock: cpupub.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(bg) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	return nil
+}
+
+// recordCPU samples MariaDB's CPU every second.
+func (r *run) recordCPU(ctx context.Context) {
+	prev, err := r.sampler.Sample()
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, err := r.sampler.Sample()
+		if err != nil {
+			continue
+		}
+		if u, err := r.sampler.Utilization(prev, cur); err == nil {
+			r.mu.Lock()
+			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.start), cpu: u})
+			r.mu.Unlock()
+		}
+		prev = cur
+	}
+}
+
+// meanCPU is the mean CPU over [from, to) since the start.
+func (r *run) meanCPU(from, to time.Duration) (float64, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s float64
+	n := 0
+	for _, p := range r.cpu {
+		if p.t >= from && p.t < to {
+			s += p.cpu
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return s / float64(n), n
+}
+
+func (r *run) now() time.Duration { return time.Since(r.start) }
+
+// tune identifies the database by an open-loop step test on the workload
+// and returns the PARAMS of the lab's pi-aw-spf-ff for it.
+func (r *run) tune() (loop.Params, error) {
+	c := r.cfg
+	l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: "step", Workers: 3}, CPU: r.sampler}
+	r.logf("step test: 8 -> 30 msg/s")
+	d, err := l.StepTest(r.ctx, sim.StepTest{From: 8, To: 30, At: 20 * time.Second, Duration: 50 * time.Second})
+	if err != nil {
+		return loop.Params{}, err
+	}
+	if _, err := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step-%'"); err != nil {
+		return loop.Params{}, fmt.Errorf("remove the step test's rows: %w", err)
+	}
+	fit, err := ident.Fit(d)
+	if err != nil {
+		return loop.Params{}, fmt.Errorf("identify: %w", err)
+	}
+	m := fit.Model
+	r.res.Model.Gain, r.res.Model.TauS, r.res.Model.DeadTimeS, r.res.Model.Base, r.res.Model.RMSE =
+		m.Gain, m.Tau.Seconds(), m.DeadTime.Seconds(), m.Base, fit.RMSE
+	r.logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
+	if top := m.Output(c.maxRate); top < c.setpoint+15 {
+		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.maxRate, top)
+	}
+	// The loop as the lab sees it: the controller reads a datapoint of one
+	// tick's period, published at the period's end, at a tick.
+	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.setpoint, MaxRate: c.maxRate}
+	loopModel := tuning.LoopModel(m, s.PipelineDelay())
+	g, err := tuning.Tune(loopModel, tuning.SIMC, tuning.Options{Form: tuning.PI})
+	if err != nil {
+		return loop.Params{}, fmt.Errorf("tune: %w", err)
+	}
+	tc := lab.IntegralTime(s, lab.Plant{Model: m})
+	ff := m
+	p := loop.Params{
+		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, Setpoint: c.setpoint,
+		Kp: g.Kp, Ki: 1 / (m.Gain * tc.Seconds()),
+		AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
+		DelayAware: true, Feedforward: &ff,
+		MinRate: 1, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
+		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick,
+	}
+	if p.SetpointFilter < time.Second {
+		p.SetpointFilter = time.Second
+	}
+	r.res.Kp, r.res.Ki = p.Kp, p.Ki
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("tuned PARAMS: %w", err)
+	}
+	r.logf("PARAMS: kp %.3g, ki %.3g (Tc %v), setpoint filter %v, feedforward on the model", p.Kp, p.Ki, tc, p.SetpointFilter)
+	return p, nil
+}
+
+// putParams writes the loop's PARAMS item with the aws CLI, as an operator
+// would.
+func (r *run) putParams(p loop.Params) error {
+	item := map[string]any{"pk": map[string]string{"S": r.loopID}, "sk": map[string]string{"S": "PARAMS"}}
+	for k, v := range p.Attrs() {
+		item[k] = ddbJSON(v)
+	}
+	b, err := json.Marshal(item)
+	if err != nil {
+		return err
+	}
+	return r.aws("dynamodb", "put-item", "--table-name", r.table, "--item", string(b))
+}
+
+// ddbJSON converts an attribute of Params.Attrs to DynamoDB JSON.
+func ddbJSON(v any) any {
+	switch v := v.(type) {
+	case string:
+		return map[string]any{"S": v}
+	case bool:
+		return map[string]any{"BOOL": v}
+	case float64:
+		return map[string]any{"N": fmt.Sprint(v)}
+	case int:
+		return map[string]any{"N": fmt.Sprint(v)}
+	case map[string]any:
+		m := map[string]any{}
+		for k, x := range v {
+			m[k] = ddbJSON(x)
+		}
+		return map[string]any{"M": m}
+	case map[string]string:
+		m := map[string]any{}
+		for k, x := range v {
+			m[k] = map[string]any{"S": x}
+		}
+		return map[string]any{"M": m}
+	case []any:
+		l := []any{}
+		for _, x := range v {
+			l = append(l, ddbJSON(x))
+		}
+		return map[string]any{"L": l}
+	case nil:
+		return map[string]any{"NULL": true}
+	}
+	return map[string]any{"S": fmt.Sprint(v)}
+}
+
+func key(pk, sk string) string {
+	return fmt.Sprintf(`{"pk":{"S":%q},"sk":{"S":%q}}`, pk, sk)
+}
+
+// aws runs the AWS CLI against the local endpoint.
+func (r *run) aws(args ...string) error {
+	cmd := exec.CommandContext(r.ctx, "aws", append([]string{"--endpoint-url", os.Getenv("AWS_ENDPOINT_URL"), "--output", "json"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("aws %s: %w: %s", strings.Join(args[:2], " "), err, out)
+	}
+	return nil
+}
+
+// setParam edits one PARAMS attribute with update-item.
+func (r *run) setParam(name, ddbValue string) error {
+	return r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key(r.loopID, "PARAMS"),
+		"--update-expression", "SET #a = :v", "--expression-attribute-names", fmt.Sprintf(`{"#a":%q}`, name),
+		"--expression-attribute-values", fmt.Sprintf(`{":v":%s}`, ddbValue))
+}
+
+// status reads PARAMS_STATUS.
+func (r *run) status() (status, reason string, err error) {
+	out, err := r.ddb.GetItem(r.ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "PARAMS_STATUS"}}})
+	if err != nil {
+		return "", "", fmt.Errorf("read PARAMS_STATUS: %w", err)
+	}
+	if v, ok := out.Item["status"].(*ddbtypes.AttributeValueMemberS); ok {
+		status = v.Value
+	}
+	if v, ok := out.Item["reason"].(*ddbtypes.AttributeValueMemberS); ok {
+		reason = v.Value
+	}
+	return status, reason, nil
+}
+
+// waitStatus waits until PARAMS_STATUS says want.
+func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		st, reason, err := r.status()
+		if err == nil && st == want {
+			return reason, true
+		}
+		r.sleep(time.Second)
+	}
+	return "", false
+}
+
+func (r *run) sleep(d time.Duration) {
+	select {
+	case <-r.ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (r *run) sleepUntil(t time.Duration) { r.sleep(t - r.now()) }
+
+// produce keeps a backlog of about target messages in the queue until ctx
+// ends: the producers always outpace the loop, so the rate is the loop's.
+// One message in 50 is poison (not JSON).
+func (r *run) produce(ctx context.Context, target int) {
+	for ctx.Err() == nil {
+		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		depth := target
+		if err == nil {
+			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
+		}
+		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
+			r.sendBatch(min(n, 10))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// sendBatch sends n messages with the next sequence numbers, retrying the
+// entries SQS did not take.
+func (r *run) sendBatch(n int) {
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for range n {
+		seq := r.sent.Add(1) - 1
+		body := fmt.Sprintf(`{"seq":%d,"amount":%d}`, seq, seq%97)
+		if seq%50 == 49 {
+			body = fmt.Sprintf("poison %d: not JSON", seq)
+			r.poison.Add(1)
+		}
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
+	}
+	for attempt := 0; len(entries) > 0; attempt++ {
+		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+		if err != nil {
+			if attempt > 20 {
+				r.fail("send: %v", err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		var again []sqstypes.SendMessageBatchRequestEntry
+		for _, f := range out.Failed {
+			for _, e := range entries {
+				if aws.ToString(e.Id) == aws.ToString(f.Id) {
+					again = append(again, e)
+				}
+			}
+		}
+		entries = again
+	}
+}
+
+func (r *run) scenario() error {
+	c := r.cfg
+	p := c.phase
+	// Phases: start-up and settling [0, p); settled [p, 2p); disturbance
+	// [2p, 3p); recovery [3p, 3.5p); setpoint edit at 3.5p, settled after
+	// it [4.5p, 5.5p); invalid edit at 4.5p; then the drain.
+	t0 := r.now()
+	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
+	prodCtx, stopProd := context.WithCancel(r.ctx)
+	var pwg sync.WaitGroup
+	for range 2 {
+		pwg.Add(1)
+		go func() { defer pwg.Done(); r.produce(prodCtx, 150) }()
+	}
+	defer func() { stopProd(); pwg.Wait() }()
+	r.logf("producing; setpoint %g %%", c.setpoint)
+
+	r.sleepUntil(at(2))
+	before, _ := r.meanCPU(at(1), at(2))
+	r.res.MeanCPUBeforeEdit = round(before)
+	// The disturbance: the load generator sized to add about 10 points.
+	qps := 10 / r.res.Model.Gain
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, Workers: 2}
+	if err := gen.Start(r.ctx); err != nil {
+		return err
+	}
+	r.logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
+	r.sleepUntil(at(3))
+	gen.Stop()
+	dist, _ := r.meanCPU(at(2)+p/2, at(3))
+	r.res.MeanCPUDisturbed = round(dist)
+	done, failed := gen.Queries()
+	r.logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
+
+	r.sleepUntil(at(3.5))
+	r.logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
+	if err := r.setParam("setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
+		return err
+	}
+	r.sleepUntil(at(4.5))
+	// The invalid edit: a setpoint outside (0, 100].
+	r.logf("invalid edit: setpoint 150")
+	if err := r.setParam("setpoint", `{"N":"150"}`); err != nil {
+		return err
+	}
+	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.tick)
+	r.res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
+	r.res.InvalidEditReason = reason
+	if !r.res.InvalidEditRefused {
+		r.fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
+	} else {
+		r.logf("refused: %s", reason)
+	}
+	r.sleepUntil(at(5.5))
+	after, n := r.meanCPU(at(4.5), at(5.5))
+	r.res.MeanCPUAfterSettle = round(after)
+	r.res.Setpoint = c.setpoint2
+	r.res.InitialSetpoint = c.setpoint
+	r.logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
+	// Restore a valid PARAMS, then drain in manual mode at max_rate.
+	if err := r.setParam("setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
+		return err
+	}
+	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.tick); !ok {
+		r.fail("the valid PARAMS restored after the refused edit was not applied")
+	}
+	stopProd()
+	pwg.Wait()
+	r.logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
+	if err := r.setParam("manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+		return err
+	}
+	if err := r.setParam("mode", `{"S":"manual"}`); err != nil {
+		return err
+	}
+	drained := r.drain(4 * time.Minute)
+	r.res.MaxCPU = round(r.maxCPU())
+	r.res.Ticks = int(r.ticks.Load())
+	r.res.TickErrors = int(r.tickErr.Load())
+	r.res.Batches = r.batches.Load()
+	r.res.BatchFailures = r.failed.Load()
+	r.res.Datapoints = int(r.points.Load())
+	r.res.DisturbancePP = round(dist - before)
+
+	// Checks.
+	counts, err := mysqltest.Count(r.ctx, r.db, int(r.sent.Load()), r.poisonSeqs())
+	if err != nil {
+		return err
+	}
+	r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing = counts.Sent, counts.Stored, counts.Duplicates, counts.Missing
+	r.res.Poison = int(r.poison.Load())
+	dl, withReason, err := r.deadLetters()
+	if err != nil {
+		return err
+	}
+	r.res.DeadLettered = dl
+	if !drained {
+		r.fail("the queue did not drain")
+	}
+	if r.res.Missing > 0 || r.res.Duplicates > 0 || r.res.Stored != r.res.Sent-r.res.Poison {
+		r.fail("sent %d, poison %d, stored %d, missing %d, duplicates %d", r.res.Sent, r.res.Poison, r.res.Stored, r.res.Missing, r.res.Duplicates)
+	}
+	if dl != r.res.Poison || withReason != dl {
+		r.fail("dead-letter queue holds %d messages (%d with a reason); want the %d poison ones", dl, withReason, r.res.Poison)
+	}
+	if math.IsNaN(after) || math.Abs(after-c.setpoint2) > 5 {
+		r.fail("mean CPU after settling %.1f %%: not within 5 points of the setpoint %g", after, c.setpoint2)
+	}
+	if math.IsNaN(before) || math.Abs(before-c.setpoint) > 5 {
+		r.fail("mean CPU before the edit %.1f %%: not within 5 points of the setpoint %g", before, c.setpoint)
+	}
+	r.res.SetpointEditFollowed = !math.IsNaN(after) && math.Abs(after-c.setpoint2) <= 5 && math.Abs(after-c.setpoint2) < math.Abs(after-c.setpoint)
+	if !r.res.SetpointEditFollowed {
+		r.fail("the setpoint edit %g -> %g was not followed (mean CPU %.1f %% after it)", c.setpoint, c.setpoint2, after)
+	}
+	if r.res.Ticks < 10 {
+		r.fail("only %d controller ticks", r.res.Ticks)
+	}
+	return nil
+}
+
+func round(x float64) float64 { return math.Round(x*100) / 100 }
+
+func (r *run) maxCPU() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := 0.0
+	for _, p := range r.cpu {
+		m = max(m, p.cpu)
+	}
+	return m
+}
+
+func (r *run) poisonSeqs() map[int]bool {
+	skip := map[int]bool{}
+	for seq := 49; seq < int(r.sent.Load()); seq += 50 {
+		skip[seq] = true
+	}
+	return skip
+}
+
+// drain waits until the queue is empty and nothing is in flight.
+func (r *run) drain(within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	quiet := 0
+	for time.Now().Before(deadline) {
+		out, err := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err == nil {
+			total := 0
+			for _, v := range out.Attributes {
+				var n int
+				fmt.Sscan(v, &n)
+				total += n
+			}
+			if total == 0 {
+				quiet++
+				if quiet >= 3 {
+					r.logf("drained")
+					return true
+				}
+			} else {
+				quiet = 0
+			}
+		}
+		r.sleep(time.Second)
+	}
+	return false
+}
+
+// deadLetters receives every message of the dead-letter queue and counts
+// those that carry a reason attribute.
+func (r *run) deadLetters() (n, withReason int, err error) {
+	seen := map[string]bool{}
+	empty := 0
+	for empty < 3 {
+		out, err := r.sqs.ReceiveMessage(r.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
+			WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			return n, withReason, fmt.Errorf("receive dead letters: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
+			n++
+			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
+				withReason++
+			}
+		}
+	}
+	return n, withReason, nil
+}
+
+// procPIDs lists the numeric entries of /proc.
+func procPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &n); err == nil && fmt.Sprint(n) == e.Name() {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}

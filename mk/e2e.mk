@@ -1,0 +1,26 @@
+# The whole loop locally (issue 5): the controller and consumer bootstraps
+# under the Lambda RIE, driven by the local stand-ins (pkg/localaws), MariaDB
+# as the real plant (pkg/dbload) whose CPU pkg/cpupub publishes as AWS/RDS
+# CPUUtilization, moto for SQS, DynamoDB and CloudWatch.
+#
+#   make e2e     starts what it needs (up.sh --record; stops only that), runs the
+#                scenario (step test, tuning, disturbance, setpoint edit, invalid
+#                edit, drain), prints one JSON object as its last line
+
+E2E_BIN := $(BIN)/e2e
+E2E_LAMBDA_FLAGS := -trimpath -tags lambda.norpc
+E2E_FLAGS ?=
+
+.PHONY: e2e e2e-bootstraps
+
+TEST_E2E += e2e
+
+## e2e-bootstraps: controller and SQS consumer bootstraps for this machine (CGO_ENABLED=0, lambda.norpc).
+e2e-bootstraps:
+	mkdir -p $(E2E_BIN)/controller $(E2E_BIN)/sqs-consumer
+	CGO_ENABLED=0 $(GO) build $(E2E_LAMBDA_FLAGS) -o $(E2E_BIN)/controller/bootstrap ./functions/controller
+	CGO_ENABLED=0 $(GO) build $(E2E_LAMBDA_FLAGS) -o $(E2E_BIN)/sqs-consumer/bootstrap ./functions/sqs-consumer
+
+## e2e: the whole loop on the local stack with MariaDB as the plant; JSON last line (see docs/lab.md).
+e2e: e2e-bootstraps
+	$(GO) run ./internal/e2e/full -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_FLAGS)
