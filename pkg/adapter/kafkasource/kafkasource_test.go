@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ func (r fixedRate) Rate() float64 { return float64(r) }
 
 func newSource(t *testing.T, brokers []string, topic, group string, pacer kafkasource.RateSource) *kafkasource.Source {
 	t.Helper()
-	src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: pacer, Opts: fastGroup})
+	src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: pacer, Opts: fastGroup,
+		CommitInterval: -1}) // every Ack commits: the tests look at the group's offsets right after
 	if err != nil {
 		t.Fatalf("kafkasource.New: %v", err)
 	}
@@ -406,5 +408,73 @@ func TestLostPartitionsAreNotCommitted(t *testing.T) {
 	}
 	if got := committed(t, brokers, "g", "lost")[0]; got != 10 {
 		t.Errorf("committed offset after storing the redelivered records = %d; want 10", got)
+	}
+}
+
+// stepClock is a clock that moves only when told.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Advance(d)
+	return ctx.Err()
+}
+
+// TestCommitInterval: with a CommitInterval, Ack commits at most once per
+// interval, and an idle Receive commits what waits once the interval passed.
+func TestCommitInterval(t *testing.T) {
+	c := newFake(t, "ival", 1)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "ival", "i", 0, 10, nil)
+	clk := &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{"ival"}, Group: "g", Opts: fastGroup,
+		CommitInterval: time.Hour, Clock: clk})
+	if err != nil {
+		t.Fatalf("kafkasource.New: %v", err)
+	}
+	defer src.Close(context.Background())
+	ctx := context.Background()
+	msgs := receiveN(t, src, 10)
+	steps := []struct {
+		ack     []consume.Message
+		advance time.Duration
+		want    int64
+	}{
+		{msgs[0:3], 0, 3},         // first commit: none before
+		{msgs[3:6], 0, 3},         // within the interval: not yet
+		{msgs[6:8], time.Hour, 8}, // interval passed: commits everything settled
+		{msgs[8:10], 0, 8},        // within the interval again
+	}
+	for i, st := range steps {
+		clk.Advance(st.advance)
+		if err := src.Ack(ctx, st.ack); err != nil {
+			t.Fatalf("step %d: Ack: %v", i, err)
+		}
+		if got := committed(t, brokers, "g", "ival")[0]; got != st.want {
+			t.Errorf("step %d: committed offset = %d; want %d", i, got, st.want)
+		}
+	}
+	clk.Advance(time.Hour)
+	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if ms, err := src.Receive(rctx, 10); len(ms) != 0 || err != nil {
+		t.Fatalf("idle Receive = %d messages, %v; want none, nil", len(ms), err)
+	}
+	if got := committed(t, brokers, "g", "ival")[0]; got != 10 {
+		t.Errorf("committed offset after an idle Receive past the interval = %d; want 10", got)
 	}
 }
