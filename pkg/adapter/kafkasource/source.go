@@ -28,11 +28,19 @@
 //   - Poison records are produced synchronously to the dead-letter topic
 //     (Config.DeadLetterTopic, default "<topic>.dlt") with the reason in the
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
-//     (topic/partition/offset); only then are their offsets settled.
+//     (topic/partition/offset); only then are their offsets settled. Create
+//     the dead-letter topic with the topic (or let the broker auto-create
+//     it): while it cannot be written, poison records are handed out again
+//     and hold their partition's commit back; nothing is dropped.
 //   - Fetching is paused while the consumer is out of budget: after a poll,
 //     if the batch needs more than PauseAfter at the consumer's pacing rate
 //     (or the rate is zero), fetching stops until the next Receive, so that
-//     the client does not read ahead of the allowed rate.
+//     the client does not read ahead of the allowed rate. Whole topics are
+//     paused (PauseFetchTopics), so partitions assigned meanwhile stay
+//     paused too.
+//   - A member that dies without leaving (SIGKILL) holds its partitions
+//     until the group's session timeout: 10 s by default here
+//     (Config.SessionTimeout), not the client's 45 s.
 //
 // Message ids: the header named Config.IDHeader (default "message-id") when
 // the producer set it, else "topic/partition/offset". Offsets never change,
