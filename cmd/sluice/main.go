@@ -24,6 +24,7 @@ func commands() []command {
 		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: runLab},
 		{name: "tune", summary: "PI/PID gains from a plant model (SIMC, IMC, Ziegler-Nichols, Cohen-Coon)", run: runTune},
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},
+		{name: "params", summary: "get, set and validate a loop's PARAMS item (the controller's validation)", run: runParams},
 		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: runLocal},
 	}
 }

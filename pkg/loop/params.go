@@ -783,3 +783,55 @@ func sortedKeys(m map[string]any) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ParseParamValue parses the text form of a PARAMS attribute (a command-line
+// `name=value`, a form field) into the value DecodeParams reads: numbers for
+// N attributes, strings for S and durations, booleans for BOOL, and for
+// metric_dimensions either a JSON object or `Name=value,Name2=value2`. An
+// unknown attribute or unparsable text is an error that says why.
+func ParseParamValue(name, text string) (any, error) {
+	s, ok := paramsSchema[name]
+	if !ok {
+		if strings.HasPrefix(name, "x_") {
+			return text, nil
+		}
+		return nil, &FieldError{Field: name, Reason: "unknown attribute"}
+	}
+	switch s.kind {
+	case kindNumber:
+		f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not a finite number", truncate(text))}
+		}
+		return f, nil
+	case kindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not true or false", truncate(text))}
+		}
+		return b, nil
+	case kindStringMap:
+		text = strings.TrimSpace(text)
+		m := map[string]any{}
+		if strings.HasPrefix(text, "{") {
+			var raw map[string]string
+			if err := json.Unmarshal([]byte(text), &raw); err != nil {
+				return nil, &FieldError{Field: name, Reason: fmt.Sprintf("not a JSON object of strings: %v", err)}
+			}
+			for k, v := range raw {
+				m[k] = v
+			}
+			return m, nil
+		}
+		for _, pair := range strings.Split(text, ",") {
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q: want Name=value,Name2=value2 or a JSON object", truncate(text))}
+			}
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+		return m, nil
+	default:
+		return text, nil
+	}
+}

@@ -36,12 +36,15 @@ var _ API = (*cloudwatch.Client)(nil)
 // NewClient returns a CloudWatch client for cfg. When endpoint is not empty
 // (a local emulator such as moto_server or LocalStack), the client speaks the
 // AWS JSON 1.0 protocol instead of the SDK's default CBOR, which emulators do
-// not speak.
+// not speak, and sends request bodies uncompressed.
 func NewClient(cfg aws.Config, endpoint string) *cloudwatch.Client {
 	return cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.Protocol = awsjson.New10(schemas.GraniteServiceVersion20100801)
+			// The SDK gzips large PutMetricData bodies; with the JSON
+			// protocol moto_server fails to read them.
+			o.DisableRequestCompression = true
 		}
 	})
 }

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// paramsStore is what `sluice params` needs from the table.
+type paramsStore interface {
+	ReadParams(ctx context.Context, loopID string) (map[string]any, error)
+	WriteParams(ctx context.Context, loopID string, attrs map[string]any) error
+	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
+	ReadState(ctx context.Context, loopID string) (loop.State, error)
+	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+}
+
+// paramsEnv lets tests give `sluice params` a store instead of DynamoDB.
+type paramsEnv struct {
+	open func(ctx context.Context, table string) (paramsStore, error)
+}
+
+func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ddbstore.New(dynamodb.NewFromConfig(cfg), table), nil
+}
+
+func runParams(args []string, stdout, stderr io.Writer) int {
+	return paramsEnv{open: openDynamoStore}.run(args, stdout, stderr)
+}
+
+const paramsUsage = `usage: sluice params <get|set|validate> --loop ID [flags] [name=value ...]
+
+  get       print the loop's PARAMS item, whether it is valid, the
+            controller's verdict on the latest edit (PARAMS_STATUS), and
+            its STATE and RATE
+  set       change attributes of PARAMS (name=value ...; name= removes one),
+            check the result with the controller's own validation, and
+            write it only when it is valid
+  validate  check the stored PARAMS item (or --file FILE, a JSON object of
+            attributes) with the controller's validation
+
+The table comes from --table, else SLUICE_TABLE, else "sluice"; the AWS
+endpoint and credentials from the usual AWS configuration (AWS_ENDPOINT_URL
+for a local endpoint). Exit codes: 0 ok, 1 invalid parameters or a failed
+call, 2 bad usage.
+
+Attributes (docs/controller.md has the whole data model):
+`
+
+func paramsHelp(w io.Writer) {
+	fmt.Fprint(w, paramsUsage)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, a := range loop.ParamsAttributes() {
+		fmt.Fprintf(tw, "  %s\t%s\n", a[0], a[1])
+	}
+	tw.Flush()
+}
+
+func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) == 0 {
+			paramsHelp(stderr)
+			return 2
+		}
+		paramsHelp(stdout)
+		return 0
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("sluice params "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	loopID := fs.String("loop", "", "loop id (the items' partition key)")
+	table := fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table (default: SLUICE_TABLE or sluice)")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	file := fs.String("file", "", "validate: a JSON file of attributes instead of the stored item")
+	fs.Usage = func() { paramsHelp(stderr) }
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *loopID == "" && !(sub == "validate" && *file != "") {
+		fmt.Fprintf(stderr, "sluice params %s: --loop is required\n", sub)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if sub == "validate" && *file != "" {
+		return validateFile(*file, *loopID, *asJSON, stdout, stderr)
+	}
+	switch sub {
+	case "get", "set", "validate":
+	default:
+		fmt.Fprintf(stderr, "sluice params: unknown subcommand %q (get, set, validate)\n", sub)
+		return 2
+	}
+	edits, err := parseEdits(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice params %s: %v\n", sub, err)
+		return 2
+	}
+	if sub != "set" && len(edits) > 0 {
+		fmt.Fprintf(stderr, "sluice params %s: unexpected arguments %q\n", sub, fs.Args())
+		return 2
+	}
+	if sub == "set" && len(edits) == 0 {
+		fmt.Fprintln(stderr, "sluice params set: nothing to set (give name=value ...)")
+		return 2
+	}
+	store, err := e.open(ctx, *table)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice params %s: %v\n", sub, err)
+		return 1
+	}
+	switch sub {
+	case "get":
+		return paramsGet(ctx, store, *loopID, *asJSON, stdout, stderr)
+	case "set":
+		return paramsSet(ctx, store, *loopID, edits, *asJSON, stdout, stderr)
+	default:
+		attrs, err := store.ReadParams(ctx, *loopID)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice params validate: %v\n", err)
+			return 1
+		}
+		return report(*loopID, attrs, *asJSON, stdout)
+	}
+}
+
+// edit is one name=value argument; remove is true for name=.
+type edit struct {
+	name   string
+	value  any
+	remove bool
+}
+
+func parseEdits(args []string) ([]edit, error) {
+	var out []edit
+	for _, a := range args {
+		name, text, ok := strings.Cut(a, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("argument %q: want name=value", a)
+		}
+		if text == "" {
+			out = append(out, edit{name: name, remove: true})
+			continue
+		}
+		v, err := loop.ParseParamValue(name, text)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, edit{name: name, value: v})
+	}
+	return out, nil
+}
+
+// validity is the JSON of a validation.
+type validity struct {
+	Loop    string            `json:"loop"`
+	Valid   bool              `json:"valid"`
+	Reasons []loop.FieldError `json:"reasons,omitempty"`
+	Params  *loop.Params      `json:"params,omitempty"`
+}
+
+func validate(loopID string, attrs map[string]any) validity {
+	p, err := loop.DecodeParams(loopID, attrs)
+	if err == nil {
+		return validity{Loop: loopID, Valid: true, Params: &p}
+	}
+	v := validity{Loop: loopID}
+	var pe *loop.ParamsError
+	if errors.As(err, &pe) {
+		v.Reasons = pe.Fields
+	} else {
+		v.Reasons = []loop.FieldError{{Field: "PARAMS", Reason: err.Error()}}
+	}
+	return v
+}
+
+func report(loopID string, attrs map[string]any, asJSON bool, stdout io.Writer) int {
+	v := validate(loopID, attrs)
+	if asJSON {
+		writeJSON(stdout, v)
+	} else {
+		printValidity(stdout, v)
+	}
+	if !v.Valid {
+		return 1
+	}
+	return 0
+}
+
+func printValidity(w io.Writer, v validity) {
+	if v.Valid {
+		fmt.Fprintf(w, "PARAMS of loop %q: valid\n", v.Loop)
+		return
+	}
+	fmt.Fprintf(w, "PARAMS of loop %q: INVALID\n", v.Loop)
+	for _, r := range v.Reasons {
+		fmt.Fprintf(w, "  %s: %s\n", r.Field, r.Reason)
+	}
+}
+
+func validateFile(path, loopID string, asJSON bool, stdout, stderr io.Writer) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice params validate: %v\n", err)
+		return 2
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var attrs map[string]any
+	if err := dec.Decode(&attrs); err != nil {
+		fmt.Fprintf(stderr, "sluice params validate: %s is not a JSON object: %v\n", path, err)
+		return 2
+	}
+	if loopID == "" {
+		loopID = "file"
+	}
+	return report(loopID, attrs, asJSON, stdout)
+}
+
+func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, asJSON bool, stdout, stderr io.Writer) int {
+	attrs, err := store.ReadParams(ctx, loopID)
+	if errors.Is(err, loop.ErrNotFound) {
+		attrs = map[string]any{}
+	} else if err != nil {
+		fmt.Fprintf(stderr, "sluice params set: %v\n", err)
+		return 1
+	}
+	next := maps.Clone(attrs)
+	for _, e := range edits {
+		if e.remove {
+			delete(next, e.name)
+		} else {
+			next[e.name] = e.value
+		}
+	}
+	v := validate(loopID, next)
+	if !v.Valid {
+		if asJSON {
+			writeJSON(stdout, v)
+		} else {
+			printValidity(stdout, v)
+			fmt.Fprintln(stdout, "nothing written: the stored PARAMS are unchanged")
+		}
+		return 1
+	}
+	if err := store.WriteParams(ctx, loopID, next); err != nil {
+		fmt.Fprintf(stderr, "sluice params set: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		writeJSON(stdout, v)
+	} else {
+		fmt.Fprintf(stdout, "PARAMS of loop %q written; the controller applies them at its next tick\n", loopID)
+	}
+	return 0
+}
+
+// getOutput is the JSON of `sluice params get`.
+type getOutput struct {
+	Loop     string             `json:"loop"`
+	Params   map[string]any     `json:"params"`
+	Validity validity           `json:"validity"`
+	Status   *loop.ParamsStatus `json:"status,omitempty"`
+	State    *stateSummary      `json:"state,omitempty"`
+	Rate     *loop.Rate         `json:"rate,omitempty"`
+}
+
+type stateSummary struct {
+	Version  int64     `json:"version"`
+	TickAt   time.Time `json:"tick_at"`
+	Mode     loop.Mode `json:"mode"`
+	Setpoint float64   `json:"setpoint"`
+	Measured *float64  `json:"measured,omitempty"`
+	MetricAt time.Time `json:"metric_at,omitzero"`
+	Rate     float64   `json:"rate"`
+	Stale    bool      `json:"stale"`
+	P        float64   `json:"p"`
+	I        float64   `json:"i"`
+	FF       float64   `json:"ff"`
+}
+
+func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON bool, stdout, stderr io.Writer) int {
+	attrs, err := store.ReadParams(ctx, loopID)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
+		return 1
+	}
+	out := getOutput{Loop: loopID, Params: attrs, Validity: validate(loopID, attrs)}
+	out.Validity.Params = nil
+	if st, err := store.ReadStatus(ctx, loopID); err == nil {
+		out.Status = &st
+	} else if !errors.Is(err, loop.ErrNotFound) {
+		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
+		return 1
+	}
+	if st, err := store.ReadState(ctx, loopID); err == nil {
+		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
+			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
+		if !math.IsNaN(st.Measured) {
+			m := st.Measured
+			s.Measured = &m
+		}
+		out.State = &s
+	} else if !errors.Is(err, loop.ErrNotFound) {
+		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
+		return 1
+	}
+	if r, err := store.ReadRate(ctx, loopID); err == nil {
+		out.Rate = &r
+	} else if !errors.Is(err, loop.ErrNotFound) {
+		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		writeJSON(stdout, out)
+		return 0
+	}
+	fmt.Fprintf(stdout, "loop %s\n\nPARAMS\n", loopID)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		b, _ := json.Marshal(attrs[k])
+		fmt.Fprintf(tw, "  %s\t%s\n", k, b)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	printValidity(stdout, out.Validity)
+	fmt.Fprintln(stdout)
+	if s := out.Status; s != nil {
+		fmt.Fprintf(stdout, "PARAMS_STATUS (controller's verdict on the latest edit, tick %d at %s): %s\n", s.Tick, s.CheckedAt.Format(time.RFC3339), strings.ToUpper(s.Status))
+		if s.Reason != "" {
+			fmt.Fprintf(stdout, "  reason: %s\n", s.Reason)
+		}
+		if s.InForce != "" {
+			fmt.Fprintf(stdout, "  in force: %s\n", s.InForce)
+		}
+	} else {
+		fmt.Fprintln(stdout, "PARAMS_STATUS: none yet (the controller has not ticked this loop)")
+	}
+	if s := out.State; s != nil {
+		measured := "none"
+		if s.Measured != nil {
+			measured = fmt.Sprintf("%.2f %% at %s", *s.Measured, s.MetricAt.Format(time.RFC3339))
+		}
+		fmt.Fprintf(stdout, "STATE: tick %d at %s, mode %s, setpoint %.2f %%, measured %s, rate %.2f msg/s (P %.2f, I %.2f, FF %.2f), stale %v\n",
+			s.Version, s.TickAt.Format(time.RFC3339), s.Mode, s.Setpoint, measured, s.Rate, s.P, s.I, s.FF, s.Stale)
+	}
+	if r := out.Rate; r != nil {
+		state := "valid"
+		if r.Expired(time.Now()) {
+			state = "EXPIRED: consumers use their safe rate"
+		}
+		fmt.Fprintf(stdout, "RATE: %.2f msg/s, tick %d, written %s, expires %s (%s)\n", r.PerSecond, r.Tick,
+			r.WrittenAt.Format(time.RFC3339), r.ExpiresAt.Format(time.RFC3339), state)
+	}
+	return 0
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

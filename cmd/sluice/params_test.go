@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+)
+
+func paramsWith(store *memstore.Store) paramsEnv {
+	return paramsEnv{open: func(context.Context, string) (paramsStore, error) { return store, nil }}
+}
+
+func runP(t *testing.T, env paramsEnv, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := env.run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestParamsSetGetValidate(t *testing.T) {
+	store := memstore.New()
+	env := paramsWith(store)
+
+	// A new loop, set attribute by attribute: refused until complete.
+	code, out, _ := runP(t, env, "set", "--loop", "orders", "setpoint=70", "kp=1")
+	if code != 1 || !strings.Contains(out, "min_rate") || !strings.Contains(out, "nothing written") {
+		t.Fatalf("set incomplete params = %d, %q; want 1 naming min_rate, nothing written", code, out)
+	}
+	if _, err := store.ReadParams(context.Background(), "orders"); err == nil {
+		t.Fatal("incomplete params were written")
+	}
+	code, out, errOut := runP(t, env, "set", "--loop", "orders", "setpoint=70", "kp=1", "ki=0.05", "min_rate=10",
+		"max_rate=2000", "metric_dimensions=DBInstanceIdentifier=orders-db", "tick_period=1m")
+	if code != 0 {
+		t.Fatalf("set complete params = %d, %q, %q; want 0", code, out, errOut)
+	}
+	attrs, err := store.ReadParams(context.Background(), "orders")
+	if err != nil || attrs["kp"] != 1.0 || attrs["tick_period"] != "1m" {
+		t.Fatalf("stored params = %v, %v", attrs, err)
+	}
+
+	// An invalid edit is refused and the stored item stays.
+	code, out, _ = runP(t, env, "set", "--loop", "orders", "setpoint=150", "min_rate=5000")
+	if code != 1 || !strings.Contains(out, "setpoint") || !strings.Contains(out, "min_rate") {
+		t.Errorf("set invalid = %d, %q; want 1 naming setpoint and min_rate", code, out)
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs["setpoint"] != 70.0 {
+		t.Errorf("setpoint after refused edit = %v; want 70", attrs["setpoint"])
+	}
+
+	// A bad value is bad usage.
+	if code, _, errOut := runP(t, env, "set", "--loop", "orders", "kp=fast"); code != 2 || !strings.Contains(errOut, "kp") {
+		t.Errorf("set kp=fast = %d, %q; want 2 naming kp", code, errOut)
+	}
+
+	// Removing an attribute with name=.
+	if code, _, _ := runP(t, env, "set", "--loop", "orders", "ki="); code != 0 {
+		t.Errorf("set ki= = %d; want 0", code)
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs["ki"] != nil {
+		t.Errorf("ki after removal = %v", attrs["ki"])
+	}
+
+	code, out, _ = runP(t, env, "validate", "--loop", "orders")
+	if code != 0 || !strings.Contains(out, "valid") {
+		t.Errorf("validate = %d, %q", code, out)
+	}
+	code, out, _ = runP(t, env, "get", "--loop", "orders", "--json")
+	if code != 0 {
+		t.Fatalf("get = %d", code)
+	}
+	var got getOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil || !got.Validity.Valid || got.Params["setpoint"] != 70.0 {
+		t.Errorf("get --json = %q (%v); want valid params with setpoint 70", out, err)
+	}
+
+	// An operator's invalid item edit (not through the CLI) shows in get.
+	attrs["kp"] = -1.0
+	_ = store.WriteParams(context.Background(), "orders", attrs)
+	code, out, _ = runP(t, env, "get", "--loop", "orders")
+	if code != 0 || !strings.Contains(out, "INVALID") || !strings.Contains(out, "kp: -1") {
+		t.Errorf("get of an invalid item = %d, %q; want INVALID with the kp reason", code, out)
+	}
+	if code, _, _ := runP(t, env, "validate", "--loop", "orders"); code != 1 {
+		t.Errorf("validate of an invalid item = %d; want 1", code)
+	}
+}
+
+func TestParamsValidateFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(good, []byte(`{"setpoint": 60, "kp": 1, "min_rate": 1, "max_rate": 100, "metric_source": "prometheus", "metric_promql": "max(cpu)"}`), 0o644)
+	os.WriteFile(bad, []byte(`{"setpoint": "60", "kp": 1, "min_rate": 1, "max_rate": 100}`), 0o644)
+	env := paramsWith(memstore.New())
+	if code, out, _ := runP(t, env, "validate", "--file", good, "--json"); code != 0 || !strings.Contains(out, `"valid": true`) {
+		t.Errorf("validate good file = %d, %q", code, out)
+	}
+	if code, out, _ := runP(t, env, "validate", "--file", bad); code != 1 || !strings.Contains(out, "setpoint") {
+		t.Errorf("validate bad file = %d, %q", code, out)
+	}
+}
+
+func TestParamsUsage(t *testing.T) {
+	env := paramsWith(memstore.New())
+	for _, args := range [][]string{{}, {"get"}, {"frob", "--loop", "x"}, {"set", "--loop", "x"}, {"get", "--loop", "x", "kp=1"}} {
+		if code, _, _ := runP(t, env, args...); code != 2 {
+			t.Errorf("params %q = %d; want 2", args, code)
+		}
+	}
+	code, out, _ := runP(t, env, "--help")
+	if code != 0 || !strings.Contains(out, "setpoint") || !strings.Contains(out, "tick_period") {
+		t.Errorf("--help = %d, %q; want every attribute", code, out)
+	}
+	if code, _, errOut := runP(t, env, "get", "--loop", "missing"); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("get of a missing loop = %d, %q; want 1, not found", code, errOut)
+	}
+}
