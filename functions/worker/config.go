@@ -22,6 +22,7 @@ type config struct {
 	Sink          string        // SLUICE_SINK: mysql or http
 	MySQLDSN      string        // SLUICE_MYSQL_DSN
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS
+	HTTPTimeout   time.Duration // SLUICE_HTTP_TIMEOUT: one request (default 5s)
 	QueueURL      string        // SLUICE_QUEUE_URL (sqs)
 	DeadLetterURL string        // SLUICE_DLQ_URL (sqs; empty: redrive policy)
 	Visibility    time.Duration // SLUICE_VISIBILITY (sqs, default 30s)
@@ -46,7 +47,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		QueueURL: getenv("SLUICE_QUEUE_URL"), DeadLetterURL: getenv("SLUICE_DLQ_URL"),
 		KafkaBrokers: list(getenv("SLUICE_KAFKA_BROKERS")), KafkaTopics: list(getenv("SLUICE_KAFKA_TOPICS")),
 		KafkaGroup: getenv("SLUICE_KAFKA_GROUP"), KafkaDLT: getenv("SLUICE_KAFKA_DLT"), MetricsAddr: getenv("SLUICE_METRICS_ADDR"),
-		SafeRate: 10, RatePeriod: consume.DefaultRatePeriod, Consumers: 1, BatchSize: 10, Visibility: 30 * time.Second,
+		SafeRate: 10, RatePeriod: consume.DefaultRatePeriod, Consumers: 1, BatchSize: 10, Visibility: 30 * time.Second, HTTPTimeout: 5 * time.Second,
 	}
 	def := func(p *string, v string) {
 		if *p == "" {
@@ -69,7 +70,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	for _, d := range []struct {
 		env string
 		p   *time.Duration
-	}{{"SLUICE_RATE_PERIOD", &c.RatePeriod}, {"SLUICE_VISIBILITY", &c.Visibility}} {
+	}{{"SLUICE_RATE_PERIOD", &c.RatePeriod}, {"SLUICE_VISIBILITY", &c.Visibility}, {"SLUICE_HTTP_TIMEOUT", &c.HTTPTimeout}} {
 		if v := getenv(d.env); v != "" {
 			x, err := time.ParseDuration(v)
 			if err != nil || x <= 0 {

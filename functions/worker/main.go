@@ -94,7 +94,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		sink = mysqlsink.New(db)
 	case "http":
-		sink = httpsink.New(httpsink.Config{}, httpsink.NewRoundRobin(cfg.HTTPEndpoints...), nil, consume.WallClock{})
+		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout}, httpsink.NewRoundRobin(cfg.HTTPEndpoints...), nil, consume.WallClock{})
 	}
 
 	stats := &consume.Stats{}

@@ -193,4 +193,6 @@ func waitUntil(ctx context.Context, cond func() (bool, error)) error {
 
 type netDialer struct{}
 
-func (netDialer) dial(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) }
+func (netDialer) dial(addr string) (net.Conn, error) {
+	return net.DialTimeout("tcp", addr, time.Second)
+}

@@ -125,10 +125,10 @@ func ToEvent(m types.Message, arn string) events.SQSMessage {
 // not batch item failures, and leaves the failures to come back after the
 // visibility timeout (the queue's redrive policy then moves the poison).
 type Mapping struct {
-	SQS        *sqs.Client
-	QueueURL   string
-	ARN        string
-	Visibility time.Duration
+	SQS                                   *sqs.Client
+	QueueURL                              string
+	ARN                                   string
+	Visibility                            time.Duration
 	Invocations, FunctionErrors, Failures atomic.Int64
 }
 

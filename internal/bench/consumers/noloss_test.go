@@ -53,3 +53,16 @@ func TestNoLossSQSLambda(t *testing.T) {
 		t.Errorf("dead letters with a reason %d of %d; want all", got.PoisonWithReason, got.Poison)
 	}
 }
+
+func TestNoLossSQSWorker(t *testing.T) {
+	e := env(t)
+	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 4 * time.Minute}
+	got, err := consumers.SQSWorker(context.Background(), e, o)
+	if err != nil {
+		t.Fatalf("SQSWorker: %v", err)
+	}
+	check(t, got, 10)
+	if got.PoisonWithReason != got.Poison {
+		t.Errorf("dead letters with a reason %d of %d; want all", got.PoisonWithReason, got.Poison)
+	}
+}

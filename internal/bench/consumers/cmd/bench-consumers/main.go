@@ -1,0 +1,237 @@
+// Command bench-consumers measures the consumers and prints, as its last
+// line, one JSON object: pacing accuracy of 1, 4 and 8 concurrent consumers
+// at 10, 100 and 1,000 messages/s and near the highest rate the machine
+// sustains (real wall time, aggregate stored rate over the windows after the
+// first); the overhead ratio of pacing (paced at an unlimited rate over
+// unpaced, same sink, same run); and the no-loss scenarios (sqs-lambda,
+// sqs-worker, and kafka-worker when provided) into MariaDB with faults.
+//
+// `make bench-consumers` starts the services (localstack/stack/up.sh), runs
+// this with the environment of localstack/stack/env.sh, and stops what it
+// started. The full run (60 s windows, 10,000 messages per no-loss path)
+// takes about 30 minutes; --window=10s --messages=1000 is a quick run.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// scenario is one no-loss path.
+type scenario struct {
+	path string
+	run  func(context.Context, consumers.Env, consumers.Options) (consumers.NoLoss, error)
+}
+
+// scenarios lists the no-loss paths. The kafka-worker path is supplied by
+// the Kafka source (pkg/adapter/kafkasource's engineer): add
+// {"kafka-worker", consumers.KafkaWorker} here with the same signature.
+func scenarios() []scenario {
+	return []scenario{
+		{"sqs-lambda", consumers.SQSLambda},
+		{"sqs-worker", consumers.SQSWorker},
+	}
+}
+
+type result struct {
+	Pacing        []consumers.PacingPoint `json:"pacing"`
+	OverheadRatio float64                 `json:"overhead_ratio"`
+	Overhead      map[string]float64      `json:"overhead"`
+	NoLoss        []consumers.NoLoss      `json:"no_loss"`
+	Window        string                  `json:"window"`
+	Sink          string                  `json:"sink"`
+	Errors        []string                `json:"errors,omitempty"`
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench-consumers", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	window := fs.Duration("window", 60*time.Second, "pacing window; the first is warm-up, then --windows are measured")
+	windows := fs.Int("windows", 1, "measured windows per pacing point")
+	rateList := fs.String("rates", "10,100,1000", "allowed rates, messages/s")
+	consList := fs.String("consumers", "1,4,8", "concurrent consumer counts")
+	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or memory")
+	messages := fs.Int("messages", 10000, "messages per no-loss path")
+	only := fs.String("only", "pacing,overhead,noloss", "parts to run")
+	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker", "no-loss paths to run")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	rates, err := ints(*rateList)
+	if err != nil {
+		fmt.Fprintln(stderr, "--rates:", err)
+		return 2
+	}
+	counts, err := ints(*consList)
+	if err != nil {
+		fmt.Fprintln(stderr, "--consumers:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	res := result{Window: window.String(), Sink: *sinkName, Overhead: map[string]float64{}}
+	fail := func(format string, a ...any) {
+		msg := fmt.Sprintf(format, a...)
+		log.Error(msg)
+		res.Errors = append(res.Errors, msg)
+	}
+	parts := map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		parts[p] = true
+	}
+
+	dsn := os.Getenv("SLUICE_MYSQL_DSN")
+	var newSink func() consume.Sink
+	switch *sinkName {
+	case "memory":
+		newSink = func() consume.Sink { return memqueue.NewSink() }
+	case "mysql":
+		if dsn == "" {
+			fmt.Fprintln(stderr, "--sink=mysql needs SLUICE_MYSQL_DSN (run through `make bench-consumers`)")
+			return 2
+		}
+		bdsn, drop, err := mysqltest.Create(ctx, dsn)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer drop()
+		db, err := sql.Open("mysql", bdsn)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(32)
+		newSink = func() consume.Sink { return mysqlsink.New(db) }
+	default:
+		fmt.Fprintf(stderr, "--sink=%q: want mysql or memory\n", *sinkName)
+		return 2
+	}
+
+	var unlimited float64
+	if parts["overhead"] {
+		log.Info("overhead: paced at +Inf vs unpaced, 4 consumers, alternating", "window", *window)
+		ratio, p, u, err := consumers.Overhead(ctx, 4, *window, newSink)
+		if err != nil {
+			fail("overhead: %v", err)
+		} else {
+			res.OverheadRatio = math.Round(ratio*1000) / 1000
+			res.Overhead["paced_msgs_per_s"], res.Overhead["unpaced_msgs_per_s"] = math.Round(p), math.Round(u)
+			unlimited = p
+			log.Info("overhead", "ratio", ratio, "paced", p, "unpaced", u)
+		}
+	}
+	if parts["pacing"] {
+		for _, n := range counts {
+			for _, r := range rates {
+				pt, err := consumers.Pace(ctx, consumers.PacingRun{Consumers: n, Allowed: float64(r), Window: *window, Windows: *windows, Sink: newSink()})
+				if err != nil {
+					fail("pacing %d consumers at %d/s: %v", n, r, err)
+					continue
+				}
+				pt.Achieved, pt.ErrorPct = math.Round(pt.Achieved*100)/100, math.Round(pt.ErrorPct*100)/100
+				log.Info("pacing", "consumers", n, "allowed", r, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
+				res.Pacing = append(res.Pacing, pt)
+			}
+		}
+		if unlimited > 0 {
+			// The highest rate this machine sustains: 80 % of the unlimited
+			// throughput measured above, with the most consumers.
+			n := counts[len(counts)-1]
+			high := math.Floor(0.8*unlimited/10) * 10
+			pt, err := consumers.Pace(ctx, consumers.PacingRun{Consumers: n, Allowed: high, Window: *window, Windows: *windows, Sink: newSink()})
+			if err != nil {
+				fail("pacing %d consumers at %v/s: %v", n, high, err)
+			} else {
+				pt.Achieved, pt.ErrorPct, pt.Highest = math.Round(pt.Achieved*100)/100, math.Round(pt.ErrorPct*100)/100, true
+				log.Info("pacing (highest)", "consumers", n, "allowed", high, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
+				res.Pacing = append(res.Pacing, pt)
+			}
+		}
+	}
+	if parts["noloss"] {
+		root, _ := os.Getwd()
+		work, err := os.MkdirTemp("", "bench-consumers-")
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(work)
+		env := consumers.Env{
+			AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), MySQLDSN: dsn, RIE: os.Getenv("SLUICE_RIE_BIN"),
+			MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"), Root: root, WorkDir: work, Log: log,
+		}
+		if env.RIE == "" {
+			env.RIE = filepath.Join(root, ".cache/bin/aws-lambda-rie")
+		}
+		want := map[string]bool{}
+		for _, p := range strings.Split(*paths, ",") {
+			want[p] = true
+		}
+		have := map[string]bool{}
+		for _, sc := range scenarios() {
+			have[sc.path] = true
+			if !want[sc.path] {
+				continue
+			}
+			log.Info("no-loss", "path", sc.path, "messages", *messages)
+			o := consumers.Options{Messages: *messages, PoisonEvery: 100, Rate: 1000, Timeout: 30 * time.Minute}
+			nl, err := sc.run(ctx, env, o)
+			if err != nil {
+				fail("no-loss %s: %v", sc.path, err)
+				continue
+			}
+			log.Info("no-loss", "result", fmt.Sprintf("%+v", nl))
+			res.NoLoss = append(res.NoLoss, nl)
+		}
+		for p := range want {
+			if !have[p] {
+				fail("no-loss %s: scenario not provided in this build", p)
+			}
+		}
+	}
+	b, _ := json.Marshal(res)
+	fmt.Fprintln(stdout, string(b))
+	if len(res.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
