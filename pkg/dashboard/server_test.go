@@ -123,8 +123,8 @@ func TestSetParamsMergesAndStamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["setpoint"] != 55.0 || got["kp"] != 1.0 || got["updated_by"] != "dashboard" || got["updated_at"] != "2026-11-29T23:00:00Z" {
-		t.Errorf("stored PARAMS = %v; want setpoint 55, kp kept at 1, stamped by the dashboard", got)
+	if kp := demo.DefaultParams()["kp"]; got["setpoint"] != 55.0 || got["kp"] != kp || got["updated_by"] != "dashboard" || got["updated_at"] != "2026-11-29T23:00:00Z" {
+		t.Errorf("stored PARAMS = %v; want setpoint 55, kp kept at %v, stamped by the dashboard", got, kp)
 	}
 	if _, ok := got["slew_limit"]; ok {
 		t.Errorf("slew_limit still stored after a null edit: %v", got["slew_limit"])

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
@@ -52,6 +53,38 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Log receives the consumer's and the controller's logs (nil: discarded).
 	Log *slog.Logger
+	// Start is the virtual wall-clock time of the run's start (default
+	// 2026-01-01 UTC).
+	Start time.Time
+	// SafeRate is the consumers' configured fallback when RATE is missing or
+	// expired, messages/s (default: the loop's stale-policy safe rate).
+	SafeRate float64
+	// Outages are periods during which the metric source returns nothing
+	// (the controller's stale policy acts).
+	Outages []Outage
+	// OnTick, when set, is called after each controller tick.
+	OnTick func(Tick)
+	// NoSeries skips the per-second time series (and so the measures of
+	// the Result): for long runs in stepping mode that record history
+	// through OnTick instead.
+	NoSeries bool
+}
+
+// Outage is a period without metric datapoints.
+type Outage struct {
+	At, Duration time.Duration
+}
+
+// Tick is what the world looked like at a controller tick.
+type Tick struct {
+	// Now is the tick's virtual time.
+	Now time.Time
+	// Reports are the controller's reports for the tick.
+	Reports []loop.Report
+	// Consumed is the rate the destination took since the previous tick,
+	// messages/s; Depth is the queue's depth (ready + in flight).
+	Consumed float64
+	Depth    int64
 }
 
 // Progress is a snapshot of a run in progress.
@@ -89,17 +122,102 @@ type Counts struct {
 // Lost is what no counter accounts for: zero unless a message disappeared.
 func (c Counts) Lost() int64 { return c.Counts.Lost() - c.DeadLettered }
 
-// Run runs the demo until the scenario's duration has passed in virtual time.
+// Run runs the demo until the scenario's duration has passed in virtual time,
+// as fast as the machine goes.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	s := cfg.Scenario
-	if err := s.Validate(); err != nil {
-		return Result{}, fmt.Errorf("scenario: %w", err)
+	sm, err := newSim(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sm.w.cancel = cancel
+	if err := sm.c.Run(ctx, sm.w); err != nil {
+		return Result{}, fmt.Errorf("consumer: %w", err)
+	}
+	if sm.w.err != nil {
+		return Result{}, sm.w.err
+	}
+	return sm.result(), nil
+}
+
+// Sim is a demo run in stepping mode: virtual time moves only when Advance
+// lets it, so that a dashboard can show it at a human pace.
+type Sim struct {
+	w      *world
+	c      *consume.Consumer
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start starts a run in stepping mode: the consumer runs in its own
+// goroutine and blocks at virtual time zero until Advance. Close stops it.
+func Start(cfg Config) (*Sim, error) {
+	sm, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sm.w.cancel, sm.cancel = cancel, cancel
+	sm.w.gate = newGate()
+	sm.done = make(chan struct{})
+	go func() {
+		defer close(sm.done)
+		_ = sm.c.Run(ctx, sm.w) // Run returns nil; failures are in w.err
+	}()
+	return sm, nil
+}
+
+// Advance lets virtual time move d further and waits until the world got
+// there (one controller tick per tick period).
+func (sm *Sim) Advance(ctx context.Context, d time.Duration) error {
+	target := sm.w.gate.raise(d)
+	if err := sm.w.gate.wait(ctx, target, sm.done); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Err returns why the run stopped, nil while it runs.
+func (sm *Sim) Err() error {
+	select {
+	case <-sm.done:
+		if sm.w.err != nil {
+			return sm.w.err
+		}
+		return errors.New("demo stopped")
+	default:
+		return nil
+	}
+}
+
+// Now returns the virtual time the world last reached. Safe for concurrent
+// use.
+func (sm *Sim) Now() time.Time { return sm.w.start.Add(sm.w.gate.at()) }
+
+// Store returns the loop's item store (PARAMS, STATE, RATE): operators'
+// edits go there. It is safe for concurrent use.
+func (sm *Sim) Store() *memstore.Store { return sm.w.store }
+
+// Close stops the run and waits for its goroutine.
+func (sm *Sim) Close() {
+	sm.cancel()
+	<-sm.done
+}
+
+// newSim validates cfg and builds the world and the production consumer.
+func newSim(cfg Config) (*Sim, error) {
+	if err := cfg.Scenario.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := cfg.Params.Validate(); err != nil {
-		return Result{}, fmt.Errorf("params: %w", err)
+		return nil, fmt.Errorf("params: %w", err)
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 10
+	}
+	if cfg.SafeRate <= 0 {
+		cfg.SafeRate = cfg.Params.Stale.SafeRate
 	}
 	log := cfg.Log
 	if log == nil {
@@ -107,24 +225,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	w, err := newWorld(cfg)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w.cancel = cancel
-
-	rates := consume.NewRateCache(consume.RateCacheConfig{
-		Loop:     LoopID,
-		SafeRate: cfg.Params.Stale.SafeRate,
-	}, w, nil, w, log, nil)
+	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: LoopID, SafeRate: cfg.SafeRate}, w, nil, w, log, nil)
 	c := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, w, w, log, nil)
-	if err := c.Run(ctx, w); err != nil {
-		return Result{}, fmt.Errorf("consumer: %w", err)
-	}
-	if w.err != nil {
-		return Result{}, w.err
-	}
-	st := c.Stats()
+	return &Sim{w: w, c: c}, nil
+}
+
+func (sm *Sim) result() Result {
+	w, st := sm.w, sm.c.Stats()
 	res := Result{
 		Series:    w.series,
 		Ticks:     w.ticks,
@@ -140,9 +249,71 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			DeadLettered: w.dead,
 		},
 	}
-	res.Metrics = sim.Measure(s, w.series, res.Counts.Counts)
+	res.Metrics = sim.Measure(w.s, w.series, res.Counts.Counts)
 	res.Metrics.Lost = res.Counts.Lost()
-	return res, nil
+	return res
+}
+
+// gate is the stepping mode's bound on virtual time.
+type gate struct {
+	mu      sync.Mutex
+	lim     time.Duration
+	raised  chan struct{} // closed when lim grows
+	reachAt time.Duration
+	reachCh chan struct{} // closed when reachAt grows
+}
+
+func newGate() *gate { return &gate{raised: make(chan struct{}), reachCh: make(chan struct{})} }
+
+// limit returns the bound and a channel closed when it is raised.
+func (g *gate) limit() (time.Duration, <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lim, g.raised
+}
+
+// raise moves the bound d further and returns it.
+func (g *gate) raise(d time.Duration) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lim += d
+	close(g.raised)
+	g.raised = make(chan struct{})
+	return g.lim
+}
+
+// reached records that the world got to t.
+func (g *gate) reached(t time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reachAt = t
+	close(g.reachCh)
+	g.reachCh = make(chan struct{})
+}
+
+func (g *gate) at() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reachAt
+}
+
+// wait blocks until the world reached target, the run stopped or ctx ended.
+func (g *gate) wait(ctx context.Context, target time.Duration, done <-chan struct{}) error {
+	for {
+		g.mu.Lock()
+		at, ch := g.reachAt, g.reachCh
+		g.mu.Unlock()
+		if at >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return errors.New("demo stopped")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // world is the simulated environment around the production code: the
@@ -184,6 +355,14 @@ type world struct {
 	ticks     int
 	rateReads int64
 	series    sim.Series
+
+	start         time.Time
+	lastTickAt    time.Duration
+	lastTickCount int64
+
+	// gate bounds the virtual time in stepping mode (Sim.Advance): the
+	// consumer's sleeps block at limit until the stepper raises it.
+	gate *gate
 }
 
 var (
@@ -201,7 +380,12 @@ func newWorld(cfg Config) (*world, error) {
 	if step == 0 {
 		step = time.Second
 	}
+	start := cfg.Start
+	if start.IsZero() {
+		start = epoch
+	}
 	w := &world{
+		start:    start,
 		cfg:      cfg,
 		s:        s,
 		store:    memstore.New(),
@@ -224,15 +408,32 @@ func newWorld(cfg Config) (*world, error) {
 }
 
 // Now returns the virtual time.
-func (w *world) Now() time.Time { return epoch.Add(w.now) }
+func (w *world) Now() time.Time { return w.start.Add(w.now) }
 
-// Sleep advances the world by d (consume.Clock).
+// Sleep advances the world by d (consume.Clock). In stepping mode it blocks
+// at the gate's limit until the stepper raises it.
 func (w *world) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	target := w.now + max(d, 0)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		limit, raised := target, (<-chan struct{})(nil)
+		if w.gate != nil {
+			limit, raised = w.gate.limit()
+			limit = min(limit, target)
+		}
+		w.advance(ctx, limit)
+		if w.now >= target || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.gate.reached(w.now)
+		select {
+		case <-raised:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	w.advance(ctx, w.now+max(d, 0))
-	return ctx.Err()
 }
 
 // advance moves the world to virtual time to, one plant step at a time.
@@ -268,6 +469,7 @@ func (w *world) tickIfDue(ctx context.Context) {
 		}
 	}
 	if w.t >= w.nextTick {
+		w.nextTick += w.s.Tick
 		reports, err := w.ticker.Tick(ctx)
 		if err != nil {
 			w.fail(fmt.Errorf("controller tick at %v: %w", w.t, err))
@@ -282,7 +484,14 @@ func (w *world) tickIfDue(ctx context.Context) {
 				return
 			}
 		}
-		w.nextTick += w.s.Tick
+		if w.cfg.OnTick != nil {
+			consumed := math.NaN()
+			if w.t > w.lastTickAt {
+				consumed = float64(w.processed-w.lastTickCount) / (w.t - w.lastTickAt).Seconds()
+			}
+			w.cfg.OnTick(Tick{Now: w.Now(), Reports: reports, Consumed: consumed, Depth: w.queued() + int64(len(w.inflight))})
+		}
+		w.lastTickAt, w.lastTickCount = w.t, w.processed
 	}
 	if w.cfg.Progress != nil && w.t >= w.nextProgress {
 		w.cfg.Progress(w.progress())
@@ -329,6 +538,9 @@ func (w *world) stepOnce(dt time.Duration) {
 	if dp, ok := w.pipe.Latest(); ok {
 		measured = dp.Value
 	}
+	if w.cfg.NoSeries {
+		return
+	}
 	allowed := math.NaN()
 	if r, err := w.store.ReadRate(context.Background(), LoopID); err == nil {
 		allowed = r.PerSecond
@@ -365,9 +577,14 @@ func (w *world) queued() int64 { return w.produced - w.head + int64(len(w.redeli
 // CloudWatch's GetMetricData would (loop.MetricReader).
 func (w *world) ReadMetrics(_ context.Context, queries []loop.MetricQuery, _ time.Time) ([]loop.Sample, error) {
 	out := make([]loop.Sample, len(queries))
+	for _, o := range w.cfg.Outages {
+		if w.t >= o.At && w.t < o.At+o.Duration {
+			return out, nil
+		}
+	}
 	if dp, ok := w.pipe.Latest(); ok {
 		for i := range out {
-			out[i] = loop.Sample{Value: dp.Value, Time: epoch.Add(dp.Start), Found: true}
+			out[i] = loop.Sample{Value: dp.Value, Time: w.start.Add(dp.Start), Found: true}
 		}
 	}
 	return out, nil

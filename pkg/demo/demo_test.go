@@ -102,3 +102,41 @@ func TestLossIsDetected(t *testing.T) {
 		t.Errorf("Lost() = %d; want 10", got.Lost())
 	}
 }
+
+// In stepping mode virtual time moves only by Advance: one tick per tick
+// period, and the world stands still in between.
+func TestStepping(t *testing.T) {
+	s := shortScenario()
+	c, _, err := Tune(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks []Tick
+	sm, err := Start(Config{Scenario: s, Params: DefaultParams(s, c), OnTick: func(tk Tick) { ticks = append(ticks, tk) }, NoSeries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	ctx := context.Background()
+	for i := range 5 {
+		if err := sm.Advance(ctx, s.Tick); err != nil {
+			t.Fatalf("Advance %d: %v", i, err)
+		}
+	}
+	if got, want := sm.Now(), epoch.Add(5*s.Tick); !got.Equal(want) {
+		t.Errorf("Now() = %v; want %v", got, want)
+	}
+	if len(ticks) != 5 {
+		t.Fatalf("%d ticks after 5 tick periods; want 5", len(ticks))
+	}
+	last := ticks[len(ticks)-1]
+	if r, err := sm.Store().ReadRate(ctx, LoopID); err != nil || r.PerSecond <= 0 {
+		t.Errorf("RATE after 5 ticks = %+v, %v; want a positive rate", r, err)
+	}
+	if last.Consumed <= 0 || last.Depth <= 0 {
+		t.Errorf("last tick consumed %v, depth %d; want both positive", last.Consumed, last.Depth)
+	}
+	if err := sm.Err(); err != nil {
+		t.Errorf("Err() = %v while running", err)
+	}
+}
