@@ -190,6 +190,7 @@ func printDemoSummary(w io.Writer, s sim.Scenario, res demo.Result, fixed lab.Re
 	if plotPath != "" {
 		fmt.Fprintf(w, "plot: %s\n", plotPath)
 	}
+	fmt.Fprintln(w, "watch the loop live and tune it in a browser: go run ./cmd/sluice dashboard --demo  (serves http://127.0.0.1:8080/)")
 }
 
 // demoFigure plots the demo run beside the fixed rate.
