@@ -4,6 +4,7 @@
 #   make up [KAFKA=1] [SERVICES="moto mariadb ..."]   start (installs what is missing)
 #   make down                                          stop what up started
 #   make env                                           print the exports the tests use
+#   make status                                        which services answer, on which pid
 #   make up-docker / make down-docker                  LocalStack + MariaDB with Docker instead
 #
 # End-to-end targets of other fragments register themselves for `make test`
@@ -17,7 +18,7 @@ STACK_ENV = eval "$$(bash $(STACK)/env.sh)"
 SERVICES ?= moto mariadb prometheus rie $(if $(KAFKA),kafka)
 COMPOSE ?= docker compose
 
-.PHONY: up down env test-e2e up-docker down-docker
+.PHONY: up down env status test-e2e up-docker down-docker
 
 ## up: start the local stack (moto :4566, MariaDB :3306, Prometheus :9090, process exporter :9256; KAFKA=1 adds Kafka :9092).
 up:
@@ -26,6 +27,10 @@ up:
 ## down: stop what `make up` started; no process left, no port held.
 down:
 	bash $(STACK)/down.sh
+
+## status: which services of the local stack answer, their pids, who started them.
+status:
+	@bash $(STACK)/status.sh
 
 ## env: the environment of the local stack, as export lines (eval "$$(make -s env)").
 env:
