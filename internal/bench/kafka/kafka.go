@@ -112,10 +112,12 @@ type Result struct {
 	Stored     int `json:"stored"`
 	Duplicates int `json:"duplicates"`
 	Missing    int `json:"missing"`
-	// Poison counts malformed messages found in the dead-letter topic with
-	// a reason; PoisonSent how many were sent.
-	Poison     int `json:"poison"`
-	PoisonSent int `json:"poison_sent"`
+	// Poison counts malformed messages found in the dead-letter topic,
+	// PoisonWithReason those of them that carry their reason, PoisonSent
+	// how many were sent.
+	Poison           int `json:"poison"`
+	PoisonWithReason int `json:"poison_with_reason"`
+	PoisonSent       int `json:"poison_sent"`
 	// Uncommitted counts offsets the group had not committed after the last
 	// worker's SIGTERM (0: every stored or dead-lettered record committed).
 	Uncommitted int64 `json:"uncommitted"`
@@ -382,7 +384,7 @@ func (s *scenario) inject(ctx context.Context, poison int) error {
 }
 
 // deadLettered reads the dead-letter topic and returns the seq of each
-// record that carries a reason.
+// record, true when it carries a reason.
 func (s *scenario) deadLettered(ctx context.Context) (map[int]bool, error) {
 	dlt := s.topic + ".dlt"
 	ends, err := s.adm.ListEndOffsets(ctx, dlt)
@@ -418,8 +420,8 @@ func (s *scenario) deadLettered(ctx context.Context) (map[int]bool, error) {
 					seq = string(h.Value)
 				}
 			}
-			if n, err := strconv.Atoi(seq); err == nil && reason != "" {
-				out[n] = true
+			if n, err := strconv.Atoi(seq); err == nil {
+				out[n] = out[n] || reason != ""
 			}
 		})
 	}
@@ -434,6 +436,11 @@ func (s *scenario) count(ctx context.Context, poisonSent int) (Result, error) {
 		return res, err
 	}
 	res.Poison = len(dead)
+	for _, withReason := range dead {
+		if withReason {
+			res.PoisonWithReason++
+		}
+	}
 	c, err := mysqltest.Count(ctx, s.db, s.cfg.Messages, dead)
 	if err != nil {
 		return res, err

@@ -62,6 +62,9 @@ func TestNoLossSmall(t *testing.T) {
 	if res.Uncommitted != 0 {
 		t.Errorf("NoLoss: %d offsets uncommitted after SIGTERM; want 0", res.Uncommitted)
 	}
+	if res.PoisonWithReason != res.Poison {
+		t.Errorf("NoLoss: %d of %d dead letters carry their reason; want all", res.PoisonWithReason, res.Poison)
+	}
 	if len(res.Faults) < 2 {
 		t.Errorf("NoLoss injected faults %q; want the rebalance and the SIGKILL", res.Faults)
 	}
@@ -108,8 +111,8 @@ func TestNoLossFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NoLoss: %v", err)
 	}
-	if res.Missing != 0 || res.Duplicates != 0 || res.Poison != res.PoisonSent || res.Uncommitted != 0 {
-		t.Errorf("NoLoss: missing %d, duplicates %d, poison %d of %d, uncommitted %d; want 0, 0, all, 0",
-			res.Missing, res.Duplicates, res.Poison, res.PoisonSent, res.Uncommitted)
+	if res.Missing != 0 || res.Duplicates != 0 || res.Poison != res.PoisonSent || res.PoisonWithReason != res.Poison || res.Uncommitted != 0 {
+		t.Errorf("NoLoss: missing %d, duplicates %d, poison %d of %d (%d with reason), uncommitted %d; want 0, 0, all (all), 0",
+			res.Missing, res.Duplicates, res.Poison, res.PoisonSent, res.PoisonWithReason, res.Uncommitted)
 	}
 }
