@@ -1,0 +1,42 @@
+# The consumers (issue 4): the SQS consumer Lambda, the ECS worker, the
+# consumer benchmark.
+#
+#   make build-SqsConsumerFunction ARTIFACTS_DIR=dir   what `sam build` calls (arm64 bootstrap)
+#   make sqs-consumer-bootstrap                        bootstrap for this machine (for the RIE)
+#   make worker-image                                  docker build of infra/worker/Dockerfile
+#   make bench-consumers                               pacing, overhead, no-loss; JSON last line
+#
+# BENCH_CONSUMERS_FLAGS passes flags to the benchmark, e.g.
+#   make bench-consumers BENCH_CONSUMERS_FLAGS='--window=10s --messages=1000'
+# The default (60 s windows, 10,000 messages per no-loss path) takes about
+# 30 minutes.
+
+SQS_CONSUMER_PKG := ./functions/sqs-consumer
+SQS_CONSUMER_HOST := $(BIN)/sqs-consumer-host/bootstrap
+SQS_CONSUMER_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
+ARTIFACTS_DIR ?= $(BIN)/sam-artifacts
+BENCH_CONSUMERS_FLAGS ?=
+
+.PHONY: build-SqsConsumerFunction sqs-consumer-bootstrap worker-image bench-consumers
+
+## build-SqsConsumerFunction: SAM's makefile build: the SQS consumer's bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
+build-SqsConsumerFunction:
+	mkdir -p $(ARTIFACTS_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap $(SQS_CONSUMER_PKG)
+
+## sqs-consumer-bootstrap: the SQS consumer's bootstrap for this machine (to run under the RIE).
+sqs-consumer-bootstrap:
+	mkdir -p $(dir $(SQS_CONSUMER_HOST))
+	CGO_ENABLED=0 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(SQS_CONSUMER_HOST) $(SQS_CONSUMER_PKG)
+
+## worker-image: the ECS worker's container image (needs Docker).
+worker-image:
+	docker build -f infra/worker/Dockerfile -t sluice-worker .
+
+## bench-consumers: starts moto, MariaDB and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
+bench-consumers:
+	@rec=$$(mktemp); \
+	trap 'if [ -s "$$rec" ]; then bash localstack/stack/down.sh $$(cat "$$rec") >&2; fi; rm -f "$$rec"' EXIT; \
+	bash localstack/stack/up.sh --record "$$rec" moto mariadb rie >&2 || exit 1; \
+	eval "$$(bash localstack/stack/env.sh)"; \
+	$(GO) run ./internal/bench/consumers/cmd/bench-consumers $(BENCH_CONSUMERS_FLAGS)
