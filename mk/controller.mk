@@ -43,3 +43,5 @@ e2e-controller: controller-bootstrap
 ## bench-controller: API calls per tick (1, 100, 1000 loops, on moto), handler time for 1000 loops (in memory), bootstrap size; JSON last line.
 bench-controller: controller-bootstrap-arm64
 	$(GO) run ./internal/e2e/controller/bench -bootstrap $(CONTROLLER_ARM64)
+
+bench: bench-controller
