@@ -86,6 +86,7 @@ type Result struct {
 	Batches              int64   `json:"batches"`
 	BatchFailures        int64   `json:"batch_item_failures"`
 	Datapoints           int     `json:"cpu_datapoints"`
+	Stalls               int64   `json:"stalls"`
 	Model                struct {
 		Gain      float64 `json:"gain"`
 		TauS      float64 `json:"tau_s"`
@@ -107,7 +108,7 @@ type config struct {
 	setpoint, setpoint2       float64
 	maxRate                   float64
 	consumers                 int
-	scanRows                  int
+	scanRows, dataRows        int
 	phase                     time.Duration
 	keep                      bool
 	logDir                    string
@@ -122,9 +123,10 @@ func main() {
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
 	flag.Float64Var(&c.setpoint, "setpoint", 30, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoint2, "setpoint2", 20, "setpoint after the mid-run edit")
-	flag.Float64Var(&c.maxRate, "max-rate", 120, "max_rate of the loop, messages/s")
-	flag.IntVar(&c.consumers, "consumers", 3, "consumer emulators (the mapping's maximum concurrency)")
-	flag.IntVar(&c.scanRows, "scan-rows", 160_000, "rows each message's aggregate reads (its CPU cost)")
+	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
+	flag.IntVar(&c.consumers, "consumers", 4, "consumer emulators (the mapping's maximum concurrency)")
+	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
+	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queues for inspection")
 	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/full", "logs of the emulators")
@@ -171,6 +173,7 @@ type run struct {
 	batches atomic.Int64
 	failed  atomic.Int64
 	points  atomic.Int64
+	stalls  atomic.Int64
 }
 
 type cpuPoint struct {
@@ -297,7 +300,7 @@ func (r *run) setup() error {
 	}
 	r.db.SetMaxOpenConns(16)
 	r.defer_(func() { r.db.Close() })
-	if err := dbload.Install(r.ctx, r.db, dbload.Workload{ScanRows: c.scanRows}); err != nil {
+	if err := dbload.Install(r.ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
 		return err
 	}
 	pid, err := cpupub.FindProcess(os.ReadFile, procPIDs(), "mariadbd")
@@ -340,7 +343,7 @@ func (r *run) setup() error {
 	r.dlqURL = aws.ToString(dlq.QueueUrl)
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":"5"}`, localaws.QueueARN(r.dlqURL, awsCfg.Region))
 	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
+		Attributes: map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": redrive}})
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
@@ -436,6 +439,10 @@ func (r *run) recordCPU(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if gap := cur.At.Sub(prev.At); gap > 3*time.Second {
+			r.stalls.Add(1)
+			r.logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
+		}
 		if u, err := r.sampler.Utilization(prev, cur); err == nil {
 			r.mu.Lock()
 			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.start), cpu: u})
@@ -470,8 +477,8 @@ func (r *run) now() time.Duration { return time.Since(r.start) }
 func (r *run) tune() (loop.Params, error) {
 	c := r.cfg
 	l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: "step", Workers: 3}, CPU: r.sampler}
-	r.logf("step test: 8 -> 30 msg/s")
-	d, err := l.StepTest(r.ctx, sim.StepTest{From: 8, To: 30, At: 20 * time.Second, Duration: 50 * time.Second})
+	r.logf("step test: 4 -> 16 msg/s")
+	d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 50 * time.Second})
 	if err != nil {
 		return loop.Params{}, err
 	}
@@ -504,7 +511,7 @@ func (r *run) tune() (loop.Params, error) {
 		Kp: g.Kp, Ki: 1 / (m.Gain * tc.Seconds()),
 		AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
 		DelayAware: true, Feedforward: &ff,
-		MinRate: 1, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate: 5, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
 		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
 		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick,
@@ -696,7 +703,7 @@ func (r *run) scenario() error {
 	var pwg sync.WaitGroup
 	for range 2 {
 		pwg.Add(1)
-		go func() { defer pwg.Done(); r.produce(prodCtx, 150) }()
+		go func() { defer pwg.Done(); r.produce(prodCtx, 200) }()
 	}
 	defer func() { stopProd(); pwg.Wait() }()
 	r.logf("producing; setpoint %g %%", c.setpoint)
@@ -706,7 +713,7 @@ func (r *run) scenario() error {
 	r.res.MeanCPUBeforeEdit = round(before)
 	// The disturbance: the load generator sized to add about 10 points.
 	qps := 10 / r.res.Model.Gain
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, Workers: 2}
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, DataRows: c.dataRows, Workers: 2}
 	if err := gen.Start(r.ctx); err != nil {
 		return err
 	}
@@ -759,13 +766,14 @@ func (r *run) scenario() error {
 	if err := r.setParam("mode", `{"S":"manual"}`); err != nil {
 		return err
 	}
-	drained := r.drain(4 * time.Minute)
+	drained := r.drain(5 * time.Minute)
 	r.res.MaxCPU = round(r.maxCPU())
 	r.res.Ticks = int(r.ticks.Load())
 	r.res.TickErrors = int(r.tickErr.Load())
 	r.res.Batches = r.batches.Load()
 	r.res.BatchFailures = r.failed.Load()
 	r.res.Datapoints = int(r.points.Load())
+	r.res.Stalls = r.stalls.Load()
 	r.res.DisturbancePP = round(dist - before)
 
 	// Checks.
@@ -825,29 +833,23 @@ func (r *run) poisonSeqs() map[int]bool {
 	return skip
 }
 
-// drain waits until the queue is empty and nothing is in flight.
+// drain waits until every message sent is stored in MariaDB or (the
+// poison ones) in the dead-letter queue: a queue that looks empty may still
+// have messages in flight in an invocation.
 func (r *run) drain(within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	quiet := 0
+	sent := int(r.sent.Load())
 	for time.Now().Before(deadline) {
-		out, err := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
-		if err == nil {
-			total := 0
-			for _, v := range out.Attributes {
-				var n int
-				fmt.Sscan(v, &n)
-				total += n
-			}
-			if total == 0 {
-				quiet++
-				if quiet >= 3 {
-					r.logf("drained")
-					return true
-				}
-			} else {
-				quiet = 0
+		var stored int
+		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM messages").Scan(&stored)
+		out, err2 := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.dlqURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		if err == nil && err2 == nil {
+			var dl int
+			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &dl)
+			if stored+dl >= sent {
+				r.logf("drained: %d stored, %d dead-lettered", stored, dl)
+				return true
 			}
 		}
 		r.sleep(time.Second)
