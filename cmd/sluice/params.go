@@ -235,10 +235,86 @@ func validateFile(path, loopID string, asJSON bool, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sluice params validate: %s is not a JSON object: %v\n", path, err)
 		return 2
 	}
+	if item, ok := fromDynamoJSON(attrs); ok {
+		attrs = item
+	}
 	if loopID == "" {
 		loopID = "file"
+		if pk, ok := attrs["pk"].(string); ok && pk != "" {
+			loopID = pk
+		}
 	}
 	return report(loopID, attrs, asJSON, stdout)
+}
+
+// fromDynamoJSON converts an item in DynamoDB JSON ({"kp": {"N": "1"}}, as
+// `aws dynamodb put-item --item file://...` takes) to plain values; ok is
+// false when item is not in that form.
+func fromDynamoJSON(item map[string]any) (map[string]any, bool) {
+	if len(item) == 0 {
+		return nil, false
+	}
+	out := make(map[string]any, len(item))
+	for k, v := range item {
+		pv, ok := dynamoValue(v)
+		if !ok {
+			return nil, false
+		}
+		out[k] = pv
+	}
+	return out, true
+}
+
+func dynamoValue(v any) (any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return nil, false
+	}
+	for typ, x := range m {
+		switch typ {
+		case "S":
+			s, ok := x.(string)
+			return s, ok
+		case "N":
+			var text string
+			switch n := x.(type) {
+			case string:
+				text = n
+			case json.Number:
+				text = n.String()
+			default:
+				return nil, false
+			}
+			return json.Number(text), true
+		case "BOOL":
+			b, ok := x.(bool)
+			return b, ok
+		case "NULL":
+			return nil, true
+		case "M":
+			inner, ok := x.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if len(inner) == 0 {
+				return map[string]any{}, true
+			}
+			return fromDynamoJSON(inner)
+		case "L":
+			l, ok := x.([]any)
+			if !ok {
+				return nil, false
+			}
+			out := make([]any, len(l))
+			for i, e := range l {
+				if out[i], ok = dynamoValue(e); !ok {
+					return nil, false
+				}
+			}
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, asJSON bool, stdout, stderr io.Writer) int {

@@ -122,3 +122,19 @@ func TestParamsUsage(t *testing.T) {
 		t.Errorf("get of a missing loop = %d, %q; want 1, not found", code, errOut)
 	}
 }
+
+// TestParamsSamples checks the sample items in infra/params (DynamoDB JSON,
+// as `aws dynamodb put-item` takes them) with the controller's validation.
+func TestParamsSamples(t *testing.T) {
+	files, err := filepath.Glob("../../infra/params/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in infra/params: %v", err)
+	}
+	env := paramsWith(memstore.New())
+	for _, f := range files {
+		code, out, errOut := runP(t, env, "validate", "--file", f)
+		if code != 0 {
+			t.Errorf("validate %s = %d: %s%s", f, code, out, errOut)
+		}
+	}
+}
