@@ -182,8 +182,12 @@ func chunks[T any](xs []T) [][]T {
 	return out
 }
 
-// Ack deletes stored messages.
+// Ack deletes stored messages. They are forgotten first, so that the
+// extender does not renew a receipt handle being deleted; a failed delete
+// lets them come back after the visibility timeout, and the idempotent sink
+// absorbs the repeat.
 func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
+	q.forget(msgs)
 	var errs []error
 	for _, batch := range chunks(msgs) {
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
@@ -199,9 +203,6 @@ func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
 			errs = append(errs, fmt.Errorf("delete message %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
 		}
 	}
-	// Stored messages are forgotten even if the delete failed: they come
-	// back after the visibility timeout and the idempotent sink ignores them.
-	q.forget(msgs)
 	return errors.Join(errs...)
 }
 
