@@ -18,12 +18,21 @@ type ticker interface {
 	Tick(ctx context.Context) ([]loop.Report, error)
 }
 
+// history keeps one point per loop per tick for the dashboard
+// (ddbhistory.Store).
+type history interface {
+	AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error
+}
+
 // handler is the Lambda handler: one tick per scheduled event.
 type handler struct {
 	ticker    ticker
 	log       *slog.Logger
 	namespace string
 	now       func() time.Time
+	// history, when not nil, receives every tick's reports; a failure to
+	// write it is logged, not returned: the loops did tick.
+	history history
 }
 
 // Result is what an invocation returns: counts of each outcome, so that an
@@ -73,6 +82,11 @@ func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Resul
 			res.Refused++
 		}
 		h.logReport(ctx, ev, r, now)
+	}
+	if h.history != nil {
+		if err := h.history.AppendReports(ctx, now, reports); err != nil {
+			h.log.WarnContext(ctx, "history not written", "event_id", ev.ID, "error", err)
+		}
 	}
 	if len(failed) > 0 {
 		return res, fmt.Errorf("controller tick: %d of %d loops failed: %w", len(failed), len(reports), errors.Join(failed...))

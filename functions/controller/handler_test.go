@@ -27,6 +27,18 @@ func (m staticMetrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now
 	return out, nil
 }
 
+// recordedHistory records what the handler appends.
+type recordedHistory struct {
+	calls [][]loop.Report
+	at    time.Time
+}
+
+func (r *recordedHistory) AppendReports(_ context.Context, t time.Time, reports []loop.Report) error {
+	r.calls = append(r.calls, reports)
+	r.at = t
+	return nil
+}
+
 func loadEvent(t *testing.T) events.EventBridgeEvent {
 	t.Helper()
 	b, err := os.ReadFile("testdata/scheduled-event.json")
@@ -59,7 +71,9 @@ func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
 	var buf bytes.Buffer
+	hist := &recordedHistory{}
 	h := &handler{
+		history:   hist,
 		ticker:    &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: staticMetrics{55}}, Now: func() time.Time { return now }},
 		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
 		namespace: "SluiceTest",
@@ -73,6 +87,9 @@ func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
 		t.Errorf("result = %+v; want 3 loops, 2 rates written, 1 refused", res)
 	}
 
+	if len(hist.calls) != 1 || len(hist.calls[0]) != 3 || !hist.at.Equal(now) {
+		t.Errorf("history got %d calls (%v) at %v; want one with the 3 reports at %v", len(hist.calls), hist.calls, hist.at, now)
+	}
 	lines := map[string]map[string]any{}
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
@@ -124,7 +141,10 @@ func TestReadConfig(t *testing.T) {
 	if c.Table != "t1" || c.PrometheusURL != "http://127.0.0.1:9090" || c.Namespace != "Sluice" {
 		t.Errorf("readConfig = %+v", c)
 	}
-	if c := readConfig(func(string) string { return "" }); c.Table != "sluice" {
-		t.Errorf("default table = %q; want sluice", c.Table)
+	if c := readConfig(func(string) string { return "" }); c.Table != "sluice" || !c.History {
+		t.Errorf("default config = %+v; want table sluice with history", c)
+	}
+	if c := readConfig(func(k string) string { return map[string]string{"SLUICE_HISTORY": "off"}[k] }); c.History {
+		t.Errorf("SLUICE_HISTORY=off: history still on")
 	}
 }

@@ -9,7 +9,9 @@
 // Configuration (environment): SLUICE_TABLE (default "sluice"),
 // SLUICE_PROMETHEUS_URL (optional: enables loops with metric_source
 // prometheus), SLUICE_METRICS_NAMESPACE (EMF namespace, default "Sluice"),
-// AWS_ENDPOINT_URL (a local endpoint such as moto_server).
+// SLUICE_HISTORY ("off" disables the dashboard's history items, one per loop
+// per tick in the same table, written with BatchWriteItem), AWS_ENDPOINT_URL
+// (a local endpoint such as moto_server).
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -35,6 +38,7 @@ type config struct {
 	PrometheusURL string
 	Namespace     string
 	Endpoint      string
+	History       bool
 }
 
 func readConfig(getenv func(string) string) config {
@@ -43,6 +47,7 @@ func readConfig(getenv func(string) string) config {
 		PrometheusURL: getenv("SLUICE_PROMETHEUS_URL"),
 		Namespace:     "Sluice",
 		Endpoint:      getenv("AWS_ENDPOINT_URL"),
+		History:       getenv("SLUICE_HISTORY") != "off",
 	}
 	if t := getenv("SLUICE_TABLE"); t != "" {
 		c.Table = t
@@ -68,8 +73,14 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 		}
 		readers[loop.SourcePrometheus] = r
 	}
-	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	store := ddbstore.New(ddb, cfg.Table)
+	var hist history
+	if cfg.History {
+		hist = ddbhistory.New(ddb, cfg.Table)
+	}
 	return &handler{
+		history:   hist,
 		ticker:    &loop.Ticker{Store: store, Metrics: readers, Now: time.Now},
 		log:       log,
 		namespace: cfg.Namespace,
