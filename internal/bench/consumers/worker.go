@@ -74,8 +74,9 @@ type Worker struct {
 	env     []string
 	log     io.Writer
 	cmd     *exec.Cmd
-	exited  chan error
-	Metrics string // metrics URL
+	exited  chan struct{} // closed when cmd has exited
+	err     error         // cmd's exit error, set before exited closes
+	Metrics string        // metrics URL
 }
 
 // StartWorker builds nothing: bin is the built worker.
@@ -95,13 +96,19 @@ func (w *Worker) start() error {
 	if err := w.cmd.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	w.exited = make(chan error, 1)
-	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(w.cmd, w.exited)
+	w.exited = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { w.err = c.Wait(); close(done) }(w.cmd, w.exited)
 	return nil
 }
 
-// Kill sends SIGKILL and waits for the process to go.
+// Kill sends SIGKILL and waits for the process to go; a worker that has
+// already exited is left alone.
 func (w *Worker) Kill() {
+	select {
+	case <-w.exited:
+		return
+	default:
+	}
 	w.cmd.Process.Signal(syscall.SIGKILL)
 	<-w.exited
 }
@@ -110,9 +117,9 @@ func (w *Worker) Kill() {
 func (w *Worker) Terminate(grace time.Duration) error {
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-w.exited:
-		if err != nil {
-			return fmt.Errorf("worker exit after SIGTERM: %w", err)
+	case <-w.exited:
+		if w.err != nil {
+			return fmt.Errorf("worker exit after SIGTERM: %w", w.err)
 		}
 		return nil
 	case <-time.After(grace):
