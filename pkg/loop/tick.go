@@ -93,12 +93,11 @@ type Ticker struct {
 
 // due is a loop whose tick runs now.
 type due struct {
-	snap    Snapshot
-	params  Params
-	fp      string
-	status  *ParamsStatus
-	sample  Sample
-	queryAt int
+	snap   Snapshot
+	params Params
+	fp     string
+	status *ParamsStatus
+	sample Sample
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted

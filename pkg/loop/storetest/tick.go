@@ -30,7 +30,7 @@ func SampleParams(id string) loop.Params {
 		"setpoint": 70.0, "kp": 2.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
 		"slew_limit": 100.0, "tick_period": "1m", "stale_policy": "decay", "safe_rate": 50.0,
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db-" + id},
-		"ff_gain": 0.05, "ff_base": 10.0, "ff_tau": "15s", "ff_dead_time": "5s",
+		"ff_gain":           0.05, "ff_base": 10.0, "ff_tau": "15s", "ff_dead_time": "5s",
 	})
 	if err != nil {
 		panic(err) // a bug in the sample, not in the store
