@@ -1,0 +1,87 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+func TestLoadConfig(t *testing.T) {
+	sqs := map[string]string{"SLUICE_QUEUE_URL": "http://q", "SLUICE_MYSQL_DSN": "x"}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"sqs mysql", sqs, ""},
+		{"kafka http", map[string]string{"SOURCE": "kafka", "SLUICE_KAFKA_BROKERS": "b:9092", "SLUICE_KAFKA_TOPICS": "t", "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://s"}, ""},
+		{"sqs without queue", map[string]string{"SLUICE_MYSQL_DSN": "x"}, "SLUICE_QUEUE_URL"},
+		{"kafka without topics", map[string]string{"SOURCE": "kafka", "SLUICE_KAFKA_BROKERS": "b", "SLUICE_MYSQL_DSN": "x"}, "SLUICE_KAFKA_TOPICS"},
+		{"unknown source", with(sqs, "SOURCE", "rabbit"), "want sqs or kafka"},
+		{"bad visibility", with(sqs, "SLUICE_VISIBILITY", "-3s"), "SLUICE_VISIBILITY"},
+		{"bad batch", with(sqs, "SLUICE_BATCH_SIZE", "x"), "SLUICE_BATCH_SIZE"},
+		{"http without endpoints", with(sqs, "SLUICE_SINK", "http"), "SLUICE_HTTP_ENDPOINTS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadConfig(func(k string) string { return tt.env[k] })
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("loadConfig(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
+			}
+			if err == nil && c.Source == "sqs" && c.BatchSize > 10 {
+				t.Errorf("SQS batch size %d; want <= 10", c.BatchSize)
+			}
+		})
+	}
+}
+
+func TestRegistryExportsStats(t *testing.T) {
+	stats := &consume.Stats{}
+	stats.Consumed.Add(12)
+	stats.Stored.Add(9)
+	stats.Failed.Add(2)
+	stats.Poison.Add(1)
+	stats.RateFallbacks.Add(3)
+	reg := registry(stats, &actualRate{}, &depthGauge{}, prometheus.Labels{"loop": "l"})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			got[mf.GetName()] = c.GetValue()
+		} else {
+			got[mf.GetName()] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"sluice_consumer_consumed_total": 12, "sluice_consumer_stored_total": 9, "sluice_consumer_failed_total": 2,
+		"sluice_consumer_poison_total": 1, "sluice_consumer_rate_fallback_total": 3, "sluice_consumer_allowed_rate": 0,
+		"sluice_consumer_actual_rate": 0, "sluice_consumer_queue_depth": 0, "sluice_consumer_rate_fallback": 0,
+		"sluice_consumer_share_rate": 0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v); want %v", k, g, ok, v)
+		}
+	}
+	if finite(math.Inf(1)) != -1 {
+		t.Errorf("finite(+Inf) = %v; want -1", finite(math.Inf(1)))
+	}
+}
