@@ -446,8 +446,8 @@ func (r *run) invalidEdits() error {
 	if err != nil {
 		return fmt.Errorf("params before the invalid edits are not valid: %w", err)
 	}
-	var undo string                       // SET or REMOVE clause restoring the previous edit
-	undoValues := map[string]any{}        // its values
+	var undo string                // SET or REMOVE clause restoring the previous edit
+	undoValues := map[string]any{} // its values
 	for i, e := range invalidEditList {
 		expr, values, err := combine(e, undo, undoValues)
 		if err != nil {
