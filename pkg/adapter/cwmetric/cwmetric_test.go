@@ -3,6 +3,8 @@ package cwmetric_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,9 +34,11 @@ func TestReadMetricsMoto(t *testing.T) {
 	// custom namespace with two dimensions.
 	put := func(ns, name string, dims map[string]string, at time.Time, v float64) {
 		t.Helper()
+		// Sorted, as the reader sends them: moto_server matches dimensions
+		// in order (CloudWatch does not).
 		var d []types.Dimension
-		for k, val := range dims {
-			d = append(d, types.Dimension{Name: aws.String(k), Value: aws.String(val)})
+		for _, k := range slices.Sorted(maps.Keys(dims)) {
+			d = append(d, types.Dimension{Name: aws.String(k), Value: aws.String(dims[k])})
 		}
 		_, err := client.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{
 			Namespace: aws.String(ns),
