@@ -72,3 +72,52 @@ func TestLedgerSettleReportsUnknown(t *testing.T) {
 		t.Errorf("due() after committing the point = true; want false")
 	}
 }
+
+// FuzzLedger drives a ledger with deliveries (increasing, sparse offsets) and
+// settlements in any order, and checks the commit invariant after each step:
+// every delivered offset below the commit point is settled, and the point
+// never moves back.
+func FuzzLedger(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 0x80, 0x82, 0x81, 0x83})
+	f.Add([]byte{5, 5, 5, 0x81, 0x80, 0x82})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		l := newLedger()
+		var delivered []int64
+		settled := map[int64]bool{}
+		next := int64(0)
+		prev := int64(-1)
+		for _, op := range ops {
+			if op&0x80 == 0 { // deliver, skipping op%4 offsets (markers, compaction)
+				next += int64(op % 4)
+				l.deliver(next, 0)
+				delivered = append(delivered, next)
+				next++
+			} else if len(delivered) > 0 { // settle the (op%len)-th delivered
+				o := delivered[int(op&0x7f)%len(delivered)]
+				l.settle(o)
+				settled[o] = true
+			}
+			if l.point < prev {
+				t.Fatalf("commit point moved back from %d to %d", prev, l.point)
+			}
+			prev = l.point
+			for _, o := range delivered {
+				if o < l.point && !settled[o] {
+					t.Fatalf("commit point %d passes unsettled offset %d (ops %v)", l.point, o, ops)
+				}
+			}
+			// The point is as far as it may go: the first unsettled delivered
+			// offset (or past the last delivered when all are settled).
+			want := int64(-1)
+			for _, o := range delivered {
+				if !settled[o] {
+					break
+				}
+				want = o + 1
+			}
+			if l.point != want {
+				t.Fatalf("commit point = %d; want %d (delivered %v, settled %v)", l.point, want, delivered, settled)
+			}
+		}
+	})
+}
