@@ -544,45 +544,53 @@ func (s *Source) deadRecord(r *kgo.Record, id, reason string) *kgo.Record {
 	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
 
+// commitSet is what one commit sends: the offsets, and the ledger each was
+// read from (so that a ledger replaced meanwhile is not marked committed).
+type commitSet struct {
+	offs map[string]map[int32]kgo.EpochOffset
+	leds map[tp]*ledger
+}
+
 // due returns the commit points ahead of the last commit, for the given
 // partitions (all when only is nil).
-func (s *Source) due(only map[string][]int32) map[string]map[int32]kgo.EpochOffset {
+func (s *Source) due(only map[string][]int32) commitSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]map[int32]kgo.EpochOffset{}
+	cs := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}, leds: map[tp]*ledger{}}
 	add := func(k tp, l *ledger) {
 		if l == nil || !l.due() {
 			return
 		}
-		if out[k.topic] == nil {
-			out[k.topic] = map[int32]kgo.EpochOffset{}
+		if cs.offs[k.topic] == nil {
+			cs.offs[k.topic] = map[int32]kgo.EpochOffset{}
 		}
-		out[k.topic][k.partition] = kgo.EpochOffset{Epoch: l.epoch, Offset: l.point}
+		cs.offs[k.topic][k.partition] = kgo.EpochOffset{Epoch: l.epoch, Offset: l.point}
+		cs.leds[k] = l
 	}
 	if only == nil {
 		for k, l := range s.parts {
 			add(k, l)
 		}
-		return out
+		return cs
 	}
 	for t, ps := range only {
 		for _, p := range ps {
 			add(tp{t, p}, s.parts[tp{t, p}])
 		}
 	}
-	return out
+	return cs
 }
 
-// commit commits offs synchronously and records what was committed.
-func (s *Source) commit(ctx context.Context, offs map[string]map[int32]kgo.EpochOffset) error {
-	if len(offs) == 0 {
+// commit commits cs synchronously and records what was committed.
+func (s *Source) commit(ctx context.Context, cs commitSet) error {
+	if len(cs.offs) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	s.lastCommit = s.cfg.Clock.Now()
 	s.mu.Unlock()
 	var rerr error
-	s.cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	s.cl.CommitOffsetsSync(ctx, cs.offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			rerr = err
 			return
@@ -595,8 +603,9 @@ func (s *Source) commit(ctx context.Context, offs map[string]map[int32]kgo.Epoch
 					rerr = errors.Join(rerr, fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, perr))
 					continue
 				}
-				eo, ok := offs[t.Topic][p.Partition]
-				if l := s.parts[tp{t.Topic, p.Partition}]; ok && l != nil && eo.Offset > l.committed {
+				k := tp{t.Topic, p.Partition}
+				eo, ok := cs.offs[k.topic][k.partition]
+				if l := cs.leds[k]; ok && l == s.parts[k] && eo.Offset > l.committed {
 					l.committed = eo.Offset
 				}
 			}
@@ -604,7 +613,7 @@ func (s *Source) commit(ctx context.Context, offs map[string]map[int32]kgo.Epoch
 	})
 	if rerr != nil {
 		s.stats.CommitErrors.Add(1)
-		return fmt.Errorf("commit offsets %v: %w", offs, rerr)
+		return fmt.Errorf("commit offsets %v: %w", cs.offs, rerr)
 	}
 	s.stats.Commits.Add(1)
 	return nil
