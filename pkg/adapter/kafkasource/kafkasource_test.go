@@ -478,3 +478,32 @@ func TestCommitInterval(t *testing.T) {
 		t.Errorf("committed offset after an idle Receive past the interval = %d; want 10", got)
 	}
 }
+
+func TestDeadLetterTopicName(t *testing.T) {
+	tests := []struct {
+		configured, want string
+	}{
+		{"", "orders.dlt"},
+		{"poison", "poison"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			c := newFake(t, "orders", 1)
+			brokers := c.ListenAddrs()
+			createTopic(t, brokers, tt.want, 1)
+			produce(t, brokers, "orders", "o", 0, 1, nil)
+			src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{"orders"}, Group: "g", DeadLetterTopic: tt.configured, Opts: fastGroup})
+			if err != nil {
+				t.Fatalf("kafkasource.New: %v", err)
+			}
+			defer src.Close(context.Background())
+			msgs := receiveN(t, src, 1)
+			if err := src.DeadLetter(context.Background(), []consume.Poison{{Message: msgs[0], Reason: "r"}}); err != nil {
+				t.Fatalf("DeadLetter: %v", err)
+			}
+			if got := len(readAll(t, brokers, tt.want)); got != 1 {
+				t.Errorf("DeadLetterTopic %q: %s holds %d records; want 1", tt.configured, tt.want, got)
+			}
+		})
+	}
+}
