@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,9 +55,19 @@ type result struct {
 
 func main() {
 	bootstrap := flag.String("bootstrap", "bin/controller-arm64/bootstrap", "arm64 bootstrap whose size is reported")
+	motoLoops := flag.String("moto-loops", "1,100", "loop counts measured on moto_server (comma-separated; moto slows down with the table's size)")
 	flag.Parse()
+	var sizes []int
+	for _, f := range strings.Split(*motoLoops, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -moto-loops %q: want positive integers\n", *motoLoops)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
 	res := result{Failures: []string{}}
-	if err := run(&res, *bootstrap); err != nil {
+	if err := run(&res, *bootstrap, sizes); err != nil {
 		res.Failures = append(res.Failures, err.Error())
 	}
 	res.OK = len(res.Failures) == 0
@@ -70,7 +82,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[bench-controller] "+format+"\n", args...)
 }
 
-func run(res *result, bootstrap string) error {
+func run(res *result, bootstrap string, motoSizes []int) error {
 	fi, err := os.Stat(bootstrap)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
@@ -113,7 +125,7 @@ func run(res *result, bootstrap string) error {
 	// middleware. In-process fakes with DynamoDB's and CloudWatch's limits
 	// for 1, 100 and 1,000 loops: moto_server copies its tables for every
 	// transaction and takes many minutes per tick at 1,000 loops.
-	for _, n := range []int{1, 100} {
+	for _, n := range motoSizes {
 		table := fmt.Sprintf("bench-%d", n)
 		if err := ddbstore.CreateTable(ctx, ddb, table); err != nil {
 			return err
