@@ -27,6 +27,14 @@ type Config struct {
 	// Validate rejects malformed payloads; a rejected message is poison.
 	// nil means ValidJSON.
 	Validate func(Message) error
+	// BurstWindow sizes the pacer's bucket: it holds the larger of one
+	// batch and BurstWindow x share messages (default 250 ms). A bucket
+	// deeper than one batch lets a consumer catch up after it slept too long
+	// or spent time storing (timer slack on a busy machine, at high rates
+	// where a batch is due every few milliseconds) instead of losing that
+	// rate; the price is that after an idle period the consumer may send
+	// BurstWindow worth of messages at once.
+	BurstWindow time.Duration
 	// Unpaced removes pacing (no rate reads, no waiting). It exists to
 	// measure what pacing costs (the overhead ratio of the consumer
 	// benchmark); production consumers never set it.
@@ -39,6 +47,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxHold <= 0 {
 		c.MaxHold = 2 * time.Second
+	}
+	if c.BurstWindow <= 0 {
+		c.BurstWindow = 250 * time.Millisecond
 	}
 	if c.StoreTimeout <= 0 {
 		c.StoreTimeout = 30 * time.Second
@@ -118,6 +129,11 @@ func (c *Consumer) refresh(ctx context.Context) Allowed {
 	a := c.rates.Allowed(ctx)
 	if a.Share != c.pacer.Rate() {
 		c.pacer.SetRate(a.Share)
+		burst := c.cfg.BatchSize
+		if !math.IsInf(a.Share, 1) {
+			burst = max(burst, int(math.Ceil(a.Share*c.cfg.BurstWindow.Seconds())))
+		}
+		c.pacer.SetBurst(burst)
 	}
 	return a
 }

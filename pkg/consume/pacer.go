@@ -49,6 +49,20 @@ func (p *Pacer) SetRate(perSecond float64) {
 	p.lim.SetLimitAt(p.clock.Now(), limit(perSecond))
 }
 
+// SetBurst sets how many messages the bucket holds (at least 1).
+func (p *Pacer) SetBurst(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lim.SetBurstAt(p.clock.Now(), max(n, 1))
+}
+
+// Burst returns how many messages the bucket holds.
+func (p *Pacer) Burst() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lim.Burst()
+}
+
 // Rate returns the current rate in messages/s (+Inf when unlimited).
 func (p *Pacer) Rate() float64 {
 	p.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,31 +64,46 @@ type PacingRun struct {
 	Rates consume.RateReader
 	// Loop is the RATE item's loop id when Rates is given.
 	Loop string
-	// Preload is how many messages to enqueue (default: enough for the run
-	// at Allowed, or 2,000,000 when unlimited).
-	Preload int
 }
 
-// Pace runs Consumers consumers on one in-memory queue, in real time, into
+// endless is a source with an endless backlog: Receive makes messages, Ack
+// and Release count. It keeps the source's cost out of the measurement.
+type endless struct {
+	next, acked, released atomic.Int64
+	body                  []byte
+}
+
+var _ consume.Source = (*endless)(nil)
+
+func (e *endless) Receive(ctx context.Context, max int) ([]consume.Message, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	out := make([]consume.Message, max)
+	for i := range out {
+		out[i] = consume.Message{ID: "m-" + strconv.FormatInt(e.next.Add(1), 10), Body: e.body}
+	}
+	return out, nil
+}
+
+func (e *endless) Ack(_ context.Context, m []consume.Message) error {
+	e.acked.Add(int64(len(m)))
+	return nil
+}
+
+func (e *endless) Release(_ context.Context, m []consume.Message) error {
+	e.released.Add(int64(len(m)))
+	return nil
+}
+
+// Pace runs Consumers consumers on one endless source, in real time, into
 // Sink, and returns the aggregate stored rate over the measured windows.
 func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	if r.Windows <= 0 {
 		r.Windows = 1
 	}
 	pt := PacingPoint{Consumers: r.Consumers, Allowed: r.Allowed}
-	total := time.Duration(r.Windows+1) * r.Window
-	if r.Preload <= 0 {
-		if math.IsInf(r.Allowed, 1) {
-			r.Preload = 2_000_000
-		} else {
-			r.Preload = int(r.Allowed*total.Seconds()*1.3) + 1000
-		}
-	}
-	q := memqueue.New()
-	body := []byte(`{"seq":0,"order":"o","qty":1}`)
-	for range r.Preload {
-		q.Send(body)
-	}
+	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`)}
 	rates, loopID := r.Rates, r.Loop
 	if rates == nil {
 		mem := memqueue.NewRates()
@@ -123,8 +139,8 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	to, t1 := sink.stored.Load(), time.Now()
 	cancel()
 	wg.Wait()
-	if ready, _, _, _ := q.Counts(); ready == 0 {
-		return pt, fmt.Errorf("queue ran dry: preload %d too small", r.Preload)
+	if acked := q.acked.Load(); acked < to {
+		return pt, fmt.Errorf("acknowledged %d of %d stored", acked, to)
 	}
 	pt.Achieved = float64(to-from) / t1.Sub(t0).Seconds()
 	if !math.IsInf(r.Allowed, 1) {
@@ -140,7 +156,7 @@ func Overhead(ctx context.Context, consumers int, window time.Duration, sink fun
 	var p, u float64
 	for range 2 {
 		for _, unp := range []bool{false, true} {
-			pt, err := Pace(ctx, PacingRun{Consumers: consumers, Allowed: math.Inf(1), Window: window / 4, Windows: 4, Unpaced: unp, Sink: sink(), Preload: 0})
+			pt, err := Pace(ctx, PacingRun{Consumers: consumers, Allowed: math.Inf(1), Window: window / 4, Windows: 4, Unpaced: unp, Sink: sink()})
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -152,4 +168,15 @@ func Overhead(ctx context.Context, consumers int, window time.Duration, sink fun
 		}
 	}
 	return p / u, p / 2, u / 2, nil
+}
+
+// NullSink stores nothing and reports every message stored: the cheapest
+// possible destination, which makes the cost of pacing most visible.
+type NullSink struct{}
+
+var _ consume.Sink = NullSink{}
+
+// Store reports every message stored.
+func (NullSink) Store(_ context.Context, msgs []consume.Message) ([]consume.Result, error) {
+	return make([]consume.Result, len(msgs)), nil
 }

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
-	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -85,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	windows := fs.Int("windows", 1, "measured windows per pacing point")
 	rateList := fs.String("rates", "10,100,1000", "allowed rates, messages/s")
 	consList := fs.String("consumers", "1,4,8", "concurrent consumer counts")
-	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or memory")
+	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or null (stores nothing)")
 	messages := fs.Int("messages", 10000, "messages per no-loss path")
 	only := fs.String("only", "pacing,overhead,noloss", "parts to run")
 	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker", "no-loss paths to run")
@@ -120,8 +119,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dsn := os.Getenv("SLUICE_MYSQL_DSN")
 	var newSink func() consume.Sink
 	switch *sinkName {
-	case "memory":
-		newSink = func() consume.Sink { return memqueue.NewSink() }
+	case "null":
+		newSink = func() consume.Sink { return consumers.NullSink{} }
 	case "mysql":
 		if dsn == "" {
 			fmt.Fprintln(stderr, "--sink=mysql needs SLUICE_MYSQL_DSN (run through `make bench-consumers`)")
@@ -142,7 +141,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		db.SetMaxOpenConns(32)
 		newSink = func() consume.Sink { return mysqlsink.New(db) }
 	default:
-		fmt.Fprintf(stderr, "--sink=%q: want mysql or memory\n", *sinkName)
+		fmt.Fprintf(stderr, "--sink=%q: want mysql or null\n", *sinkName)
 		return 2
 	}
 
