@@ -48,7 +48,6 @@ func (f *FaultyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case n%20 == 7:
 		f.Failed429.Add(1)
-		w.Header().Set("Retry-After", "1")
 		http.Error(w, "slow down", http.StatusTooManyRequests)
 		return
 	}
