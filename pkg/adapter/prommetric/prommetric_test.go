@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -130,6 +131,27 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	// The sample that shows the new value was scraped after the change.
 	if s.Time.Before(changed.Truncate(time.Millisecond)) {
 		t.Errorf("sample time %v is before the gauge changed at %v", s.Time, changed)
+	}
+
+	// The controller's tick on this metric: a loop whose PARAMS name the
+	// PromQL query reads 77.5 through the real server and writes its rate.
+	store := memstore.New()
+	if err := store.WriteParams(context.Background(), "prom", map[string]any{
+		"setpoint": 60.0, "kp": 1.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 500.0,
+		"metric_source": "prometheus", "metric_promql": cpu.PromQL, "stale_after": "1m",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourcePrometheus: r}, Now: time.Now}
+	reports, err := tk.Tick(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := reports[0]; rep.Outcome != loop.OutcomeApplied || rep.Stale || rep.Measured != 77.5 || !rep.RateWritten {
+		t.Errorf("tick on the Prometheus metric = %+v; want applied, fresh, measured 77.5, rate written", rep)
+	}
+	if rate, err := store.ReadRate(context.Background(), "prom"); err != nil || rate.PerSecond < 10 || rate.PerSecond > 500 {
+		t.Errorf("RATE = %+v, %v; want a rate within [10, 500]", rate, err)
 	}
 
 	g.set("db-2", 10)
