@@ -22,8 +22,10 @@ const (
 	// OutcomeLost: another invocation applied this tick first; nothing was
 	// written.
 	OutcomeLost Outcome = "lost"
-	// OutcomeNotDue: the loop's last tick is less than half a tick period
-	// old (an overlapping or retried invocation); nothing was written.
+	// OutcomeNotDue: the loop's last tick is more recent than its tick
+	// period minus a slack for the schedule's jitter (see dueSlack): an
+	// overlapping invocation, or a loop whose period is longer than the
+	// schedule's; nothing was written.
 	OutcomeNotDue Outcome = "not-due"
 	// OutcomeDisabled: the loop is disabled.
 	OutcomeDisabled Outcome = "disabled"
@@ -175,7 +177,7 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 			}
 			continue
 		}
-		if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod/2 {
+		if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod-dueSlack(inForce.TickPeriod) {
 			r.Outcome = OutcomeNotDue
 			continue
 		}
@@ -222,6 +224,13 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 	}
 	wg.Wait()
 	return reports, nil
+}
+
+// dueSlack is how much earlier than its tick period a loop may tick again:
+// half the period, at most 20 s, so that a schedule's jitter does not skip a
+// tick while an overlapping invocation finds the loop not due.
+func dueSlack(period time.Duration) time.Duration {
+	return min(period/2, 20*time.Second)
 }
 
 func refusal(err error) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -159,6 +160,23 @@ func TestTickAppliesAndWritesRate(t *testing.T) {
 	r.cpu("a", 95, 90*time.Second)
 	if rep = r.tick("a"); rep.Rate >= prev {
 		t.Errorf("rate %v did not fall from %v with CPU above setpoint", rep.Rate, prev)
+	}
+}
+
+func TestTickDueWithLongPeriod(t *testing.T) {
+	r := newRig(t)
+	r.params("a", func(a map[string]any) { a["tick_period"] = "5m"; a["rate_ttl"] = "15m" })
+	r.cpu("a", 50, time.Minute)
+	var applied []int
+	for i := range 11 { // the schedule fires every minute
+		if rep := r.tick("a"); rep.Outcome == loop.OutcomeApplied {
+			applied = append(applied, i)
+		} else if rep.Outcome != loop.OutcomeNotDue {
+			t.Fatalf("minute %d: outcome %s", i, rep.Outcome)
+		}
+	}
+	if want := []int{0, 5, 10}; !slices.Equal(applied, want) {
+		t.Errorf("a 5m loop ticked at minutes %v; want %v", applied, want)
 	}
 }
 
