@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -60,11 +61,27 @@ type sqsSource struct{ *sqsqueue.Queue }
 func (s sqsSource) close(context.Context) error            { s.Close(); return nil }
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
 
-type kafkaSource struct{ *kafkasource.Source }
+type kafkaSource struct {
+	*kafkasource.Source
+	group string
+}
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
-func (s kafkaSource) depth(context.Context) (int, error) {
-	return 0, errors.New("kafka lag not measured by the worker")
+
+// depth is the group's total lag over its topics.
+func (s kafkaSource) depth(ctx context.Context) (int, error) {
+	lags, err := kadm.NewClient(s.Client()).Lag(ctx, s.group)
+	if err != nil {
+		return 0, fmt.Errorf("kafka lag of group %s: %w", s.group, err)
+	}
+	l, ok := lags[s.group]
+	if !ok {
+		return 0, fmt.Errorf("kafka lag of group %s: not described", s.group)
+	}
+	if err := l.Error(); err != nil {
+		return 0, fmt.Errorf("kafka lag of group %s: %w", s.group, err)
+	}
+	return int(l.Lag.Total()), nil
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
@@ -116,7 +133,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		src = kafkaSource{ks}
+		src = kafkaSource{Source: ks, group: cfg.KafkaGroup}
 	}
 
 	mctx, mstop := context.WithCancel(context.Background())
