@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -34,21 +35,36 @@ func batch(from, n int) []consume.Message {
 func rows(t *testing.T, db *sql.DB) int {
 	t.Helper()
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil {
+	err := retry(func() error { return db.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
+// retry retries f for up to 30 s: other packages' tests restart MariaDB
+// (fault injection) while these run, and a database that is down is exactly
+// the retryable error the consumer retries.
+func retry(f func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func TestMigrateIsIdempotent(t *testing.T) {
 	db := open(t) // migrated once
 	for range 2 {
-		if err := mysqlsink.Migrate(context.Background(), db); err != nil {
+		if err := retry(func() error { return mysqlsink.Migrate(context.Background(), db) }); err != nil {
 			t.Fatalf("Migrate again: %v", err)
 		}
 	}
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 1 {
+	if err := retry(func() error { return db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n) }); err != nil || n != 1 {
 		t.Errorf("schema_migrations rows = %d, %v; want 1", n, err)
 	}
 }
@@ -71,7 +87,8 @@ func TestStore(t *testing.T) {
 			s := mysqlsink.New(db)
 			var permanent []string
 			for _, b := range tt.batches {
-				res, err := s.Store(context.Background(), b)
+				var res []consume.Result
+				err := retry(func() (err error) { res, err = s.Store(context.Background(), b); return err })
 				if err != nil {
 					t.Fatalf("Store: %v", err)
 				}

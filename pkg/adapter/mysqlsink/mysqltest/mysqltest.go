@@ -27,8 +27,25 @@ func Database(t testing.TB, dsn string) string {
 }
 
 // Create creates a database named sluice_t<unique> next to the one in dsn
-// and migrates it; it returns its DSN and a function that drops it.
+// and migrates it; it returns its DSN and a function that drops it. It
+// retries for up to 30 s, so that a MariaDB restarted by a fault-injection
+// test running in parallel does not fail the caller.
 func Create(ctx context.Context, dsn string) (string, func(), error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, drop, err := create(ctx, dsn)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return out, drop, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func create(ctx context.Context, dsn string) (string, func(), error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return "", nil, fmt.Errorf("parse DSN: %w", err)
