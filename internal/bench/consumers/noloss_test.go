@@ -43,7 +43,7 @@ func check(t *testing.T, got consumers.NoLoss, wantPoison int) {
 
 func TestNoLossSQSLambda(t *testing.T) {
 	e := env(t)
-	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 4 * time.Minute}
+	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 10 * time.Minute}
 	got, err := consumers.SQSLambda(context.Background(), e, o)
 	if err != nil {
 		t.Fatalf("SQSLambda: %v", err)
@@ -56,7 +56,7 @@ func TestNoLossSQSLambda(t *testing.T) {
 
 func TestNoLossSQSWorker(t *testing.T) {
 	e := env(t)
-	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 4 * time.Minute}
+	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 10 * time.Minute}
 	got, err := consumers.SQSWorker(context.Background(), e, o)
 	if err != nil {
 		t.Fatalf("SQSWorker: %v", err)
