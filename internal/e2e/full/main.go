@@ -121,10 +121,10 @@ func main() {
 	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
 	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
-	flag.Float64Var(&c.setpoint, "setpoint", 30, "initial CPU setpoint, percent")
-	flag.Float64Var(&c.setpoint2, "setpoint2", 20, "setpoint after the mid-run edit")
+	flag.Float64Var(&c.setpoint, "setpoint", 20, "initial CPU setpoint, percent")
+	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
-	flag.IntVar(&c.consumers, "consumers", 4, "consumer emulators (the mapping's maximum concurrency)")
+	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators (the mapping's maximum concurrency)")
 	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
 	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
@@ -343,7 +343,7 @@ func (r *run) setup() error {
 	r.dlqURL = aws.ToString(dlq.QueueUrl)
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":"5"}`, localaws.QueueARN(r.dlqURL, awsCfg.Region))
 	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": redrive}})
+		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
@@ -511,7 +511,7 @@ func (r *run) tune() (loop.Params, error) {
 		Kp: g.Kp, Ki: 1 / (m.Gain * tc.Seconds()),
 		AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
 		DelayAware: true, Feedforward: &ff,
-		MinRate: 5, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
 		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
 		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick,
@@ -711,8 +711,8 @@ func (r *run) scenario() error {
 	r.sleepUntil(at(2))
 	before, _ := r.meanCPU(at(1), at(2))
 	r.res.MeanCPUBeforeEdit = round(before)
-	// The disturbance: the load generator sized to add about 10 points.
-	qps := 10 / r.res.Model.Gain
+	// The disturbance: the load generator sized to add about 8 points.
+	qps := 8 / r.res.Model.Gain
 	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, DataRows: c.dataRows, Workers: 2}
 	if err := gen.Start(r.ctx); err != nil {
 		return err
