@@ -77,33 +77,43 @@ func (p *Pacer) Rate() float64 {
 // Delay reserves n messages now and returns how long the caller must wait
 // before letting them through. It returns ErrPaused when the rate is zero.
 func (p *Pacer) Delay(n int) (time.Duration, error) {
+	_, d, err := p.reserve(n)
+	return d, err
+}
+
+func (p *Pacer) reserve(n int) (*rate.Reservation, time.Duration, error) {
 	if n <= 0 {
-		return 0, nil
+		return nil, 0, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
 	if p.lim.Limit() == 0 {
-		return 0, ErrPaused
+		return nil, 0, ErrPaused
 	}
 	if n > p.lim.Burst() {
 		p.lim.SetBurstAt(now, n)
 	}
 	r := p.lim.ReserveN(now, n)
 	if !r.OK() {
-		return 0, fmt.Errorf("reserve %d messages at %v/s: %w", n, p.lim.Limit(), ErrPaused)
+		return nil, 0, fmt.Errorf("reserve %d messages at %v/s: %w", n, p.lim.Limit(), ErrPaused)
 	}
-	return r.DelayFrom(now), nil
+	return r, r.DelayFrom(now), nil
 }
 
-// Wait blocks until n messages may go, or ctx ends.
+// Wait blocks until n messages may go, or ctx ends; then the reservation is
+// given back, so that a batch released at shutdown or at a Lambda's deadline
+// does not spend the rate.
 func (p *Pacer) Wait(ctx context.Context, n int) error {
-	d, err := p.Delay(n)
-	if err != nil {
+	r, d, err := p.reserve(n)
+	if err != nil || d <= 0 {
 		return err
 	}
-	if d <= 0 {
-		return nil
+	if err := p.clock.Sleep(ctx, d); err != nil {
+		p.mu.Lock()
+		r.CancelAt(p.clock.Now())
+		p.mu.Unlock()
+		return err
 	}
-	return p.clock.Sleep(ctx, d)
+	return nil
 }

@@ -76,3 +76,18 @@ func TestPacerRateChangeTakesEffect(t *testing.T) {
 		t.Fatalf("Delay after SetRate(100) = %v; want 10ms", d)
 	}
 }
+
+func TestPacerWaitCancelledGivesTokensBack(t *testing.T) {
+	clk := newFakeClock()
+	p := consume.NewPacer(clk, 10, 10)
+	p.Wait(context.Background(), 10) // spend the bucket
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Wait(ctx, 10); err == nil {
+		t.Fatal("Wait on a cancelled context = nil; want an error")
+	}
+	// The cancelled reservation is returned: 10 more messages wait 1 s, not 2 s.
+	if d, _ := p.Delay(10); d != time.Second {
+		t.Errorf("Delay(10) after a cancelled Wait = %v; want 1s", d)
+	}
+}
