@@ -53,6 +53,9 @@ type result struct {
 	InvalidEditsTried           int      `json:"invalid_edits_tried"`
 	InvalidEditsRejected        int      `json:"invalid_edits_rejected"`
 	ParamEditApplied            bool     `json:"param_edit_applied"`
+	ShadowLeftRate              bool     `json:"shadow_left_rate"`
+	ManualRateApplied           bool     `json:"manual_rate_applied"`
+	BumplessBackToAuto          bool     `json:"bumpless_back_to_auto"`
 	RateBeforeEdit              float64  `json:"rate_before_edit"`
 	RateAfterEdit               float64  `json:"rate_after_edit"`
 	Seconds                     float64  `json:"seconds"`
@@ -245,6 +248,12 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	}
 	r.logf("valid edit applied: setpoint 40, rate %.1f -> %.1f", prev.Rate, after.Rate)
 
+	// Modes, switched with the aws CLI: shadow computes but leaves RATE
+	// alone; manual writes the manual rate; back to auto continues from it.
+	if err := r.modes(); err != nil {
+		return err
+	}
+
 	// 4. Invalid edits, each refused while the last valid parameters stay
 	// in force. Each edit also undoes the previous one.
 	if err := r.invalidEdits(); err != nil {
@@ -287,6 +296,75 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 		r.fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
 	}
 	return nil
+}
+
+func (r *run) setMode(mode, manualRate string) error {
+	expr, values := `SET #m = :m`, fmt.Sprintf(`{":m": {"S": %q}}`, mode)
+	if manualRate != "" {
+		expr += `, manual_rate = :r`
+		values = fmt.Sprintf(`{":m": {"S": %q}, ":r": {"N": %q}}`, mode, manualRate)
+	}
+	return r.awsUpdate(expr, values, "--expression-attribute-names", `{"#m": "mode"}`)
+}
+
+func (r *run) modes() error {
+	ctx := r.ctx
+	before, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	if err := r.setMode("shadow", ""); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	st, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	after, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.ShadowLeftRate = st.Mode == loop.ModeShadow && st.Version == before.Tick+1 && after.Tick == before.Tick
+	if !r.res.ShadowLeftRate {
+		r.fail("shadow: STATE mode %s version %d, RATE tick %d -> %d; want RATE left at its tick", st.Mode, st.Version, before.Tick, after.Tick)
+	}
+	if err := r.setMode("manual", "250"); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	manual, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.ManualRateApplied = manual.PerSecond == 250
+	if !r.res.ManualRateApplied {
+		r.fail("manual: RATE %v; want 250", manual.PerSecond)
+	}
+	if err := r.setMode("auto", ""); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	auto, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	// The datapoint has not changed since the manual tick: nothing new to
+	// integrate, so a bumpless return keeps the rate where manual left it.
+	r.res.BumplessBackToAuto = math.Abs(auto.PerSecond-250) < 1e-6
+	if !r.res.BumplessBackToAuto {
+		r.fail("back to auto: RATE %v; want 250 (bumpless)", auto.PerSecond)
+	}
+	r.logf("modes: shadow left RATE at tick %d, manual 250, back to auto at %.3f", after.Tick, auto.PerSecond)
+	// The manual rate is no longer needed (the invalid edits switch to
+	// manual without one).
+	return r.awsUpdate(`REMOVE manual_rate`, "")
 }
 
 // awsUpdate edits the PARAMS item with `aws dynamodb update-item`.
