@@ -56,6 +56,8 @@ type result struct {
 	ShadowLeftRate              bool     `json:"shadow_left_rate"`
 	ManualRateApplied           bool     `json:"manual_rate_applied"`
 	BumplessBackToAuto          bool     `json:"bumpless_back_to_auto"`
+	StaleFailedClosed           bool     `json:"stale_failed_closed"`
+	StaleResumedBumpless        bool     `json:"stale_resumed_bumpless"`
 	RateBeforeEdit              float64  `json:"rate_before_edit"`
 	RateAfterEdit               float64  `json:"rate_after_edit"`
 	Seconds                     float64  `json:"seconds"`
@@ -268,6 +270,13 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 		r.fail("after undoing the last invalid edit: PARAMS_STATUS %+v, %v; want applied", st, err)
 	}
 
+	// 6. The metric goes stale (stale_after shortened below the newest
+	// datapoint's age): fail-closed drops to min_rate; a fresh datapoint
+	// resumes from there.
+	if err := r.stale(); err != nil {
+		return err
+	}
+
 	final, err := r.store.ReadState(ctx, loopID)
 	if err != nil {
 		return err
@@ -365,6 +374,63 @@ func (r *run) modes() error {
 	// The manual rate is no longer needed (the invalid edits switch to
 	// manual without one).
 	return r.awsUpdate(`REMOVE manual_rate`, "")
+}
+
+func (r *run) stale() error {
+	ctx := r.ctx
+	if err := r.awsUpdate(`SET stale_after = :a, stale_policy = :p`, `{":a": {"S": "20s"}, ":p": {"S": "fail-closed"}}`); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	st, err := r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	rate, err := r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.StaleFailedClosed = st.Stale && rate.PerSecond == 10 && rate.Tick == st.Version
+	if !r.res.StaleFailedClosed {
+		r.fail("stale metric (newest datapoint %v old): stale %v, RATE %v; want stale and min_rate 10", time.Since(st.MetricAt), st.Stale, rate.PerSecond)
+	}
+	if err := r.publishFresh(60); err != nil {
+		return err
+	}
+	if err := r.tickOnce(); err != nil {
+		return err
+	}
+	st, err = r.store.ReadState(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	rate, err = r.store.ReadRate(ctx, loopID)
+	if err != nil {
+		return err
+	}
+	r.res.StaleResumedBumpless = !st.Stale && rate.PerSecond == 10
+	if !r.res.StaleResumedBumpless {
+		r.fail("fresh datapoint after stale: stale %v (metric at %v), RATE %v; want fresh and resumed at 10", st.Stale, st.MetricAt, rate.PerSecond)
+	}
+	r.logf("stale metric: fail-closed at 10, resumed at %.1f", rate.PerSecond)
+	return r.awsUpdate(`SET stale_after = :a`, `{":a": {"S": "5m"}}`)
+}
+
+// publishFresh puts one datapoint now.
+func (r *run) publishFresh(value float64) error {
+	_, err := r.cw.PutMetricData(r.ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: []cwtypes.MetricDatum{{
+		MetricName: aws.String("CPUUtilization"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("DBInstanceIdentifier"), Value: aws.String(dbID)}},
+		Timestamp:  aws.Time(time.Now().UTC()),
+		Value:      aws.Float64(value),
+		Unit:       cwtypes.StandardUnitPercent,
+	}}})
+	if err != nil {
+		return fmt.Errorf("PutMetricData: %w", err)
+	}
+	return nil
 }
 
 // awsUpdate edits the PARAMS item with `aws dynamodb update-item`.
