@@ -1,0 +1,68 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+func ExampleDecodeParams() {
+	_, err := loop.DecodeParams("orders", map[string]any{
+		"setpoint": 120.0, "kp": -1.0, "min_rate": 10.0, "max_rate": 1000.0, "tick_period": "soon",
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
+	})
+	var pe *loop.ParamsError
+	if errors.As(err, &pe) {
+		for _, f := range pe.Fields {
+			fmt.Printf("%s: %s\n", f.Field, f.Reason)
+		}
+	}
+	// Output:
+	// tick_period: "soon" is not a duration; want e.g. "60s" or "1m30s"
+	// setpoint: 120 is outside (0, 100] percent
+	// kp: -1 must be a finite number >= 0
+}
+
+// cpuAt50 is a metric reader whose every query finds CPU at 50 %, published
+// 90 s after its minute ended.
+type cpuAt50 struct{}
+
+func (cpuAt50) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
+	out := make([]loop.Sample, len(qs))
+	for i, q := range qs {
+		out[i] = loop.Sample{Value: 50, Time: now.Add(-90*time.Second - q.Period), Found: true}
+	}
+	return out, nil
+}
+
+func ExampleTicker() {
+	ctx := context.Background()
+	store := memstore.New()
+	_ = store.WriteParams(ctx, "orders", map[string]any{
+		"setpoint": 70.0, "kp": 1.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
+	})
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	t := &loop.Ticker{
+		Store:   store,
+		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: cpuAt50{}},
+		Now:     func() time.Time { return now },
+	}
+	for range 3 {
+		reports, _ := t.Tick(ctx)
+		r := reports[0]
+		fmt.Printf("tick %d: %s, CPU %.0f %%, rate %.1f msg/s\n", r.Tick, r.Outcome, r.Measured, r.Rate)
+		now = now.Add(time.Minute)
+	}
+	rate, _ := store.ReadRate(ctx, "orders")
+	fmt.Printf("RATE %.1f msg/s until %s\n", rate.PerSecond, rate.ExpiresAt.Format("15:04"))
+	// Output:
+	// tick 1: applied, CPU 50 %, rate 80.0 msg/s
+	// tick 2: applied, CPU 50 %, rate 140.0 msg/s
+	// tick 3: applied, CPU 50 %, rate 200.0 msg/s
+	// RATE 200.0 msg/s until 12:05
+}
