@@ -71,6 +71,7 @@ type PacingRun struct {
 type endless struct {
 	next, acked, released atomic.Int64
 	body                  []byte
+	prefix                string // unique per run: every message is new to the sink
 }
 
 var _ consume.Source = (*endless)(nil)
@@ -81,7 +82,7 @@ func (e *endless) Receive(ctx context.Context, max int) ([]consume.Message, erro
 	}
 	out := make([]consume.Message, max)
 	for i := range out {
-		out[i] = consume.Message{ID: "m-" + strconv.FormatInt(e.next.Add(1), 10), Body: e.body}
+		out[i] = consume.Message{ID: e.prefix + strconv.FormatInt(e.next.Add(1), 10), Body: e.body}
 	}
 	return out, nil
 }
@@ -103,7 +104,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 		r.Windows = 1
 	}
 	pt := PacingPoint{Consumers: r.Consumers, Allowed: r.Allowed}
-	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`)}
+	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`), prefix: fmt.Sprintf("r%d-", time.Now().UnixNano())}
 	rates, loopID := r.Rates, r.Loop
 	if rates == nil {
 		mem := memqueue.NewRates()
