@@ -21,9 +21,14 @@ test-unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-## bench: benchmarks, printed as JSON on the last line.
+## bench: the Go benchmarks (with ratios against a baseline measured in the same
+## run) and the controller's benchmark (API calls per tick, handler time, binary
+## size; it starts its own moto_server), merged into one JSON object on the last line.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	mkdir -p out
+	$(GO) test -run '^$$' -bench . -benchmem ./... | tee out/bench-go.txt
+	$(MAKE) --no-print-directory bench-controller | tee out/bench-controller.txt
+	@$(GO) run ./internal/bench/report -go out/bench-go.txt -json controller=out/bench-controller.txt
 
 ## lint: go vet and staticcheck.
 lint:

@@ -44,4 +44,3 @@ e2e-controller: controller-bootstrap
 bench-controller: controller-bootstrap-arm64
 	$(GO) run ./internal/e2e/controller/bench -bootstrap $(CONTROLLER_ARM64)
 
-bench: bench-controller
