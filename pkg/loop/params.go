@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 )
 
@@ -87,6 +88,15 @@ type Params struct {
 	// the newest datapoint is stale. For fail-closed the safe rate is MinRate.
 	Stale      control.StalePolicy `json:"stale"`
 	StaleAfter time.Duration       `json:"stale_after"`
+	// Nodes are the destination's nodes for the balancer, sorted by name;
+	// nil for a loop with one node (no balancing). See nodes.go.
+	Nodes []Node `json:"nodes,omitempty"`
+	// Balance is the balancer's configuration as edited; nil when no
+	// balance_* attribute is set (BalanceConfig returns the defaults).
+	Balance *balance.Config `json:"balance,omitempty"`
+	// Regulate is what the rate loop of a loop with nodes holds at the
+	// setpoint: max (the hottest node; "" means max) or mean.
+	Regulate Regulate `json:"regulate,omitempty"`
 }
 
 // FieldError says why one PARAMS attribute was refused.
@@ -174,6 +184,7 @@ const (
 	kindDuration
 	kindBool
 	kindStringMap
+	kindNodes
 )
 
 func (k kind) String() string {
@@ -186,6 +197,8 @@ func (k kind) String() string {
 		return `a duration string such as "60s" or "1m30s" (S)`
 	case kindBool:
 		return "a boolean (BOOL)"
+	case kindNodes:
+		return "a map (M) of node name to a map {endpoint (S), metric (S)}"
 	default:
 		return "a map of strings (M)"
 	}
@@ -232,6 +245,14 @@ var paramsSchema = map[string]struct {
 	AttrStaleAfter:       {kindDuration, false, "age beyond which the newest datapoint is stale (default 5m)"},
 	AttrStaleDecay:       {kindDuration, false, "time constant of the decay toward the safe rate (default 5m)"},
 	AttrStaleGrace:       {kindDuration, false, "how long a stale metric holds the rate before the policy acts (default 0)"},
+	AttrNodes: {kindNodes, false, "the destination's nodes for the balancer: name -> {endpoint: the URL the HTTP sink posts to (RATE's weights are keyed by it), " +
+		"metric: the node's CloudWatch dimensions (Name=value[,Name=value], merged over metric_dimensions, or a bare value for its single dimension) or its PromQL}; at most 100"},
+	AttrRegulate:        {kindString, false, "with nodes: what the rate loop holds at the setpoint, max (the hottest node with a fresh metric) or mean (default max)"},
+	AttrBalanceKp:       {kindNumber, false, "balancer proportional gain, per unit of relative error, >= 0 (default 0.3)"},
+	AttrBalanceKi:       {kindNumber, false, "balancer integral gain, per unit of relative error per second, > 0 (default 0.4 per tick: 6/tick_period in seconds)"},
+	AttrBalanceMinShare: {kindNumber, false, "lowest node weight, a multiple of the equal share 1/N, in (0, 1] (default 0.01)"},
+	AttrBalanceMaxShare: {kindNumber, false, "highest node weight, a multiple of the equal share 1/N, >= 1 (default 8)"},
+	AttrBalanceMinMean:  {kindNumber, false, "fleet mean utilization, percent, below which weights are held (default 1)"},
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
@@ -487,6 +508,9 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 		Grace:     d.duration(AttrStaleGrace, 0),
 	}
 	p.StaleAfter = d.duration(AttrStaleAfter, DefaultStaleAfter)
+	p.Nodes = d.decodeNodes()
+	p.Regulate = Regulate(d.str(AttrRegulate, ""))
+	p.Balance = d.decodeBalance(p.TickPeriod)
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
 	for _, e := range d.errs {
@@ -614,7 +638,7 @@ func (p Params) check() []FieldError {
 		if p.Metric.Statistic == "" {
 			fail(AttrMetricStatistic, "empty")
 		}
-		if len(p.Metric.Dimensions) == 0 {
+		if len(p.Metric.Dimensions) == 0 && len(p.Nodes) == 0 {
 			fail(AttrMetricDimensions, "missing; a CloudWatch metric needs its dimensions, e.g. {\"DBInstanceIdentifier\": \"mydb\"}")
 		}
 		if len(p.Metric.Dimensions) > 30 {
@@ -649,6 +673,7 @@ func (p Params) check() []FieldError {
 	if p.StaleAfter <= 0 {
 		fail(AttrStaleAfter, "%v must be positive", p.StaleAfter)
 	}
+	p.checkNodes(fail)
 	return errs
 }
 
@@ -754,8 +779,11 @@ func (p Params) Attrs() map[string]any {
 		for k, v := range p.Metric.Dimensions {
 			dims[k] = v
 		}
-		a[AttrMetricDimensions] = dims
+		if len(dims) > 0 || len(p.Nodes) == 0 {
+			a[AttrMetricDimensions] = dims
+		}
 	}
+	p.nodesAttrs(a)
 	return a
 }
 
@@ -810,6 +838,20 @@ func ParseParamValue(name, text string) (any, error) {
 			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not true or false", truncate(text))}
 		}
 		return b, nil
+	case kindNodes:
+		var raw map[string]map[string]string
+		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+			return nil, &FieldError{Field: name, Reason: fmt.Sprintf(`not a JSON object {"node": {"endpoint": "http://...", "metric": "..."}}: %v`, err)}
+		}
+		m := make(map[string]any, len(raw))
+		for k, n := range raw {
+			nm := make(map[string]any, len(n))
+			for kk, v := range n {
+				nm[kk] = v
+			}
+			m[k] = nm
+		}
+		return m, nil
 	case kindStringMap:
 		text = strings.TrimSpace(text)
 		m := map[string]any{}

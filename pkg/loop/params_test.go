@@ -5,10 +5,12 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -63,6 +65,20 @@ func TestParamsAttrsRoundTrip(t *testing.T) {
 			a["metric_source"], a["metric_promql"] = "prometheus", `max(rate(process_cpu_seconds_total{job="mysql"}[1m])) * 100`
 			a["mode"], a["enabled"] = "shadow", false
 			a["anti_windup"] = "none"
+		}),
+		valid(func(a map[string]any) {
+			delete(a, "metric_dimensions")
+			a["nodes"] = nodesAttr()
+		}),
+		valid(func(a map[string]any) {
+			a["nodes"] = nodesAttr()
+			a["regulate"], a["balance_kp"], a["balance_min_share"] = "mean", 0.1, 0.05
+		}),
+		valid(func(a map[string]any) {
+			delete(a, "metric_dimensions")
+			a["metric_source"], a["metric_promql"] = "prometheus", "unused"
+			a["nodes"] = map[string]any{"web-1": map[string]any{"endpoint": "https://web-1.internal/ingest", "metric": `rate(cpu{host="web-1"}[1m])`}}
+			a["regulate"], a["balance_ki"] = "max", 0.02
 		}),
 	}
 	for i, item := range items {
@@ -131,6 +147,129 @@ var invalidEdits = []struct {
 	{"unknown attribute", func(a map[string]any) { a["kpp"] = 1.0 }, "kpp"},
 	{"null setpoint", func(a map[string]any) { a["setpoint"] = nil }, "setpoint"},
 	{"decay without time", func(a map[string]any) { a["stale_policy"] = "decay"; a["stale_decay"] = "0s" }, "stale_decay"},
+	{"nodes as a list", func(a map[string]any) { a["nodes"] = []any{"http://a/"} }, "nodes"},
+	{"node as a string", func(a map[string]any) { a["nodes"] = map[string]any{"a": "http://a/"} }, "nodes.a"},
+	{"node without endpoint", func(a map[string]any) { a["nodes"] = map[string]any{"a": map[string]any{"metric": "db-a"}} }, "nodes.a.endpoint"},
+	{"node without metric", func(a map[string]any) { a["nodes"] = map[string]any{"a": map[string]any{"endpoint": "http://a/"}} }, "nodes.a.metric"},
+	{"node endpoint not a URL", func(a map[string]any) { a["nodes"] = nodesAttr(); node(a, "b")["endpoint"] = "db-b:3306" }, "nodes.b.endpoint"},
+	{"node endpoint as a number", func(a map[string]any) { a["nodes"] = nodesAttr(); node(a, "b")["endpoint"] = 8080.0 }, "nodes.b.endpoint"},
+	{"two nodes, one endpoint", func(a map[string]any) {
+		a["nodes"] = nodesAttr()
+		node(a, "c")["endpoint"] = node(a, "a")["endpoint"]
+	}, "nodes.c.endpoint"},
+	{"node unknown attribute", func(a map[string]any) { a["nodes"] = nodesAttr(); node(a, "a")["weight"] = "0.5" }, "nodes.a.weight"},
+	{"node empty metric", func(a map[string]any) { a["nodes"] = nodesAttr(); node(a, "a")["metric"] = " " }, "nodes.a.metric"},
+	{"node bad dimensions", func(a map[string]any) { a["nodes"] = nodesAttr(); node(a, "a")["metric"] = "=db-a" }, "nodes.a.metric"},
+	{"node bare value, two loop dimensions", func(a map[string]any) {
+		a["metric_dimensions"] = map[string]any{"A": "x", "B": "y"}
+		a["nodes"] = nodesAttr()
+	}, "nodes.a.metric"},
+	{"prometheus node without query", func(a map[string]any) {
+		a["metric_source"], a["metric_promql"] = "prometheus", "up"
+		a["nodes"] = nodesAttr()
+		node(a, "b")["metric"] = ""
+	}, "nodes.b.metric"},
+	{"unknown regulate", func(a map[string]any) { a["regulate"] = "min" }, "regulate"},
+	{"regulate as a number", func(a map[string]any) { a["regulate"] = 1.0 }, "regulate"},
+	{"negative balance kp", func(a map[string]any) { a["balance_kp"] = -0.1 }, "balance_kp"},
+	{"zero balance ki", func(a map[string]any) { a["balance_ki"] = 0.0 }, "balance_ki"},
+	{"NaN balance ki", func(a map[string]any) { a["balance_ki"] = math.NaN() }, "balance_ki"},
+	{"balance min share above 1", func(a map[string]any) { a["balance_min_share"] = 1.5 }, "balance_min_share"},
+	{"balance max share below 1", func(a map[string]any) { a["balance_max_share"] = 0.5 }, "balance_max_share"},
+	{"balance min mean above 100", func(a map[string]any) { a["balance_min_mean"] = 101.0 }, "balance_min_mean"},
+	{"balance kp as text", func(a map[string]any) { a["balance_kp"] = "0.3" }, "balance_kp"},
+}
+
+// nodesAttr returns a valid nodes attribute of three nodes a, b, c.
+func nodesAttr() map[string]any {
+	return map[string]any{
+		"a": map[string]any{"endpoint": "http://10.0.0.1:8080/ingest", "metric": "db-a"},
+		"b": map[string]any{"endpoint": "http://10.0.0.2:8080/ingest", "metric": "DBInstanceIdentifier=db-b"},
+		"c": map[string]any{"endpoint": "http://10.0.0.3:8080/ingest", "metric": "db-c"},
+	}
+}
+
+// node returns the attributes of node name in a's nodes attribute.
+func node(a map[string]any, name string) map[string]any {
+	return a["nodes"].(map[string]any)[name].(map[string]any)
+}
+
+func TestDecodeParamsNodes(t *testing.T) {
+	p, err := loop.DecodeParams("fleet", valid(func(a map[string]any) {
+		a["nodes"] = nodesAttr()
+		a["tick_period"] = "15s"
+	}))
+	if err != nil {
+		t.Fatalf("DecodeParams(nodes) = %v", err)
+	}
+	if len(p.Nodes) != 3 || p.Nodes[0].Name != "a" || p.Nodes[2].Name != "c" {
+		t.Fatalf("Nodes = %+v; want a, b, c in name order", p.Nodes)
+	}
+	if p.Regulation() != loop.RegulateMax || p.Balance != nil {
+		t.Errorf("Regulation() = %q, Balance = %v; want max and nil (defaults)", p.Regulation(), p.Balance)
+	}
+	if got, want := p.BalanceConfig(), balance.DefaultConfig(); got != want {
+		t.Errorf("BalanceConfig() at a 15 s tick = %+v; want balance.DefaultConfig() %+v", got, want)
+	}
+	p60, err := loop.DecodeParams("fleet", valid(func(a map[string]any) { a["nodes"] = nodesAttr() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p60.BalanceConfig().IntegralGain, balance.DefaultConfig().IntegralGain/4; math.Abs(got-want) > 1e-15 {
+		t.Errorf("balance ki at a 1 min tick = %v; want %v (a quarter of the 15 s default)", got, want)
+	}
+	for _, tt := range []struct {
+		node string
+		want map[string]string
+	}{
+		{"a", map[string]string{"DBInstanceIdentifier": "db-a"}},
+		{"b", map[string]string{"DBInstanceIdentifier": "db-b"}},
+	} {
+		n := p.Nodes[slices.IndexFunc(p.Nodes, func(n loop.Node) bool { return n.Name == tt.node })]
+		q := p.NodeQuery(n)
+		if !reflect.DeepEqual(q.Dimensions, tt.want) || q.Namespace != p.Metric.Namespace || q.Period != p.Metric.Period {
+			t.Errorf("NodeQuery(%s) = %+v; want the loop's query with dimensions %v", tt.node, q, tt.want)
+		}
+	}
+	if got := p.Metric.Dimensions["DBInstanceIdentifier"]; got != "orders-db" {
+		t.Errorf("NodeQuery changed the loop's dimensions: %v", p.Metric.Dimensions)
+	}
+	if got := p.Endpoints(); !reflect.DeepEqual(got, []string{"http://10.0.0.1:8080/ingest", "http://10.0.0.2:8080/ingest", "http://10.0.0.3:8080/ingest"}) {
+		t.Errorf("Endpoints() = %v", got)
+	}
+	// Without metric_dimensions, a bare value names DBInstanceIdentifier
+	// and Name=value pairs stand alone.
+	p2, err := loop.DecodeParams("fleet", valid(func(a map[string]any) {
+		delete(a, "metric_dimensions")
+		a["nodes"] = nodesAttr()
+		node(a, "b")["metric"] = "InstanceId=i-1, AutoScalingGroupName=web"
+	}))
+	if err != nil {
+		t.Fatalf("DecodeParams(nodes, no metric_dimensions) = %v", err)
+	}
+	if got := p2.NodeQuery(p2.Nodes[0]).Dimensions; !reflect.DeepEqual(got, map[string]string{"DBInstanceIdentifier": "db-a"}) {
+		t.Errorf("NodeQuery(a) dimensions = %v", got)
+	}
+	if got := p2.NodeQuery(p2.Nodes[1]).Dimensions; !reflect.DeepEqual(got, map[string]string{"InstanceId": "i-1", "AutoScalingGroupName": "web"}) {
+		t.Errorf("NodeQuery(b) dimensions = %v", got)
+	}
+	if p2.Metric.Dimensions != nil {
+		t.Errorf("loop dimensions = %v; want none", p2.Metric.Dimensions)
+	}
+}
+
+func TestParseParamValueNodes(t *testing.T) {
+	v, err := loop.ParseParamValue("nodes", `{"a": {"endpoint": "http://a:80/", "metric": "db-a"}}`)
+	if err != nil {
+		t.Fatalf("ParseParamValue(nodes) = %v", err)
+	}
+	p, err := loop.DecodeParams("l", valid(func(a map[string]any) { a["nodes"] = v }))
+	if err != nil || len(p.Nodes) != 1 || p.Nodes[0] != (loop.Node{Name: "a", Endpoint: "http://a:80/", Metric: "db-a"}) {
+		t.Errorf("DecodeParams(ParseParamValue(nodes)) = %+v, %v", p.Nodes, err)
+	}
+	if _, err := loop.ParseParamValue("nodes", "a=http://a/"); err == nil {
+		t.Errorf("ParseParamValue(nodes, not JSON) accepted")
+	}
 }
 
 func TestDecodeParamsRefusals(t *testing.T) {
@@ -188,6 +327,13 @@ func FuzzDecodeParams(f *testing.F) {
 	f.Add([]byte(`{"setpoint": "x", "mode": "manual", "tick_period": "-1s", "metric_dimensions": {"a": 1}}`))
 	f.Add([]byte(`{"metric_source": "prometheus", "metric_promql": "up", "setpoint": 50, "kp": 1, "min_rate": 0, "max_rate": 10}`))
 	f.Add([]byte(`{}`))
+	withNodes, _ := json.Marshal(valid(func(a map[string]any) {
+		a["nodes"] = nodesAttr()
+		a["regulate"], a["balance_kp"] = "mean", 0.2
+	}))
+	f.Add(withNodes)
+	f.Add([]byte(`{"setpoint": 50, "kp": 1, "min_rate": 0, "max_rate": 10, "nodes": {"a": {"endpoint": "http://a/", "metric": "x"}, "b": {"endpoint": "http://a/", "metric": ""}}, "regulate": "min", "balance_ki": -1}`))
+	f.Add([]byte(`{"metric_source": "prometheus", "metric_promql": "up", "setpoint": 50, "kp": 1, "min_rate": 0, "max_rate": 10, "nodes": {"": {"endpoint": "ftp://x", "metric": 1}, "b": "c"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var attrs map[string]any
 		dec := json.NewDecoder(strings.NewReader(string(data)))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 )
 
@@ -46,6 +47,9 @@ type State struct {
 	Params *Params `json:"params,omitempty"`
 	// ParamsFingerprint identifies the PARAMS item last checked.
 	ParamsFingerprint string `json:"params_fingerprint"`
+	// Balance is the balancer's memory for a loop with nodes (node weights
+	// by node name); zero for a loop without.
+	Balance balance.State `json:"balance,omitzero"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -114,6 +118,7 @@ type TickStore interface {
 // Clone returns a deep copy of s: nothing it refers to is shared with s.
 func (s State) Clone() State {
 	s.Controller.Reference = slices.Clone(s.Controller.Reference)
+	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	if s.Params != nil {
 		p := s.Params.Clone()
 		s.Params = &p
@@ -124,6 +129,11 @@ func (s State) Clone() State {
 // Clone returns a deep copy of p.
 func (p Params) Clone() Params {
 	p.Metric.Dimensions = maps.Clone(p.Metric.Dimensions)
+	p.Nodes = slices.Clone(p.Nodes)
+	if p.Balance != nil {
+		c := *p.Balance
+		p.Balance = &c
+	}
 	if p.Feedforward != nil {
 		m := *p.Feedforward
 		p.Feedforward = &m

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 )
 
@@ -73,6 +75,13 @@ type Report struct {
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
 	ParamsReason string `json:"params_reason,omitempty"`
+	// Weights are the node weights written to RATE, keyed by endpoint, and
+	// Nodes the utilization of each node with a fresh metric, keyed by node
+	// name; both nil for a loop without nodes. NodesMissing names the nodes
+	// whose metric was missing or stale (they kept their weight).
+	Weights      map[string]float64 `json:"weights,omitempty"`
+	Nodes        map[string]float64 `json:"nodes,omitempty"`
+	NodesMissing []string           `json:"nodes_missing,omitempty"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -100,6 +109,9 @@ type due struct {
 	fp     string
 	status *ParamsStatus
 	sample Sample
+	// nodes are the samples of a loop with nodes, one per node in
+	// params.Nodes order (sample is then computed from them).
+	nodes []Sample
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted
@@ -256,21 +268,42 @@ func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
 			}
 			continue
 		}
-		qs := make([]MetricQuery, len(ws))
-		for i, w := range ws {
-			q := w.params.Metric
-			q.Lookback = w.params.StaleAfter + q.Period
-			qs[i] = q
+		// One query per loop, or one per node for a loop with nodes; all
+		// in the same batch.
+		var qs []MetricQuery
+		for _, w := range ws {
+			if len(w.params.Nodes) == 0 {
+				q := w.params.Metric
+				q.Lookback = w.params.StaleAfter + q.Period
+				qs = append(qs, q)
+				continue
+			}
+			for _, n := range w.params.Nodes {
+				q := w.params.NodeQuery(n)
+				q.Lookback = w.params.StaleAfter + q.Period
+				qs = append(qs, q)
+			}
 		}
 		samples, err := reader.ReadMetrics(ctx, qs, now)
-		for i, w := range ws {
-			switch {
-			case err != nil:
-				w.sample.Err = fmt.Errorf("read %s metrics: %w", src, err)
-			case i < len(samples):
-				w.sample = samples[i]
-			default:
-				w.sample.Err = fmt.Errorf("read %s metrics: reader returned %d samples for %d queries", src, len(samples), len(qs))
+		at := 0
+		for _, w := range ws {
+			k := max(len(w.params.Nodes), 1)
+			got := make([]Sample, k)
+			for j := range got {
+				switch {
+				case err != nil:
+					got[j].Err = fmt.Errorf("read %s metrics: %w", src, err)
+				case at+j < len(samples):
+					got[j] = samples[at+j]
+				default:
+					got[j].Err = fmt.Errorf("read %s metrics: reader returned %d samples for %d queries", src, len(samples), len(qs))
+				}
+			}
+			at += k
+			if len(w.params.Nodes) == 0 {
+				w.sample = got[0]
+			} else {
+				w.nodes = got
 			}
 		}
 	}
@@ -293,6 +326,11 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		dt = min(max(now.Sub(prev.TickAt), 0), 3*p.TickPeriod)
 	}
 
+	var weights map[string]float64
+	st.Balance = balance.State{}
+	if len(p.Nodes) > 0 {
+		w.sample, weights = t.balance(w, &st, prev, ctrl.Config, now, dt, r)
+	}
 	s := w.sample
 	fresh := s.Err == nil && s.Found && ctrl.Config.ValidMeasurement(s.Value)
 	var age time.Duration
@@ -370,7 +408,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		w.status.Tick = st.Version
 	}
 	if p.Mode != ModeShadow {
-		c.Rate = &Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version}
+		c.Rate = &Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights}
 		r.RateWritten = true
 	}
 	return c
@@ -387,4 +425,67 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 	default:
 		r.Outcome, r.RateWritten, r.Err = OutcomeError, false, err
 	}
+}
+
+// balance runs the balancer of a loop with nodes: every node's fresh
+// utilization (missing, failed, invalid or stale ones are NaN: the node keeps
+// its weight) updates st.Balance, and the returned sample is what the rate
+// loop regulates: the maximum (or the mean) of the fresh utilizations, timed
+// by the oldest of them; not found when no node has a fresh metric. The
+// weights are keyed by the nodes' endpoints.
+func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now time.Time, dt time.Duration, r *Report) (Sample, map[string]float64) {
+	p := w.params
+	util := make(map[string]float64, len(p.Nodes))
+	var agg Sample
+	var sum float64
+	var fresh int
+	var errs []error
+	for i, n := range p.Nodes {
+		s := w.nodes[i]
+		q := p.NodeQuery(n)
+		ok := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value) && max(now.Sub(s.Time.Add(q.Period)), 0) <= p.StaleAfter
+		if s.Err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, s.Err))
+		}
+		if !ok {
+			util[n.Name] = math.NaN()
+			r.NodesMissing = append(r.NodesMissing, n.Name)
+			continue
+		}
+		util[n.Name] = s.Value
+		if r.Nodes == nil {
+			r.Nodes = make(map[string]float64, len(p.Nodes))
+		}
+		r.Nodes[n.Name] = s.Value
+		sum += s.Value
+		if fresh == 0 || s.Time.Before(agg.Time) {
+			agg.Time = s.Time
+		}
+		if fresh == 0 || s.Value > agg.Value {
+			agg.Value = s.Value
+		}
+		fresh++
+	}
+	if fresh > 0 {
+		agg.Found = true
+		if p.Regulation() == RegulateMean {
+			agg.Value = sum / float64(fresh)
+		}
+	} else if len(errs) > 0 {
+		agg.Err = errors.Join(errs...)
+	}
+
+	bc := balance.Controller{Config: p.BalanceConfig()}
+	if prev != nil {
+		bc.State = prev.Balance
+		bc.State.Nodes = maps.Clone(prev.Balance.Nodes)
+	}
+	bc.Update(util, dt)
+	st.Balance = bc.State
+	weights := make(map[string]float64, len(p.Nodes))
+	for _, n := range p.Nodes {
+		weights[n.Endpoint] = bc.State.Nodes[n.Name].Weight
+	}
+	r.Weights = weights
+	return agg, weights
 }

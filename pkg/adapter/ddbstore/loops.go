@@ -276,6 +276,13 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 		item["params_valid"] = str(string(p))
 	}
 	item["params_fingerprint"] = str(st.ParamsFingerprint)
+	if len(st.Balance.Nodes) > 0 || st.Balance.Ticks != 0 {
+		b, err := json.Marshal(st.Balance)
+		if err != nil {
+			return nil, fmt.Errorf("balancer state: %w", err)
+		}
+		item["balance"] = str(string(b))
+	}
 	return item, nil
 }
 
@@ -374,6 +381,13 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	}
 	st.ParamsFingerprint, err = optS(item, "params_fingerprint")
 	add(err)
+	bal, err := optS(item, "balance")
+	add(err)
+	if bal != "" {
+		if err := json.Unmarshal([]byte(bal), &st.Balance); err != nil {
+			add(fmt.Errorf("balance: %w", err))
+		}
+	}
 	return st, errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -124,6 +125,9 @@ func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("commit round trip", func(t *testing.T) {
 		s := newStore(t)
 		p := SampleParams("l")
+		bc := loop.DefaultBalanceConfig(time.Minute)
+		p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
+		p.Balance, p.Regulate = &bc, loop.RegulateMean
 		st := loop.State{
 			Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 			Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
@@ -132,8 +136,14 @@ func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
 				HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
 				Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
 			Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs()),
+			Balance: balance.State{Mean: 61.25, Ticks: 7, Nodes: map[string]balance.NodeState{
+				"a": {Weight: 1.0 / 6, Error: -0.012345678901234567, Primed: true},
+				"b": {Weight: 1.0 / 3, Error: 0.1},
+				"c": {Weight: 0.5, Missing: 2},
+			}},
 		}
-		rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1}
+		rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
+			Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
 		status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",
 			InForce: "last valid parameters", Fingerprint: "abc", CheckedAt: at, Tick: 1}
 		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st, Rate: &rate, Status: &status}); err != nil {

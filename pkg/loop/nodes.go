@@ -1,0 +1,303 @@
+package loop
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/balance"
+)
+
+// Regulate says which utilization of a balanced fleet the rate loop holds at
+// its setpoint (see docs/balance.md, "The cascade with the rate loop").
+type Regulate string
+
+// What the rate loop of a loop with nodes regulates.
+const (
+	// RegulateMax holds the hottest node (the maximum over nodes with a
+	// fresh metric) at the setpoint: what overloads is a node. The default.
+	RegulateMax Regulate = "max"
+	// RegulateMean holds the fleet mean at the setpoint.
+	RegulateMean Regulate = "mean"
+)
+
+// MaxNodes bounds the nodes of one loop: each is one metric query per tick.
+const MaxNodes = 100
+
+// Node is one destination node of a balanced loop: the balancer gives it a
+// weight, keyed in RATE by its endpoint.
+type Node struct {
+	// Name names the node in PARAMS and in the balancer's state.
+	Name string `json:"name"`
+	// Endpoint is the URL the consumers' HTTP sink posts to; RATE's weights
+	// are keyed by it.
+	Endpoint string `json:"endpoint"`
+	// Metric selects the node's utilization: for a CloudWatch loop, the
+	// node's dimensions as `Name=value[,Name2=value2]` (merged over the
+	// loop's metric_dimensions) or a bare value for the loop's single
+	// dimension; for a Prometheus loop, a PromQL expression.
+	Metric string `json:"metric"`
+}
+
+// Attribute names of a balanced loop's PARAMS.
+const (
+	AttrNodes           = "nodes"
+	AttrRegulate        = "regulate"
+	AttrBalanceKp       = "balance_kp"
+	AttrBalanceKi       = "balance_ki"
+	AttrBalanceMinShare = "balance_min_share"
+	AttrBalanceMaxShare = "balance_max_share"
+	AttrBalanceMinMean  = "balance_min_mean"
+)
+
+// balanceTick is the tick that balance.DefaultConfig's integral gain is
+// tuned for.
+const balanceTick = 15 * time.Second
+
+// DefaultBalanceConfig returns the balancer's defaults for a loop ticking
+// every tick: balance.DefaultConfig with the integral gain scaled so that
+// one tick takes the same integral step as one 15-second tick does with the
+// package's defaults (0.4 of the relative error per tick).
+func DefaultBalanceConfig(tick time.Duration) balance.Config {
+	c := balance.DefaultConfig()
+	if tick > 0 {
+		c.IntegralGain = c.IntegralGain * balanceTick.Seconds() / tick.Seconds()
+	}
+	return c
+}
+
+// BalanceConfig returns the balancer configuration in force: the edited
+// one, or the defaults for the loop's tick period.
+func (p Params) BalanceConfig() balance.Config {
+	if p.Balance != nil {
+		return *p.Balance
+	}
+	return DefaultBalanceConfig(p.TickPeriod)
+}
+
+// Regulation returns what the rate loop regulates: RegulateMax unless the
+// loop says mean.
+func (p Params) Regulation() Regulate {
+	if p.Regulate == RegulateMean {
+		return RegulateMean
+	}
+	return RegulateMax
+}
+
+// NodeQuery returns the metric query of node n: the loop's query with the
+// node's dimensions (CloudWatch) or the node's PromQL (Prometheus).
+func (p Params) NodeQuery(n Node) MetricQuery {
+	q := p.Metric
+	switch q.Source {
+	case SourcePrometheus:
+		q.PromQL = n.Metric
+	default:
+		dims, _ := nodeDimensions(p.Metric.Dimensions, n.Metric)
+		q.Dimensions = dims
+	}
+	return q
+}
+
+// nodeDimensions merges a node's dimension text over the loop's dimensions.
+func nodeDimensions(loopDims map[string]string, text string) (map[string]string, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, fmt.Errorf("empty; want the node's dimensions, e.g. %s=replica-1", DefaultDimension)
+	}
+	out := maps.Clone(loopDims)
+	if out == nil {
+		out = make(map[string]string, 1)
+	}
+	if !strings.Contains(text, "=") {
+		switch len(loopDims) {
+		case 0:
+			out[DefaultDimension] = text
+		case 1:
+			for k := range loopDims {
+				out[k] = text
+			}
+		default:
+			return nil, fmt.Errorf("%q is a bare value but metric_dimensions has %d dimensions: name it, e.g. Name=value", truncate(text), len(loopDims))
+		}
+		return out, nil
+	}
+	for _, pair := range strings.Split(text, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%q: want Name=value[,Name2=value2]", truncate(text))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// decodeNodes reads the nodes attribute: a map (M) of node name to a map
+// with endpoint (S) and metric (S).
+func (d *decoder) decodeNodes() []Node {
+	v, ok := d.attrs[AttrNodes]
+	if !ok {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(AttrNodes, "want a map (M) of node name to {endpoint, metric}, got %s", describe(v))
+		return nil
+	}
+	if len(m) > MaxNodes {
+		d.fail(AttrNodes, "%d nodes; at most %d", len(m), MaxNodes)
+		return nil
+	}
+	nodes := make([]Node, 0, len(m))
+	for _, name := range sortedKeys(m) {
+		field := AttrNodes + "." + name
+		if strings.TrimSpace(name) == "" {
+			d.fail(AttrNodes+"."+fmt.Sprintf("%q", name), "a node name must not be blank")
+			continue
+		}
+		nm, ok := m[name].(map[string]any)
+		if !ok {
+			d.fail(field, "want a map (M) with endpoint (S) and metric (S), got %s", describe(m[name]))
+			continue
+		}
+		n := Node{Name: name}
+		good := true
+		for _, k := range sortedKeys(nm) {
+			s, ok := nm[k].(string)
+			switch {
+			case k != "endpoint" && k != "metric":
+				d.fail(field+"."+k, "unknown attribute; a node has endpoint and metric")
+				good = false
+			case !ok:
+				d.fail(field+"."+k, "want a string (S), got %s", describe(nm[k]))
+				good = false
+			case k == "endpoint":
+				n.Endpoint = s
+			default:
+				n.Metric = s
+			}
+		}
+		for _, k := range []string{"endpoint", "metric"} {
+			if _, ok := nm[k]; !ok {
+				d.fail(field+"."+k, "missing")
+				good = false
+			}
+		}
+		if good {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
+}
+
+// decodeBalance reads the balance_* attributes; nil when none is present.
+func (d *decoder) decodeBalance(tick time.Duration) *balance.Config {
+	if !d.present(AttrBalanceKp) && !d.present(AttrBalanceKi) && !d.present(AttrBalanceMinShare) &&
+		!d.present(AttrBalanceMaxShare) && !d.present(AttrBalanceMinMean) {
+		return nil
+	}
+	def := DefaultBalanceConfig(tick)
+	return &balance.Config{
+		ProportionalGain: d.number(AttrBalanceKp, def.ProportionalGain),
+		IntegralGain:     d.number(AttrBalanceKi, def.IntegralGain),
+		MinShare:         d.number(AttrBalanceMinShare, def.MinShare),
+		MaxShare:         d.number(AttrBalanceMaxShare, def.MaxShare),
+		MinMean:          d.number(AttrBalanceMinMean, def.MinMean),
+	}
+}
+
+// checkNodes validates the nodes, the balancer and regulate.
+func (p Params) checkNodes(fail func(field, format string, args ...any)) {
+	switch p.Regulate {
+	case "", RegulateMax, RegulateMean:
+	default:
+		fail(AttrRegulate, "unknown %q; want max (the hottest node) or mean", truncate(string(p.Regulate)))
+	}
+	if c := p.Balance; c != nil {
+		finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+		for _, f := range []struct {
+			name string
+			v    float64
+			ok   bool
+			want string
+		}{
+			{AttrBalanceKp, c.ProportionalGain, c.ProportionalGain >= 0, ">= 0"},
+			{AttrBalanceKi, c.IntegralGain, c.IntegralGain > 0, "> 0 (per second)"},
+			{AttrBalanceMinShare, c.MinShare, c.MinShare > 0 && c.MinShare <= 1, "in (0, 1], a multiple of the equal share 1/N"},
+			{AttrBalanceMaxShare, c.MaxShare, c.MaxShare >= 1, ">= 1, a multiple of the equal share 1/N"},
+			{AttrBalanceMinMean, c.MinMean, c.MinMean >= 0 && c.MinMean <= 100, "in [0, 100] percent"},
+		} {
+			if !finite(f.v) || !f.ok {
+				fail(f.name, "%v must be a finite number %s", f.v, f.want)
+			}
+		}
+	}
+	if len(p.Nodes) > MaxNodes {
+		fail(AttrNodes, "%d nodes; at most %d", len(p.Nodes), MaxNodes)
+	}
+	endpoints := make(map[string]string, len(p.Nodes))
+	names := make(map[string]bool, len(p.Nodes))
+	for _, n := range p.Nodes {
+		field := AttrNodes + "." + n.Name
+		if strings.TrimSpace(n.Name) == "" {
+			fail(AttrNodes, "a node name must not be blank")
+			continue
+		}
+		if names[n.Name] {
+			fail(field, "node named twice")
+		}
+		names[n.Name] = true
+		u, err := url.Parse(n.Endpoint)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			fail(field+".endpoint", "%q is not an http(s) URL such as http://10.0.0.1:8080/ingest", truncate(n.Endpoint))
+		case endpoints[n.Endpoint] != "":
+			fail(field+".endpoint", "%q is also the endpoint of node %s: weights are keyed by endpoint", truncate(n.Endpoint), endpoints[n.Endpoint])
+		default:
+			endpoints[n.Endpoint] = n.Name
+		}
+		switch p.Metric.Source {
+		case SourcePrometheus:
+			if strings.TrimSpace(n.Metric) == "" {
+				fail(field+".metric", "empty; want the node's PromQL expression")
+			}
+		case SourceCloudWatch:
+			if _, err := nodeDimensions(p.Metric.Dimensions, n.Metric); err != nil {
+				fail(field+".metric", "%v", err)
+			}
+		}
+	}
+}
+
+// nodesAttrs encodes the nodes, the balancer and regulate into a.
+func (p Params) nodesAttrs(a map[string]any) {
+	if len(p.Nodes) > 0 {
+		m := make(map[string]any, len(p.Nodes))
+		for _, n := range p.Nodes {
+			m[n.Name] = map[string]any{"endpoint": n.Endpoint, "metric": n.Metric}
+		}
+		a[AttrNodes] = m
+	}
+	if p.Regulate != "" {
+		a[AttrRegulate] = string(p.Regulate)
+	}
+	if c := p.Balance; c != nil {
+		a[AttrBalanceKp] = c.ProportionalGain
+		a[AttrBalanceKi] = c.IntegralGain
+		a[AttrBalanceMinShare] = c.MinShare
+		a[AttrBalanceMaxShare] = c.MaxShare
+		a[AttrBalanceMinMean] = c.MinMean
+	}
+}
+
+// Endpoints returns the nodes' endpoints in node-name order.
+func (p Params) Endpoints() []string {
+	out := make([]string, len(p.Nodes))
+	for i, n := range p.Nodes {
+		out[i] = n.Endpoint
+	}
+	return out
+}
