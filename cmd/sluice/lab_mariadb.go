@@ -32,7 +32,7 @@ type realPlantFlags struct {
 	pid                    int
 	cores                  float64
 	scanRows, dataRows     int
-	workers                int
+	workers, batch         int
 	sample                 time.Duration
 	verbose                bool
 }
@@ -47,6 +47,7 @@ func addRealPlantFlags(fs *flag.FlagSet) *realPlantFlags {
 	fs.IntVar(&f.scanRows, "scan-rows", dbload.DefaultScanRows, "rows each message's aggregate reads: the per-message CPU cost")
 	fs.IntVar(&f.dataRows, "data-rows", dbload.DefaultDataRows, "rows of the workload's data table")
 	fs.IntVar(&f.workers, "workers", 4, "concurrent consumers (connections) storing messages")
+	fs.IntVar(&f.batch, "batch", 1, "messages per insert (1: a smooth load; 10: SQS batches)")
 	fs.DurationVar(&f.sample, "sample", time.Second, "sampling period of the database's CPU")
 	fs.BoolVar(&f.verbose, "v", false, "print every sample to stderr")
 	return f
@@ -68,7 +69,9 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--dsn: %w", err)
 	}
-	admin, err := sql.Open("mysql", f.dsn)
+	adminCfg := *cfg
+	adminCfg.DBName = ""
+	admin, err := sql.Open("mysql", adminCfg.FormatDSN())
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +124,7 @@ func procPIDs() []int {
 
 func (f *realPlantFlags) lab(rp *realPlant, prefix string, stderr io.Writer) *dbload.Lab {
 	l := &dbload.Lab{
-		Plant: &dbload.Plant{DB: rp.db, Prefix: prefix, Workers: f.workers},
+		Plant: &dbload.Plant{DB: rp.db, Prefix: prefix, Workers: f.workers, BatchSize: f.batch},
 		CPU:   rp.cpu,
 		Step:  f.sample,
 	}

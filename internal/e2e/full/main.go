@@ -94,12 +94,13 @@ type Result struct {
 		Base      float64 `json:"base"`
 		RMSE      float64 `json:"rmse"`
 	} `json:"model"`
-	Kp       float64  `json:"kp"`
-	Ki       float64  `json:"ki"`
-	Cores    float64  `json:"cores"`
-	Seconds  float64  `json:"seconds"`
-	OK       bool     `json:"ok"`
-	Failures []string `json:"failures"`
+	ModelFallback bool     `json:"model_fallback"`
+	Kp            float64  `json:"kp"`
+	Ki            float64  `json:"ki"`
+	Cores         float64  `json:"cores"`
+	Seconds       float64  `json:"seconds"`
+	OK            bool     `json:"ok"`
+	Failures      []string `json:"failures"`
 }
 
 type config struct {
@@ -476,18 +477,11 @@ func (r *run) now() time.Duration { return time.Since(r.start) }
 // and returns the PARAMS of the lab's pi-aw-spf-ff for it.
 func (r *run) tune() (loop.Params, error) {
 	c := r.cfg
-	l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: "step", Workers: 3}, CPU: r.sampler}
-	r.logf("step test: 4 -> 16 msg/s")
-	d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 50 * time.Second})
+	fit, err := r.identify()
 	if err != nil {
-		return loop.Params{}, err
-	}
-	if _, err := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step-%'"); err != nil {
-		return loop.Params{}, fmt.Errorf("remove the step test's rows: %w", err)
-	}
-	fit, err := ident.Fit(d)
-	if err != nil {
-		return loop.Params{}, fmt.Errorf("identify: %w", err)
+		r.logf("identification failed twice (%v); using the model measured by `sluice lab step-mariadb` in docs/lab.md", err)
+		fit = ident.Result{Model: documentedModel, RMSE: math.NaN()}
+		r.res.ModelFallback = true
 	}
 	m := fit.Model
 	r.res.Model.Gain, r.res.Model.TauS, r.res.Model.DeadTimeS, r.res.Model.Base, r.res.Model.RMSE =
@@ -525,6 +519,44 @@ func (r *run) tune() (loop.Params, error) {
 	}
 	r.logf("PARAMS: kp %.3g, ki %.3g (Tc %v), setpoint filter %v, feedforward on the model", p.Kp, p.Ki, tc, p.SetpointFilter)
 	return p, nil
+}
+
+// documentedModel is MariaDB on this project's 2-core machine with the
+// default workload (350,000 rows scanned per message), measured with
+// `sluice lab step-mariadb --scan-rows 350000 --data-rows 400000` (docs/lab.md): the
+// fallback when the step test of the run cannot identify the database
+// (another tenant loading it during the test).
+var documentedModel = control.FOPDT{Gain: 1.38, Tau: 32 * time.Millisecond, DeadTime: 865 * time.Millisecond, Base: 1.6}
+
+// identify runs the step test, twice if the first cannot be identified
+// or gives an implausible gain.
+func (r *run) identify() (ident.Result, error) {
+	var last error
+	for attempt := 1; attempt <= 2; attempt++ {
+		l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: fmt.Sprintf("step%d", attempt), Workers: 3}, CPU: r.sampler}
+		r.logf("step test %d: 4 -> 16 msg/s", attempt)
+		d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
+		if err != nil {
+			return ident.Result{}, err
+		}
+		if _, err := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); err != nil {
+			return ident.Result{}, fmt.Errorf("remove the step test's rows: %w", err)
+		}
+		if f, err := os.Create(filepath.Join(r.cfg.logDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
+			ident.WriteCSV(f, d)
+			f.Close()
+		}
+		fit, err := ident.Fit(d)
+		if err == nil && (fit.Model.Gain < 0.1 || fit.Model.Gain > 10) {
+			err = fmt.Errorf("implausible gain %.3g points per msg/s", fit.Model.Gain)
+		}
+		if err == nil {
+			return fit, nil
+		}
+		last = err
+		r.logf("step test %d: %v", attempt, err)
+	}
+	return ident.Result{}, last
 }
 
 // putParams writes the loop's PARAMS item with the aws CLI, as an operator
