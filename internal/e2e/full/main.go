@@ -112,6 +112,7 @@ type config struct {
 	scanRows, dataRows        int
 	phase                     time.Duration
 	keep                      bool
+	pid                       int
 	logDir                    string
 	root                      string
 }
@@ -129,6 +130,7 @@ func main() {
 	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
 	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
+	flag.IntVar(&c.pid, "mariadb-pid", 0, "pid of the MariaDB server of SLUICE_MYSQL_DSN (default: the listener on its port)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queues for inspection")
 	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/full", "logs of the emulators")
 	flag.Parse()
@@ -304,7 +306,7 @@ func (r *run) setup() error {
 	if err := dbload.Install(r.ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
 		return err
 	}
-	pid, err := cpupub.FindProcess(os.ReadFile, procPIDs(), "mariadbd")
+	pid, err := r.mariadbPID()
 	if err != nil {
 		return err
 	}
@@ -422,6 +424,29 @@ func (r *run) setup() error {
 	return nil
 }
 
+// mariadbPID returns the pid of the MariaDB server whose CPU is the plant's:
+// the flag, else the mariadbd listening on the DSN's port.
+func (r *run) mariadbPID() (int, error) {
+	if r.cfg.pid > 0 {
+		return r.cfg.pid, nil
+	}
+	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
+	if err != nil {
+		return 0, err
+	}
+	_, port, _ := strings.Cut(cfg.Addr, ":")
+	out, err := exec.Command("ss", "-Hltnp", "sport = :"+port).Output()
+	if err == nil {
+		if _, rest, ok := strings.Cut(string(out), "pid="); ok {
+			var pid int
+			if _, err := fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &pid); err == nil {
+				return pid, nil
+			}
+		}
+	}
+	return cpupub.FindProcess(os.ReadFile, procPIDs(), "mariadbd")
+}
+
 // recordCPU samples MariaDB's CPU every second.
 func (r *run) recordCPU(ctx context.Context) {
 	prev, err := r.sampler.Sample()
@@ -533,7 +558,7 @@ var documentedModel = control.FOPDT{Gain: 1.38, Tau: 32 * time.Millisecond, Dead
 func (r *run) identify() (ident.Result, error) {
 	var last error
 	for attempt := 1; attempt <= 2; attempt++ {
-		l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: fmt.Sprintf("step%d", attempt), Workers: 3}, CPU: r.sampler}
+		l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: fmt.Sprintf("step%d", attempt), Workers: 3, BatchSize: 1}, CPU: r.sampler}
 		r.logf("step test %d: 4 -> 16 msg/s", attempt)
 		d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
 		if err != nil {
