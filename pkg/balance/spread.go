@@ -1,0 +1,33 @@
+package balance
+
+import "math"
+
+// Spread returns the picker weights of nodes (a consumer's configured
+// endpoints) from the weights w that the controller wrote to RATE: each node
+// gets its weight in w; a node that w does not name, or names with an
+// unusable weight, gets the mean of the usable weights of the others (as a
+// joining node does in the Controller); when w names none of the nodes (no
+// weights yet: a one-node loop, an old or missing RATE item), every node
+// gets an equal weight. Names in w that are not among nodes are ignored.
+func Spread(nodes []string, w map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(nodes))
+	var sum float64
+	var known int
+	for _, n := range nodes {
+		if v, ok := w[n]; ok && v > 0 && !math.IsInf(v, 0) {
+			out[n] = v
+			sum += v
+			known++
+		}
+	}
+	fill := 1.0
+	if known > 0 {
+		fill = sum / float64(known)
+	}
+	for _, n := range nodes {
+		if _, ok := out[n]; !ok {
+			out[n] = fill
+		}
+	}
+	return out
+}
