@@ -23,6 +23,19 @@ RIE_VERSION=v0.0.0-20261030222936-bef5c4ba774d
 
 export DEBIAN_FRONTEND=noninteractive
 
+# Where the machine image keeps moto_server, aws and go, should PATH lack them.
+for d in "$HOME/.pyenv/shims" /usr/local/go/bin "$HOME/go/bin"; do
+	[[ -d $d && :$PATH: != *:$d:* ]] && PATH=$PATH:$d
+done
+export PATH
+
+# pip_install PKG...: pip into the current python3 (Debian's own python3
+# refuses without --break-system-packages, PEP 668).
+pip_install() {
+	python3 -m pip install -q "$@" >>"$STACK_LOG/pip.log" 2>&1 ||
+		python3 -m pip install -q --break-system-packages "$@" >>"$STACK_LOG/pip.log" 2>&1
+}
+
 mkdir -p "$STACK_LOG" "$STACK_RUN" "$STACK_BIN"
 
 stack_t0=$(date +%s.%N)

@@ -115,12 +115,12 @@ moto_start() {
 up_moto() {
 	if ! moto_cmd >/dev/null; then
 		log "moto: moto_server not found: pip install 'moto[server]'"
-		python3 -m pip install -q 'moto[server]' >>"$STACK_LOG/pip.log" 2>&1 ||
+		pip_install 'moto[server]' ||
 			die "moto: cannot install moto[server] with pip (log: $STACK_LOG/pip.log)"
 	fi
 	if ! command -v aws >/dev/null; then
 		log "moto: aws CLI not found: pip install awscli"
-		python3 -m pip install -q awscli >>"$STACK_LOG/pip.log" 2>&1 ||
+		pip_install awscli ||
 			die "moto: cannot install awscli with pip (log: $STACK_LOG/pip.log)"
 	fi
 	ensure moto "$MOTO_PORT" 'moto_server|moto\.server' moto_ready moto_start 30 || die "moto: did not start"
