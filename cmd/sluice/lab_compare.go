@@ -45,6 +45,9 @@ func (f *gainFlag) ptr() *float64 {
 }
 
 func runLabCompare(args []string, stdout, stderr io.Writer) int {
+	if code, handled := realPlantDispatch(args, runLabCompareMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
+		return code
+	}
 	const name = "sluice lab compare"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	usageWith(fs, name+" [scenario flags] [--controllers LIST] [--kp K --ki K --kd K] [--json] [--plot FILE]",

@@ -535,3 +535,43 @@ func measureDisturbance(ctx context.Context, cpu cpupub.CPUReader, gen *dbload.L
 	}
 	return loaded - idle, nil
 }
+
+// plantArg finds --plant NAME (or -plant, =NAME) in args and returns the
+// name ("sim" when absent) and args without it, so that `lab step` and `lab
+// compare` can hand the real plant over to this file.
+func plantArg(args []string) (plant string, rest []string) {
+	plant = "sim"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "plant" {
+			if hasVal {
+				plant = val
+			} else if i+1 < len(args) {
+				plant = args[i+1]
+				i++
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return plant, rest
+}
+
+// realPlantDispatch runs the real-plant version of a lab experiment when
+// args ask for --plant mariadb; handled is false for the simulated plant.
+func realPlantDispatch(args []string, real func([]string, io.Writer, io.Writer) int, stdout, stderr io.Writer) (code int, handled bool) {
+	plant, rest := plantArg(args)
+	switch plant {
+	case "sim":
+		return 0, false
+	case "mariadb":
+		return real(rest, stdout, stderr), true
+	}
+	fmt.Fprintf(stderr, "--plant %q: want sim or mariadb\n", plant)
+	return 2, true
+}

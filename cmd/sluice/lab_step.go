@@ -38,6 +38,9 @@ func (f *optionalRate) Set(s string) error {
 }
 
 func runLabStep(args []string, stdout, stderr io.Writer) int {
+	if code, handled := realPlantDispatch(args, runLabStepMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
+		return code
+	}
 	fs := flag.NewFlagSet("sluice lab step", flag.ContinueOnError)
 	usageWith(fs, "sluice lab step [scenario flags] [--step-from RATE --step-to RATE --step-at DUR] [--sample DUR] [--json] [--plot FILE] [--csv FILE]",
 		"Run an open-loop step test on the simulated plant (the rate steps from --step-from to\n"+
