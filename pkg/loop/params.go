@@ -236,10 +236,10 @@ var paramsSchema = map[string]struct {
 	AttrMetricSource:     {kindString, false, "cloudwatch or prometheus (default cloudwatch)"},
 	AttrMetricNamespace:  {kindString, false, "CloudWatch namespace (default AWS/RDS)"},
 	AttrMetricName:       {kindString, false, "CloudWatch metric name (default CPUUtilization)"},
-	AttrMetricDimensions: {kindStringMap, false, "CloudWatch dimensions, e.g. {DBInstanceIdentifier: mydb}"},
+	AttrMetricDimensions: {kindStringMap, false, "CloudWatch dimensions, e.g. {DBInstanceIdentifier: mydb} (required for cloudwatch unless nodes gives them per node)"},
 	AttrMetricStatistic:  {kindString, false, "CloudWatch statistic (default Average)"},
 	AttrMetricPeriod:     {kindDuration, false, "CloudWatch period, a multiple of 60s or 1s, 5s, 10s, 30s (default 60s)"},
-	AttrMetricPromQL:     {kindString, false, "PromQL expression returning one series (required for prometheus)"},
+	AttrMetricPromQL:     {kindString, false, "PromQL expression returning one series (required for prometheus unless nodes gives one per node)"},
 	AttrStalePolicy:      {kindString, false, "hold, decay or fail-closed (default hold)"},
 	AttrSafeRate:         {kindNumber, false, "rate that decay moves toward, messages/s (default min_rate)"},
 	AttrStaleAfter:       {kindDuration, false, "age beyond which the newest datapoint is stale (default 5m)"},
@@ -648,8 +648,8 @@ func (p Params) check() []FieldError {
 			fail(AttrMetricPeriod, "%v: CloudWatch periods are 1s, 5s, 10s, 30s or a multiple of 60s", per)
 		}
 	case SourcePrometheus:
-		if strings.TrimSpace(p.Metric.PromQL) == "" {
-			fail(AttrMetricPromQL, "missing; a prometheus metric needs a PromQL expression")
+		if strings.TrimSpace(p.Metric.PromQL) == "" && len(p.Nodes) == 0 {
+			fail(AttrMetricPromQL, "missing; a prometheus metric needs a PromQL expression (or nodes, each with its own)")
 		}
 	default:
 		fail(AttrMetricSource, "unknown source %q; want cloudwatch or prometheus", truncate(string(p.Metric.Source)))

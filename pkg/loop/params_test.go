@@ -76,7 +76,7 @@ func TestParamsAttrsRoundTrip(t *testing.T) {
 		}),
 		valid(func(a map[string]any) {
 			delete(a, "metric_dimensions")
-			a["metric_source"], a["metric_promql"] = "prometheus", "unused"
+			a["metric_source"] = "prometheus"
 			a["nodes"] = map[string]any{"web-1": map[string]any{"endpoint": "https://web-1.internal/ingest", "metric": `rate(cpu{host="web-1"}[1m])`}}
 			a["regulate"], a["balance_ki"] = "max", 0.02
 		}),
