@@ -277,9 +277,10 @@ up_rie() {
 	command -v go >/dev/null || die "rie: go not found (needed to install aws-lambda-rie)"
 	local t0
 	t0=$(date +%s.%N)
-	GOBIN=$STACK_BIN GOFLAGS=-buildvcs=false go install \
-		"github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$RIE_VERSION" \
-		>>"$STACK_LOG/rie.log" 2>&1 || {
+	local mod=github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$RIE_VERSION
+	# From the module cache alone (as a file proxy) when the proxy cannot be reached.
+	GOBIN=$STACK_BIN GOFLAGS=-buildvcs=false go install "$mod" >>"$STACK_LOG/rie.log" 2>&1 ||
+		GOBIN=$STACK_BIN GOFLAGS=-buildvcs=false GOPROXY="file://$(go env GOMODCACHE)/cache/download" go install "$mod" >>"$STACK_LOG/rie.log" 2>&1 || {
 		tail -n 20 "$STACK_LOG/rie.log" >&2
 		die "rie: go install aws-lambda-rie@$RIE_VERSION failed (log: $STACK_LOG/rie.log)"
 	}
