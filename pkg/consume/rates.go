@@ -60,6 +60,12 @@ type RateCacheConfig struct {
 	// MaxAge treats a RATE written longer ago than this as stale even if it
 	// has no expiry (0: only ExpiresAt counts).
 	MaxAge time.Duration
+	// Weights, when set, is called with RATE's node weights at every read
+	// of RATE (at most once per Period, never per message): nil when RATE
+	// has none, or is missing, expired or unreadable. A consumer of a
+	// balanced loop sets its HTTP sink's picker from it (balance.Spread
+	// gives equal weights for nil).
+	Weights func(map[string]float64)
 }
 
 // RateCache reads a loop's RATE at most once per Period and hands out the
@@ -143,5 +149,12 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 		c.log.WarnContext(ctx, "using safe rate", "loop", c.cfg.Loop, "reason", a.Reason, "safe_rate", c.cfg.SafeRate)
 	}
 	a.Share = a.Total / float64(n)
+	if c.cfg.Weights != nil {
+		var w map[string]float64
+		if !a.Fallback {
+			w = r.Weights
+		}
+		c.cfg.Weights(w)
+	}
 	return a
 }
