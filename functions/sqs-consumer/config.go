@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -112,11 +113,18 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 			return nil, nil, err
 		}
 		sink, closer = mysqlsink.New(db), func() { db.Close() }
-	case "http":
-		sink = httpsink.New(httpsink.Config{}, httpsink.NewRoundRobin(c.HTTPEndpoints...), nil, consume.WallClock{})
+	}
+	rc := consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate}
+	if c.Sink == "http" {
+		picker, weights, err := httpPicker(c.HTTPEndpoints)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc.Weights = weights
+		sink = httpsink.New(httpsink.Config{}, picker, nil, consume.WallClock{})
 	}
 	stats := &consume.Stats{}
-	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate},
+	rates := consume.NewRateCache(rc,
 		ddbstore.New(dynamodb.NewFromConfig(aws), c.Table), consume.FixedPeers(c.Consumers), consume.WallClock{}, log, stats)
 	cons := consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats)
 	return &sqsqueue.Handler{
@@ -127,4 +135,19 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,
 	}, closer, nil
+}
+
+// httpPicker returns the HTTP sink's endpoint picker: round-robin over one
+// endpoint; over several, smooth weighted round-robin that follows the
+// balancer's weights in RATE (keyed by endpoint URL; equal when none) at
+// every rate read.
+func httpPicker(endpoints []string) (httpsink.Picker, func(map[string]float64), error) {
+	if len(endpoints) < 2 {
+		return httpsink.NewRoundRobin(endpoints...), nil, nil
+	}
+	p, follow, err := balance.Follow(endpoints)
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
+	}
+	return p, follow, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -110,12 +111,19 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			}
 		}
 		sink = mysqlsink.New(db)
-	case "http":
-		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout}, httpsink.NewRoundRobin(cfg.HTTPEndpoints...), nil, consume.WallClock{})
+	}
+	rc := consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate}
+	if cfg.Sink == "http" {
+		picker, weights, err := httpPicker(cfg.HTTPEndpoints)
+		if err != nil {
+			return err
+		}
+		rc.Weights = weights
+		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout}, picker, nil, consume.WallClock{})
 	}
 
 	stats := &consume.Stats{}
-	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate},
+	rates := consume.NewRateCache(rc,
 		ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table), consume.FixedPeers(cfg.Consumers), consume.WallClock{}, log, stats)
 	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, sink, consume.WallClock{}, log, stats)
 
@@ -169,4 +177,19 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("worker stopped", "consumed", stats.Consumed.Load(), "stored", stats.Stored.Load(),
 		"failed", stats.Failed.Load(), "poison", stats.Poison.Load())
 	return runErr
+}
+
+// httpPicker returns the HTTP sink's endpoint picker: round-robin over one
+// endpoint; over several, smooth weighted round-robin that follows the
+// balancer's weights in RATE (keyed by endpoint URL; equal when none), set
+// at every rate read, never per message.
+func httpPicker(endpoints []string) (httpsink.Picker, func(map[string]float64), error) {
+	if len(endpoints) < 2 {
+		return httpsink.NewRoundRobin(endpoints...), nil, nil
+	}
+	p, follow, err := balance.Follow(endpoints)
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
+	}
+	return p, follow, nil
 }

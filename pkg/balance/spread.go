@@ -31,3 +31,16 @@ func Spread(nodes []string, w map[string]float64) map[string]float64 {
 	}
 	return out
 }
+
+// Follow returns a Picker over nodes (at least one) with equal weights, and
+// the function that a consumer calls with RATE's weights at every rate read
+// (consume.RateCacheConfig.Weights): it sets the picker's weights by Spread.
+// Spread's weights are always valid for SetWeights; were they not, the
+// picker would keep its weights.
+func Follow(nodes []string) (*Picker, func(map[string]float64), error) {
+	p, err := NewPicker(Spread(nodes, nil))
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func(w map[string]float64) { _ = p.SetWeights(Spread(nodes, w)) }, nil
+}

@@ -35,3 +35,29 @@ func TestSpread(t *testing.T) {
 		})
 	}
 }
+
+func TestFollow(t *testing.T) {
+	nodes := []string{"http://a/", "http://b/"}
+	p, follow, err := balance.Follow(nodes)
+	if err != nil {
+		t.Fatalf("Follow: %v", err)
+	}
+	if got := p.Weights(); got["http://a/"] != 0.5 || got["http://b/"] != 0.5 {
+		t.Errorf("initial weights = %v; want equal", got)
+	}
+	follow(map[string]float64{"http://a/": 0.25, "http://b/": 0.75})
+	counts := map[string]int{}
+	for range 400 {
+		counts[p.Pick()]++
+	}
+	if counts["http://a/"] != 100 || counts["http://b/"] != 300 {
+		t.Errorf("picks after follow(0.25, 0.75) = %v; want 100 and 300 of 400", counts)
+	}
+	follow(nil)
+	if got := p.Weights(); got["http://a/"] != 0.5 {
+		t.Errorf("weights after follow(nil) = %v; want equal", got)
+	}
+	if _, _, err := balance.Follow(nil); err == nil {
+		t.Errorf("Follow(no nodes) = nil error; want one")
+	}
+}
