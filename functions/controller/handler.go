@@ -111,6 +111,14 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	if r.Resumed {
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
+	if r.Weights != nil {
+		// A balanced loop: the weights written to RATE (by endpoint), the
+		// fresh node utilizations, and the nodes that kept their weight.
+		attrs = append(attrs, slog.Any("weights", r.Weights), slog.Any("nodes", r.Nodes))
+		if len(r.NodesMissing) > 0 {
+			attrs = append(attrs, slog.Any("nodes_missing", r.NodesMissing))
+		}
+	}
 	if r.ParamsStatus != "" {
 		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))
 	}
