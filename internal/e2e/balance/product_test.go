@@ -90,7 +90,7 @@ func (c *virtualClock) advance(d time.Duration) {
 // weighted round-robin picker follows RATE's weights at every rate refresh.
 func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: about 15 s of real traffic")
+		t.Skip("end-to-end: about 17 s of real traffic")
 	}
 	const (
 		tick     = 200 * time.Millisecond // real time between controller ticks
@@ -130,7 +130,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	// rate; the loop's own metric is the largest server's.
 	store := memstore.New()
 	params := map[string]any{
-		"setpoint": 70.0, "kp": 1.0, "ki": 0.5, "min_rate": 10.0, "max_rate": 1000.0,
+		"setpoint": 70.0, "kp": 2.0, "ki": 2.0, "min_rate": 10.0, "max_rate": 1000.0,
 		"mode": "manual", "manual_rate": rate, "tick_period": period.String(),
 		"metric_source": "prometheus", "metric_promql": endpoints[2][:len(endpoints[2])-len("/work")],
 		// Gains for a metric averaged over three ticks (see
@@ -264,6 +264,35 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 		}
 	}
 	nodes[middle].failing.Store(false)
+
+	// Phase 3: the rate loop takes over (auto, bumpless from the manual
+	// rate) with a setpoint below the fleet's utilization at 500
+	// messages/s: it holds the hottest node there (regulate: max).
+	const setpoint = 40.0
+	params["mode"], params["setpoint"] = "auto", setpoint
+	if err := store.WriteParams(ctx, loopID, params); err != nil {
+		t.Fatal(err)
+	}
+	var hottest, allowed []float64
+	for range 30 {
+		wait()
+		rep := tickOnce()
+		if len(rep.Nodes) == 3 {
+			hottest = append(hottest, rep.Measured)
+		}
+		allowed = append(allowed, rep.Rate)
+	}
+	t.Logf("auto at setpoint %.0f: hottest node by tick %.1f", setpoint, hottest)
+	t.Logf("auto: rate by tick %.0f", allowed)
+	if len(hottest) < 20 {
+		t.Fatalf("only %d of 30 auto ticks read all three nodes", len(hottest))
+	}
+	if h := median(hottest[len(hottest)-5:]); math.Abs(h-setpoint) > 5 {
+		t.Errorf("hottest node over the last 5 auto ticks = %.1f (median); want %.0f +- 5", h, setpoint)
+	}
+	if r := median(allowed[len(allowed)-5:]); r >= 0.95*rate {
+		t.Errorf("rate over the last 5 auto ticks = %.0f; want below the manual %.0f (the setpoint is below the fleet's utilization there)", r, rate)
+	}
 	time.Sleep(150 * time.Millisecond) // one rate refresh
 	pw := picker.Weights()
 	final, err := store.ReadRate(ctx, loopID)
