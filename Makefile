@@ -14,7 +14,7 @@ demo:
 ## stack's environment (SLUICE_INTEGRATION=1): go vet, go test, the e2e targets.
 test:
 	bash localstack/stack/up.sh $(STACK_SERVICES)
-	$(STACK_ENV) && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
+	$(STACK_ENV) && $(GO) vet ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory test-e2e
 
 test-unit:

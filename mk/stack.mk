@@ -13,6 +13,11 @@
 STACK := localstack/stack
 # STACK_SERVICES is what `make test` starts.
 STACK_SERVICES ?= moto mariadb prometheus kafka chromium rie
+# GO_TEST_FLAGS: packages run one at a time (-p 1) because they share the
+# stack, and some inject faults into it (MariaDB restarts) that would hit the
+# tests of another package running at the same time. `go vet` has already
+# compiled the dependencies in parallel.
+GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 # STACK_ENV exports the stack's environment in a recipe line: $(STACK_ENV) && cmd.
 STACK_ENV = eval "$$(bash $(STACK)/env.sh)"
 SERVICES ?= moto mariadb prometheus rie $(if $(KAFKA),kafka)
