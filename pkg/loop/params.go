@@ -779,7 +779,7 @@ func (p Params) Attrs() map[string]any {
 		for k, v := range p.Metric.Dimensions {
 			dims[k] = v
 		}
-		if len(dims) > 0 || len(p.Nodes) == 0 {
+		if p.Metric.Dimensions != nil || len(p.Nodes) == 0 {
 			a[AttrMetricDimensions] = dims
 		}
 	}
