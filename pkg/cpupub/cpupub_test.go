@@ -272,3 +272,19 @@ func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return c.fakeClock.Sleep(ctx, d)
 }
+
+func TestSamplerFindsRestartedProcess(t *testing.T) {
+	proc := fakeProc{"/proc/8/stat": stat(8, "mariadbd", 500, 100)}
+	now := time.Unix(1000, 0)
+	s := &Sampler{Read: proc.read, PID: 7, Hz: 100, Cores: 1, Now: func() time.Time { return now },
+		Find: func() (int, error) { return 8, nil }}
+	got, err := s.Sample()
+	if err != nil || s.PID != 8 || got.CPU != 6*time.Second {
+		t.Errorf("Sample after a restart = %+v, %v (pid %d); want 6s of pid 8", got, err, s.PID)
+	}
+	s.Find = nil
+	s.PID = 9
+	if _, err := s.Sample(); err == nil {
+		t.Errorf("Sample of a vanished pid without Find: no error")
+	}
+}

@@ -204,11 +204,22 @@ type Sampler struct {
 	// Cores is what 100 % means: the cores the process may use (Cores).
 	Cores float64
 	Now   func() time.Time
+	// Find, when set, finds the process again when PID has gone (the
+	// database was restarted); the CPU time then restarts from zero, which
+	// Utilization reports as an error for the one interval that spans the
+	// restart.
+	Find func() (int, error)
 }
 
 // Sample reads the process's CPU time now.
 func (s *Sampler) Sample() (Sample, error) {
 	b, err := s.Read(fmt.Sprintf("/proc/%d/stat", s.PID))
+	if err != nil && s.Find != nil {
+		if pid, ferr := s.Find(); ferr == nil && pid != s.PID {
+			s.PID = pid
+			b, err = s.Read(fmt.Sprintf("/proc/%d/stat", s.PID))
+		}
+	}
 	if err != nil {
 		return Sample{}, fmt.Errorf("read CPU time of pid %d: %w", s.PID, err)
 	}

@@ -34,10 +34,12 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -195,7 +197,9 @@ func (r *run) fail(format string, a ...any) {
 }
 
 func (r *run) main() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, 25*time.Minute)
 	defer cancel()
 	r.ctx = ctx
 	defer r.cleanup()
@@ -315,7 +319,7 @@ func (r *run) setup() error {
 		return err
 	}
 	r.res.Cores = cores
-	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
+	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: r.mariadbPID}
 	r.logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", pid, cores, r.dbName, c.scanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
