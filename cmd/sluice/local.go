@@ -179,8 +179,10 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 // newProcSampler finds the process and the cores it may use.
 func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, error) {
 	var err error
+	var find func() (int, error)
 	if pid == 0 {
-		if pid, err = cpupub.FindProcess(os.ReadFile, procPIDs(), process); err != nil {
+		find = func() (int, error) { return cpupub.FindProcess(os.ReadFile, procPIDs(), process) }
+		if pid, err = find(); err != nil {
 			return nil, err
 		}
 	}
@@ -189,7 +191,7 @@ func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, er
 			return nil, err
 		}
 	}
-	return &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}, nil
+	return &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: find}, nil
 }
 
 func runLocalLoad(args []string, stdout, stderr io.Writer) int {

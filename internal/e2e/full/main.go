@@ -566,7 +566,9 @@ func (r *run) identify() (ident.Result, error) {
 		r.logf("step test %d: 4 -> 16 msg/s", attempt)
 		d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
 		if err != nil {
-			return ident.Result{}, err
+			last = err
+			r.logf("step test %d: %v", attempt, err)
+			continue
 		}
 		if _, err := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); err != nil {
 			return ident.Result{}, fmt.Errorf("remove the step test's rows: %w", err)
