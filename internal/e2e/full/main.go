@@ -565,13 +565,14 @@ func (r *run) identify() (ident.Result, error) {
 		l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: fmt.Sprintf("step%d", attempt), Workers: 3, BatchSize: 1}, CPU: r.sampler}
 		r.logf("step test %d: 4 -> 16 msg/s", attempt)
 		d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
+		// The step test's rows are not the run's messages.
+		if _, derr := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); derr != nil {
+			return ident.Result{}, fmt.Errorf("remove the step test's rows: %w", derr)
+		}
 		if err != nil {
 			last = err
 			r.logf("step test %d: %v", attempt, err)
 			continue
-		}
-		if _, err := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); err != nil {
-			return ident.Result{}, fmt.Errorf("remove the step test's rows: %w", err)
 		}
 		if f, err := os.Create(filepath.Join(r.cfg.logDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
 			ident.WriteCSV(f, d)
@@ -904,7 +905,7 @@ func (r *run) drain(within time.Duration) bool {
 	sent := int(r.sent.Load())
 	for time.Now().Before(deadline) {
 		var stored int
-		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM messages").Scan(&stored)
+		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM messages WHERE id NOT LIKE 'step%'").Scan(&stored)
 		out, err2 := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.dlqURL),
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
 		if err == nil && err2 == nil {
