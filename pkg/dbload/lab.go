@@ -176,6 +176,7 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 	var ser sim.Series
 	allowed := 0.0
 	lastTick := -s.Tick
+	var doneSinceTick float64 // messages processed since the last tick
 	start := time.Now()
 	if smp.prev, err = l.CPU.Sample(); err != nil {
 		return RunResult{}, err
@@ -196,7 +197,14 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 		}
 		if t-lastTick >= s.Tick {
 			dp, ok := pipe.Latest()
-			obs := sim.Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok}
+			// Processed is the rate the database really took since the
+			// last tick, which the controller tracks (as sim.Run does).
+			obs := sim.Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
+				Processed: doneSinceTick / (t - lastTick).Seconds()}
+			if k == 0 {
+				obs.Processed = 0
+			}
+			doneSinceTick = 0
 			allowed = p.Rate(obs)
 			if math.IsNaN(allowed) {
 				return RunResult{}, fmt.Errorf("policy returned NaN at %v", t)
@@ -210,6 +218,7 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 			return RunResult{}, fmt.Errorf("run at %v: %w", t, err)
 		}
 		pipe.Observe(t, h, cpu)
+		doneSinceTick += processed * h.Seconds()
 		meas := math.NaN()
 		if dp, ok := pipe.Latest(); ok {
 			meas = dp.Value
