@@ -33,10 +33,10 @@ sqs-consumer-bootstrap:
 worker-image:
 	docker build -f infra/worker/Dockerfile -t sluice-worker .
 
-## bench-consumers: starts moto, MariaDB and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
+## bench-consumers: starts moto, MariaDB, Kafka and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
 bench-consumers:
 	@rec=$$(mktemp); \
 	trap 'if [ -s "$$rec" ]; then bash localstack/stack/down.sh $$(cat "$$rec") >&2; fi; rm -f "$$rec"' EXIT; \
-	bash localstack/stack/up.sh --record "$$rec" moto mariadb rie >&2 || exit 1; \
+	bash localstack/stack/up.sh --record "$$rec" moto mariadb rie kafka >&2 || exit 1; \
 	eval "$$(bash localstack/stack/env.sh)"; \
 	$(GO) run ./internal/bench/consumers/cmd/bench-consumers $(BENCH_CONSUMERS_FLAGS)

@@ -4,7 +4,7 @@
 // sustains (real wall time, aggregate stored rate over the windows after the
 // first); the overhead ratio of pacing (paced at an unlimited rate over
 // unpaced, same sink, same run); and the no-loss scenarios (sqs-lambda,
-// sqs-worker, and kafka-worker when provided) into MariaDB with faults.
+// sqs-worker, kafka-worker) into MariaDB with faults.
 //
 // `make bench-consumers` starts the services (localstack/stack/up.sh), runs
 // this with the environment of localstack/stack/env.sh, and stops what it
@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/bench/kafka"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -41,14 +43,34 @@ type scenario struct {
 	run  func(context.Context, consumers.Env, consumers.Options) (consumers.NoLoss, error)
 }
 
-// scenarios lists the no-loss paths. The kafka-worker path is supplied by
-// the Kafka source (pkg/adapter/kafkasource's engineer): add
-// {"kafka-worker", consumers.KafkaWorker} here with the same signature.
+// scenarios lists the no-loss paths.
 func scenarios() []scenario {
 	return []scenario{
 		{"sqs-lambda", consumers.SQSLambda},
 		{"sqs-worker", consumers.SQSWorker},
+		{kafka.Path, kafkaWorker},
 	}
+}
+
+// kafkaWorker runs internal/bench/kafka's scenario (real worker processes on
+// the real broker at $SLUICE_KAFKA_BROKERS, into MariaDB) as a no-loss row.
+func kafkaWorker(ctx context.Context, e consumers.Env, o consumers.Options) (consumers.NoLoss, error) {
+	brokers := os.Getenv("SLUICE_KAFKA_BROKERS")
+	if brokers == "" {
+		return consumers.NoLoss{Path: kafka.Path}, errors.New("SLUICE_KAFKA_BROKERS is not set (start Kafka: localstack/stack/up.sh kafka)")
+	}
+	bin, err := kafka.BuildWorker(ctx, e.Root, e.WorkDir)
+	if err != nil {
+		return consumers.NoLoss{Path: kafka.Path}, err
+	}
+	r, err := kafka.NoLoss(ctx, kafka.Config{
+		Brokers: strings.Split(brokers, ","), DSN: e.MySQLDSN, WorkerBin: bin,
+		Messages: o.Messages, PoisonEvery: o.PoisonEvery, Rate: o.Rate, MariaDBCtl: e.MariaDBCtl, Log: e.Log,
+	})
+	return consumers.NoLoss{
+		Path: r.Path, Sent: r.Sent, Stored: r.Stored, Duplicates: r.Duplicates, Missing: r.Missing,
+		Poison: r.Poison, PoisonWithReason: r.PoisonWithReason, Faults: r.Faults, Seconds: r.Seconds,
+	}, err
 }
 
 type result struct {
