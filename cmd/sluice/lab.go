@@ -19,17 +19,23 @@ func labCommands() []command {
 }
 
 func runLab(args []string, stdout, stderr io.Writer) int {
-	sub := labCommands()
+	return runGroup("lab", "experiment", labCommands(), args, stdout, stderr)
+}
+
+// runGroup dispatches a command with subcommands (`sluice lab <experiment>`,
+// `sluice local <stand-in>`): usage on no argument (exit 2) or -h (exit 0),
+// exit 2 on an unknown name.
+func runGroup(group, what string, sub []command, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		w := stdout
 		if len(args) == 0 {
 			w = stderr
 		}
-		fmt.Fprintln(w, "usage: sluice lab <experiment> [flags]")
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "usage: sluice %s <%s> [flags]\n\n", group, what)
 		for _, c := range sub {
-			fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+			fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 		}
+		fmt.Fprintf(w, "\nRun 'sluice %s <%s> -h' for its flags.\n", group, what)
 		if len(args) == 0 {
 			return 2
 		}
@@ -40,6 +46,6 @@ func runLab(args []string, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "sluice lab: unknown experiment %q\n", args[0])
+	fmt.Fprintf(stderr, "sluice %s: unknown %s %q\n", group, what, args[0])
 	return 2
 }

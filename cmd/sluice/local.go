@@ -35,29 +35,7 @@ func localCommands() []command {
 }
 
 func runLocal(args []string, stdout, stderr io.Writer) int {
-	sub := localCommands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		w := stdout
-		if len(args) == 0 {
-			w = stderr
-		}
-		fmt.Fprintln(w, "usage: sluice local <stand-in> [flags]")
-		fmt.Fprintln(w)
-		for _, c := range sub {
-			fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
-		}
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	for _, c := range sub {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "sluice local: unknown stand-in %q\n", args[0])
-	return 2
+	return runGroup("local", "stand-in", localCommands(), args, stdout, stderr)
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
