@@ -18,7 +18,6 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
-	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -116,7 +115,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 	}
 	rc := consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate}
 	if c.Sink == "http" {
-		picker, weights, err := httpPicker(c.HTTPEndpoints)
+		picker, weights, err := httpsink.Balanced(c.HTTPEndpoints)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -135,19 +134,4 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,
 	}, closer, nil
-}
-
-// httpPicker returns the HTTP sink's endpoint picker: round-robin over one
-// endpoint; over several, smooth weighted round-robin that follows the
-// balancer's weights in RATE (keyed by endpoint URL; equal when none) at
-// every rate read.
-func httpPicker(endpoints []string) (httpsink.Picker, func(map[string]float64), error) {
-	if len(endpoints) < 2 {
-		return httpsink.NewRoundRobin(endpoints...), nil, nil
-	}
-	p, follow, err := balance.Follow(endpoints)
-	if err != nil {
-		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
-	}
-	return p, follow, nil
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
-	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -114,7 +113,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	rc := consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate}
 	if cfg.Sink == "http" {
-		picker, weights, err := httpPicker(cfg.HTTPEndpoints)
+		picker, weights, err := httpsink.Balanced(cfg.HTTPEndpoints)
 		if err != nil {
 			return err
 		}
@@ -177,19 +176,4 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("worker stopped", "consumed", stats.Consumed.Load(), "stored", stats.Stored.Load(),
 		"failed", stats.Failed.Load(), "poison", stats.Poison.Load())
 	return runErr
-}
-
-// httpPicker returns the HTTP sink's endpoint picker: round-robin over one
-// endpoint; over several, smooth weighted round-robin that follows the
-// balancer's weights in RATE (keyed by endpoint URL; equal when none), set
-// at every rate read, never per message.
-func httpPicker(endpoints []string) (httpsink.Picker, func(map[string]float64), error) {
-	if len(endpoints) < 2 {
-		return httpsink.NewRoundRobin(endpoints...), nil, nil
-	}
-	p, follow, err := balance.Follow(endpoints)
-	if err != nil {
-		return nil, nil, fmt.Errorf("HTTP endpoints: %w", err)
-	}
-	return p, follow, nil
 }

@@ -1,4 +1,4 @@
-package main
+package httpsink_test
 
 import (
 	"testing"
@@ -6,19 +6,19 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 )
 
-func TestHTTPPickerFollowsRateWeights(t *testing.T) {
-	one, weights, err := httpPicker([]string{"http://a/"})
+func TestBalancedFollowsRateWeights(t *testing.T) {
+	one, weights, err := httpsink.Balanced([]string{"http://a/"})
 	if err != nil || weights != nil {
-		t.Fatalf("httpPicker(one endpoint) = %T, weights set %v, %v; want round-robin without weights", one, weights != nil, err)
+		t.Fatalf("httpsink.Balanced(one endpoint) = %T, weights set %v, %v; want round-robin without weights", one, weights != nil, err)
 	}
 	if _, ok := one.(*httpsink.RoundRobin); !ok {
-		t.Errorf("httpPicker(one endpoint) = %T; want *httpsink.RoundRobin", one)
+		t.Errorf("httpsink.Balanced(one endpoint) = %T; want *httpsink.RoundRobin", one)
 	}
 
 	eps := []string{"http://a/", "http://b/", "http://c/"}
-	p, weights, err := httpPicker(eps)
+	p, weights, err := httpsink.Balanced(eps)
 	if err != nil || weights == nil {
-		t.Fatalf("httpPicker(three endpoints) = %T, weights set %v, %v", p, weights != nil, err)
+		t.Fatalf("httpsink.Balanced(three endpoints) = %T, weights set %v, %v", p, weights != nil, err)
 	}
 	picks := func() map[string]int {
 		n := map[string]int{}
