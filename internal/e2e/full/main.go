@@ -73,6 +73,7 @@ type Result struct {
 	Missing              int     `json:"missing"`
 	Poison               int     `json:"poison"`
 	DeadLettered         int     `json:"dead_lettered"`
+	DeadLetterCopies     int     `json:"dead_letter_copies"`
 	Ticks                int     `json:"ticks"`
 	TickErrors           int     `json:"tick_errors"`
 	Setpoint             float64 `json:"setpoint"`
@@ -922,9 +923,13 @@ func (r *run) drain(within time.Duration) bool {
 }
 
 // deadLetters receives every message of the dead-letter queue and counts
-// those that carry a reason attribute.
+// the distinct poison messages (by body: every poison body names its
+// sequence number) and those of them that carry a reason attribute. A
+// second copy of one poison message (dead-lettering is at least once, like
+// SQS's own redrive) is not counted twice: nothing is lost by it.
 func (r *run) deadLetters() (n, withReason int, err error) {
 	seen := map[string]bool{}
+	bodies := map[string]bool{}
 	empty := 0
 	for empty < 3 {
 		out, err := r.sqs.ReceiveMessage(r.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
@@ -941,6 +946,11 @@ func (r *run) deadLetters() (n, withReason int, err error) {
 				continue
 			}
 			seen[aws.ToString(m.MessageId)] = true
+			if bodies[aws.ToString(m.Body)] {
+				r.res.DeadLetterCopies++
+				continue
+			}
+			bodies[aws.ToString(m.Body)] = true
 			n++
 			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
 				withReason++
