@@ -1,6 +1,6 @@
 # The whole loop locally (issue 5): the controller and consumer bootstraps
-# under the Lambda RIE, driven by the local stand-ins (pkg/localaws), MariaDB
-# as the real plant (pkg/dbload) whose CPU pkg/cpupub publishes as AWS/RDS
+# under the Lambda RIE, driven by the local stand-ins (internal/localaws), MariaDB
+# as the real plant (internal/dbload) whose CPU internal/cpupub publishes as AWS/RDS
 # CPUUtilization, moto for SQS, DynamoDB and CloudWatch.
 #
 #   make e2e     starts what it needs (up.sh --record; stops only that), runs the

@@ -16,11 +16,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/dashboard"
-	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
 )
 
 // dashboardConfig is the `sluice dashboard` command line.
@@ -99,9 +99,9 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 	cfg := dashboard.Config{Token: c.token, Logger: log, Fields: dashboard.LoopFields()}
 	var background func(ctx context.Context) error
 	if c.demo {
-		tick := time.Duration(float64(demo.Tick) / c.speed)
-		start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * demo.Tick)
-		d, err := demo.New(start, uint64(start.Unix()))
+		tick := time.Duration(float64(stepdemo.Tick) / c.speed)
+		start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * stepdemo.Tick)
+		d, err := stepdemo.New(start, uint64(start.Unix()))
 		if err != nil {
 			return err
 		}

@@ -18,12 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/dashboard"
-	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -195,7 +195,7 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	}
 	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)
-	p := demo.DefaultParams()
+	p := stepdemo.DefaultParams()
 	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 	if err := ps.SetParams(ctx, "orders", p); err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestBrowserMoto(t *testing.T) {
 	t.Run("a refusal recorded by the controller shows with its reason", func(t *testing.T) {
 		ctxb := context.Background()
 		store := ddbstore.New(client, table)
-		bad := demo.DefaultParams()
+		bad := stepdemo.DefaultParams()
 		bad["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 		bad["kp"] = "fast" // as an operator's `aws dynamodb update-item` might
 		if err := store.WriteParams(ctxb, "broken", bad); err != nil {

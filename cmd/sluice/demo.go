@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/demo"
-	"github.com/sluice-dev/sluice/pkg/plot"
-	"github.com/sluice-dev/sluice/pkg/sim"
-	"github.com/sluice-dev/sluice/pkg/sim/lab"
+	"github.com/sluice-dev/sluice/internal/demo"
+	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
 // runDemo is `sluice demo`: the embedded default. The reference scenario's

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/balance"
-	"github.com/sluice-dev/sluice/pkg/plot"
+	"github.com/sluice-dev/sluice/internal/balancelab"
+	"github.com/sluice-dev/sluice/internal/plot"
 )
 
 // runLabBalance is `sluice lab balance`: plain round-robin, a greedy
@@ -21,7 +21,7 @@ import (
 func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sluice lab balance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	s := balance.DefaultScenario(nil)
+	s := balancelab.DefaultScenario(nil)
 	nodes := fs.Int("nodes", 0, "number of nodes (0: as many as --capacities lists)")
 	capacities := fs.String("capacities", "1:2:3", "node capacities, e.g. 1:2:3 (or 1,2,3), or 'random' for --nodes capacities drawn from [1, 10] with --seed")
 	fs.IntVar(&s.Ticks, "ticks", s.Ticks, "controller ticks")
@@ -69,7 +69,7 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
 		return 2
 	}
-	r, err := balance.Run(s)
+	r, err := balancelab.Run(s)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
 		return 1
@@ -94,7 +94,7 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%-14s %8s %14s\n", "strategy", "max/avg", "ticks to 1.05")
 	for _, row := range []struct {
 		name string
-		o    balance.Outcome
+		o    balancelab.Outcome
 	}{{"round-robin", r.RoundRobin}, {"least-loaded", r.LeastLoaded}, {"pid", r.PID}} {
 		t := "never"
 		if row.o.TicksTo105 != nil {
@@ -115,7 +115,7 @@ func parseCapacities(v string, nodes int, seed uint64) ([]float64, error) {
 		if nodes < 2 {
 			return nil, fmt.Errorf("--capacities random needs --nodes 2 or more")
 		}
-		return balance.RandomCapacities(nodes, seed), nil
+		return balancelab.RandomCapacities(nodes, seed), nil
 	}
 	parts := strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ',' })
 	if len(parts) < 2 {
@@ -145,7 +145,7 @@ func formatCapacities(caps []float64) string {
 
 // balanceFigure draws max/avg of each strategy, then the PI run's per-node
 // utilization and weights.
-func balanceFigure(s balance.Scenario, r balance.Result) plot.Figure {
+func balanceFigure(s balancelab.Scenario, r balancelab.Result) plot.Figure {
 	ticks := make([]float64, s.Ticks+1)
 	for i := range ticks {
 		ticks[i] = float64(i)
@@ -195,14 +195,14 @@ func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 	}
 	type row struct {
 		Name string `json:"name"`
-		balance.CascadeResult
+		balancelab.CascadeResult
 	}
 	var rows []row
 	var fig plot.Figure
 	hot := plot.Panel{Title: "hottest node", YLabel: "utilization (%)", YMin: 40, YMax: 100}
 	rates := plot.Panel{Title: "allowed rate", YLabel: "messages/s"}
-	for _, v := range balance.CascadeVariants() {
-		r, err := balance.RunCascade(v.Scenario)
+	for _, v := range balancelab.CascadeVariants() {
+		r, err := balancelab.RunCascade(v.Scenario)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice lab balance: %s: %v\n", v.Name, err)
 			return 1
@@ -213,12 +213,12 @@ func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 			minutes[i] = t / 60
 		}
 		if v.Scenario.BalanceTick != 60*time.Second {
-			hot.Series = append(hot.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Max, Dashed: v.Scenario.Regulated == balance.RegulateMean})
-			rates.Series = append(rates.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Rate, Dashed: v.Scenario.Regulated == balance.RegulateMean})
+			hot.Series = append(hot.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Max, Dashed: v.Scenario.Regulated == balancelab.RegulateMean})
+			rates.Series = append(rates.Series, plot.Series{Name: v.Name, X: minutes, Y: r.Rate, Dashed: v.Scenario.Regulated == balancelab.RegulateMean})
 		}
 	}
 	if plotFile != "" {
-		s := balance.DefaultCascade(balance.RegulateMax)
+		s := balancelab.DefaultCascade(balancelab.RegulateMax)
 		fig = plot.Figure{
 			Title: fmt.Sprintf("Rate loop (tick %v, setpoint %.0f %%) and balancer on a fleet %s; +%.0f points on node-01 at %v",
 				s.RateTick, s.Setpoint, formatCapacities(s.Capacities), s.DisturbanceSize, s.DisturbanceAt),

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-dev/sluice/pkg/plot"
-	"github.com/sluice-dev/sluice/pkg/sim"
-	"github.com/sluice-dev/sluice/pkg/sim/lab"
+	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
 // gainFlag is an optional controller gain: absent means "tune it".

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/plot"
 )
 
 // modelOutput is an identified model as the lab prints it.

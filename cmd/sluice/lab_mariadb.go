@@ -16,13 +16,13 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
+	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/cpupub"
-	"github.com/sluice-dev/sluice/pkg/dbload"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/plot"
-	"github.com/sluice-dev/sluice/pkg/sim"
-	"github.com/sluice-dev/sluice/pkg/sim/lab"
 )
 
 // realPlantFlags are the flags of the real-plant experiments: where the
@@ -161,7 +161,7 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	usageWith(fs, name+" [--step-from RATE --step-to RATE --step-at DUR --duration DUR] [--json] [--plot FILE] [--csv FILE]",
 		"Open-loop step test on the real database: consumers store messages in MariaDB's\n"+
-			"messages table (each insert runs the workload trigger of pkg/dbload) at --step-from\n"+
+			"messages table (each insert runs the workload trigger of internal/dbload) at --step-from\n"+
 			"messages/s, then at --step-to from --step-at; the database server's CPU is read from\n"+
 			"/proc every --sample and a first-order-plus-dead-time model is fitted to it against\n"+
 			"the rate the database actually took. Needs MariaDB (make up).")

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/plot"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 // optionalRate is a rate flag whose absence means "derive it from the

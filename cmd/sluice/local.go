@@ -15,15 +15,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/cpupub"
-	"github.com/sluice-dev/sluice/pkg/dbload"
-	"github.com/sluice-dev/sluice/pkg/localaws"
 )
 
-// localCommands are the local stand-ins for the AWS plumbing (pkg/localaws,
-// pkg/cpupub, pkg/dbload), each a long-running process stopped by SIGINT or
+// localCommands are the local stand-ins for the AWS plumbing (internal/localaws,
+// internal/cpupub, internal/dbload), each a long-running process stopped by SIGINT or
 // SIGTERM.
 func localCommands() []command {
 	return []command{
@@ -178,7 +178,7 @@ func runLocalLoad(args []string, stdout, stderr io.Writer) int {
 	usageWith(fs, name+" [--qps 20] [--for 2m] | --install",
 		"Add CPU load to MariaDB from outside the loop: the workload's aggregate over --scan-rows\n"+
 			"rows, --qps times a second, for --for (0: until SIGINT). With --install, install the\n"+
-			"per-message workload (pkg/dbload: tables and the trigger on the messages table) in the\n"+
+			"per-message workload (internal/dbload: tables and the trigger on the messages table) in the\n"+
 			"DSN's database and exit.")
 	dsn := fs.String("dsn", os.Getenv("SLUICE_MYSQL_DSN"), "MariaDB DSN (default $SLUICE_MYSQL_DSN)")
 	qps := fs.Float64("qps", 20, "queries per second")

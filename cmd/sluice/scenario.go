@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/internal/sim"
 )
 
 // scenarioFlags are the scenario flags shared by `lab step`, `lab compare`

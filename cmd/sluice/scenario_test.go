@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/internal/sim"
 )
 
 func TestParseSetpointChange(t *testing.T) {

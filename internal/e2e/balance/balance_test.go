@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/balancelab"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -195,7 +196,7 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	var rr []float64
 	for i := 0; i < 5; i++ {
 		wait()
-		rr = append(rr, balance.MaxAvg(metrics.Utilization(ctx)))
+		rr = append(rr, balancelab.MaxAvg(metrics.Utilization(ctx)))
 	}
 	roundRobin := median(rr)
 	t.Logf("round-robin max/avg %.3f (ticks %.3f)", roundRobin, rr)
@@ -217,7 +218,7 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 		if err := picker.SetWeights(c.Weights()); err != nil {
 			t.Fatalf("tick %d: SetWeights(%v): %v", i, c.Weights(), err)
 		}
-		series = append(series, balance.MaxAvg(u))
+		series = append(series, balancelab.MaxAvg(u))
 	}
 	pid := median(series[len(series)-5:])
 	t.Logf("PI balancer max/avg by tick %.3f; weights %v", series, c.Weights())

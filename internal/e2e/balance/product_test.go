@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/balancelab"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
@@ -196,7 +197,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 		for ep := range nodes {
 			u[ep] = nodes[ep].utilization()
 		}
-		return balance.MaxAvg(u)
+		return balancelab.MaxAvg(u)
 	}
 	real := time.NewTicker(tick)
 	defer real.Stop()
@@ -237,7 +238,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 			t.Fatalf("PARAMS with nodes refused: %s", last.ParamsReason)
 		}
 		if len(last.Nodes) == 3 {
-			series = append(series, balance.MaxAvg(last.Nodes))
+			series = append(series, balancelab.MaxAvg(last.Nodes))
 		}
 	}
 	if len(series) < 30 {

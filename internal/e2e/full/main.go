@@ -3,15 +3,15 @@
 //
 // It starts moto and MariaDB with localstack/stack/up.sh (recording what it
 // started, which it stops at the end), installs the per-message workload
-// (pkg/dbload) in a fresh database, identifies the database by a short
+// (internal/dbload) in a fresh database, identifies the database by a short
 // open-loop step test and tunes the loop's PARAMS from that model (the lab's
 // pi-aw-spf-ff: SIMC Kp, delay-aware integrator, conditional anti-windup,
 // setpoint filter, reference feedforward), creates the table (the init
 // script localstack/init/10-controller.sh) and an SQS queue with a
 // dead-letter queue, and starts the controller and consumer bootstraps under
 // the Lambda Runtime Interface Emulator, driven by the local stand-ins of
-// pkg/localaws (the EventBridge schedule and the SQS event source mapping),
-// and the CPU publisher of pkg/cpupub (AWS/RDS CPUUtilization, as RDS).
+// internal/localaws (the EventBridge schedule and the SQS event source mapping),
+// and the CPU publisher of internal/cpupub (AWS/RDS CPUUtilization, as RDS).
 //
 // Then it runs the scenario: producers keep a backlog in the queue (one
 // message in 50 is poison); the loop holds MariaDB's CPU at the setpoint; the
@@ -49,19 +49,19 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/cpupub"
-	"github.com/sluice-dev/sluice/pkg/dbload"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/localaws"
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/sim"
-	"github.com/sluice-dev/sluice/pkg/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 

@@ -20,7 +20,8 @@
 //	ttl       N     expiry, unix seconds (the table's TTL attribute)
 //
 // Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
-// dashboard.HistoryReader and have the Append method the controller calls.
+// the history reads the dashboard needs (Last, Since, and Loops for Store)
+// and the Append method the controller calls.
 package ddbhistory
 
 import (
@@ -35,7 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -44,11 +45,6 @@ const SortKeyPrefix = "HIST#"
 
 // DefaultRetention is how long a history item lives before its TTL expires.
 const DefaultRetention = 72 * time.Hour
-
-var (
-	_ dashboard.HistoryReader = (*Store)(nil)
-	_ dashboard.LoopLister    = (*Store)(nil)
-)
 
 // Client is the part of the DynamoDB API that Store uses; *dynamodb.Client
 // implements it.
@@ -103,7 +99,7 @@ func n(v float64) types.AttributeValue {
 }
 
 // Item returns the DynamoDB item of p for the loop.
-func (s *Store) Item(loopID string, p dashboard.Point) map[string]types.AttributeValue {
+func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk":        &types.AttributeValueMemberS{Value: loopID},
 		"sk":        &types.AttributeValueMemberS{Value: SortKey(p.T)},
@@ -125,7 +121,7 @@ func (s *Store) Item(loopID string, p dashboard.Point) map[string]types.Attribut
 
 // Append writes the history item of one tick. Writing the same tick twice
 // overwrites it, so a retried controller invocation does not duplicate it.
-func (s *Store) Append(ctx context.Context, loopID string, p dashboard.Point) error {
+func (s *Store) Append(ctx context.Context, loopID string, p history.Point) error {
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.Item(loopID, p)})
 	if err != nil {
 		return fmt.Errorf("write history of loop %s at %s: %w", loopID, p.T.Format(time.RFC3339), err)
@@ -134,7 +130,7 @@ func (s *Store) Append(ctx context.Context, loopID string, p dashboard.Point) er
 }
 
 // Last returns the newest n points of the loop, oldest first.
-func (s *Store) Last(ctx context.Context, loopID string, n int) ([]dashboard.Point, error) {
+func (s *Store) Last(ctx context.Context, loopID string, n int) ([]history.Point, error) {
 	ps, err := s.query(ctx, loopID, SortKeyPrefix, false, n)
 	if err != nil {
 		return nil, err
@@ -146,13 +142,13 @@ func (s *Store) Last(ctx context.Context, loopID string, n int) ([]dashboard.Poi
 }
 
 // Since returns at most n points after t (exclusive), oldest first.
-func (s *Store) Since(ctx context.Context, loopID string, t time.Time, n int) ([]dashboard.Point, error) {
+func (s *Store) Since(ctx context.Context, loopID string, t time.Time, n int) ([]history.Point, error) {
 	return s.query(ctx, loopID, SortKey(t), true, n)
 }
 
 // query reads history items whose sort key is above from (or all of them when
 // from is the bare prefix), in the given order, at most n (n <= 0: all).
-func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n int) ([]dashboard.Point, error) {
+func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n int) ([]history.Point, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
@@ -163,7 +159,7 @@ func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n 
 		},
 		ScanIndexForward: aws.Bool(forward),
 	}
-	var out []dashboard.Point
+	var out []history.Point
 	for {
 		if n > 0 {
 			in.Limit = aws.Int32(int32(min(n-len(out)+1, 1000)))
@@ -213,8 +209,8 @@ func getBool(it map[string]types.AttributeValue, name string) bool {
 }
 
 // decode turns a history item back into a point.
-func decode(it map[string]types.AttributeValue) (dashboard.Point, error) {
-	var p dashboard.Point
+func decode(it map[string]types.AttributeValue) (history.Point, error) {
+	var p history.Point
 	ms, err := getN(it, "t")
 	if err != nil {
 		return p, err
@@ -289,7 +285,7 @@ const maxBatchWrite = 25
 func (s *Store) AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error {
 	var reqs []types.WriteRequest
 	for _, r := range reports {
-		if p, ok := dashboard.PointFromReport(t, r); ok {
+		if p, ok := history.FromReport(t, r); ok {
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: s.Item(r.Loop, p)}})
 		}
 	}

@@ -12,18 +12,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
-// history is what the contract suite exercises: the reader plus Append.
-type history interface {
+// The adapters serve the dashboard's readers.
+var (
+	_ dashboard.HistoryReader = (*ddbhistory.Store)(nil)
+	_ dashboard.LoopLister    = (*ddbhistory.Store)(nil)
+	_ dashboard.HistoryReader = (*ddbhistory.Memory)(nil)
+)
+
+// historyStore is what the contract suite exercises: the reader plus Append.
+type historyStore interface {
 	dashboard.HistoryReader
-	Append(ctx context.Context, loopID string, p dashboard.Point) error
+	Append(ctx context.Context, loopID string, p history.Point) error
 	AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error
 }
 
@@ -47,8 +55,8 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 	return client, name
 }
 
-func point(t0 time.Time, k int) dashboard.Point {
-	p := dashboard.Point{
+func point(t0 time.Time, k int) history.Point {
+	p := history.Point{
 		T: t0.Add(time.Duration(k) * time.Minute), Setpoint: 70, Measured: 60 + float64(k),
 		Rate: 1000 + float64(k), Consumed: 990 + float64(k), P: float64(k), I: -float64(k), FF: 1200,
 		Saturated: k%3 == 0, Stale: k%4 == 0, Depth: 5000 - float64(k), Mode: "auto",
@@ -59,15 +67,15 @@ func point(t0 time.Time, k int) dashboard.Point {
 	return p
 }
 
-func same(a, b dashboard.Point) bool {
+func same(a, b history.Point) bool {
 	eq := func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) }
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
 		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode
 }
 
-// contract is the suite every history implementation passes.
-func contract(t *testing.T, newHistory func(t *testing.T) history) {
+// contract is the suite every historyStore implementation passes.
+func contract(t *testing.T, newHistory func(t *testing.T) historyStore) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
 
@@ -141,13 +149,13 @@ func contract(t *testing.T, newHistory func(t *testing.T) history) {
 		nan := math.NaN()
 		for _, tt := range []struct {
 			loop string
-			want []dashboard.Point
+			want []history.Point
 		}{
-			{"a", []dashboard.Point{{T: t0, Setpoint: 70, Measured: 65, Rate: 900, Consumed: nan, P: 5, I: 30, FF: 865, Saturated: true, Depth: nan, Mode: "auto"}}},
-			{"b", []dashboard.Point{{T: t0, Setpoint: 60, Measured: nan, Rate: 200, Consumed: nan, P: nan, I: nan, FF: nan, Stale: true, Depth: nan, Mode: "shadow"}}},
+			{"a", []history.Point{{T: t0, Setpoint: 70, Measured: 65, Rate: 900, Consumed: nan, P: 5, I: 30, FF: 865, Saturated: true, Depth: nan, Mode: "auto"}}},
+			{"b", []history.Point{{T: t0, Setpoint: 60, Measured: nan, Rate: 200, Consumed: nan, P: nan, I: nan, FF: nan, Stale: true, Depth: nan, Mode: "shadow"}}},
 			{"c", nil},
 			{"d", nil},
-			{"bulk-29", []dashboard.Point{{T: t0, Setpoint: 50, Measured: 50, Rate: 29, Consumed: nan, Depth: nan}}},
+			{"bulk-29", []history.Point{{T: t0, Setpoint: 50, Measured: 50, Rate: 29, Consumed: nan, Depth: nan}}},
 		} {
 			got, err := h.Last(ctx, tt.loop, 5)
 			if err != nil {
@@ -174,7 +182,7 @@ func contract(t *testing.T, newHistory func(t *testing.T) history) {
 }
 
 func TestMemoryContract(t *testing.T) {
-	contract(t, func(t *testing.T) history { return ddbhistory.NewMemory(0) })
+	contract(t, func(t *testing.T) historyStore { return ddbhistory.NewMemory(0) })
 }
 
 func TestMemoryCapacity(t *testing.T) {
@@ -191,7 +199,7 @@ func TestMemoryCapacity(t *testing.T) {
 }
 
 func TestStoreContract(t *testing.T) {
-	contract(t, func(t *testing.T) history {
+	contract(t, func(t *testing.T) historyStore {
 		c, table := newTable(t)
 		return ddbhistory.New(c, table)
 	})

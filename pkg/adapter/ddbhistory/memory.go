@@ -6,11 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/dashboard"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
-
-var _ dashboard.HistoryReader = (*Memory)(nil)
 
 // Memory is an in-memory history for the demo and tests. It keeps at most
 // Capacity points per loop (the oldest are dropped first), which plays the
@@ -19,7 +17,7 @@ type Memory struct {
 	capacity int
 
 	mu     sync.Mutex
-	points map[string][]dashboard.Point
+	points map[string][]history.Point
 }
 
 // NewMemory returns an empty history that keeps at most capacity points per
@@ -28,12 +26,12 @@ func NewMemory(capacity int) *Memory {
 	if capacity <= 0 {
 		capacity = 3 * 24 * 60
 	}
-	return &Memory{capacity: capacity, points: make(map[string][]dashboard.Point)}
+	return &Memory{capacity: capacity, points: make(map[string][]history.Point)}
 }
 
 // Append adds p to the loop's history. A point whose time equals an existing
 // one's replaces it (like a DynamoDB put on the same key).
-func (m *Memory) Append(_ context.Context, loopID string, p dashboard.Point) error {
+func (m *Memory) Append(_ context.Context, loopID string, p history.Point) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := m.points[loopID]
@@ -43,7 +41,7 @@ func (m *Memory) Append(_ context.Context, loopID string, p dashboard.Point) err
 	case i < len(ps) && key(ps[i].T) == k:
 		ps[i] = p
 	default:
-		ps = append(ps, dashboard.Point{})
+		ps = append(ps, history.Point{})
 		copy(ps[i+1:], ps[i:])
 		ps[i] = p
 	}
@@ -55,18 +53,18 @@ func (m *Memory) Append(_ context.Context, loopID string, p dashboard.Point) err
 }
 
 // Last returns the newest n points of the loop, oldest first.
-func (m *Memory) Last(_ context.Context, loopID string, n int) ([]dashboard.Point, error) {
+func (m *Memory) Last(_ context.Context, loopID string, n int) ([]history.Point, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := m.points[loopID]
 	if n > 0 && len(ps) > n {
 		ps = ps[len(ps)-n:]
 	}
-	return append([]dashboard.Point(nil), ps...), nil
+	return append([]history.Point(nil), ps...), nil
 }
 
 // Since returns at most n points after t (exclusive), oldest first.
-func (m *Memory) Since(_ context.Context, loopID string, t time.Time, n int) ([]dashboard.Point, error) {
+func (m *Memory) Since(_ context.Context, loopID string, t time.Time, n int) ([]history.Point, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := m.points[loopID]
@@ -76,7 +74,7 @@ func (m *Memory) Since(_ context.Context, loopID string, t time.Time, n int) ([]
 	if n > 0 && len(ps) > n {
 		ps = ps[:n]
 	}
-	return append([]dashboard.Point(nil), ps...), nil
+	return append([]history.Point(nil), ps...), nil
 }
 
 // key is the time resolution of history keys: milliseconds.
@@ -86,7 +84,7 @@ func key(t time.Time) int64 { return t.UnixMilli() }
 // whose tick was applied.
 func (m *Memory) AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error {
 	for _, r := range reports {
-		if p, ok := dashboard.PointFromReport(t, r); ok {
+		if p, ok := history.FromReport(t, r); ok {
 			if err := m.Append(ctx, r.Loop, p); err != nil {
 				return err
 			}

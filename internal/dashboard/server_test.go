@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
-	"github.com/sluice-dev/sluice/pkg/dashboard"
-	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
 )
 
 // recordingStore wraps memstore and records the PARAMS writes it receives.
@@ -39,7 +39,7 @@ func newServer(t *testing.T, token string) (*httptest.Server, *recordingStore, *
 	t.Helper()
 	store := &recordingStore{Store: memstore.New()}
 	now := func() time.Time { return time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC) }
-	if err := store.Store.WriteParams(context.Background(), "orders", demo.DefaultParams()); err != nil {
+	if err := store.Store.WriteParams(context.Background(), "orders", stepdemo.DefaultParams()); err != nil {
 		t.Fatal(err)
 	}
 	params := dashboard.NewLoopParams(store, now)
@@ -123,7 +123,7 @@ func TestSetParamsMergesAndStamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kp := demo.DefaultParams()["kp"]; got["setpoint"] != 55.0 || got["kp"] != kp || got["updated_by"] != "dashboard" || got["updated_at"] != "2026-11-29T23:00:00Z" {
+	if kp := stepdemo.DefaultParams()["kp"]; got["setpoint"] != 55.0 || got["kp"] != kp || got["updated_by"] != "dashboard" || got["updated_at"] != "2026-11-29T23:00:00Z" {
 		t.Errorf("stored PARAMS = %v; want setpoint 55, kp kept at %v, stamped by the dashboard", got, kp)
 	}
 	if _, ok := got["slew_limit"]; ok {

@@ -1,7 +1,7 @@
-// Package demo is the dashboard's embedded demo: Sluice's embedded demo
-// (pkg/demo: the production controller tick over in-memory items and the
+// Package stepdemo is the dashboard's embedded demo: Sluice's embedded demo
+// (internal/demo: the production controller tick over in-memory items and the
 // production consumer draining an in-memory queue, on the simulated
-// destination of pkg/sim) run in stepping mode, one controller tick per
+// destination of internal/sim) run in stepping mode, one controller tick per
 // Step, with a history point recorded per tick.
 //
 // The simulated world is DESIGN.md's reference plant with heavier messages
@@ -13,17 +13,18 @@
 // and a metric outage from minute 120 to 127, with producers at 150
 // messages/s over a 25,000-message starting backlog,
 // for 47.5 simulated hours (47.5 minutes at the dashboard's default 60x).
-package demo
+package stepdemo
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/demo"
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/dashboard"
-	"github.com/sluice-dev/sluice/pkg/demo"
-	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/pkg/history"
 )
 
 // LoopID is the id of the demo's loop.
@@ -34,9 +35,9 @@ const Tick = 60 * time.Second
 
 const (
 	cycle    = 150 * time.Minute
-	cycles   = 19    // the run's length: 47.5 hours of simulated time (the simulator's bound is 48)
+	cycles   = 19   // the run's length: 47.5 hours of simulated time (the simulator's bound is 48)
 	safeRate = 20.0 // the consumers' configured fallback, messages/s
-	noise    = 0.4   // metric noise, points of CPU
+	noise    = 0.4  // metric noise, points of CPU
 )
 
 // scenario is the simulated world: the reference plant, repeating cycles.
@@ -129,7 +130,7 @@ func New(start time.Time, seed uint64) (*Demo, error) {
 // consumers achieved and the queue's depth.
 func (d *Demo) record(t demo.Tick) {
 	for _, r := range t.Reports {
-		p, ok := dashboard.PointFromReport(t.Now, r)
+		p, ok := history.FromReport(t.Now, r)
 		if !ok {
 			continue
 		}

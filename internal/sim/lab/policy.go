@@ -3,8 +3,8 @@ package lab
 import (
 	"math"
 
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 // input turns a tick's observation into a controller input: the newest

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/sim"
+	"github.com/sluice-dev/sluice/internal/sim"
 )
 
 // shortScenario is the reference world compressed: start, a disturbance and

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sluice-dev/sluice/pkg/plot"
+	"github.com/sluice-dev/sluice/internal/plot"
 )
 
 // Two panels sharing the time axis: CPU with its setpoint, and the allowed

@@ -1,4 +1,4 @@
-package demo_test
+package stepdemo_test
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/dashboard"
-	"github.com/sluice-dev/sluice/pkg/dashboard/demo"
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 )
 
 var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
-func steps(t *testing.T, d *demo.Demo, n int) []dashboard.Point {
+func steps(t *testing.T, d *stepdemo.Demo, n int) []dashboard.Point {
 	t.Helper()
 	ctx := context.Background()
 	for range n {
@@ -20,7 +20,7 @@ func steps(t *testing.T, d *demo.Demo, n int) []dashboard.Point {
 			t.Fatalf("Step = %v", err)
 		}
 	}
-	ps, err := d.History().Last(ctx, demo.LoopID, n)
+	ps, err := d.History().Last(ctx, stepdemo.LoopID, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,29 +30,29 @@ func steps(t *testing.T, d *demo.Demo, n int) []dashboard.Point {
 	return ps
 }
 
-func newDemo(t *testing.T) *demo.Demo {
+func newDemo(t *testing.T) *stepdemo.Demo {
 	t.Helper()
-	d, err := demo.New(t0, 1)
+	d, err := stepdemo.New(t0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func edit(t *testing.T, d *demo.Demo, change dashboard.Params) {
+func edit(t *testing.T, d *stepdemo.Demo, change dashboard.Params) {
 	t.Helper()
 	ctx := context.Background()
-	cur, err := d.Params().Params(ctx, demo.LoopID)
+	cur, err := d.Params().Params(ctx, stepdemo.LoopID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range change {
 		cur.Params[k] = v
 	}
-	if err := d.Params().Validate(demo.LoopID, cur.Params); err != nil {
+	if err := d.Params().Validate(stepdemo.LoopID, cur.Params); err != nil {
 		t.Fatalf("edit %v refused: %v", change, err)
 	}
-	if err := d.Params().SetParams(ctx, demo.LoopID, cur.Params); err != nil {
+	if err := d.Params().SetParams(ctx, stepdemo.LoopID, cur.Params); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/sim"
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 

@@ -6,9 +6,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/cpupub"
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 // Disturber is load from outside the loop that can be switched on and off

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 // The controllers that Compare knows.

@@ -1,10 +1,12 @@
-package balance
+package balancelab
 
 import (
 	"fmt"
 	"math"
 	"sort"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/balance"
 
 	"github.com/sluice-dev/sluice/pkg/control"
 )
@@ -40,7 +42,7 @@ type CascadeScenario struct {
 	// Rate configures the rate loop's PI.
 	Rate control.Config
 	// Balance configures the balancer.
-	Balance Config
+	Balance balance.Config
 	// Disturbance adds DisturbanceSize points to the first node's base load
 	// from DisturbanceAt on (a noisy neighbour, a backup, a slow disk).
 	DisturbanceAt   time.Duration
@@ -56,7 +58,7 @@ type CascadeScenario struct {
 // loop at 70 % with a 60 s tick, a balancer with a 15 s tick, and +25 points
 // on the smallest node from 30 min to the end of a 60 min run.
 func DefaultCascade(regulated Regulated) CascadeScenario {
-	bal := DefaultConfig()
+	bal := balance.DefaultConfig()
 	return CascadeScenario{
 		Capacities: []float64{500, 1000, 1500},
 		Base:       5,
@@ -130,7 +132,7 @@ func RunCascade(s CascadeScenario) (CascadeResult, error) {
 		return CascadeResult{}, err
 	}
 	rate := control.Controller{Config: s.Rate}
-	bal := Controller{Config: s.Balance}
+	bal := balance.Controller{Config: s.Balance}
 	var r CascadeResult
 	var allowed, sum float64
 	var n int
@@ -225,7 +227,7 @@ func CascadeVariants() []CascadeVariant {
 			s.BalanceTick = b.tick
 			if b.tick > 0 {
 				// The same gain per tick: only the time scale changes.
-				s.Balance.IntegralGain = DefaultConfig().IntegralGain * 15 / b.tick.Seconds()
+				s.Balance.IntegralGain = balance.DefaultConfig().IntegralGain * 15 / b.tick.Seconds()
 			}
 			v = append(v, CascadeVariant{Name: fmt.Sprintf("rate on %s, %s", reg, b.name), Scenario: s})
 		}

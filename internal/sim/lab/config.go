@@ -3,8 +3,8 @@ package lab
 import (
 	"fmt"
 
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 // ControllerConfig returns the control.Config that NewPolicy tunes for a

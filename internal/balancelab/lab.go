@@ -1,10 +1,12 @@
-package balance
+package balancelab
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/balance"
 )
 
 // Scenario is one run of the balancing experiment behind `sluice lab
@@ -35,7 +37,7 @@ type Scenario struct {
 	// Seed seeds the load jitter and the measurement noise.
 	Seed uint64
 	// Config configures the PI balancer.
-	Config Config
+	Config balance.Config
 }
 
 // DefaultScenario returns the lab's defaults for the given capacities.
@@ -49,7 +51,7 @@ func DefaultScenario(capacities []float64) Scenario {
 		Tick:       15 * time.Second,
 		Lag:        15 * time.Second,
 		Seed:       1,
-		Config:     DefaultConfig(),
+		Config:     balance.DefaultConfig(),
 	}
 }
 
@@ -180,7 +182,7 @@ func Run(s Scenario) (Result, error) {
 	if r.LeastLoaded, err = run(leastLoaded); err != nil {
 		return Result{}, err
 	}
-	c := Controller{Config: s.Config}
+	c := balance.Controller{Config: s.Config}
 	if r.PID, err = run(func(measured map[string]float64) map[string]float64 {
 		c.Update(measured, s.Tick)
 		return c.Weights()

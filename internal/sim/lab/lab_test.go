@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
-	"github.com/sluice-dev/sluice/pkg/sim"
 )
 
 func byName(t *testing.T, rep Report) map[string]Result {

@@ -1,5 +1,5 @@
 // Package demo is Sluice's embedded default: the whole loop with no service
-// at all. The reference scenario's simulated destination (pkg/sim's plant
+// at all. The reference scenario's simulated destination (internal/sim's plant
 // and CloudWatch-like metric pipeline) is regulated by the production
 // controller tick (pkg/loop's Ticker over pkg/adapter/memstore, the code the
 // controller Lambda runs) and drained by the production consumer
@@ -22,12 +22,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/sim"
-	"github.com/sluice-dev/sluice/pkg/sim/lab"
 )
 
 // LoopID is the id of the demo's loop.

@@ -1,0 +1,117 @@
+// Package history is a loop's record as the dashboard charts it: one Point
+// per applied controller tick (setpoint, measured signal, allowed and consumed
+// rate, the controller's terms, queue depth, mode). The controller appends a
+// point after each tick (pkg/adapter/ddbhistory stores them in the loop's
+// table as HIST items with a TTL); readers get them oldest first.
+package history
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// Point is one controller tick of one loop, as the dashboard charts it and as
+// a history item stores it.
+type Point struct {
+	// T is the tick time.
+	T time.Time
+	// Setpoint is the CPU setpoint, percent.
+	Setpoint float64
+	// Measured is the measured CPU, percent; NaN when the metric was missing
+	// or stale.
+	Measured float64
+	// Rate is the allowed rate the controller computed, messages/s.
+	Rate float64
+	// Consumed is the rate the consumers actually achieved, messages/s; NaN
+	// when unknown.
+	Consumed float64
+	// P, I and FF are the proportional, integral and feedforward terms of
+	// the controller output, messages/s.
+	P, I, FF float64
+	// Saturated reports that the output hit a bound or the slew limit.
+	Saturated bool
+	// Stale reports that the metric was missing or stale at this tick.
+	Stale bool
+	// Depth is the queue depth (SQS) or consumer lag (Kafka), messages; NaN
+	// when unknown.
+	Depth float64
+	// Mode is the loop's mode at this tick: auto, manual or shadow.
+	Mode string
+}
+
+// pointJSON is Point on the wire: unknown values (NaN) are null.
+type pointJSON struct {
+	T         int64    `json:"t"` // unix milliseconds
+	Setpoint  *float64 `json:"setpoint"`
+	Measured  *float64 `json:"measured"`
+	Rate      *float64 `json:"rate"`
+	Consumed  *float64 `json:"consumed"`
+	P         *float64 `json:"p"`
+	I         *float64 `json:"i"`
+	FF        *float64 `json:"ff"`
+	Saturated bool     `json:"saturated"`
+	Stale     bool     `json:"stale"`
+	Depth     *float64 `json:"depth"`
+	Mode      string   `json:"mode,omitempty"`
+}
+
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func unnum(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// MarshalJSON encodes the point with its time in unix milliseconds and
+// unknown (NaN) values as null.
+func (p Point) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pointJSON{
+		T: p.T.UnixMilli(), Setpoint: num(p.Setpoint), Measured: num(p.Measured),
+		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
+		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var j pointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Point{
+		T: time.UnixMilli(j.T).UTC(), Setpoint: unnum(j.Setpoint), Measured: unnum(j.Measured),
+		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
+		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
+	}
+	return nil
+}
+
+// FromReport returns the history point of one loop's controller tick at
+// t, and false when the tick wrote nothing (lost to another invocation, not
+// due, disabled, without parameters, failed). The controller does not know
+// the consumed rate or the queue depth: they are NaN. While the metric is
+// stale the controller holds its output and does not compute its terms, so
+// P, I and FF are NaN (a gap on the chart).
+func FromReport(t time.Time, r loop.Report) (Point, bool) {
+	if r.Outcome != loop.OutcomeApplied {
+		return Point{}, false
+	}
+	p := Point{
+		T: t, Setpoint: r.Setpoint, Measured: r.Measured, Rate: r.Rate, Consumed: math.NaN(),
+		P: r.P, I: r.I, FF: r.FF, Saturated: r.Saturated, Stale: r.Stale, Depth: math.NaN(), Mode: string(r.Mode),
+	}
+	if r.Stale {
+		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	return p, true
+}
