@@ -55,7 +55,7 @@ func startDashboard(t *testing.T, c dashboardConfig) string {
 	return ""
 }
 
-// browser starts headless Chromium with the flags of DESIGN.md and a new
+// browser starts headless Chromium with the flags that work on a closed network and a new
 // empty profile; never a downloaded browser.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()

@@ -55,7 +55,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			"from the identified model (SIMC, with the loop dead time = identified dead time +\n"+
 			"metric period/2 + publication delay + tick/2), then run each controller in closed loop\n"+
 			"on the same scenario and measure it from the plant's true CPU. iae_ratio is the IAE\n"+
-			"over iae_bound, the error no controller can avoid (DESIGN.md).\n"+
+			"over iae_bound, the error no controller can avoid (docs/architecture.md).\n"+
 			"Controllers: "+strings.Join(lab.Controllers(), ", ")+".\n"+
 			"Durations use Go syntax: 90s, 120m.")
 	sf := addScenarioFlags(fs)

@@ -12,7 +12,7 @@ import (
 )
 
 // scenarioFlags are the scenario flags shared by `lab step`, `lab compare`
-// and `demo`. Their defaults are the reference scenario of DESIGN.md.
+// and `demo`. Their defaults are the reference scenario (docs/lab.md).
 type scenarioFlags struct {
 	s         sim.Scenario
 	tau, dead time.Duration

@@ -61,7 +61,7 @@ type Scenario struct {
 	Step time.Duration `json:"step,omitempty"`
 }
 
-// Reference returns the reference scenario of DESIGN.md.
+// Reference returns the reference scenario (docs/lab.md).
 func Reference() Scenario {
 	return Scenario{
 		Plant:           control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
@@ -170,7 +170,7 @@ func (s Scenario) PipelineDelay() time.Duration {
 	return s.MetricPeriod/2 + s.MetricDelay + s.Tick/2
 }
 
-// LoopDeadTime is the loop dead time of DESIGN.md for a plant with the given
+// LoopDeadTime is the loop dead time (docs/architecture.md) for a plant with the given
 // dead time: plant dead time + metric period / 2 + publication delay + tick / 2.
 func (s Scenario) LoopDeadTime(plantDeadTime time.Duration) time.Duration {
 	return plantDeadTime + s.PipelineDelay()
@@ -209,7 +209,7 @@ func (s Scenario) Events() []Event {
 	return out
 }
 
-// IAEBound is the error a perfect controller cannot avoid (DESIGN.md): the
+// IAEBound is the error a perfect controller cannot avoid (docs/architecture.md): the
 // sum over events of |step size| x loop dead time, in point-seconds, for the
 // true plant's dead time.
 func (s Scenario) IAEBound() float64 {

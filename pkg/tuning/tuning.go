@@ -263,7 +263,7 @@ func Tune(m control.FOPDT, rule Rule, opt Options) (Gains, error) {
 // LoopModel returns the model the controller sees: the plant's model with
 // the measurement and sampling delay of the loop added to its dead time. A
 // step test on the plant identifies the plant; the metric pipeline's delay
-// (metric period / 2 + publication delay + tick / 2, see DESIGN.md) is known
+// (metric period / 2 + publication delay + tick / 2, see docs/architecture.md) is known
 // configuration and is added here before tuning.
 func LoopModel(plant control.FOPDT, extraDelay time.Duration) control.FOPDT {
 	plant.DeadTime += extraDelay

@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/control"
 )
 
-// The reference plant of DESIGN.md: k = 0.05 points per message/s,
+// The lab's reference plant: k = 0.05 points per message/s,
 // tau = 15 s, theta = 5 s.
 var reference = control.FOPDT{Gain: 0.05, Tau: 15 * time.Second, DeadTime: 5 * time.Second, Base: 10}
 

@@ -4,7 +4,7 @@
 // destination of internal/sim) run in stepping mode, one controller tick per
 // Step, with a history point recorded per tick.
 //
-// The simulated world is DESIGN.md's reference plant with heavier messages
+// The simulated world is the lab's reference plant with heavier messages
 // (gain 0.5 points of CPU per message/s, ten times the reference, so that
 // the real consumer code handles a tenth of the messages and the demo costs
 // little CPU; 10 % base load, 15 s lag, 5 s dead time; 60 s metric averages
