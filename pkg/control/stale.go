@@ -38,19 +38,28 @@ func (p StalePolicy) Validate() error {
 	case StaleHold, StaleFailClosed:
 	case StaleDecay:
 		if p.DecayTime <= 0 {
-			return fmt.Errorf("stale policy decay: decay time %v must be positive", p.DecayTime)
+			return &StaleFieldError{"DecayTime", fmt.Sprintf("stale policy decay: decay time %v must be positive", p.DecayTime)}
 		}
 	default:
-		return fmt.Errorf("stale policy %q: want %q, %q or %q", p.Action, StaleHold, StaleDecay, StaleFailClosed)
+		return &StaleFieldError{"Action", fmt.Sprintf("stale policy %q: want %q, %q or %q", p.Action, StaleHold, StaleDecay, StaleFailClosed)}
 	}
 	if math.IsNaN(p.SafeRate) || math.IsInf(p.SafeRate, 0) || p.SafeRate < 0 {
-		return fmt.Errorf("stale policy safe rate %v: must be a finite number >= 0", p.SafeRate)
+		return &StaleFieldError{"SafeRate", fmt.Sprintf("stale policy safe rate %v: must be a finite number >= 0", p.SafeRate)}
 	}
 	if p.Grace < 0 {
-		return fmt.Errorf("stale policy grace %v: must not be negative", p.Grace)
+		return &StaleFieldError{"Grace", fmt.Sprintf("stale policy grace %v: must not be negative", p.Grace)}
 	}
 	return nil
 }
+
+// StaleFieldError is a StalePolicy that Validate refused: Field names the
+// policy's field at fault (Action, DecayTime, SafeRate or Grace).
+type StaleFieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *StaleFieldError) Error() string { return e.Reason }
 
 // Apply returns the rate to send when the measurement has been unusable for
 // staleFor, the last output was last and dt passed since it was sent. Decay

@@ -3,7 +3,6 @@ package loop
 import (
 	"fmt"
 	"maps"
-	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -193,22 +192,6 @@ func (d *decoder) decodeNodes() []Node {
 	return nodes
 }
 
-// decodeBalance reads the balance_* attributes; nil when none is present.
-func (d *decoder) decodeBalance(tick time.Duration) *balance.Config {
-	if !d.present(AttrBalanceKp) && !d.present(AttrBalanceKi) && !d.present(AttrBalanceMinShare) &&
-		!d.present(AttrBalanceMaxShare) && !d.present(AttrBalanceMinMean) {
-		return nil
-	}
-	def := DefaultBalanceConfig(tick)
-	return &balance.Config{
-		ProportionalGain: d.number(AttrBalanceKp, def.ProportionalGain),
-		IntegralGain:     d.number(AttrBalanceKi, def.IntegralGain),
-		MinShare:         d.number(AttrBalanceMinShare, def.MinShare),
-		MaxShare:         d.number(AttrBalanceMaxShare, def.MaxShare),
-		MinMean:          d.number(AttrBalanceMinMean, def.MinMean),
-	}
-}
-
 // checkNodes validates the nodes, the balancer and regulate.
 func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 	switch p.Regulate {
@@ -217,7 +200,6 @@ func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 		fail(AttrRegulate, "unknown %q; want max (the hottest node) or mean", truncate(string(p.Regulate)))
 	}
 	if c := p.Balance; c != nil {
-		finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 		for _, f := range []struct {
 			name string
 			v    float64
@@ -269,27 +251,6 @@ func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 				fail(field+".metric", "%v", err)
 			}
 		}
-	}
-}
-
-// nodesAttrs encodes the nodes, the balancer and regulate into a.
-func (p Params) nodesAttrs(a map[string]any) {
-	if len(p.Nodes) > 0 {
-		m := make(map[string]any, len(p.Nodes))
-		for _, n := range p.Nodes {
-			m[n.Name] = map[string]any{"endpoint": n.Endpoint, "metric": n.Metric}
-		}
-		a[AttrNodes] = m
-	}
-	if p.Regulate != "" {
-		a[AttrRegulate] = string(p.Regulate)
-	}
-	if c := p.Balance; c != nil {
-		a[AttrBalanceKp] = c.ProportionalGain
-		a[AttrBalanceKi] = c.IntegralGain
-		a[AttrBalanceMinShare] = c.MinShare
-		a[AttrBalanceMaxShare] = c.MaxShare
-		a[AttrBalanceMinMean] = c.MinMean
 	}
 }
 

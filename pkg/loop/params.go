@@ -204,55 +204,9 @@ func (k kind) String() string {
 	}
 }
 
-// paramsSchema lists every PARAMS attribute, its type and whether it is
-// required.
-var paramsSchema = map[string]struct {
-	kind     kind
-	required bool
-	doc      string
-}{
-	AttrEnabled:          {kindBool, false, "false: the controller skips the loop (default true)"},
-	AttrMode:             {kindString, false, "auto, manual or shadow (default auto)"},
-	AttrManualRate:       {kindNumber, false, "rate in manual mode, messages/s (required in manual mode)"},
-	AttrSetpoint:         {kindNumber, true, "CPU utilization to hold, percent, in (0, 100]"},
-	AttrKp:               {kindNumber, true, "proportional gain, messages/s per point of CPU, >= 0"},
-	AttrKi:               {kindNumber, false, "integral gain, messages/s per point-second, >= 0 (default 0)"},
-	AttrKd:               {kindNumber, false, "derivative gain, messages per point, >= 0 (default 0)"},
-	AttrDerivativeFilter: {kindDuration, false, "time constant of the derivative filter"},
-	AttrAntiWindup:       {kindString, false, "conditional, back-calculation or none (default conditional)"},
-	AttrTrackingTime:     {kindDuration, false, "back-calculation tracking time (default Kp/Ki)"},
-	AttrSetpointFilter:   {kindDuration, false, "time constant of the setpoint filter"},
-	AttrDelayAware:       {kindBool, false, "true: the integrator predicts the rate changes the metric cannot show yet (needs ff_gain; default false)"},
-	AttrNoiseBand:        {kindNumber, false, "errors of this size, points of CPU, are integrated slowly (about 3x the metric's noise; default 0: off)"},
-	AttrFFGain:           {kindNumber, false, "feedforward model gain, points of CPU per message/s, > 0 (enables feedforward)"},
-	AttrFFBase:           {kindNumber, false, "feedforward model base load, percent"},
-	AttrFFTau:            {kindDuration, false, "feedforward model time constant"},
-	AttrFFDeadTime:       {kindDuration, false, "feedforward model dead time"},
-	AttrMinRate:          {kindNumber, true, "lowest rate, messages/s, >= 0"},
-	AttrMaxRate:          {kindNumber, true, "highest rate, messages/s, > min_rate"},
-	AttrSlewLimit:        {kindNumber, false, "largest rate change per tick, messages/s (0: none)"},
-	AttrTickPeriod:       {kindDuration, false, "interval between ticks, >= 1s (default 1m)"},
-	AttrRateTTL:          {kindDuration, false, "lifetime of a RATE item (default 3 tick periods)"},
-	AttrMetricSource:     {kindString, false, "cloudwatch or prometheus (default cloudwatch)"},
-	AttrMetricNamespace:  {kindString, false, "CloudWatch namespace (default AWS/RDS)"},
-	AttrMetricName:       {kindString, false, "CloudWatch metric name (default CPUUtilization)"},
-	AttrMetricDimensions: {kindStringMap, false, "CloudWatch dimensions, e.g. {DBInstanceIdentifier: mydb} (required for cloudwatch unless nodes gives them per node)"},
-	AttrMetricStatistic:  {kindString, false, "CloudWatch statistic (default Average)"},
-	AttrMetricPeriod:     {kindDuration, false, "CloudWatch period, a multiple of 60s or 1s, 5s, 10s, 30s (default 60s)"},
-	AttrMetricPromQL:     {kindString, false, "PromQL expression returning one series (required for prometheus unless nodes gives one per node)"},
-	AttrStalePolicy:      {kindString, false, "hold, decay or fail-closed (default hold)"},
-	AttrSafeRate:         {kindNumber, false, "rate that decay moves toward, messages/s (default min_rate)"},
-	AttrStaleAfter:       {kindDuration, false, "age beyond which the newest datapoint is stale (default 5m)"},
-	AttrStaleDecay:       {kindDuration, false, "time constant of the decay toward the safe rate (default 5m)"},
-	AttrStaleGrace:       {kindDuration, false, "how long a stale metric holds the rate before the policy acts (default 0)"},
-	AttrNodes: {kindNodes, false, "the destination's nodes for the balancer: name -> {endpoint: the URL the HTTP sink posts to (RATE's weights are keyed by it), " +
-		"metric: the node's CloudWatch dimensions (Name=value[,Name=value], merged over metric_dimensions, or a bare value for its single dimension) or its PromQL}; at most 100"},
-	AttrRegulate:        {kindString, false, "with nodes: what the rate loop holds at the setpoint, max (the hottest node with a fresh metric) or mean (default max)"},
-	AttrBalanceKp:       {kindNumber, false, "balancer proportional gain, per unit of relative error, >= 0 (default 0.3)"},
-	AttrBalanceKi:       {kindNumber, false, "balancer integral gain, per unit of relative error per second, > 0 (default 0.4 per tick: 6/tick_period in seconds)"},
-	AttrBalanceMinShare: {kindNumber, false, "lowest node weight, a multiple of the equal share 1/N, in (0, 1] (default 0.01)"},
-	AttrBalanceMaxShare: {kindNumber, false, "highest node weight, a multiple of the equal share 1/N, >= 1 (default 8)"},
-	AttrBalanceMinMean:  {kindNumber, false, "fleet mean utilization, percent, below which weights are held (default 1)"},
+// short is the kind as the docs' table shows it.
+func (k kind) short() string {
+	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S duration", kindBool: "BOOL", kindStringMap: "M of S", kindNodes: "M of M"}[k]
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
@@ -261,19 +215,14 @@ var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "
 // ParamsAttributes returns the names of the PARAMS attributes with their
 // documentation, sorted: for help texts and forms.
 func ParamsAttributes() [][2]string {
-	names := make([]string, 0, len(paramsSchema))
-	for n := range paramsSchema {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	out := make([][2]string, len(names))
-	for i, n := range names {
-		s := paramsSchema[n]
+	sorted := slices.SortedFunc(slices.Values(paramTable), func(a, b param) int { return strings.Compare(a.name, b.name) })
+	out := make([][2]string, len(sorted))
+	for i, p := range sorted {
 		req := ""
-		if s.required {
+		if p.required {
 			req = "required; "
 		}
-		out[i] = [2]string{n, req + s.kind.String() + ": " + s.doc}
+		out[i] = [2]string{p.name, req + p.kind.String() + ": " + p.plainDoc()}
 	}
 	return out
 }
@@ -315,6 +264,11 @@ func truncate(s string) string {
 	return s
 }
 
+// failed reports whether the attribute was refused.
+func (d *decoder) failed(name string) bool {
+	return slices.ContainsFunc(d.errs, func(e FieldError) bool { return e.Field == name })
+}
+
 func (d *decoder) present(name string) bool {
 	_, ok := d.attrs[name]
 	return ok
@@ -323,9 +277,6 @@ func (d *decoder) present(name string) bool {
 func (d *decoder) number(name string, def float64) float64 {
 	v, ok := d.attrs[name]
 	if !ok {
-		if paramsSchema[name].required {
-			d.fail(name, "missing; required: %s", paramsSchema[name].doc)
-		}
 		return def
 	}
 	var f float64
@@ -423,6 +374,19 @@ func (d *decoder) stringMap(name string) map[string]string {
 	return out
 }
 
+// unknown refuses the attributes that are not parameters.
+func (d *decoder) unknown() {
+	for _, name := range sortedKeys(d.attrs) {
+		if _, ok := lookupParam(name); !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
+			field := name
+			if strings.TrimSpace(field) == "" {
+				field = strconv.Quote(name)
+			}
+			d.fail(field, "unknown attribute (names are snake_case, e.g. %s; prefix x_ for your own)", AttrSetpoint)
+		}
+	}
+}
+
 // DecodeParams decodes and validates the attributes of a PARAMS item. The
 // values are those of a DynamoDB item converted to Go: string (S), float64
 // (N), bool (BOOL), map[string]any (M), []any (L) and nil (NULL); json.Number
@@ -433,94 +397,18 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 		return Params{}, fmt.Errorf("loop %q: %w", loopID, ErrParamsMissing)
 	}
 	d := &decoder{attrs: attrs, loopID: loopID}
-	for _, name := range sortedKeys(attrs) {
-		if _, ok := paramsSchema[name]; !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
-			field := name
-			if strings.TrimSpace(field) == "" {
-				field = strconv.Quote(name)
-			}
-			d.fail(field, "unknown attribute (names are snake_case, e.g. %s; prefix x_ for your own)", AttrSetpoint)
-		}
-	}
+	d.unknown()
 	p := Params{Loop: loopID}
-	p.Enabled = d.boolean(AttrEnabled, true)
-	p.Mode = Mode(d.str(AttrMode, string(ModeAuto)))
-	p.ManualRate = d.number(AttrManualRate, 0)
-	p.Setpoint = d.number(AttrSetpoint, 0)
-	p.Kp = d.number(AttrKp, 0)
-	p.Ki = d.number(AttrKi, 0)
-	p.Kd = d.number(AttrKd, 0)
-	p.DerivativeFilter = d.duration(AttrDerivativeFilter, 0)
-	aw := d.str(AttrAntiWindup, string(control.AntiWindupConditional))
-	if aw == "none" {
-		aw = string(control.AntiWindupNone)
-	}
-	p.AntiWindup = control.AntiWindup(aw)
-	p.TrackingTime = d.duration(AttrTrackingTime, 0)
-	p.SetpointFilter = d.duration(AttrSetpointFilter, 0)
-	p.DelayAware = d.boolean(AttrDelayAware, false)
-	p.NoiseBand = d.number(AttrNoiseBand, 0)
-	if d.present(AttrFFGain) || d.present(AttrFFBase) || d.present(AttrFFTau) || d.present(AttrFFDeadTime) {
-		if !d.present(AttrFFGain) {
-			d.fail(AttrFFGain, "missing; feedforward attributes (ff_base, ff_tau, ff_dead_time) need the model gain")
+	for _, f := range paramTable {
+		if f.required && !d.present(f.name) {
+			d.fail(f.name, "missing; required: %s", f.plainDoc())
 		}
-		p.Feedforward = &control.FOPDT{
-			Gain:     d.number(AttrFFGain, 0),
-			Base:     d.number(AttrFFBase, 0),
-			Tau:      d.duration(AttrFFTau, 0),
-			DeadTime: d.duration(AttrFFDeadTime, 0),
-		}
+		f.decode(d, &p, f.name)
 	}
-	p.MinRate = d.number(AttrMinRate, 0)
-	p.MaxRate = d.number(AttrMaxRate, 0)
-	p.SlewLimit = d.number(AttrSlewLimit, 0)
-	p.TickPeriod = d.duration(AttrTickPeriod, DefaultTickPeriod)
-	p.RateTTL = d.duration(AttrRateTTL, 0)
-	p.Metric = MetricQuery{
-		Source:     Source(d.str(AttrMetricSource, string(SourceCloudWatch))),
-		Namespace:  d.str(AttrMetricNamespace, ""),
-		Metric:     d.str(AttrMetricName, ""),
-		Dimensions: d.stringMap(AttrMetricDimensions),
-		Statistic:  d.str(AttrMetricStatistic, ""),
-		Period:     d.duration(AttrMetricPeriod, 0),
-		PromQL:     d.str(AttrMetricPromQL, ""),
-	}
-	if p.Metric.Source == SourceCloudWatch {
-		// Absent attributes take the defaults: AWS/RDS CPUUtilization,
-		// Average over 60 s.
-		for _, f := range []struct {
-			name string
-			v    *string
-			def  string
-		}{{AttrMetricNamespace, &p.Metric.Namespace, DefaultNamespace}, {AttrMetricName, &p.Metric.Metric, DefaultMetric}, {AttrMetricStatistic, &p.Metric.Statistic, DefaultStatistic}} {
-			if !d.present(f.name) {
-				*f.v = f.def
-			}
-		}
-		if !d.present(AttrMetricPeriod) {
-			p.Metric.Period = DefaultPeriod
-		}
-	}
-	p.Stale = control.StalePolicy{
-		Action:    control.StaleAction(d.str(AttrStalePolicy, string(control.StaleHold))),
-		SafeRate:  d.number(AttrSafeRate, math.NaN()),
-		DecayTime: d.duration(AttrStaleDecay, 5*time.Minute),
-		Grace:     d.duration(AttrStaleGrace, 0),
-	}
-	p.StaleAfter = d.duration(AttrStaleAfter, DefaultStaleAfter)
-	p.Nodes = d.decodeNodes()
-	p.Regulate = Regulate(d.str(AttrRegulate, ""))
-	p.Balance = d.decodeBalance(p.TickPeriod)
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
 	for _, e := range d.errs {
 		bad[e.Field] = true
-	}
-	if !d.present(AttrRateTTL) && !bad[AttrTickPeriod] {
-		p.RateTTL = DefaultRateTTLTicks * p.TickPeriod
-	}
-	if math.IsNaN(p.Stale.SafeRate) {
-		p.Stale.SafeRate = p.MinRate
 	}
 	if p.Mode == ModeManual && !d.present(AttrManualRate) {
 		d.fail(AttrManualRate, "missing; manual mode needs the rate to hold, messages/s")
@@ -563,7 +451,22 @@ func (p Params) check() []FieldError {
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
 	}
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	p.checkMode(fail)
+	p.checkGains(fail)
+	p.checkRates(fail)
+	p.checkMetric(fail)
+	p.checkStale(fail)
+	p.checkNodes(fail)
+	return errs
+}
+
+// failFunc records a refused field.
+type failFunc = func(field, format string, args ...any)
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// checkMode checks the mode and the manual rate.
+func (p Params) checkMode(fail failFunc) {
 	switch p.Mode {
 	case ModeAuto, ModeShadow:
 	case ModeManual:
@@ -575,6 +478,11 @@ func (p Params) check() []FieldError {
 	default:
 		fail(AttrMode, "unknown mode %q; want auto, manual or shadow", truncate(string(p.Mode)))
 	}
+}
+
+// checkGains checks the setpoint and the controller's gains, filters,
+// anti-windup and feedforward model.
+func (p Params) checkGains(fail failFunc) {
 	if !finite(p.Setpoint) || p.Setpoint <= 0 || p.Setpoint > 100 {
 		fail(AttrSetpoint, "%v is outside (0, 100] percent", p.Setpoint)
 	}
@@ -613,6 +521,10 @@ func (p Params) check() []FieldError {
 	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
 		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)
 	}
+}
+
+// checkRates checks the rate bounds, the tick period and RATE's lifetime.
+func (p Params) checkRates(fail failFunc) {
 	switch {
 	case !finite(p.MinRate) || p.MinRate < 0:
 		fail(AttrMinRate, "%v must be a finite number >= 0", p.MinRate)
@@ -627,26 +539,13 @@ func (p Params) check() []FieldError {
 	if p.RateTTL < p.TickPeriod {
 		fail(AttrRateTTL, "%v is shorter than the tick period %v: consumers would find the rate expired between ticks", p.RateTTL, p.TickPeriod)
 	}
+}
+
+// checkMetric checks the metric query of the loop's source.
+func (p Params) checkMetric(fail failFunc) {
 	switch p.Metric.Source {
 	case SourceCloudWatch:
-		if p.Metric.Namespace == "" {
-			fail(AttrMetricNamespace, "empty")
-		}
-		if p.Metric.Metric == "" {
-			fail(AttrMetricName, "empty")
-		}
-		if p.Metric.Statistic == "" {
-			fail(AttrMetricStatistic, "empty")
-		}
-		if len(p.Metric.Dimensions) == 0 && len(p.Nodes) == 0 {
-			fail(AttrMetricDimensions, "missing; a CloudWatch metric needs its dimensions, e.g. {\"DBInstanceIdentifier\": \"mydb\"}")
-		}
-		if len(p.Metric.Dimensions) > 30 {
-			fail(AttrMetricDimensions, "%d dimensions; CloudWatch allows 30", len(p.Metric.Dimensions))
-		}
-		if per := p.Metric.Period; per <= 0 || per%time.Second != 0 || (per%time.Minute != 0 && !slices.Contains([]time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}, per)) {
-			fail(AttrMetricPeriod, "%v: CloudWatch periods are 1s, 5s, 10s, 30s or a multiple of 60s", per)
-		}
+		p.checkCloudWatch(fail)
 	case SourcePrometheus:
 		if strings.TrimSpace(p.Metric.PromQL) == "" && len(p.Nodes) == 0 {
 			fail(AttrMetricPromQL, "missing; a prometheus metric needs a PromQL expression (or nodes, each with its own)")
@@ -654,28 +553,47 @@ func (p Params) check() []FieldError {
 	default:
 		fail(AttrMetricSource, "unknown source %q; want cloudwatch or prometheus", truncate(string(p.Metric.Source)))
 	}
-	stale := p.Stale
-	if stale.Action == control.StaleFailClosed {
-		stale.SafeRate = p.MinRate
+}
+
+// checkCloudWatch checks a CloudWatch metric query.
+func (p Params) checkCloudWatch(fail failFunc) {
+	if p.Metric.Namespace == "" {
+		fail(AttrMetricNamespace, "empty")
 	}
-	if err := stale.Validate(); err != nil {
+	if p.Metric.Metric == "" {
+		fail(AttrMetricName, "empty")
+	}
+	if p.Metric.Statistic == "" {
+		fail(AttrMetricStatistic, "empty")
+	}
+	if len(p.Metric.Dimensions) == 0 && len(p.Nodes) == 0 {
+		fail(AttrMetricDimensions, "missing; a CloudWatch metric needs its dimensions, e.g. {\"DBInstanceIdentifier\": \"mydb\"}")
+	}
+	if len(p.Metric.Dimensions) > 30 {
+		fail(AttrMetricDimensions, "%d dimensions; CloudWatch allows 30", len(p.Metric.Dimensions))
+	}
+	if per := p.Metric.Period; per <= 0 || per%time.Second != 0 || (per%time.Minute != 0 && !slices.Contains([]time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}, per)) {
+		fail(AttrMetricPeriod, "%v: CloudWatch periods are 1s, 5s, 10s, 30s or a multiple of 60s", per)
+	}
+}
+
+// checkStale checks the stale-metric policy.
+func (p Params) checkStale(fail failFunc) {
+	if err := p.StalePolicy().Validate(); err != nil {
 		field := AttrStalePolicy
-		switch {
-		case strings.Contains(err.Error(), "safe rate"):
-			field = AttrSafeRate
-		case strings.Contains(err.Error(), "decay time"):
-			field = AttrStaleDecay
-		case strings.Contains(err.Error(), "grace"):
-			field = AttrStaleGrace
+		var fe *control.StaleFieldError
+		if errors.As(err, &fe) {
+			field = staleAttrs[fe.Field]
 		}
 		fail(field, "%v", err)
 	}
 	if p.StaleAfter <= 0 {
 		fail(AttrStaleAfter, "%v must be positive", p.StaleAfter)
 	}
-	p.checkNodes(fail)
-	return errs
 }
+
+// staleAttrs maps the fields of control.StalePolicy onto their attributes.
+var staleAttrs = map[string]string{"Action": AttrStalePolicy, "DecayTime": AttrStaleDecay, "SafeRate": AttrSafeRate, "Grace": AttrStaleGrace}
 
 // ControlConfig returns the controller configuration for p.
 func (p Params) ControlConfig() control.Config {
@@ -719,71 +637,10 @@ func (p Params) StalePolicy() control.StalePolicy {
 // Attrs encodes p as PARAMS item attributes (without pk and sk), in the
 // types DecodeParams reads: DecodeParams(p.Loop, p.Attrs()) returns p.
 func (p Params) Attrs() map[string]any {
-	a := map[string]any{
-		AttrEnabled:      p.Enabled,
-		AttrMode:         string(p.Mode),
-		AttrSetpoint:     p.Setpoint,
-		AttrKp:           p.Kp,
-		AttrKi:           p.Ki,
-		AttrKd:           p.Kd,
-		AttrMinRate:      p.MinRate,
-		AttrMaxRate:      p.MaxRate,
-		AttrSlewLimit:    p.SlewLimit,
-		AttrTickPeriod:   p.TickPeriod.String(),
-		AttrRateTTL:      p.RateTTL.String(),
-		AttrStalePolicy:  string(p.Stale.Action),
-		AttrSafeRate:     p.Stale.SafeRate,
-		AttrStaleAfter:   p.StaleAfter.String(),
-		AttrStaleDecay:   p.Stale.DecayTime.String(),
-		AttrStaleGrace:   p.Stale.Grace.String(),
-		AttrMetricSource: string(p.Metric.Source),
+	a := make(map[string]any, len(paramTable))
+	for _, f := range paramTable {
+		f.encode(p, a, f.name)
 	}
-	if p.Mode == ModeManual || p.ManualRate != 0 {
-		a[AttrManualRate] = p.ManualRate
-	}
-	aw := string(p.AntiWindup)
-	if aw == "" {
-		aw = "none"
-	}
-	a[AttrAntiWindup] = aw
-	if p.DerivativeFilter != 0 {
-		a[AttrDerivativeFilter] = p.DerivativeFilter.String()
-	}
-	if p.TrackingTime != 0 {
-		a[AttrTrackingTime] = p.TrackingTime.String()
-	}
-	if p.SetpointFilter != 0 {
-		a[AttrSetpointFilter] = p.SetpointFilter.String()
-	}
-	if p.DelayAware {
-		a[AttrDelayAware] = true
-	}
-	if p.NoiseBand != 0 {
-		a[AttrNoiseBand] = p.NoiseBand
-	}
-	if m := p.Feedforward; m != nil {
-		a[AttrFFGain] = m.Gain
-		a[AttrFFBase] = m.Base
-		a[AttrFFTau] = m.Tau.String()
-		a[AttrFFDeadTime] = m.DeadTime.String()
-	}
-	switch p.Metric.Source {
-	case SourcePrometheus:
-		a[AttrMetricPromQL] = p.Metric.PromQL
-	default:
-		a[AttrMetricNamespace] = p.Metric.Namespace
-		a[AttrMetricName] = p.Metric.Metric
-		a[AttrMetricStatistic] = p.Metric.Statistic
-		a[AttrMetricPeriod] = p.Metric.Period.String()
-		dims := make(map[string]any, len(p.Metric.Dimensions))
-		for k, v := range p.Metric.Dimensions {
-			dims[k] = v
-		}
-		if p.Metric.Dimensions != nil || len(p.Nodes) == 0 {
-			a[AttrMetricDimensions] = dims
-		}
-	}
-	p.nodesAttrs(a)
 	return a
 }
 
@@ -818,7 +675,7 @@ func sortedKeys(m map[string]any) []string {
 // metric_dimensions either a JSON object or `Name=value,Name2=value2`. An
 // unknown attribute or unparsable text is an error that says why.
 func ParseParamValue(name, text string) (any, error) {
-	s, ok := paramsSchema[name]
+	s, ok := lookupParam(name)
 	if !ok {
 		if strings.HasPrefix(name, "x_") {
 			return text, nil

@@ -1,0 +1,409 @@
+package loop
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/balance"
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// param declares one PARAMS attribute, once: its name, its DynamoDB type,
+// whether it is required, its default and meaning as an operator reads them,
+// and how it is read into Params and written back. DecodeParams,
+// Params.Attrs, ParamsAttributes, ParseParamValue (so `sluice params` and the
+// dashboard's form) and the parameter table of docs/controller.md
+// (ParamsMarkdown) all come from paramTable. Adding a parameter means adding
+// its entry here, its field to Params, and the code that uses it.
+type param struct {
+	name     string
+	kind     kind
+	required bool
+	// def is the default as the docs show it (markdown).
+	def string
+	// doc is the meaning (markdown: `code` in backquotes).
+	doc string
+	codec
+}
+
+// codec reads an attribute into Params and writes it back.
+type codec struct {
+	// decode reads the attribute into p (its default when absent). Entries
+	// are decoded in table order, so a default may depend on an earlier entry.
+	decode func(d *decoder, p *Params, name string)
+	// encode writes p's value of the attribute into a, or nothing when the
+	// attribute is omitted for p.
+	encode func(p Params, a map[string]any, name string)
+}
+
+// plainDoc is the meaning without markdown, for help texts and refusals.
+func (p param) plainDoc() string { return strings.ReplaceAll(p.doc, "`", "") }
+
+// lookupParam returns the declaration of an attribute.
+func lookupParam(name string) (param, bool) {
+	i := slices.IndexFunc(paramTable, func(p param) bool { return p.name == name })
+	if i < 0 {
+		return param{}, false
+	}
+	return paramTable[i], true
+}
+
+// paramTable is every PARAMS attribute, in decoding order.
+var paramTable = []param{
+	{AttrEnabled, kindBool, false, "true", "false: the controller skips the loop",
+		boolean(func(p *Params) *bool { return &p.Enabled }, true, always)},
+	{AttrMode, kindString, false, "`auto`", "`auto`, `manual` (writes `manual_rate`) or `shadow` (computes and records the rate in STATE, never writes RATE)",
+		text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
+	{AttrManualRate, kindNumber, false, "required in manual", "rate in manual mode, messages/s, within [`min_rate`, `max_rate`]",
+		manualRate},
+	{AttrSetpoint, kindNumber, true, "required", "CPU utilization to hold, percent, in (0, 100]",
+		number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
+	{AttrKp, kindNumber, true, "required", "proportional gain, messages/s per point of CPU, >= 0",
+		number(func(p *Params) *float64 { return &p.Kp }, 0, always)},
+	{AttrKi, kindNumber, false, "0", "integral gain, messages/s per point-second (Kp/Ti), >= 0",
+		number(func(p *Params) *float64 { return &p.Ki }, 0, always)},
+	{AttrKd, kindNumber, false, "0", "derivative gain on the measurement, messages per point (Kp·Td), >= 0",
+		number(func(p *Params) *float64 { return &p.Kd }, 0, always)},
+	{AttrDerivativeFilter, kindDuration, false, "0", "time constant of the derivative's first-order filter",
+		duration(func(p *Params) *time.Duration { return &p.DerivativeFilter }, 0, unlessZero)},
+	{AttrAntiWindup, kindString, false, "`conditional`", "`conditional` (integration stops while saturated), `back-calculation` or `none`",
+		antiWindup},
+	{AttrTrackingTime, kindDuration, false, "Kp/Ki", "back-calculation tracking time",
+		duration(func(p *Params) *time.Duration { return &p.TrackingTime }, 0, unlessZero)},
+	{AttrSetpointFilter, kindDuration, false, "0", "time constant of the first-order setpoint filter",
+		duration(func(p *Params) *time.Duration { return &p.SetpointFilter }, 0, unlessZero)},
+	{AttrDelayAware, kindBool, false, "false", "the integrator predicts the effect of rate changes the metric cannot show yet (needs `ff_gain`); Ki may then be tuned for the delay-free loop (`sluice tune`)",
+		boolean(func(p *Params) *bool { return &p.DelayAware }, false, unlessZero)},
+	{AttrNoiseBand, kindNumber, false, "0 (off)", "errors within this band, points of CPU, are integrated slowly (about 3× the metric's noise)",
+		number(func(p *Params) *float64 { return &p.NoiseBand }, 0, unlessZero)},
+	{AttrFFGain, kindNumber, false, "none", "feedforward model gain, points of CPU per message/s, > 0; its presence enables reference feedforward",
+		ffGain},
+	{AttrFFBase, kindNumber, false, "0", "model base load, percent",
+		ffNumber(func(m *control.FOPDT) *float64 { return &m.Base })},
+	{AttrFFTau, kindDuration, false, "0", "model time constant",
+		ffDuration(func(m *control.FOPDT) *time.Duration { return &m.Tau })},
+	{AttrFFDeadTime, kindDuration, false, "0", "model (plant) dead time",
+		ffDuration(func(m *control.FOPDT) *time.Duration { return &m.DeadTime })},
+	{AttrMinRate, kindNumber, true, "required", "lowest rate, messages/s, >= 0",
+		number(func(p *Params) *float64 { return &p.MinRate }, 0, always)},
+	{AttrMaxRate, kindNumber, true, "required", "highest rate, messages/s, > `min_rate`",
+		number(func(p *Params) *float64 { return &p.MaxRate }, 0, always)},
+	{AttrSlewLimit, kindNumber, false, "0 (none)", "largest rate change per tick, messages/s",
+		number(func(p *Params) *float64 { return &p.SlewLimit }, 0, always)},
+	{AttrTickPeriod, kindDuration, false, "`1m`", "interval between the loop's ticks (>= 1s; the schedule fires every minute, so shorter periods tick once a minute)",
+		duration(func(p *Params) *time.Duration { return &p.TickPeriod }, DefaultTickPeriod, always)},
+	{AttrRateTTL, kindDuration, false, "3 × `tick_period`", "lifetime of a RATE item; must be >= `tick_period`",
+		rateTTL},
+	{AttrMetricSource, kindString, false, "`cloudwatch`", "`cloudwatch` or `prometheus`",
+		text(func(p *Params) *string { return (*string)(&p.Metric.Source) }, string(SourceCloudWatch), always)},
+	{AttrMetricNamespace, kindString, false, "`AWS/RDS`", "CloudWatch namespace",
+		cloudWatchText(func(p *Params) *string { return &p.Metric.Namespace }, DefaultNamespace)},
+	{AttrMetricName, kindString, false, "`CPUUtilization`", "CloudWatch metric",
+		cloudWatchText(func(p *Params) *string { return &p.Metric.Metric }, DefaultMetric)},
+	{AttrMetricDimensions, kindStringMap, false, "required for CloudWatch", "CloudWatch dimensions, e.g. `{\"DBInstanceIdentifier\": {\"S\": \"orders-db\"}}` (at most 30; optional with `nodes`)",
+		dimensions},
+	{AttrMetricStatistic, kindString, false, "`Average`", "any CloudWatch statistic (`Maximum`, `p99`, ...)",
+		cloudWatchText(func(p *Params) *string { return &p.Metric.Statistic }, DefaultStatistic)},
+	{AttrMetricPeriod, kindDuration, false, "`1m`", "CloudWatch period: 1s, 5s, 10s, 30s or a multiple of 60s",
+		metricPeriod},
+	{AttrMetricPromQL, kindString, false, "required for Prometheus", "a PromQL expression returning one series (aggregate with `max(...)`; optional with `nodes`); the controller needs `SLUICE_PROMETHEUS_URL`",
+		promQL},
+	{AttrStalePolicy, kindString, false, "`hold`", "`hold`, `decay` or `fail-closed`: what the loop does while its metric is stale or missing",
+		text(func(p *Params) *string { return (*string)(&p.Stale.Action) }, string(control.StaleHold), always)},
+	{AttrSafeRate, kindNumber, false, "`min_rate`", "the rate `decay` moves toward, messages/s",
+		safeRate},
+	{AttrStaleDecay, kindDuration, false, "`5m`", "time constant of `decay`",
+		duration(func(p *Params) *time.Duration { return &p.Stale.DecayTime }, 5*time.Minute, always)},
+	{AttrStaleGrace, kindDuration, false, "0", "how long a stale metric only holds the rate before the policy acts",
+		duration(func(p *Params) *time.Duration { return &p.Stale.Grace }, 0, always)},
+	{AttrStaleAfter, kindDuration, false, "`5m`", "age (after its period ended) beyond which the newest datapoint is stale",
+		duration(func(p *Params) *time.Duration { return &p.StaleAfter }, DefaultStaleAfter, always)},
+	{AttrNodes, kindNodes, false, "none", "the destination's nodes for the balancer: node name → `{\"endpoint\": S, \"metric\": S}`. `endpoint` is the URL the consumers' HTTP sink posts to (RATE's `weights` are keyed by it; unique per node); `metric` is the node's CloudWatch dimensions (`Name=value[,Name2=value2]`, merged over `metric_dimensions`, or a bare value for its single dimension, `DBInstanceIdentifier` when there is none) or, with `metric_source` `prometheus`, the node's PromQL. At most 100 nodes",
+		nodes},
+	{AttrRegulate, kindString, false, "`max`", "with nodes: what the rate loop holds at `setpoint`, `max` (the hottest node with a fresh metric) or `mean`",
+		text(func(p *Params) *string { return (*string)(&p.Regulate) }, "", unlessZero)},
+	{AttrBalanceKp, kindNumber, false, "0.3", "balancer proportional gain, per unit of relative error, >= 0",
+		balanceNumber(func(c *balance.Config) *float64 { return &c.ProportionalGain })},
+	{AttrBalanceKi, kindNumber, false, "6 / `tick_period` s", "balancer integral gain per second, > 0 (0.4 of the relative error per tick: 0.1 at the 1 min default)",
+		balanceNumber(func(c *balance.Config) *float64 { return &c.IntegralGain })},
+	{AttrBalanceMinShare, kindNumber, false, "0.01", "lowest node weight, a multiple of the equal share 1/N, in (0, 1]",
+		balanceNumber(func(c *balance.Config) *float64 { return &c.MinShare })},
+	{AttrBalanceMaxShare, kindNumber, false, "8", "highest node weight, a multiple of the equal share 1/N, >= 1",
+		balanceNumber(func(c *balance.Config) *float64 { return &c.MaxShare })},
+	{AttrBalanceMinMean, kindNumber, false, "1", "fleet mean utilization, percent, below which the weights are held",
+		balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
+}
+
+// omit says whether an attribute is left out of the item for its value.
+type omit bool
+
+const (
+	always     omit = false // always written
+	unlessZero omit = true  // left out at its zero value
+)
+
+func number(f func(*Params) *float64, def float64, o omit) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) { *f(p) = d.number(name, def) },
+		func(p Params, a map[string]any, name string) {
+			if v := *f(&p); v != 0 || o == always {
+				a[name] = v
+			}
+		},
+	}
+}
+
+func text(f func(*Params) *string, def string, o omit) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) { *f(p) = d.str(name, def) },
+		func(p Params, a map[string]any, name string) {
+			if v := *f(&p); v != "" || o == always {
+				a[name] = v
+			}
+		},
+	}
+}
+
+func duration(f func(*Params) *time.Duration, def time.Duration, o omit) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) { *f(p) = d.duration(name, def) },
+		func(p Params, a map[string]any, name string) {
+			if v := *f(&p); v != 0 || o == always {
+				a[name] = v.String()
+			}
+		},
+	}
+}
+
+func boolean(f func(*Params) *bool, def bool, o omit) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) { *f(p) = d.boolean(name, def) },
+		func(p Params, a map[string]any, name string) {
+			if v := *f(&p); v || o == always {
+				a[name] = v
+			}
+		},
+	}
+}
+
+// The attributes whose default or presence depends on other attributes.
+
+var manualRate = codec{
+	func(d *decoder, p *Params, name string) { p.ManualRate = d.number(name, 0) },
+	func(p Params, a map[string]any, name string) {
+		if p.Mode == ModeManual || p.ManualRate != 0 {
+			a[name] = p.ManualRate
+		}
+	},
+}
+
+// antiWindup: "none" in the item is control.AntiWindupNone ("").
+var antiWindup = codec{
+	func(d *decoder, p *Params, name string) {
+		aw := d.str(name, string(control.AntiWindupConditional))
+		if aw == "none" {
+			aw = string(control.AntiWindupNone)
+		}
+		p.AntiWindup = control.AntiWindup(aw)
+	},
+	func(p Params, a map[string]any, name string) {
+		aw := string(p.AntiWindup)
+		if aw == "" {
+			aw = "none"
+		}
+		a[name] = aw
+	},
+}
+
+// feedforwardAttrs are the attributes of the feedforward model: any of them
+// enables it, and then ff_gain is required.
+var feedforwardAttrs = []string{AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime}
+
+// model returns p's feedforward model, created when the item has any of its
+// attributes; nil otherwise.
+func (d *decoder) model(p *Params) *control.FOPDT {
+	if p.Feedforward == nil && slices.ContainsFunc(feedforwardAttrs, d.present) {
+		p.Feedforward = &control.FOPDT{}
+	}
+	return p.Feedforward
+}
+
+var ffGain = codec{
+	func(d *decoder, p *Params, name string) {
+		m := d.model(p)
+		if m == nil {
+			return
+		}
+		if !d.present(name) {
+			d.fail(name, "missing; feedforward attributes (ff_base, ff_tau, ff_dead_time) need the model gain")
+		}
+		m.Gain = d.number(name, 0)
+	},
+	func(p Params, a map[string]any, name string) {
+		if p.Feedforward != nil {
+			a[name] = p.Feedforward.Gain
+		}
+	},
+}
+
+func ffNumber(f func(*control.FOPDT) *float64) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) {
+			if m := d.model(p); m != nil {
+				*f(m) = d.number(name, 0)
+			}
+		},
+		func(p Params, a map[string]any, name string) {
+			if p.Feedforward != nil {
+				a[name] = *f(p.Feedforward)
+			}
+		},
+	}
+}
+
+func ffDuration(f func(*control.FOPDT) *time.Duration) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) {
+			if m := d.model(p); m != nil {
+				*f(m) = d.duration(name, 0)
+			}
+		},
+		func(p Params, a map[string]any, name string) {
+			if p.Feedforward != nil {
+				a[name] = f(p.Feedforward).String()
+			}
+		},
+	}
+}
+
+// rateTTL defaults to DefaultRateTTLTicks tick periods (when the tick period
+// itself decoded).
+var rateTTL = codec{
+	func(d *decoder, p *Params, name string) {
+		p.RateTTL = d.duration(name, 0)
+		if !d.present(name) && !d.failed(AttrTickPeriod) {
+			p.RateTTL = DefaultRateTTLTicks * p.TickPeriod
+		}
+	},
+	func(p Params, a map[string]any, name string) { a[name] = p.RateTTL.String() },
+}
+
+// cloudWatchText is a CloudWatch attribute with a default for CloudWatch
+// loops, written only for them.
+func cloudWatchText(f func(*Params) *string, def string) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) {
+			v := def
+			if p.Metric.Source != SourceCloudWatch {
+				v = ""
+			}
+			*f(p) = d.str(name, v)
+		},
+		func(p Params, a map[string]any, name string) {
+			if p.Metric.Source != SourcePrometheus {
+				a[name] = *f(&p)
+			}
+		},
+	}
+}
+
+var metricPeriod = codec{
+	func(d *decoder, p *Params, name string) {
+		var def time.Duration
+		if p.Metric.Source == SourceCloudWatch {
+			def = DefaultPeriod
+		}
+		p.Metric.Period = d.duration(name, def)
+	},
+	func(p Params, a map[string]any, name string) {
+		if p.Metric.Source != SourcePrometheus {
+			a[name] = p.Metric.Period.String()
+		}
+	},
+}
+
+var dimensions = codec{
+	func(d *decoder, p *Params, name string) { p.Metric.Dimensions = d.stringMap(name) },
+	func(p Params, a map[string]any, name string) {
+		if p.Metric.Source == SourcePrometheus || (p.Metric.Dimensions == nil && len(p.Nodes) > 0) {
+			return
+		}
+		dims := make(map[string]any, len(p.Metric.Dimensions))
+		for k, v := range p.Metric.Dimensions {
+			dims[k] = v
+		}
+		a[name] = dims
+	},
+}
+
+var promQL = codec{
+	func(d *decoder, p *Params, name string) { p.Metric.PromQL = d.str(name, "") },
+	func(p Params, a map[string]any, name string) {
+		if p.Metric.Source == SourcePrometheus {
+			a[name] = p.Metric.PromQL
+		}
+	},
+}
+
+// safeRate defaults to min_rate.
+var safeRate = codec{
+	func(d *decoder, p *Params, name string) {
+		p.Stale.SafeRate = d.number(name, math.NaN())
+		if math.IsNaN(p.Stale.SafeRate) {
+			p.Stale.SafeRate = p.MinRate
+		}
+	},
+	func(p Params, a map[string]any, name string) { a[name] = p.Stale.SafeRate },
+}
+
+var nodes = codec{
+	func(d *decoder, p *Params, _ string) { p.Nodes = d.decodeNodes() },
+	func(p Params, a map[string]any, name string) {
+		if len(p.Nodes) == 0 {
+			return
+		}
+		m := make(map[string]any, len(p.Nodes))
+		for _, n := range p.Nodes {
+			m[n.Name] = map[string]any{"endpoint": n.Endpoint, "metric": n.Metric}
+		}
+		a[name] = m
+	},
+}
+
+// balanceAttrs are the balancer's attributes: any of them sets
+// Params.Balance, the others taking their defaults.
+var balanceAttrs = []string{AttrBalanceKp, AttrBalanceKi, AttrBalanceMinShare, AttrBalanceMaxShare, AttrBalanceMinMean}
+
+func balanceNumber(f func(*balance.Config) *float64) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) {
+			if !slices.ContainsFunc(balanceAttrs, d.present) {
+				return
+			}
+			def := DefaultBalanceConfig(p.TickPeriod)
+			if p.Balance == nil {
+				p.Balance = &def
+			}
+			*f(p.Balance) = d.number(name, *f(&def))
+		},
+		func(p Params, a map[string]any, name string) {
+			if p.Balance != nil {
+				a[name] = *f(p.Balance)
+			}
+		},
+	}
+}
+
+// ParamsMarkdown returns the table of PARAMS attributes that
+// docs/controller.md shows (a test keeps the doc current).
+func ParamsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| attribute | type | default | meaning |\n|---|---|---|---|\n")
+	for _, p := range paramTable {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.name, p.kind.short(), p.def, p.doc)
+	}
+	return b.String()
+}

@@ -1,0 +1,62 @@
+package loop_test
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+var update = flag.Bool("update", false, "rewrite the parameter table of docs/controller.md")
+
+// TestDocsParamsTable keeps the parameter table of docs/controller.md what
+// the declarations say.
+func TestDocsParamsTable(t *testing.T) {
+	const path = "../../docs/controller.md"
+	const begin, end = "-->\n", "<!-- end of params table -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "<!-- params table:")
+	j := strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no params table markers", path)
+	}
+	i += strings.Index(doc[i:], begin) + len(begin)
+	want := loop.ParamsMarkdown()
+	if *update {
+		if err := os.WriteFile(path, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got := doc[i:j]; got != want {
+		t.Errorf("%s: the parameter table is not the declared one; run `go test ./pkg/loop -run TestDocsParamsTable -update`", path)
+	}
+}
+
+// Every declared attribute round-trips: encoding a decoded item and decoding
+// it again gives the same parameters.
+func TestParamsAttributesCoverEncoding(t *testing.T) {
+	names := map[string]bool{}
+	for _, a := range loop.ParamsAttributes() {
+		names[a[0]] = true
+	}
+	p, err := loop.DecodeParams("t", map[string]any{
+		"setpoint": 70.0, "kp": 1.0, "ki": 0.1, "min_rate": 1.0, "max_rate": 100.0,
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db"}, "ff_gain": 0.05,
+		"balance_kp": 0.2, "derivative_filter": "10s", "delay_aware": true, "noise_band": 1.0,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range p.Attrs() {
+		if !names[name] {
+			t.Errorf("Attrs writes %q, which ParamsAttributes does not declare", name)
+		}
+	}
+}
