@@ -155,109 +155,133 @@ func Tune(m control.FOPDT, rule Rule, opt Options) (Gains, error) {
 	if form != PI && form != PID {
 		return Gains{}, fmt.Errorf("tune %s: unknown controller form %q: want pi or pid", rule, form)
 	}
-	k := m.Gain
-	tau := m.Tau.Seconds()
-	theta := m.DeadTime.Seconds()
-	var kc, ti, td float64
+	p := plant{k: m.Gain, tau: m.Tau.Seconds(), theta: m.DeadTime.Seconds(), tauC: opt.TauC, model: m}
+	var t terms
+	var err error
 	switch rule {
 	case SIMC:
-		tc := opt.TauC.Seconds()
-		if opt.TauC == 0 {
-			tc = theta
+		if p.tau+p.simcTauC()+p.theta > 0 && p.tau == 0 {
+			return simcIntegral(p, form), nil
 		}
-		if tau+tc+theta <= 0 {
-			return Gains{}, fmt.Errorf("tune simc: time constant, dead time and tau_c are all zero: give --tauc or a model with dynamics")
-		}
-		if tau == 0 {
-			// A pure delay: SIMC gives pure integral control with
-			// Ki = 1/(k (tau_c + theta)); represent it as the limit
-			// Kp -> 0 of a PI with Kp/Ti fixed.
-			ki := 1 / (k * (tc + theta))
-			g := Gains{Rule: rule, Form: form, Ki: ki}
-			if form == PID {
-				// Improved SIMC: serial derivative theta/3 on the
-				// integrator gives Kp = Ki*theta/3, no Kd.
-				g.Kp = ki * theta / 3
-				g.Ti = seconds(theta / 3)
-			}
-			return g, nil
-		}
-		// Skogestad (2003), eq. (27)-(28): Kc = tau/(k (tau_c+theta)),
-		// tau_I = min(tau, 4 (tau_c+theta)).
-		kc = tau / (k * (tc + theta))
-		ti = min(tau, 4*(tc+theta))
-		if form == PID && theta > 0 {
-			// Grimholt & Skogestad (2018): series tau_D = theta/3;
-			// convert series (kc, ti, td) to parallel.
-			tds := theta / 3
-			kc, ti, td = kc*(1+tds/ti), ti+tds, ti*tds/(ti+tds)
-		}
+		t, err = simc(p, form)
 	case IMC:
-		lambda := opt.TauC.Seconds()
-		if opt.TauC == 0 {
-			lambda = max(1.7*theta, 0.2*tau)
-			if form == PID {
-				lambda = max(0.8*theta, 0.2*tau)
-			}
-		}
-		switch form {
-		case PI:
-			// Rivera et al. (1986), PI for FOPDT (first-order Pade):
-			// Kc = tau/(k (lambda+theta)), tau_I = tau.
-			kc = tau / (k * (lambda + theta))
-			ti = tau
-		case PID:
-			// Rivera et al. (1986), PID: Kc = (tau+theta/2)/(k (lambda+theta/2)),
-			// tau_I = tau+theta/2, tau_D = tau theta/(2 tau+theta).
-			kc = (tau + theta/2) / (k * (lambda + theta/2))
-			ti = tau + theta/2
-			if ti > 0 {
-				td = tau * theta / (2*tau + theta)
-			}
-		}
-		if ti <= 0 {
-			return Gains{}, fmt.Errorf("tune imc: the model has no time constant, so IMC gives no integral time: use simc")
-		}
+		t, err = imc(p, form)
 	case ZieglerNichols:
-		if theta <= 0 {
-			return Gains{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive dead time (the model has none)")
-		}
-		a := k * theta / tau
-		if tau <= 0 {
-			return Gains{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive time constant (the model has none)")
-		}
-		switch form {
-		case PI: // Kc = 0.9/a, Ti = 3 theta (Ziegler & Nichols 1942).
-			kc, ti = 0.9/a, 3*theta
-		case PID: // Kc = 1.2/a, Ti = 2 theta, Td = theta/2.
-			kc, ti, td = 1.2/a, 2*theta, theta/2
-		}
+		t, err = zieglerNichols(p, form)
 	case CohenCoon:
-		if theta <= 0 || tau <= 0 {
-			return Gains{}, fmt.Errorf("tune cc: Cohen-Coon needs a positive time constant and dead time (model has %v and %v)", m.Tau, m.DeadTime)
-		}
-		r := theta / tau
-		switch form {
-		case PI: // Kc = (1/k)(tau/theta)(0.9 + r/12), Ti = theta (30+3r)/(9+20r).
-			kc = (0.9 + r/12) / (k * r)
-			ti = theta * (30 + 3*r) / (9 + 20*r)
-		case PID: // Kc = (1/k)(tau/theta)(4/3 + r/4), Ti = theta (32+6r)/(13+8r), Td = 4 theta/(11+2r).
-			kc = (4.0/3 + r/4) / (k * r)
-			ti = theta * (32 + 6*r) / (13 + 8*r)
-			td = 4 * theta / (11 + 2*r)
-		}
+		t, err = cohenCoon(p, form)
 	default:
 		return Gains{}, fmt.Errorf("unknown tuning rule %q: want simc, imc, zn or cc", rule)
 	}
-	return Gains{
-		Rule: rule,
-		Form: form,
-		Kp:   kc,
-		Ki:   kc / ti,
-		Kd:   kc * td,
-		Ti:   seconds(ti),
-		Td:   seconds(td),
-	}, nil
+	if err != nil {
+		return Gains{}, err
+	}
+	return Gains{Rule: rule, Form: form, Kp: t.kc, Ki: t.kc / t.ti, Kd: t.kc * t.td, Ti: seconds(t.ti), Td: seconds(t.td)}, nil
+}
+
+// plant is the model a rule tunes for, in seconds.
+type plant struct {
+	k, tau, theta float64
+	tauC          time.Duration
+	model         control.FOPDT
+}
+
+// terms are a rule's result: gain, integral and derivative time (seconds).
+type terms struct{ kc, ti, td float64 }
+
+// simcTauC is SIMC's closed-loop time constant: tau_c, or the dead time.
+func (p plant) simcTauC() float64 {
+	if p.tauC == 0 {
+		return p.theta
+	}
+	return p.tauC.Seconds()
+}
+
+// simcIntegral is SIMC for a pure delay: pure integral control with
+// Ki = 1/(k (tau_c + theta)), the limit Kp -> 0 of a PI with Kp/Ti fixed.
+func simcIntegral(p plant, form Form) Gains {
+	ki := 1 / (p.k * (p.simcTauC() + p.theta))
+	g := Gains{Rule: SIMC, Form: form, Ki: ki}
+	if form == PID {
+		// Improved SIMC: serial derivative theta/3 on the integrator gives
+		// Kp = Ki*theta/3, no Kd.
+		g.Kp = ki * p.theta / 3
+		g.Ti = seconds(p.theta / 3)
+	}
+	return g
+}
+
+func simc(p plant, form Form) (terms, error) {
+	tc, tau, theta := p.simcTauC(), p.tau, p.theta
+	if tau+tc+theta <= 0 {
+		return terms{}, fmt.Errorf("tune simc: time constant, dead time and tau_c are all zero: give --tauc or a model with dynamics")
+	}
+	// Skogestad (2003), eq. (27)-(28): Kc = tau/(k (tau_c+theta)),
+	// tau_I = min(tau, 4 (tau_c+theta)).
+	t := terms{kc: tau / (p.k * (tc + theta)), ti: min(tau, 4*(tc+theta))}
+	if form == PID && theta > 0 {
+		// Grimholt & Skogestad (2018): series tau_D = theta/3; convert
+		// series (kc, ti, td) to parallel.
+		tds := theta / 3
+		t = terms{t.kc * (1 + tds/t.ti), t.ti + tds, t.ti * tds / (t.ti + tds)}
+	}
+	return t, nil
+}
+
+func imc(p plant, form Form) (terms, error) {
+	tau, theta := p.tau, p.theta
+	lambda := p.tauC.Seconds()
+	if p.tauC == 0 {
+		lambda = max(1.7*theta, 0.2*tau)
+		if form == PID {
+			lambda = max(0.8*theta, 0.2*tau)
+		}
+	}
+	var t terms
+	switch form {
+	case PI:
+		// Rivera et al. (1986), PI for FOPDT (first-order Pade):
+		// Kc = tau/(k (lambda+theta)), tau_I = tau.
+		t = terms{kc: tau / (p.k * (lambda + theta)), ti: tau}
+	case PID:
+		// Rivera et al. (1986), PID: Kc = (tau+theta/2)/(k (lambda+theta/2)),
+		// tau_I = tau+theta/2, tau_D = tau theta/(2 tau+theta).
+		t = terms{kc: (tau + theta/2) / (p.k * (lambda + theta/2)), ti: tau + theta/2}
+		if t.ti > 0 {
+			t.td = tau * theta / (2*tau + theta)
+		}
+	}
+	if t.ti <= 0 {
+		return terms{}, fmt.Errorf("tune imc: the model has no time constant, so IMC gives no integral time: use simc")
+	}
+	return t, nil
+}
+
+func zieglerNichols(p plant, form Form) (terms, error) {
+	if p.theta <= 0 {
+		return terms{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive dead time (the model has none)")
+	}
+	if p.tau <= 0 {
+		return terms{}, fmt.Errorf("tune zn: the reaction-curve rule needs a positive time constant (the model has none)")
+	}
+	a := p.k * p.theta / p.tau
+	if form == PID { // Kc = 1.2/a, Ti = 2 theta, Td = theta/2.
+		return terms{1.2 / a, 2 * p.theta, p.theta / 2}, nil
+	}
+	return terms{kc: 0.9 / a, ti: 3 * p.theta}, nil // Kc = 0.9/a, Ti = 3 theta (Ziegler & Nichols 1942).
+}
+
+func cohenCoon(p plant, form Form) (terms, error) {
+	theta := p.theta
+	if theta <= 0 || p.tau <= 0 {
+		return terms{}, fmt.Errorf("tune cc: Cohen-Coon needs a positive time constant and dead time (model has %v and %v)", p.model.Tau, p.model.DeadTime)
+	}
+	r := theta / p.tau
+	if form == PID { // Kc = (1/k)(tau/theta)(4/3 + r/4), Ti = theta (32+6r)/(13+8r), Td = 4 theta/(11+2r).
+		return terms{(4.0/3 + r/4) / (p.k * r), theta * (32 + 6*r) / (13 + 8*r), 4 * theta / (11 + 2*r)}, nil
+	}
+	// Kc = (1/k)(tau/theta)(0.9 + r/12), Ti = theta (30+3r)/(9+20r).
+	return terms{kc: (0.9 + r/12) / (p.k * r), ti: theta * (30 + 3*r) / (9 + 20*r)}, nil
 }
 
 // LoopModel returns the model the controller sees: the plant's model with
