@@ -229,66 +229,10 @@ func Fit(d Data) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	n := d.Len()
-	span := d.T[n-1] - d.T[s]
-	buf := make([]float64, n)
-	cost := func(tau, theta float64) (sse, base, gain float64) {
-		tau = math.Max(0, tau)
-		theta = math.Max(0, theta)
-		x := respond(tau, theta, d.T, d.U, buf)
-		base, gain = linfit(x, d.Y)
-		for i, v := range x {
-			r := d.Y[i] - (base + gain*v)
-			sse += r * r
-		}
-		return sse, base, gain
-	}
-
-	// Coarse grid over the feasible region, then a simplex from each of the
-	// best few grid points and from the two-point guess; the objective is
-	// mirrored at zero so that the simplex may cross the bounds.
-	type candidate struct{ c, tau, theta float64 }
-	const nTheta, nTau, nStarts = 40, 30, 4
-	var starts []candidate
-	consider := func(tau, theta float64) {
-		c, _, _ := cost(tau, theta)
-		starts = append(starts, candidate{c, tau, theta})
-		for k := len(starts) - 1; k > 0 && starts[k].c < starts[k-1].c; k-- {
-			starts[k], starts[k-1] = starts[k-1], starts[k]
-		}
-		if len(starts) > nStarts {
-			starts = starts[:nStarts]
-		}
-	}
-	for i := range nTheta {
-		// Denser near zero: dead times are usually short against the test.
-		f := float64(i) / nTheta
-		theta := span * f * f
-		for j := range nTau + 1 {
-			tau := 0.0
-			if j > 0 {
-				tau = span * 1e-3 * math.Pow(2e3, float64(j-1)/float64(nTau-1))
-			}
-			consider(tau, theta)
-		}
-	}
-	starts = append(starts, candidate{tau: guess.Tau.Seconds(), theta: guess.DeadTime.Seconds()})
-	obj := func(p [2]float64) float64 {
-		c, _, _ := cost(math.Abs(p[0]), math.Abs(p[1]))
-		return c
-	}
-	best, p := math.Inf(1), [2]float64{}
-	for _, st := range starts {
-		q := nelderMead(obj, [2]float64{st.tau, st.theta}, [2]float64{math.Max(st.tau/4, 1e-3*span), math.Max(st.theta/4, 1e-3*span)}, 300)
-		// Restart once from where it stopped, against early collapse.
-		q = nelderMead(obj, q, [2]float64{math.Max(math.Abs(q[0])/10, 1e-4*span), math.Max(math.Abs(q[1])/10, 1e-4*span)}, 300)
-		if c := obj(q); c < best {
-			best, p = c, q
-		}
-	}
-	p[0], p[1] = math.Abs(p[0]), math.Abs(p[1])
-	tau, theta := math.Max(0, p[0]), math.Max(0, p[1])
-	sse, base, gain := cost(tau, theta)
+	f := fitter{d: d, span: d.T[d.Len()-1] - d.T[s], buf: make([]float64, d.Len())}
+	starts := append(f.gridStarts(), candidate{tau: guess.Tau.Seconds(), theta: guess.DeadTime.Seconds()})
+	tau, theta := f.search(starts)
+	sse, base, gain := f.cost(tau, theta)
 	if !(gain > 0) {
 		return Result{}, fmt.Errorf("fitted gain %.3g: %w", gain, ErrNoResponse)
 	}
@@ -300,8 +244,84 @@ func Fit(d Data) (Result, error) {
 			Base:     base,
 		},
 		Guess: guess,
-		RMSE:  math.Sqrt(sse / float64(n)),
+		RMSE:  math.Sqrt(sse / float64(d.Len())),
 	}, nil
+}
+
+// fitter is the least-squares fit of a FOPDT to a step test: for a given
+// time constant and dead time the base and gain are linear, so the search
+// runs over (tau, theta) only.
+type fitter struct {
+	d    Data
+	span float64 // seconds from the step to the end of the test
+	buf  []float64
+}
+
+// candidate is a point of the search with its cost.
+type candidate struct{ c, tau, theta float64 }
+
+// cost returns the sum of squared residuals of the best base and gain for tau
+// and theta (negative values count as zero).
+func (f *fitter) cost(tau, theta float64) (sse, base, gain float64) {
+	tau = math.Max(0, tau)
+	theta = math.Max(0, theta)
+	x := respond(tau, theta, f.d.T, f.d.U, f.buf)
+	base, gain = linfit(x, f.d.Y)
+	for i, v := range x {
+		r := f.d.Y[i] - (base + gain*v)
+		sse += r * r
+	}
+	return sse, base, gain
+}
+
+// gridStarts evaluates a coarse grid over the feasible region and returns
+// its best few points.
+func (f *fitter) gridStarts() []candidate {
+	const nTheta, nTau, nStarts = 40, 30, 4
+	var starts []candidate
+	consider := func(tau, theta float64) {
+		c, _, _ := f.cost(tau, theta)
+		starts = append(starts, candidate{c, tau, theta})
+		for k := len(starts) - 1; k > 0 && starts[k].c < starts[k-1].c; k-- {
+			starts[k], starts[k-1] = starts[k-1], starts[k]
+		}
+		if len(starts) > nStarts {
+			starts = starts[:nStarts]
+		}
+	}
+	for i := range nTheta {
+		// Denser near zero: dead times are usually short against the test.
+		fr := float64(i) / nTheta
+		theta := f.span * fr * fr
+		for j := range nTau + 1 {
+			tau := 0.0
+			if j > 0 {
+				tau = f.span * 1e-3 * math.Pow(2e3, float64(j-1)/float64(nTau-1))
+			}
+			consider(tau, theta)
+		}
+	}
+	return starts
+}
+
+// search runs a simplex from each start (restarted once where it stopped,
+// against early collapse) and returns the best (tau, theta). The objective is
+// mirrored at zero so that the simplex may cross the bounds.
+func (f *fitter) search(starts []candidate) (tau, theta float64) {
+	span := f.span
+	obj := func(p [2]float64) float64 {
+		c, _, _ := f.cost(math.Abs(p[0]), math.Abs(p[1]))
+		return c
+	}
+	best, p := math.Inf(1), [2]float64{}
+	for _, st := range starts {
+		q := nelderMead(obj, [2]float64{st.tau, st.theta}, [2]float64{math.Max(st.tau/4, 1e-3*span), math.Max(st.theta/4, 1e-3*span)}, 300)
+		q = nelderMead(obj, q, [2]float64{math.Max(math.Abs(q[0])/10, 1e-4*span), math.Max(math.Abs(q[1])/10, 1e-4*span)}, 300)
+		if c := obj(q); c < best {
+			best, p = c, q
+		}
+	}
+	return math.Max(0, math.Abs(p[0])), math.Max(0, math.Abs(p[1]))
 }
 
 // linfit returns a and b minimising sum (y - a - b x)^2.
