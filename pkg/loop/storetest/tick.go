@@ -39,206 +39,216 @@ func SampleParams(id string) loop.Params {
 	return p
 }
 
+// contractTime is the time the contract's items are written at.
+func contractTime() time.Time { return time.Date(2026, 11, 29, 23, 0, 0, 5000, time.UTC) }
+
 // TestTickStore runs the contract of the items a controller tick reads and
 // writes against a fresh store from newStore.
 func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Run("params round trip", func(t *testing.T) { testParamsRoundTrip(t, newStore(t)) })
+	t.Run("load loops", func(t *testing.T) { testLoadLoops(t, newStore(t)) })
+	t.Run("commit round trip", func(t *testing.T) { testCommitRoundTrip(t, newStore(t)) })
+	t.Run("conditional on version", func(t *testing.T) { testConditionalOnVersion(t, newStore(t)) })
+	t.Run("one winner among concurrent commits", func(t *testing.T) { testOneWinnerAmongConcurrentCommits(t, newStore(t)) })
+}
+
+func testParamsRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
-	at := time.Date(2026, 11, 29, 23, 0, 0, 5000, time.UTC)
+	if _, err := s.ReadParams(ctx, "x"); !errors.Is(err, loop.ErrNotFound) {
+		t.Fatalf("ReadParams(missing) error = %v; want loop.ErrNotFound", err)
+	}
+	attrs := map[string]any{
+		"setpoint": 65.5, "kp": 1.0, "mode": "manual", "enabled": false,
+		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db-1"},
+		"x_note":            "operator's own attribute",
+		"kd":                "not a number", // stored as is: validation is the reader's job
+	}
+	if err := s.WriteParams(ctx, "x", attrs); err != nil {
+		t.Fatalf("WriteParams: %v", err)
+	}
+	got, err := s.ReadParams(ctx, "x")
+	if err != nil {
+		t.Fatalf("ReadParams: %v", err)
+	}
+	if !reflect.DeepEqual(got, attrs) {
+		t.Errorf("ReadParams = %#v; want %#v", got, attrs)
+	}
+	p := SampleParams("y")
+	if err := s.WriteParams(ctx, "y", p.Attrs()); err != nil {
+		t.Fatalf("WriteParams: %v", err)
+	}
+	raw, err := s.ReadParams(ctx, "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := loop.DecodeParams("y", raw)
+	if err != nil {
+		t.Fatalf("DecodeParams(ReadParams(Attrs())): %v", err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Errorf("params after store round trip = %+v; want %+v", back, p)
+	}
+}
 
-	t.Run("params round trip", func(t *testing.T) {
-		s := newStore(t)
-		if _, err := s.ReadParams(ctx, "x"); !errors.Is(err, loop.ErrNotFound) {
-			t.Fatalf("ReadParams(missing) error = %v; want loop.ErrNotFound", err)
-		}
-		attrs := map[string]any{
-			"setpoint": 65.5, "kp": 1.0, "mode": "manual", "enabled": false,
-			"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db-1"},
-			"x_note":            "operator's own attribute",
-			"kd":                "not a number", // stored as is: validation is the reader's job
-		}
-		if err := s.WriteParams(ctx, "x", attrs); err != nil {
-			t.Fatalf("WriteParams: %v", err)
-		}
-		got, err := s.ReadParams(ctx, "x")
-		if err != nil {
-			t.Fatalf("ReadParams: %v", err)
-		}
-		if !reflect.DeepEqual(got, attrs) {
-			t.Errorf("ReadParams = %#v; want %#v", got, attrs)
-		}
-		p := SampleParams("y")
-		if err := s.WriteParams(ctx, "y", p.Attrs()); err != nil {
-			t.Fatalf("WriteParams: %v", err)
-		}
-		raw, err := s.ReadParams(ctx, "y")
-		if err != nil {
+func testLoadLoops(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	snaps, err := s.LoadLoops(ctx)
+	if err != nil || len(snaps) != 0 {
+		t.Fatalf("LoadLoops(empty) = %v, %v; want none", snaps, err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs()); err != nil {
 			t.Fatal(err)
 		}
-		back, err := loop.DecodeParams("y", raw)
-		if err != nil {
-			t.Fatalf("DecodeParams(ReadParams(Attrs())): %v", err)
+	}
+	st := loop.State{Loop: "b", Version: 1, TickAt: at, Rate: 5}
+	if err := s.CommitTick(ctx, loop.Commit{State: st}); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err = s.LoadLoops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]loop.Snapshot{}
+	for _, sn := range snaps {
+		got[sn.Loop] = sn
+	}
+	if len(got) != 3 {
+		t.Fatalf("LoadLoops returned loops %v; want a, b, c", snaps)
+	}
+	for id, sn := range got {
+		if sn.Params == nil {
+			t.Errorf("loop %s: no params", id)
 		}
-		if !reflect.DeepEqual(back, p) {
-			t.Errorf("params after store round trip = %+v; want %+v", back, p)
+		if (sn.State != nil) != (id == "b") {
+			t.Errorf("loop %s: state = %v; want one only for b", id, sn.State)
 		}
-	})
+	}
+	if sn := got["b"]; sn.State != nil && (sn.State.Version != 1 || sn.State.Rate != 5) {
+		t.Errorf("loop b state = %+v; want version 1, rate 5", *sn.State)
+	}
+}
 
-	t.Run("load loops", func(t *testing.T) {
-		s := newStore(t)
-		snaps, err := s.LoadLoops(ctx)
-		if err != nil || len(snaps) != 0 {
-			t.Fatalf("LoadLoops(empty) = %v, %v; want none", snaps, err)
-		}
-		for _, id := range []string{"a", "b", "c"} {
-			if err := s.WriteParams(ctx, id, SampleParams(id).Attrs()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st := loop.State{Loop: "b", Version: 1, TickAt: at, Rate: 5}
-		if err := s.CommitTick(ctx, loop.Commit{State: st}); err != nil {
-			t.Fatal(err)
-		}
-		snaps, err = s.LoadLoops(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]loop.Snapshot{}
-		for _, sn := range snaps {
-			got[sn.Loop] = sn
-		}
-		if len(got) != 3 {
-			t.Fatalf("LoadLoops returned loops %v; want a, b, c", snaps)
-		}
-		for id, sn := range got {
-			if sn.Params == nil {
-				t.Errorf("loop %s: no params", id)
-			}
-			if (sn.State != nil) != (id == "b") {
-				t.Errorf("loop %s: state = %v; want one only for b", id, sn.State)
-			}
-		}
-		if sn := got["b"]; sn.State != nil && (sn.State.Version != 1 || sn.State.Rate != 5) {
-			t.Errorf("loop b state = %+v; want version 1, rate 5", *sn.State)
-		}
-	})
+func testCommitRoundTrip(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	p := SampleParams("l")
+	bc := loop.DefaultBalanceConfig(time.Minute)
+	p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
+	p.Balance, p.Regulate = &bc, loop.RegulateMean
+	st := loop.State{
+		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
+		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
+		Terms: control.Output{Rate: 321.5, P: 7, I: 300, D: -1, FF: 15.5, Saturated: true},
+		Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
+			HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
+			Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
+		Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs()),
+		Balance: balance.State{Mean: 61.25, Ticks: 7, Nodes: map[string]balance.NodeState{
+			"a": {Weight: 1.0 / 6, Error: -0.012345678901234567, Primed: true},
+			"b": {Weight: 1.0 / 3, Error: 0.1},
+			"c": {Weight: 0.5, Missing: 2},
+		}},
+	}
+	rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
+		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
+	status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",
+		InForce: "last valid parameters", Fingerprint: "abc", CheckedAt: at, Tick: 1}
+	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st, Rate: &rate, Status: &status}); err != nil {
+		t.Fatalf("CommitTick: %v", err)
+	}
+	got, err := s.ReadState(ctx, "l")
+	if err != nil {
+		t.Fatalf("ReadState: %v", err)
+	}
+	if !reflect.DeepEqual(got, st) {
+		t.Errorf("ReadState = %+v\nwant        %+v", got, st)
+	}
+	gotRate, err := s.ReadRate(ctx, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRate(t, gotRate, rate)
+	gotStatus, err := s.ReadStatus(ctx, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotStatus, status) {
+		t.Errorf("ReadStatus = %+v; want %+v", gotStatus, status)
+	}
 
-	t.Run("commit round trip", func(t *testing.T) {
-		s := newStore(t)
-		p := SampleParams("l")
-		bc := loop.DefaultBalanceConfig(time.Minute)
-		p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
-		p.Balance, p.Regulate = &bc, loop.RegulateMean
-		st := loop.State{
-			Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
-			Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
-			Terms: control.Output{Rate: 321.5, P: 7, I: 300, D: -1, FF: 15.5, Saturated: true},
-			Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
-				HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
-				Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
-			Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs()),
-			Balance: balance.State{Mean: 61.25, Ticks: 7, Nodes: map[string]balance.NodeState{
-				"a": {Weight: 1.0 / 6, Error: -0.012345678901234567, Primed: true},
-				"b": {Weight: 1.0 / 3, Error: 0.1},
-				"c": {Weight: 0.5, Missing: 2},
-			}},
-		}
-		rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
-			Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
-		status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",
-			InForce: "last valid parameters", Fingerprint: "abc", CheckedAt: at, Tick: 1}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st, Rate: &rate, Status: &status}); err != nil {
-			t.Fatalf("CommitTick: %v", err)
-		}
-		got, err := s.ReadState(ctx, "l")
-		if err != nil {
-			t.Fatalf("ReadState: %v", err)
-		}
-		if !reflect.DeepEqual(got, st) {
-			t.Errorf("ReadState = %+v\nwant        %+v", got, st)
-		}
-		gotRate, err := s.ReadRate(ctx, "l")
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertRate(t, gotRate, rate)
-		gotStatus, err := s.ReadStatus(ctx, "l")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(gotStatus, status) {
-			t.Errorf("ReadStatus = %+v; want %+v", gotStatus, status)
-		}
+	// A commit without rate or status leaves them as they were.
+	st2 := loop.State{Loop: "l", Version: 2, TickAt: at.Add(time.Minute), Measured: math.NaN()}
+	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 1, State: st2}); err != nil {
+		t.Fatalf("second CommitTick: %v", err)
+	}
+	if r, err := s.ReadRate(ctx, "l"); err != nil || r.Tick != 1 {
+		t.Errorf("RATE after a commit without rate = %+v, %v; want the tick 1 rate", r, err)
+	}
+	if got, err := s.ReadState(ctx, "l"); err != nil || got.Version != 2 || !math.IsNaN(got.Measured) {
+		t.Errorf("STATE after second commit = %+v, %v; want version 2 with no measurement (NaN)", got, err)
+	}
+}
 
-		// A commit without rate or status leaves them as they were.
-		st2 := loop.State{Loop: "l", Version: 2, TickAt: at.Add(time.Minute), Measured: math.NaN()}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 1, State: st2}); err != nil {
-			t.Fatalf("second CommitTick: %v", err)
+func testConditionalOnVersion(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	commit := func(prev int64) error {
+		return s.CommitTick(ctx, loop.Commit{PrevVersion: prev, State: loop.State{Loop: "v", Version: prev + 1, TickAt: at}})
+	}
+	steps := []struct {
+		prev     int64
+		conflict bool
+	}{{0, false}, {0, true}, {2, true}, {1, false}, {1, true}, {2, false}}
+	for i, st := range steps {
+		err := commit(st.prev)
+		if st.conflict != errors.Is(err, loop.ErrConflict) || (!st.conflict && err != nil) {
+			t.Errorf("step %d: CommitTick(prev %d) = %v; want conflict %v", i, st.prev, err, st.conflict)
 		}
-		if r, err := s.ReadRate(ctx, "l"); err != nil || r.Tick != 1 {
-			t.Errorf("RATE after a commit without rate = %+v, %v; want the tick 1 rate", r, err)
-		}
-		if got, err := s.ReadState(ctx, "l"); err != nil || got.Version != 2 || !math.IsNaN(got.Measured) {
-			t.Errorf("STATE after second commit = %+v, %v; want version 2 with no measurement (NaN)", got, err)
-		}
-	})
+	}
+	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 3, State: loop.State{Loop: "v", Version: 7}}); err == nil || errors.Is(err, loop.ErrConflict) {
+		t.Errorf("CommitTick with a version that does not follow = %v; want a non-conflict error", err)
+	}
+}
 
-	t.Run("conditional on version", func(t *testing.T) {
-		s := newStore(t)
-		commit := func(prev int64) error {
-			return s.CommitTick(ctx, loop.Commit{PrevVersion: prev, State: loop.State{Loop: "v", Version: prev + 1, TickAt: at}})
+func testOneWinnerAmongConcurrentCommits(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	if err := s.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "race", Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := loop.Rate{Loop: "race", PerSecond: float64(i), WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 2}
+			errs[i] = s.CommitTick(ctx, loop.Commit{PrevVersion: 1, State: loop.State{Loop: "race", Version: 2, Rate: float64(i)}, Rate: &r})
+		}()
+	}
+	wg.Wait()
+	winners, winner := 0, -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			winners++
+			winner = i
+		case !errors.Is(err, loop.ErrConflict):
+			t.Errorf("commit %d: %v; want nil or loop.ErrConflict", i, err)
 		}
-		steps := []struct {
-			prev     int64
-			conflict bool
-		}{{0, false}, {0, true}, {2, true}, {1, false}, {1, true}, {2, false}}
-		for i, st := range steps {
-			err := commit(st.prev)
-			if st.conflict != errors.Is(err, loop.ErrConflict) || (!st.conflict && err != nil) {
-				t.Errorf("step %d: CommitTick(prev %d) = %v; want conflict %v", i, st.prev, err, st.conflict)
-			}
-		}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 3, State: loop.State{Loop: "v", Version: 7}}); err == nil || errors.Is(err, loop.ErrConflict) {
-			t.Errorf("CommitTick with a version that does not follow = %v; want a non-conflict error", err)
-		}
-	})
-
-	t.Run("one winner among concurrent commits", func(t *testing.T) {
-		s := newStore(t)
-		if err := s.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "race", Version: 1}}); err != nil {
-			t.Fatal(err)
-		}
-		const n = 8
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := loop.Rate{Loop: "race", PerSecond: float64(i), WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 2}
-				errs[i] = s.CommitTick(ctx, loop.Commit{PrevVersion: 1, State: loop.State{Loop: "race", Version: 2, Rate: float64(i)}, Rate: &r})
-			}()
-		}
-		wg.Wait()
-		winners, winner := 0, -1
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				winners++
-				winner = i
-			case !errors.Is(err, loop.ErrConflict):
-				t.Errorf("commit %d: %v; want nil or loop.ErrConflict", i, err)
-			}
-		}
-		if winners != 1 {
-			t.Fatalf("%d concurrent commits won; want exactly 1", winners)
-		}
-		r, err := s.ReadRate(ctx, "race")
-		if err != nil || r.PerSecond != float64(winner) {
-			t.Errorf("RATE = %+v, %v; want the winner's rate %d", r, err, winner)
-		}
-		st, err := s.ReadState(ctx, "race")
-		if err != nil || st.Rate != float64(winner) || st.Version != 2 {
-			t.Errorf("STATE = %+v, %v; want version 2 with the winner's rate %d", st, err, winner)
-		}
-	})
+	}
+	if winners != 1 {
+		t.Fatalf("%d concurrent commits won; want exactly 1", winners)
+	}
+	r, err := s.ReadRate(ctx, "race")
+	if err != nil || r.PerSecond != float64(winner) {
+		t.Errorf("RATE = %+v, %v; want the winner's rate %d", r, err, winner)
+	}
+	st, err := s.ReadState(ctx, "race")
+	if err != nil || st.Rate != float64(winner) || st.Version != 2 {
+		t.Errorf("STATE = %+v, %v; want version 2 with the winner's rate %d", st, err, winner)
+	}
 }
