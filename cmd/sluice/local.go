@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // localCommands are the local stand-ins for the AWS plumbing (internal/localaws,
@@ -58,7 +59,7 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: *rie}, Period: *period, Rule: *rule, Clock: localaws.WallClock{},
+	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: *rie}, Period: *period, Rule: *rule, Clock: consume.WallClock{},
 		Log: slog.New(slog.NewJSONHandler(stdout, nil))}
 	if *once {
 		if inv := s.Fire(ctx); inv.Err != nil {
@@ -146,7 +147,7 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
 	log.Info("cpu publisher", "pid", sampler.PID, "cores", sampler.Cores, "clock_ticks", sampler.Hz, "instance", *instance, "period", period.String())
 	p := &cpupub.Publisher{CPU: sampler, API: cwmetric.NewClient(cfg, awsconf.Endpoint()), Instance: *instance,
-		Period: *period, Delay: *delay, Clock: cpupub.WallClock{}, Log: log}
+		Period: *period, Delay: *delay, Clock: consume.WallClock{}, Log: log}
 	if err := p.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/consume"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
@@ -42,31 +44,6 @@ type Datapoint struct {
 	Value  float64       `json:"value"`
 }
 
-// Clock is the publisher's time: Now, and Sleep until a duration passed or
-// ctx ended.
-type Clock interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// WallClock is the real clock.
-type WallClock struct{}
-
-// Now returns time.Now().
-func (WallClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d or until ctx ends.
-func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // Publisher publishes a process's CPU utilization once per period. Periods
 // are aligned on multiples of Period since the Unix epoch, as CloudWatch
 // aggregates them, so that each datapoint fills one bucket of a
@@ -86,7 +63,7 @@ type Publisher struct {
 	Delay time.Duration
 	// Namespace and Metric default to AWS/RDS and CPUUtilization.
 	Namespace, Metric string
-	Clock             Clock
+	Clock             consume.Clock
 	Log               *slog.Logger
 	// OnDatapoint, when set, sees every datapoint as it is published.
 	OnDatapoint func(Datapoint)

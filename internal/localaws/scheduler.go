@@ -9,32 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/consume"
+
 	"github.com/aws/aws-lambda-go/events"
 )
-
-// Clock is the stand-ins' time: Now, and Sleep until d passed or ctx ended.
-type Clock interface {
-	Now() time.Time
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// WallClock is the real clock.
-type WallClock struct{}
-
-// Now returns time.Now().
-func (WallClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d or until ctx ends.
-func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // Default identity of the local account and schedule rule.
 const (
@@ -89,7 +67,7 @@ type Scheduler struct {
 	// Account, Region and Rule name the rule in the event (defaults:
 	// DefaultAccount, DefaultRegion, DefaultRule).
 	Account, Region, Rule string
-	Clock                 Clock
+	Clock                 consume.Clock
 	// NewID returns each event's id (default NewEventID).
 	NewID func() string
 	Log   *slog.Logger

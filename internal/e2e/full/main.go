@@ -59,6 +59,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -401,7 +402,7 @@ func (r *run) setup() error {
 	bg, stop := context.WithCancel(r.ctx)
 	var wg sync.WaitGroup
 	r.defer_(func() { stop(); wg.Wait() })
-	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: localaws.WallClock{},
+	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
 		OnInvocation: func(inv localaws.Invocation) {
 			r.ticks.Add(1)
 			if inv.Err != nil {
@@ -421,7 +422,7 @@ func (r *run) setup() error {
 		go func() { defer wg.Done(); p.Run(bg) }()
 	}
 	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
-		Period: c.tick, Clock: cpupub.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
+		Period: c.tick, Clock: consume.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
 	wg.Add(1)
 	go func() { defer wg.Done(); pub.Run(bg) }()
 	wg.Add(1)
