@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +90,7 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	}
 	pid := f.pid
 	if pid == 0 {
-		if pid, err = cpupub.FindProcess(os.ReadFile, procPIDs(), f.process); err != nil {
+		if pid, err = cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), f.process); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -105,21 +104,6 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	}
 	s := &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
 	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
-}
-
-// procPIDs lists the numeric entries of /proc.
-func procPIDs() []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
 }
 
 func (f *realPlantFlags) lab(rp *realPlant, prefix string, stderr io.Writer) *dbload.Lab {

@@ -160,7 +160,7 @@ func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, er
 	var err error
 	var find func() (int, error)
 	if pid == 0 {
-		find = func() (int, error) { return cpupub.FindProcess(os.ReadFile, procPIDs(), process) }
+		find = func() (int, error) { return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), process) }
 		if pid, err = find(); err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -250,6 +251,21 @@ func (s *Sampler) Utilization(prev, cur Sample) (float64, error) {
 		return 0, fmt.Errorf("cores %v: must be positive", s.Cores)
 	}
 	return 100 * (cur.CPU - prev.CPU).Seconds() / wall.Seconds() / s.Cores, nil
+}
+
+// PIDs lists the numeric entries of /proc: the candidates of FindProcess.
+func PIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
 }
 
 // FindProcess returns the pid of the process whose command name

@@ -450,7 +450,7 @@ func (r *run) mariadbPID() (int, error) {
 			}
 		}
 	}
-	return cpupub.FindProcess(os.ReadFile, procPIDs(), "mariadbd")
+	return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), "mariadbd")
 }
 
 // recordCPU samples MariaDB's CPU every second.
@@ -959,20 +959,4 @@ func (r *run) deadLetters() (n, withReason int, err error) {
 		}
 	}
 	return n, withReason, nil
-}
-
-// procPIDs lists the numeric entries of /proc.
-func procPIDs() []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		var n int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &n); err == nil && fmt.Sprint(n) == e.Name() {
-			pids = append(pids, n)
-		}
-	}
-	return pids
 }
