@@ -14,7 +14,7 @@
 //		MeasurementPeriod: period,
 //		SamplingInterval:  now.Sub(lastTick),
 //	})
-//	if out.Held { rate = policy.Apply(out.Rate, staleFor, interval) }
+//	if out.Held { c.Override(policy.Apply(out.Rate, staleFor, interval)) } // what was really sent
 //
 // The age and period let the controller integrate each datapoint once and,
 // with Config.DelayAware, predict what the rate already sent will still do.

@@ -36,15 +36,17 @@ func ExampleController_feedforward() {
 }
 
 // A measurement that is missing never reaches the integrator: the
-// controller holds and says so, and the loop applies its stale policy.
+// controller holds and says so, and the loop applies its stale policy and
+// tells the controller what it sent instead (Override), so that the next
+// update starts from there.
 func ExampleStalePolicy() {
 	c := control.Controller{Config: control.Config{Kp: 2, Ki: 0.05, Min: 0, Max: 3000, MeasurementMin: 0, MeasurementMax: 100}}
 	c.Update(control.Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute})
 	out := c.Update(control.Input{Setpoint: 70, Measurement: -1, SamplingInterval: time.Minute})
 	policy := control.StalePolicy{Action: control.StaleFailClosed, SafeRate: 20}
 	if out.Held {
-		out.Rate = policy.Apply(out.Rate, 2*time.Minute, time.Minute)
+		c.Override(policy.Apply(out.Rate, 2*time.Minute, time.Minute))
 	}
-	fmt.Printf("held %v, rate %.0f\n", out.Held, out.Rate)
+	fmt.Printf("held %v, rate %.0f\n", out.Held, c.State.Output)
 	// Output: held true, rate 20
 }

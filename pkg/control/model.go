@@ -24,20 +24,35 @@ type FOPDT struct {
 	Base float64 `json:"base"`
 }
 
-// Validate reports whether the model can drive a controller.
+// Validate reports whether the model can drive a controller; a refusal is a
+// *ModelFieldError. The feedforward divides by the gain: a gain so small that
+// its inverse, or the base over it, overflows is refused.
 func (m FOPDT) Validate() error {
 	switch {
 	case math.IsNaN(m.Gain) || math.IsInf(m.Gain, 0) || m.Gain <= 0:
-		return fmt.Errorf("model gain %v: must be a positive number", m.Gain)
+		return &ModelFieldError{"Gain", fmt.Sprintf("model gain %v: must be a positive number", m.Gain)}
 	case m.Tau < 0:
-		return fmt.Errorf("model time constant %v: must not be negative", m.Tau)
+		return &ModelFieldError{"Tau", fmt.Sprintf("model time constant %v: must not be negative", m.Tau)}
 	case m.DeadTime < 0:
-		return fmt.Errorf("model dead time %v: must not be negative", m.DeadTime)
+		return &ModelFieldError{"DeadTime", fmt.Sprintf("model dead time %v: must not be negative", m.DeadTime)}
 	case math.IsNaN(m.Base) || math.IsInf(m.Base, 0):
-		return fmt.Errorf("model base %v: must be a finite number", m.Base)
+		return &ModelFieldError{"Base", fmt.Sprintf("model base %v: must be a finite number", m.Base)}
+	case math.IsInf(1/m.Gain, 0):
+		return &ModelFieldError{"Gain", fmt.Sprintf("model gain %v: too small, its inverse (the feedforward's messages/s per point) overflows", m.Gain)}
+	case math.IsInf(m.Base/m.Gain, 0):
+		return &ModelFieldError{"Base", fmt.Sprintf("model base %v over gain %v overflows: the feedforward rate would not be a number", m.Base, m.Gain)}
 	}
 	return nil
 }
+
+// ModelFieldError is an FOPDT that Validate refused: Field names the model's
+// field at fault (Gain, Tau, DeadTime or Base).
+type ModelFieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ModelFieldError) Error() string { return e.Reason }
 
 // Input returns the steady-state input that holds the output at y: the static
 // inverse of the model, used as reference feedforward.

@@ -14,9 +14,10 @@ type AntiWindup string
 const (
 	// AntiWindupNone integrates unconditionally (the textbook PI; it winds up).
 	AntiWindupNone AntiWindup = ""
-	// AntiWindupConditional stops integrating while the output is saturated by
-	// the bounds or the slew limit and the error would push it further out
-	// (conditional integration, the thesis's choice).
+	// AntiWindupConditional integrates only up to the bounds (conditional
+	// integration, the thesis's choice): the integrator never holds more than
+	// puts the output at a bound, the other terms included, and does not
+	// integrate upward while the slew limit holds the output back.
 	AntiWindupConditional AntiWindup = "conditional"
 	// AntiWindupBackCalculation feeds the difference between the saturated
 	// and the unsaturated output back into the integrator with the tracking
@@ -67,8 +68,9 @@ type Config struct {
 	// Min and Max bound the output.
 	Min float64 `json:"min"`
 	Max float64 `json:"max"`
-	// Slew is the largest change of the output per update, output units.
-	// Zero: no slew limit.
+	// Slew is the largest increase of the output per update, output units;
+	// decreases are not limited (a lower rate is always safe to apply at
+	// once). Zero: no slew limit.
 	Slew float64 `json:"slew,omitempty"`
 	// AntiWindup selects the anti-windup scheme.
 	AntiWindup AntiWindup `json:"aw,omitempty"`
@@ -113,6 +115,12 @@ type Config struct {
 	// refused.
 	MeasurementMin float64 `json:"ymin,omitempty"`
 	MeasurementMax float64 `json:"ymax,omitempty"`
+	// MaxGap bounds the time one new datapoint is integrated over: after a
+	// gap (a missed schedule, a publishing stall) it stands for at most this
+	// long. Zero: at most one sampling interval or one measurement period,
+	// whichever is longer. The derivative always uses the true time between
+	// the datapoints it compares.
+	MaxGap time.Duration `json:"maxgap,omitempty"`
 	// Mode is auto (the zero value) or manual.
 	Mode Mode `json:"mode,omitempty"`
 	// ManualRate is the output in manual mode.
@@ -140,8 +148,8 @@ func (c Config) Validate() error {
 	if c.Max <= c.Min {
 		return fmt.Errorf("output bounds [%v, %v]: max must be above min", c.Min, c.Max)
 	}
-	if c.DerivativeFilter < 0 || c.TrackingTime < 0 || c.SetpointFilter < 0 {
-		return errors.New("filter and tracking time constants must not be negative")
+	if c.DerivativeFilter < 0 || c.TrackingTime < 0 || c.SetpointFilter < 0 || c.MaxGap < 0 {
+		return errors.New("filter and tracking time constants and the maximum gap must not be negative")
 	}
 	switch c.AntiWindup {
 	case AntiWindupNone, AntiWindupConditional, AntiWindupBackCalculation:
@@ -283,17 +291,17 @@ func (c *Controller) Reset() { c.State = State{} }
 
 // Update runs one sampling period and returns the new output. An invalid
 // measurement (NaN, Inf, out of range) never reaches the integrator: the
-// controller holds its previous output and reports Held. A measurement whose
-// averaging period ended no later than the last integrated one is not
-// integrated again (a delay-aware integrator: the same stale datapoint is not
-// integrated over and over).
+// controller holds its previous output (within the bounds in force) and
+// reports Held; a caller that sends another rate instead records it with
+// Override. A measurement whose averaging period ended no later than the last
+// integrated one is not integrated again (a delay-aware integrator: the same
+// stale datapoint is not integrated over and over), nor differentiated.
+// Nothing that is not a finite number is ever stored in the state.
 func (c *Controller) Update(in Input) Output {
 	cfg := &c.Config
 	s := &c.State
+	in = in.bounded()
 	dt := in.SamplingInterval
-	if dt < 0 {
-		dt = 0
-	}
 	valid := cfg.ValidMeasurement(in.Measurement) && !math.IsNaN(in.Setpoint) && !math.IsInf(in.Setpoint, 0)
 	first := !s.Init
 	if first {
@@ -312,7 +320,7 @@ func (c *Controller) Update(in Input) Output {
 		s.Output = cfg.Min
 		if cfg.Feedforward != nil {
 			// The output that holds the plant where it is, by the model.
-			s.FF = cfg.Feedforward.Input(y0)
+			s.FF = saturate(cfg.Feedforward.Input(y0))
 			s.Output = clamp(s.FF, cfg.Min, cfg.Max)
 			s.Reference = []Segment{{At: -time.Hour, Value: y0}}
 			if cfg.DelayAware {
@@ -334,6 +342,8 @@ func (c *Controller) Update(in Input) Output {
 		}
 	}
 	if cfg.Mode != ModeManual && !valid {
+		// Held, within the bounds in force (they may have been edited).
+		c.Override(s.Output)
 		return Output{Rate: s.Output, I: s.Integral, Held: true}
 	}
 
@@ -346,7 +356,7 @@ func (c *Controller) Update(in Input) Output {
 		}
 		if cfg.SetpointFilter > 0 {
 			a := math.Exp(-dt.Seconds() / cfg.SetpointFilter.Seconds())
-			s.FilteredSetpoint = a*s.FilteredSetpoint + (1-a)*sp
+			s.FilteredSetpoint = saturate(a*s.FilteredSetpoint + (1-a)*sp)
 		} else {
 			s.FilteredSetpoint = sp
 		}
@@ -357,7 +367,7 @@ func (c *Controller) Update(in Input) Output {
 	// integrator takes up the jump that the feedforward would make.
 	ffPrev := 0.0
 	if m := cfg.Feedforward; m != nil {
-		ffPrev = m.Input(prevSetpoint)
+		ffPrev = saturate(m.Input(prevSetpoint))
 		if len(s.Reference) == 0 {
 			s.Reference = []Segment{{At: s.Clock - dt - 24*time.Hour, Value: prevSetpoint}}
 		}
@@ -366,14 +376,14 @@ func (c *Controller) Update(in Input) Output {
 		}
 	}
 	if !first && ffPrev != s.FF {
-		s.Integral += s.FF - ffPrev
+		s.Integral = finite(s.Integral+(s.FF-ffPrev), s.Integral)
 	}
 
 	var out Output
 	ref := s.FilteredSetpoint
 	predicted := math.NaN() // steady-state CPU projected from the measurement and the output in flight
 	if m := cfg.Feedforward; m != nil {
-		out.FF = m.Input(s.FilteredSetpoint)
+		out.FF = saturate(m.Input(s.FilteredSetpoint))
 		end := s.Clock - in.MeasurementAge
 		ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
 		if cfg.DelayAware && valid {
@@ -391,7 +401,7 @@ func (c *Controller) Update(in Input) Output {
 			y = ref
 		}
 	}
-	e := ref - y
+	e := saturate(ref - y)
 	out.Reference, out.Error = ref, e
 	eI := e // the error the integrator integrates
 	if !math.IsNaN(predicted) {
@@ -403,74 +413,74 @@ func (c *Controller) Update(in Input) Output {
 
 	// Is this a new datapoint?
 	sampleEnd := s.Clock - in.MeasurementAge
-	isNew := valid && (in.MeasurementAge == 0 && in.MeasurementPeriod == 0 || sampleEnd > s.SampleEnd)
+	timed := in.MeasurementAge != 0 || in.MeasurementPeriod != 0
+	isNew := valid && (!timed || sampleEnd > s.SampleEnd)
 	// The time a new datapoint stands for: since the previous datapoint,
 	// at most one update or one period.
 	dtI := dt
 	if isNew && in.MeasurementPeriod > 0 {
 		dtI = in.MeasurementPeriod
 	}
-	if isNew && s.SampleEnd != math.MinInt64 && (in.MeasurementAge != 0 || in.MeasurementPeriod != 0) {
+	if isNew && s.SampleEnd != math.MinInt64 && timed {
 		dtI = min(sampleEnd-s.SampleEnd, max(dt, in.MeasurementPeriod))
 	}
 
-	// Derivative on the measurement with a first-order filter, on new data.
-	if isNew && s.HaveMeasurement && dtI > 0 {
-		raw := (y - s.Measurement) / dtI.Seconds()
-		if cfg.DerivativeFilter > 0 {
-			a := math.Exp(-dtI.Seconds() / cfg.DerivativeFilter.Seconds())
-			s.Derivative = a*s.Derivative + (1-a)*raw
-		} else {
-			s.Derivative = raw
+	// The derivative divides by the true time since the previous datapoint.
+	if isNew && s.HaveMeasurement {
+		gap := dtI
+		if timed && s.SampleEnd != math.MinInt64 {
+			gap = sampleEnd - s.SampleEnd
 		}
+		c.differentiate(y, gap)
+	}
+	if cfg.MaxGap > 0 {
+		dtI = min(dtI, cfg.MaxGap)
 	}
 
 	// Bumpless gain change: move the integrator so that the output does not
 	// jump when Kp or Kd change (Astrom & Hagglund 2006, sec. 3.6).
 	if s.Kp != cfg.Kp || s.Kd != cfg.Kd {
-		s.Integral += (s.Kp-cfg.Kp)*s.Error - (s.Kd-cfg.Kd)*s.Derivative
+		s.Integral = finite(s.Integral+((s.Kp-cfg.Kp)*s.Error-(s.Kd-cfg.Kd)*s.Derivative), s.Integral)
 		s.Kp, s.Kd = cfg.Kp, cfg.Kd
 	}
 
-	out.P = cfg.Kp * e
-	out.D = -cfg.Kd * s.Derivative
+	out.P = saturate(cfg.Kp * e)
+	out.D = saturate(-cfg.Kd * s.Derivative)
 
 	if cfg.Mode == ModeManual {
 		u := limit(cfg.ManualRate, s.Output, cfg)
 		// Track: the integrator takes what auto would need to continue
 		// from the manual output.
-		s.Integral = u - out.FF - out.P - out.D
+		s.Integral = finite(u-out.FF-out.P-out.D, s.Integral)
 		out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
 		s.FF = out.FF
 		s.finish(y, e, u, valid, isNew, sampleEnd)
-		c.recordApplied(u, in)
+		c.recordApplied(u, &in)
 		return out
 	}
 
-	integral := s.Integral
+	step := 0.0
 	if isNew && cfg.Ki != 0 {
-		integral += cfg.Ki * eI * dtI.Seconds()
+		step = cfg.Ki * eI * dtI.Seconds()
 		out.Integrated = true
 	}
 	if out.Integrated && limited && eI > 0 && cfg.AntiWindup != AntiWindupNone {
 		// The plant could not take the last output: asking for more would
 		// only wind the integrator up.
-		integral = s.Integral
-		out.Integrated = false
+		step, out.Integrated = 0, false
 	}
-	v := out.FF + out.P + integral + out.D
-	u := limit(v, s.Output, cfg)
-	switch cfg.AntiWindup {
-	case AntiWindupConditional:
-		if out.Integrated && u != v && (v > u) == (eI > 0) {
-			// Saturated and the error pushes further out: do not integrate.
-			integral = s.Integral
-			out.Integrated = false
-			v = out.FF + out.P + integral + out.D
-			u = limit(v, s.Output, cfg)
+	var integral, v, u float64
+	if cfg.AntiWindup == AntiWindupConditional {
+		integral, v, u = c.conditional(&out, step, eI)
+	} else {
+		integral = s.Integral
+		if out.Integrated {
+			integral += step
 		}
-	case AntiWindupBackCalculation:
-		if out.Integrated && u != v {
+		v = out.FF + out.P + integral + out.D
+		u = limit(v, s.Output, cfg)
+		out.Saturated = u != v
+		if cfg.AntiWindup == AntiWindupBackCalculation && out.Integrated && u != v {
 			tt := cfg.TrackingTime.Seconds()
 			if tt <= 0 && cfg.Ki > 0 {
 				tt = cfg.Kp / cfg.Ki
@@ -482,22 +492,96 @@ func (c *Controller) Update(in Input) Output {
 			integral += k * (u - v)
 		}
 	}
-	if math.IsNaN(integral) || math.IsInf(integral, 0) {
-		integral = s.Integral
-	}
+	integral = finite(integral, s.Integral)
 	if math.IsNaN(u) {
 		u = s.Output
 	}
 	s.Integral = integral
 	s.FF = out.FF
-	out.I, out.Rate, out.Saturated = integral, u, u != v
+	out.I, out.Rate = integral, u
 	s.finish(y, e, u, valid, isNew, sampleEnd)
-	c.recordApplied(u, in)
+	c.recordApplied(u, &in)
 	return out
 }
 
-// recordApplied keeps the output history of the delay-aware integrator.
-func (c *Controller) recordApplied(u float64, in Input) {
+// Override records that the rate really sent from now on is u, not the last
+// output: what a stale-metric policy set while the controller held (see
+// Output.Held), or any other rate the caller applied instead. The next update
+// starts from u (slew limit, anti-windup, manual tracking), and the
+// delay-aware integrator predicts from what was really applied. u is kept
+// within [Min, Max]; NaN is ignored.
+func (c *Controller) Override(u float64) {
+	if math.IsNaN(u) || !c.State.Init {
+		return
+	}
+	c.State.Output = clamp(u, c.Config.Min, c.Config.Max)
+	c.recordApplied(c.State.Output, nil)
+}
+
+// conditional is conditional integration kept within the bounds (Astrom &
+// Hagglund 2006, sec. 3.5): the integrator never holds more than puts the
+// output at a bound, the feedforward, P and D terms included. It integrates up
+// to a bound rather than stopping one step short of it; an integrator that
+// lies beyond a bound (a feedforward beyond it, bounds that were tightened)
+// is first brought back to it, so that the output leaves the bound as soon as
+// the error turns, as a loop that always had that bound would. While the
+// slew limit holds back an increase it does not integrate further upward. It
+// returns the integral, the output before the bounds and slew limit, and the
+// output; it sets out.Integrated and out.Saturated.
+func (c *Controller) conditional(out *Output, step, eI float64) (integral, v, u float64) {
+	cfg, s := &c.Config, &c.State
+	rest := out.FF + out.P + out.D
+	lo, hi := cfg.Min-rest, cfg.Max-rest
+	// at is the output for integral i: exactly the bound when i is at its
+	// limit.
+	at := func(i float64) float64 {
+		switch {
+		case i >= hi:
+			return cfg.Max
+		case i <= lo:
+			return cfg.Min
+		}
+		return out.FF + out.P + i + out.D
+	}
+	base := clamp(s.Integral, lo, hi)
+	integral = base + step
+	bounded := integral > hi || integral < lo
+	integral = clamp(integral, lo, hi)
+	if bounded && integral == base {
+		out.Integrated = false
+	}
+	v = at(integral)
+	u = limit(v, s.Output, cfg)
+	if out.Integrated && u != v && (v > u) == (eI > 0) {
+		// The slew limit holds the output back and the error pushes
+		// further: do not integrate.
+		integral, out.Integrated = base, false
+		v = at(integral)
+		u = limit(v, s.Output, cfg)
+	}
+	out.Saturated = u != v || bounded
+	return integral, v, u
+}
+
+// differentiate updates the filtered derivative of the measurement with the
+// new datapoint y, gap after the previous one.
+func (c *Controller) differentiate(y float64, gap time.Duration) {
+	s := &c.State
+	if gap <= 0 {
+		return
+	}
+	raw := (y - s.Measurement) / gap.Seconds()
+	if tf := c.Config.DerivativeFilter; tf > 0 {
+		a := math.Exp(-gap.Seconds() / tf.Seconds())
+		s.Derivative = saturate(a*s.Derivative + (1-a)*raw)
+	} else {
+		s.Derivative = saturate(raw)
+	}
+}
+
+// recordApplied keeps the output history of the delay-aware integrator; in
+// (nil: none) sets how much of it to keep.
+func (c *Controller) recordApplied(u float64, in *Input) {
 	if !c.Config.DelayAware || c.Config.Feedforward == nil {
 		return
 	}
@@ -506,25 +590,76 @@ func (c *Controller) recordApplied(u float64, in Input) {
 		s.Applied = []Segment{{At: -time.Hour, Value: u}}
 	}
 	s.Applied = appendSegment(s.Applied, Segment{At: s.Clock, Value: u})
-	s.Applied = pruneSegments(s.Applied, s.Clock-historyHorizon(c.Config.Feedforward, in))
+	if in != nil {
+		s.Applied = pruneSegments(s.Applied, s.Clock-historyHorizon(c.Config.Feedforward, *in))
+	}
 }
 
+// finish records the update. The measurement is kept only when it is a new
+// datapoint: an older one that arrives late is not the previous measurement
+// of the next derivative.
 func (s *State) finish(y, e, u float64, valid, isNew bool, sampleEnd time.Duration) {
 	if valid {
-		s.Measurement, s.HaveMeasurement, s.Error = y, true, e
+		s.Error = e
 	}
 	if isNew {
+		s.Measurement, s.HaveMeasurement = y, true
 		s.SampleEnd = sampleEnd
 	}
 	s.Output = u
 }
 
-// limit applies the slew limit around prev, then the bounds.
+// limit applies the slew limit above prev, then the bounds. The slew limit
+// paces increases only: a lower rate (a lower manual rate, max_rate or
+// setpoint, a load the destination cannot take) takes effect at once.
 func limit(v, prev float64, c *Config) float64 {
 	if c.Slew > 0 {
-		v = clamp(v, prev-c.Slew, prev+c.Slew)
+		v = math.Min(v, prev+c.Slew)
 	}
 	return clamp(v, c.Min, c.Max)
+}
+
+// maxInterval bounds Input.SamplingInterval, and maxAge Input.MeasurementAge
+// and Input.MeasurementPeriod, so that the Clock arithmetic cannot overflow
+// (the Clock then lasts 290 years of updates a day apart): a longer interval
+// counts as a day.
+const (
+	maxInterval = 24 * time.Hour
+	maxAge      = 100 * 365 * 24 * time.Hour
+)
+
+// bounded returns in with its durations within what Update can take: none
+// negative (a datapoint cannot end after now), none that overflows the Clock.
+func (in Input) bounded() Input {
+	in.SamplingInterval = min(max(in.SamplingInterval, 0), maxInterval)
+	in.MeasurementAge = min(max(in.MeasurementAge, 0), maxAge)
+	in.MeasurementPeriod = min(max(in.MeasurementPeriod, 0), maxAge)
+	return in
+}
+
+// finite returns v, or else when v is NaN or infinite: every write to the
+// integrator goes through it, so that the state stays saveable (encoding/json
+// refuses NaN and Inf).
+func finite(v, or float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return or
+	}
+	return v
+}
+
+// saturate returns v with NaN as 0 and the infinities as the largest finite
+// values: for terms whose true value is beyond float64 (a gain of 1e300
+// times an error).
+func saturate(v float64) float64 {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case math.IsInf(v, 1):
+		return math.MaxFloat64
+	case math.IsInf(v, -1):
+		return -math.MaxFloat64
+	}
+	return v
 }
 
 func clamp(v, lo, hi float64) float64 {

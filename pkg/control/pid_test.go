@@ -384,3 +384,135 @@ func TestBumplessFeedforwardChange(t *testing.T) {
 		t.Fatalf("feedforward switched on: rate %v -> %v; want no bump", before, out.Rate)
 	}
 }
+
+func TestConditionalAntiWindupReachesTheBound(t *testing.T) {
+	// CPU stays below the setpoint and the rate climbs 15 msg/s per tick
+	// toward max 1000: it must end at the bound, not one step inside it.
+	c := Controller{Config: Config{Kp: 2, Ki: 0.025, Min: 0, Max: 1000, AntiWindup: AntiWindupConditional}}
+	var out Output
+	for range 100 {
+		out = c.Update(Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute})
+	}
+	if out.Rate != 1000 || !out.Saturated {
+		t.Fatalf("steady state with the error pushing up: rate %v (saturated %v); want the bound 1000, saturated", out.Rate, out.Saturated)
+	}
+}
+
+func TestDerivativeUsesTimeBetweenDatapoints(t *testing.T) {
+	// The measurement is a ramp of 0.01 points per second; datapoints are
+	// 60 s averages published 90 s late, ticks every 60 s. Kd = 1 without a
+	// filter makes D = -(slope the controller sees).
+	const slope = 0.01
+	ramp := func(end time.Duration) float64 { return 20 + slope*end.Seconds() }
+	run := func(t *testing.T, ends []time.Duration, values []float64) Output {
+		t.Helper()
+		c := Controller{Config: Config{Kd: 1, Min: 0, Max: 3000, MeasurementMin: 0, MeasurementMax: 100}}
+		var out Output
+		for k, end := range ends {
+			clock := time.Duration(k+1) * time.Minute // the controller's clock after this update
+			out = c.Update(Input{Setpoint: 70, Measurement: values[k], MeasurementAge: clock - end,
+				MeasurementPeriod: time.Minute, SamplingInterval: time.Minute})
+		}
+		return out
+	}
+	t.Run("after a publishing stall of 5 ticks", func(t *testing.T) {
+		var ends []time.Duration
+		var values []float64
+		for k := range 10 {
+			end := time.Duration(k+1)*time.Minute - 90*time.Second
+			if k >= 4 && k < 9 {
+				end = ends[3] // the newest datapoint stays the same
+			}
+			ends, values = append(ends, end), append(values, ramp(end))
+		}
+		if out := run(t, ends, values); math.Abs(-out.D-slope) > 0.05*slope {
+			t.Fatalf("derivative after the stall = %v per s; want the slope %v within 5%%", -out.D, slope)
+		}
+	})
+	t.Run("ignores an out-of-order datapoint", func(t *testing.T) {
+		var ends []time.Duration
+		var values []float64
+		for k := range 8 {
+			end := time.Duration(k+1)*time.Minute - 90*time.Second
+			v := ramp(end)
+			if k == 6 { // an older datapoint, with another value, arrives late
+				end, v = ends[4], 90
+			}
+			ends, values = append(ends, end), append(values, v)
+		}
+		if out := run(t, ends, values); math.Abs(-out.D-slope) > 0.05*slope {
+			t.Fatalf("derivative after an out-of-order datapoint = %v per s; want the slope %v within 5%%", -out.D, slope)
+		}
+	})
+}
+
+// saveable fails t unless the state encodes to JSON (encoding/json refuses
+// NaN and Inf) and the rate is within the bounds.
+func saveable(t *testing.T, what string, c *Controller, out Output) {
+	t.Helper()
+	if _, err := json.Marshal(c.State); err != nil {
+		t.Fatalf("%s: state cannot be saved: %v (%+v)", what, err, c.State)
+	}
+	if !(out.Rate >= c.Config.Min && out.Rate <= c.Config.Max) {
+		t.Fatalf("%s: rate %v outside [%v, %v]", what, out.Rate, c.Config.Min, c.Config.Max)
+	}
+}
+
+func TestUpdateKeepsStateFinite(t *testing.T) {
+	timed := func(y float64) Input {
+		return Input{Setpoint: 70, Measurement: y, MeasurementAge: 90 * time.Second, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
+	}
+	t.Run("gain change", func(t *testing.T) {
+		c := Controller{Config: Config{Kp: 1e308, Ki: 0.05, Kd: 1e308, Min: 0, Max: 3000}}
+		if err := c.Config.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 5 {
+			saveable(t, "huge gains", &c, c.Update(timed(60+float64(k))))
+		}
+		c.Config.Kp, c.Config.Kd = 0.5, 0
+		for range 5 {
+			saveable(t, "after the gain change", &c, c.Update(timed(60)))
+		}
+	})
+	t.Run("feedforward that overflows", func(t *testing.T) {
+		m := FOPDT{Gain: 1e-310, Base: 1e308}
+		c := Controller{Config: Config{Kp: 1, Ki: 0.05, Min: 0, Max: 3000, Feedforward: &m, DelayAware: true}}
+		if err := c.Config.Validate(); err == nil {
+			t.Error("Validate accepts a feedforward model whose inverse overflows")
+		}
+		for range 5 {
+			saveable(t, "overflowing feedforward", &c, c.Update(timed(60)))
+		}
+		ok := testModel
+		c.Config.Feedforward = &ok
+		for range 5 {
+			saveable(t, "after the model is fixed", &c, c.Update(timed(60)))
+		}
+	})
+	// After an interval that overflows the clock, or a datapoint that ends
+	// in the future, the integrator must go on taking new datapoints (the
+	// first one after the odd one may count as older than it).
+	for name, odd := range map[string]Input{
+		"interval that overflows the clock": {Setpoint: 70, Measurement: 60, MeasurementAge: 90 * time.Second, MeasurementPeriod: time.Minute, SamplingInterval: math.MaxInt64},
+		"negative measurement age":          {Setpoint: 70, Measurement: 60, MeasurementAge: -time.Hour, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := Controller{Config: Config{Kp: 1, Ki: 0.05, Min: 0, Max: 3000}}
+			c.Update(timed(60))
+			saveable(t, name, &c, c.Update(odd))
+			before := c.State.Integral
+			integrated := 0
+			for range 5 {
+				out := c.Update(timed(60))
+				saveable(t, "after it", &c, out)
+				if out.Integrated {
+					integrated++
+				}
+			}
+			if integrated < 4 || c.State.Integral <= before {
+				t.Fatalf("integrated %d of 5 new datapoints, integral %v -> %v; want at least 4, rising", integrated, before, c.State.Integral)
+			}
+		})
+	}
+}

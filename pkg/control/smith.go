@@ -16,7 +16,7 @@ type SmithConfig struct {
 	Kp float64 `json:"kp"`
 	// Ki is the integral gain, per second.
 	Ki float64 `json:"ki"`
-	// Min and Max bound the output; Slew limits its change per update.
+	// Min and Max bound the output; Slew limits its increase per update.
 	Min  float64 `json:"min"`
 	Max  float64 `json:"max"`
 	Slew float64 `json:"slew,omitempty"`
