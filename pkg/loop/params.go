@@ -512,7 +512,12 @@ func (p Params) checkGains(fail failFunc) {
 	}
 	if m := p.Feedforward; m != nil {
 		if err := m.Validate(); err != nil {
-			fail(AttrFFGain, "feedforward model: %v", err)
+			field := AttrFFGain
+			var fe *control.ModelFieldError
+			if errors.As(err, &fe) {
+				field = modelAttrs[fe.Field]
+			}
+			fail(field, "feedforward model: %v", err)
 		}
 	}
 	if p.DelayAware && p.Feedforward == nil {
@@ -592,6 +597,9 @@ func (p Params) checkStale(fail failFunc) {
 	}
 }
 
+// modelAttrs maps the fields of control.FOPDT onto their attributes.
+var modelAttrs = map[string]string{"Gain": AttrFFGain, "Tau": AttrFFTau, "DeadTime": AttrFFDeadTime, "Base": AttrFFBase}
+
 // staleAttrs maps the fields of control.StalePolicy onto their attributes.
 var staleAttrs = map[string]string{"Action": AttrStalePolicy, "DecayTime": AttrStaleDecay, "SafeRate": AttrSafeRate, "Grace": AttrStaleGrace}
 
@@ -612,6 +620,9 @@ func (p Params) ControlConfig() control.Config {
 		NoiseBand:        p.NoiseBand,
 		MeasurementMin:   0,
 		MeasurementMax:   100,
+		// After a missed schedule a datapoint stands for at most three
+		// tick periods of integration.
+		MaxGap: 3 * p.TickPeriod,
 	}
 	if p.Feedforward != nil {
 		m := *p.Feedforward

@@ -118,6 +118,7 @@ type TickStore interface {
 // Clone returns a deep copy of s: nothing it refers to is shared with s.
 func (s State) Clone() State {
 	s.Controller.Reference = slices.Clone(s.Controller.Reference)
+	s.Controller.Applied = slices.Clone(s.Controller.Applied)
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	if s.Params != nil {
 		p := s.Params.Clone()

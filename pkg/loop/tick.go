@@ -321,10 +321,16 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	prevVersion := st.Version
 	ctrl := control.Controller{Config: p.ControlConfig(), State: st.Controller}
 
-	dt := p.TickPeriod
+	// The controller's clock follows the time really elapsed, so that the
+	// derivative and the delay-aware prediction see the true time between
+	// datapoints after a missed schedule; a datapoint after a gap is
+	// integrated over at most three tick periods (Params.ControlConfig), as
+	// the stale policy and the balancer count the interval.
+	elapsed := p.TickPeriod
 	if prev != nil && !prev.TickAt.IsZero() {
-		dt = min(max(now.Sub(prev.TickAt), 0), 3*p.TickPeriod)
+		elapsed = max(now.Sub(prev.TickAt), 0)
 	}
+	dt := min(elapsed, 3*p.TickPeriod)
 
 	var weights map[string]float64
 	st.Balance = balance.State{}
@@ -351,7 +357,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		Measurement:       s.Value,
 		MeasurementAge:    age,
 		MeasurementPeriod: period,
-		SamplingInterval:  dt,
+		SamplingInterval:  elapsed,
 	}
 
 	var out control.Output
@@ -365,9 +371,10 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 			}
 			// Stale for this tick's interval at least: with no grace the
 			// policy acts at the first stale tick.
-			rate := p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince)+dt, dt)
-			ctrl.State.Output = rate
-			out.Rate = rate
+			// The controller records what was really sent: the
+			// delay-aware integrator predicts from it when data return.
+			ctrl.Override(p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince)+dt, dt))
+			out.Rate = ctrl.State.Output
 		}
 		st.Stale = true
 		r.Stale = true
