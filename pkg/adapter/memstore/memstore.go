@@ -6,6 +6,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -148,6 +149,9 @@ func (s *Store) CommitTick(_ context.Context, c loop.Commit) error {
 	if c.State.Version != c.PrevVersion+1 {
 		return fmt.Errorf("memstore commit loop %q: new version %d does not follow %d", id, c.State.Version, c.PrevVersion)
 	}
+	if err := encodable(c.State); err != nil {
+		return fmt.Errorf("memstore commit loop %q: %w", id, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.states[id].Version // 0 when missing
@@ -162,6 +166,21 @@ func (s *Store) CommitTick(_ context.Context, c loop.Commit) error {
 	}
 	if c.Status != nil {
 		s.status[id] = *c.Status
+	}
+	return nil
+}
+
+// encodable reports whether the DynamoDB store could encode st: it keeps the
+// controller's memory, the valid parameters and the balancer's state as JSON,
+// which refuses NaN and Inf. The in-memory store refuses what it would.
+func encodable(st loop.State) error {
+	for _, part := range []struct {
+		name string
+		v    any
+	}{{"controller state", st.Controller}, {"valid params", st.Params}, {"balancer state", st.Balance}} {
+		if _, err := json.Marshal(part.v); err != nil {
+			return fmt.Errorf("%s: %w", part.name, err)
+		}
 	}
 	return nil
 }

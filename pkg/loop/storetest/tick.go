@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,8 @@ func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("commit round trip", func(t *testing.T) { testCommitRoundTrip(t, newStore(t)) })
 	t.Run("conditional on version", func(t *testing.T) { testConditionalOnVersion(t, newStore(t)) })
 	t.Run("one winner among concurrent commits", func(t *testing.T) { testOneWinnerAmongConcurrentCommits(t, newStore(t)) })
+	t.Run("stored state is a copy", func(t *testing.T) { testStoredStateIsACopy(t, newStore(t)) })
+	t.Run("unencodable state refused", func(t *testing.T) { testUnencodableStateRefused(t, newStore(t)) })
 }
 
 func testParamsRoundTrip(t *testing.T, s Store) {
@@ -250,5 +253,63 @@ func testOneWinnerAmongConcurrentCommits(t *testing.T, s Store) {
 	st, err := s.ReadState(ctx, "race")
 	if err != nil || st.Rate != float64(winner) || st.Version != 2 {
 		t.Errorf("STATE = %+v, %v; want version 2 with the winner's rate %d", st, err, winner)
+	}
+}
+
+// testStoredStateIsACopy: what a commit wrote does not change when the
+// committed value, or a loaded snapshot, is changed afterwards in place (a
+// controller appends to its histories in place: a tick that lost a race must
+// not leave its values in the winner's stored history).
+func testStoredStateIsACopy(t *testing.T, s Store) {
+	ctx := context.Background()
+	hist := make([]control.Segment, 2, 16) // room to grow in place
+	hist[0], hist[1] = control.Segment{At: -time.Hour, Value: 100}, control.Segment{At: time.Minute, Value: 200}
+	st := loop.State{Loop: "c", Version: 1, TickAt: contractTime(),
+		Controller: control.State{Init: true, Applied: hist, Reference: slices.Clone(hist)}}
+	if err := s.CommitTick(ctx, loop.Commit{State: st}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.ReadState(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Controller.Applied[1].Value = -1
+	_ = append(st.Controller.Applied, control.Segment{At: 2 * time.Minute, Value: -2})
+	snaps, err := s.LoadLoops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, snap := range snaps {
+		if snap.State != nil {
+			for _, h := range [][]control.Segment{snap.State.Controller.Applied, snap.State.Controller.Reference} {
+				if len(h) > 1 {
+					h[1].Value = -3
+					_ = append(h[:1], control.Segment{Value: -4})
+				}
+			}
+		}
+	}
+	if got, err := s.ReadState(ctx, "c"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("STATE after the committed value and a snapshot were changed in place = %+v, %v; want %+v", got.Controller, err, want.Controller)
+	}
+}
+
+// testUnencodableStateRefused: a state that JSON cannot encode (NaN in the
+// controller's memory) is refused as an error, not a conflict, and nothing
+// of the commit is written.
+func testUnencodableStateRefused(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	st := loop.State{Loop: "n", Version: 1, TickAt: at, Controller: control.State{Init: true, Integral: math.NaN()}}
+	rate := loop.Rate{Loop: "n", PerSecond: 5, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
+	err := s.CommitTick(ctx, loop.Commit{State: st, Rate: &rate})
+	if err == nil || errors.Is(err, loop.ErrConflict) {
+		t.Fatalf("CommitTick of a controller state with a NaN integrator = %v; want an error that is not a conflict", err)
+	}
+	if _, err := s.ReadState(ctx, "n"); !errors.Is(err, loop.ErrNotFound) {
+		t.Errorf("ReadState after the refused commit: %v; want loop.ErrNotFound", err)
+	}
+	if _, err := s.ReadRate(ctx, "n"); !errors.Is(err, loop.ErrNotFound) {
+		t.Errorf("ReadRate after the refused commit: %v; want loop.ErrNotFound", err)
 	}
 }
