@@ -516,3 +516,35 @@ func TestUpdateKeepsStateFinite(t *testing.T) {
 		})
 	}
 }
+
+func TestConditionalBoundsEditedWhileSaturated(t *testing.T) {
+	// Saturated at a bound for a long time, the bound is tightened: the rate
+	// follows the new bound at the next update and leaves it at the first
+	// update whose error turns (issue 15: the integrator is clamped into the
+	// new bounds).
+	in := func(y float64) Input { return Input{Setpoint: 70, Measurement: y, SamplingInterval: time.Minute} }
+	for _, tc := range []struct {
+		name      string
+		y, turned float64 // CPU while saturated, and after the error turns
+		edit      func(c *Config)
+		bound     float64
+		leftBound func(rate float64) bool
+	}{
+		{"max_rate lowered", 50, 75, func(c *Config) { c.Max = 500 }, 500, func(r float64) bool { return r < 500 }},
+		{"min_rate raised", 95, 65, func(c *Config) { c.Min = 200 }, 200, func(r float64) bool { return r > 200 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Controller{Config: Config{Kp: 2, Ki: 0.05, Min: 0, Max: 1000, AntiWindup: AntiWindupConditional}}
+			for range 60 {
+				c.Update(in(tc.y))
+			}
+			tc.edit(&c.Config)
+			if out := c.Update(in(tc.y)); out.Rate != tc.bound {
+				t.Fatalf("next update after the edit: rate %v; want the new bound %v", out.Rate, tc.bound)
+			}
+			if out := c.Update(in(tc.turned)); !tc.leftBound(out.Rate) {
+				t.Fatalf("the error turned: rate %v; want it off the bound %v at once", out.Rate, tc.bound)
+			}
+		})
+	}
+}
