@@ -298,42 +298,77 @@ func (c *Controller) Reset() { c.State = State{} }
 // stale datapoint is not integrated over and over), nor differentiated.
 // Nothing that is not a finite number is ever stored in the state.
 func (c *Controller) Update(in Input) Output {
-	cfg := &c.Config
-	s := &c.State
 	in = in.bounded()
-	dt := in.SamplingInterval
-	valid := cfg.ValidMeasurement(in.Measurement) && !math.IsNaN(in.Setpoint) && !math.IsInf(in.Setpoint, 0)
-	first := !s.Init
+	valid := c.Config.ValidMeasurement(in.Measurement) && !math.IsNaN(in.Setpoint) && !math.IsInf(in.Setpoint, 0)
+	first := !c.State.Init
 	if first {
-		s.Init = true
-		s.Kp, s.Kd = cfg.Kp, cfg.Kd
-		// The plant is assumed at steady state at the first measurement
-		// (the setpoint when there is none yet).
-		y0 := in.Setpoint
-		if valid {
-			y0 = in.Measurement
-		}
-		if math.IsNaN(y0) || math.IsInf(y0, 0) {
-			y0 = 0
-		}
-		s.FilteredSetpoint = y0 // the filter starts where the plant is: bumpless start
-		s.Output = cfg.Min
-		if cfg.Feedforward != nil {
-			// The output that holds the plant where it is, by the model.
-			s.FF = saturate(cfg.Feedforward.Input(y0))
-			s.Output = clamp(s.FF, cfg.Min, cfg.Max)
-			s.Reference = []Segment{{At: -time.Hour, Value: y0}}
-			if cfg.DelayAware {
-				s.Applied = []Segment{{At: -time.Hour, Value: s.Output}}
-			}
-		}
-		s.SampleEnd = math.MinInt64
+		c.start(in, valid)
 	}
-	s.Clock += dt
+	c.State.Clock += in.SamplingInterval
+	limited := c.trackActual(in)
+	if c.Config.Mode != ModeManual && !valid {
+		// Held, within the bounds in force (they may have been edited).
+		c.Override(c.State.Output)
+		return Output{Rate: c.State.Output, I: c.State.Integral, Held: true}
+	}
+	prevSetpoint := c.State.FilteredSetpoint
+	c.filterSetpoint(in)
+	c.feedforwardChange(first, prevSetpoint, in.SamplingInterval)
+	var out Output
+	ref, predicted := c.reference(&out, in, valid)
+	y, e, eI := c.errors(&out, in, valid, ref, predicted, prevSetpoint)
+	smp := c.sample(in, valid, y)
+	c.gainChange()
+	out.P = saturate(c.Config.Kp * e)
+	out.D = saturate(-c.Config.Kd * c.State.Derivative)
+	var u float64
+	if c.Config.Mode == ModeManual {
+		u = c.track(&out)
+	} else {
+		u = c.integrate(&out, smp, eI, limited)
+	}
+	c.State.FF = out.FF
+	c.State.finish(y, e, u, valid, smp.isNew, smp.end)
+	c.recordApplied(u, &in)
+	return out
+}
+
+// start initializes the state at the first update: the plant is assumed at
+// steady state at the first measurement (the setpoint when there is none
+// yet), the setpoint filter starts there (a bumpless start), and with a
+// model the output starts at what holds the plant there.
+func (c *Controller) start(in Input, valid bool) {
+	cfg, s := &c.Config, &c.State
+	s.Init = true
+	s.Kp, s.Kd = cfg.Kp, cfg.Kd
+	y0 := in.Setpoint
+	if valid {
+		y0 = in.Measurement
+	}
+	if math.IsNaN(y0) || math.IsInf(y0, 0) {
+		y0 = 0
+	}
+	s.FilteredSetpoint = y0
+	s.Output = cfg.Min
+	if cfg.Feedforward != nil {
+		s.FF = saturate(cfg.Feedforward.Input(y0))
+		s.Output = clamp(s.FF, cfg.Min, cfg.Max)
+		s.Reference = []Segment{{At: -time.Hour, Value: y0}}
+		if cfg.DelayAware {
+			s.Applied = []Segment{{At: -time.Hour, Value: s.Output}}
+		}
+	}
+	s.SampleEnd = math.MinInt64
+}
+
+// trackActual reports whether the plant received less than the last output
+// since the last update (Input.ActualRate), and then corrects the history
+// the delay-aware prediction runs on.
+func (c *Controller) trackActual(in Input) bool {
+	cfg, s := &c.Config, &c.State
+	dt := in.SamplingInterval
 	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)
 	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
-		// The plant received less than the last output since the last
-		// update: correct the history the prediction runs on.
 		actual := math.Max(0, in.ActualRate)
 		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {
 			s.Applied[n-1].Value = actual
@@ -341,30 +376,30 @@ func (c *Controller) Update(in Input) Output {
 			s.Applied = append(s.Applied, Segment{At: s.Clock - dt, Value: actual})
 		}
 	}
-	if cfg.Mode != ModeManual && !valid {
-		// Held, within the bounds in force (they may have been edited).
-		c.Override(s.Output)
-		return Output{Rate: s.Output, I: s.Integral, Held: true}
-	}
+	return limited
+}
 
-	prevSetpoint := s.FilteredSetpoint
-	// Setpoint filter, exact discretization of 1/(Tf s + 1).
-	if valid || cfg.Mode == ModeManual {
-		sp := in.Setpoint
-		if math.IsNaN(sp) || math.IsInf(sp, 0) {
-			sp = s.FilteredSetpoint
-		}
-		if cfg.SetpointFilter > 0 {
-			a := math.Exp(-dt.Seconds() / cfg.SetpointFilter.Seconds())
-			s.FilteredSetpoint = saturate(a*s.FilteredSetpoint + (1-a)*sp)
-		} else {
-			s.FilteredSetpoint = sp
-		}
+// filterSetpoint runs the setpoint filter, the exact discretization of
+// 1/(Tf s + 1).
+func (c *Controller) filterSetpoint(in Input) {
+	cfg, s := &c.Config, &c.State
+	sp := in.Setpoint
+	if math.IsNaN(sp) || math.IsInf(sp, 0) {
+		sp = s.FilteredSetpoint
 	}
+	if cfg.SetpointFilter > 0 {
+		a := math.Exp(-in.SamplingInterval.Seconds() / cfg.SetpointFilter.Seconds())
+		s.FilteredSetpoint = saturate(a*s.FilteredSetpoint + (1-a)*sp)
+	} else {
+		s.FilteredSetpoint = sp
+	}
+}
 
-	// Bumpless feedforward changes: when the model changed, or the
-	// feedforward was switched on or off, since the last update, the
-	// integrator takes up the jump that the feedforward would make.
+// feedforwardChange makes feedforward changes bumpless: when the model
+// changed, or the feedforward was switched on or off, since the last update,
+// the integrator takes up the jump that the feedforward would make.
+func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, dt time.Duration) {
+	cfg, s := &c.Config, &c.State
 	ffPrev := 0.0
 	if m := cfg.Feedforward; m != nil {
 		ffPrev = saturate(m.Input(prevSetpoint))
@@ -378,130 +413,167 @@ func (c *Controller) Update(in Input) Output {
 	if !first && ffPrev != s.FF {
 		s.Integral = finite(s.Integral+(s.FF-ffPrev), s.Integral)
 	}
+}
 
-	var out Output
-	ref := s.FilteredSetpoint
-	predicted := math.NaN() // steady-state CPU projected from the measurement and the output in flight
-	if m := cfg.Feedforward; m != nil {
-		out.FF = saturate(m.Input(s.FilteredSetpoint))
-		end := s.Clock - in.MeasurementAge
-		ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
-		if cfg.DelayAware && valid {
-			seen := m.Base + m.Gain*m.expected(s.Applied, end-in.MeasurementPeriod, end)
-			predicted = in.Measurement + m.Output(s.Output) - seen
-		}
-		s.Reference = appendSegment(s.Reference, Segment{At: s.Clock, Value: s.FilteredSetpoint})
-		s.Reference = pruneSegments(s.Reference, s.Clock-historyHorizon(m, in))
+// reference returns what the measurement is compared with: the filtered
+// setpoint or, with a model, the measurement the model expects for the
+// reference in force when the datapoint was taken; and, for the
+// delay-aware integrator, the steady state projected from the measurement
+// and the output still in flight (NaN otherwise). It sets out.FF.
+func (c *Controller) reference(out *Output, in Input, valid bool) (ref, predicted float64) {
+	cfg, s := &c.Config, &c.State
+	ref, predicted = s.FilteredSetpoint, math.NaN()
+	m := cfg.Feedforward
+	if m == nil {
+		return ref, predicted
 	}
+	out.FF = saturate(m.Input(s.FilteredSetpoint))
+	end := s.Clock - in.MeasurementAge
+	ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
+	if cfg.DelayAware && valid {
+		seen := m.Base + m.Gain*m.expected(s.Applied, end-in.MeasurementPeriod, end)
+		predicted = in.Measurement + m.Output(s.Output) - seen
+	}
+	s.Reference = appendSegment(s.Reference, Segment{At: s.Clock, Value: s.FilteredSetpoint})
+	s.Reference = pruneSegments(s.Reference, s.Clock-historyHorizon(m, in))
+	return ref, predicted
+}
 
-	y := in.Measurement
-	if !valid { // manual mode with a bad measurement
+// errors returns the measurement used (the last valid one in manual mode
+// with a bad measurement), the error, and the error the integrator
+// integrates (from the prediction when there is one, shaped by the noise
+// band). It sets out.Reference and out.Error.
+func (c *Controller) errors(out *Output, in Input, valid bool, ref, predicted, prevSetpoint float64) (y, e, eI float64) {
+	s := &c.State
+	y = in.Measurement
+	if !valid {
 		y = s.Measurement
 		if !s.HaveMeasurement {
 			y = ref
 		}
 	}
-	e := saturate(ref - y)
+	e = saturate(ref - y)
 	out.Reference, out.Error = ref, e
-	eI := e // the error the integrator integrates
+	eI = e
 	if !math.IsNaN(predicted) {
 		eI = prevSetpoint - predicted
 	}
-	if b := cfg.NoiseBand; b > 0 && eI > 0 {
+	if b := c.Config.NoiseBand; b > 0 && eI > 0 {
 		eI *= eI * eI / (eI*eI + b*b)
 	}
+	return y, e, eI
+}
 
-	// Is this a new datapoint?
-	sampleEnd := s.Clock - in.MeasurementAge
+// sample is what an update knows of its datapoint.
+type sample struct {
+	isNew bool          // a datapoint not used before
+	end   time.Duration // when its period ended, on the controller's clock
+	dt    time.Duration // the time it stands for in the integral
+}
+
+// sample tells whether the measurement is a new datapoint and the time it
+// stands for (since the previous datapoint, at most one update or one
+// period, at most MaxGap), and updates the derivative, which divides by the
+// true time since the previous datapoint.
+func (c *Controller) sample(in Input, valid bool, y float64) sample {
+	cfg, s := &c.Config, &c.State
+	end := s.Clock - in.MeasurementAge
 	timed := in.MeasurementAge != 0 || in.MeasurementPeriod != 0
-	isNew := valid && (!timed || sampleEnd > s.SampleEnd)
-	// The time a new datapoint stands for: since the previous datapoint,
-	// at most one update or one period.
-	dtI := dt
+	isNew := valid && (!timed || end > s.SampleEnd)
+	dtI := in.SamplingInterval
 	if isNew && in.MeasurementPeriod > 0 {
 		dtI = in.MeasurementPeriod
 	}
 	if isNew && s.SampleEnd != math.MinInt64 && timed {
-		dtI = min(sampleEnd-s.SampleEnd, max(dt, in.MeasurementPeriod))
+		dtI = min(end-s.SampleEnd, max(in.SamplingInterval, in.MeasurementPeriod))
 	}
-
-	// The derivative divides by the true time since the previous datapoint.
 	if isNew && s.HaveMeasurement {
 		gap := dtI
 		if timed && s.SampleEnd != math.MinInt64 {
-			gap = sampleEnd - s.SampleEnd
+			gap = end - s.SampleEnd
 		}
 		c.differentiate(y, gap)
 	}
 	if cfg.MaxGap > 0 {
 		dtI = min(dtI, cfg.MaxGap)
 	}
+	return sample{isNew: isNew, end: end, dt: dtI}
+}
 
-	// Bumpless gain change: move the integrator so that the output does not
-	// jump when Kp or Kd change (Astrom & Hagglund 2006, sec. 3.6).
+// gainChange makes a change of Kp or Kd bumpless: the integrator moves so
+// that the output does not jump (Astrom & Hagglund 2006, sec. 3.6).
+func (c *Controller) gainChange() {
+	cfg, s := &c.Config, &c.State
 	if s.Kp != cfg.Kp || s.Kd != cfg.Kd {
 		s.Integral = finite(s.Integral+((s.Kp-cfg.Kp)*s.Error-(s.Kd-cfg.Kd)*s.Derivative), s.Integral)
 		s.Kp, s.Kd = cfg.Kp, cfg.Kd
 	}
+}
 
-	out.P = saturate(cfg.Kp * e)
-	out.D = saturate(-cfg.Kd * s.Derivative)
+// track is manual mode: the output is the manual rate (bounded, slew
+// limited on the way up), and the integrator takes what auto would need to
+// continue from it.
+func (c *Controller) track(out *Output) float64 {
+	cfg, s := &c.Config, &c.State
+	u := limit(cfg.ManualRate, s.Output, cfg)
+	s.Integral = finite(u-out.FF-out.P-out.D, s.Integral)
+	out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
+	return u
+}
 
-	if cfg.Mode == ModeManual {
-		u := limit(cfg.ManualRate, s.Output, cfg)
-		// Track: the integrator takes what auto would need to continue
-		// from the manual output.
-		s.Integral = finite(u-out.FF-out.P-out.D, s.Integral)
-		out.I, out.Rate, out.Saturated = s.Integral, u, u != cfg.ManualRate
-		s.FF = out.FF
-		s.finish(y, e, u, valid, isNew, sampleEnd)
-		c.recordApplied(u, &in)
-		return out
-	}
-
+// integrate is auto mode: integrate a new datapoint's error, unless the
+// plant could not take the last output and more is asked (that would only
+// wind up), then bound the output under the anti-windup scheme.
+func (c *Controller) integrate(out *Output, smp sample, eI float64, limited bool) float64 {
+	cfg, s := &c.Config, &c.State
 	step := 0.0
-	if isNew && cfg.Ki != 0 {
-		step = cfg.Ki * eI * dtI.Seconds()
+	if smp.isNew && cfg.Ki != 0 {
+		step = cfg.Ki * eI * smp.dt.Seconds()
 		out.Integrated = true
 	}
 	if out.Integrated && limited && eI > 0 && cfg.AntiWindup != AntiWindupNone {
-		// The plant could not take the last output: asking for more would
-		// only wind the integrator up.
 		step, out.Integrated = 0, false
 	}
-	var integral, v, u float64
+	var integral, u float64
 	if cfg.AntiWindup == AntiWindupConditional {
-		integral, v, u = c.conditional(&out, step, eI)
+		integral, _, u = c.conditional(out, step, eI)
 	} else {
-		integral = s.Integral
-		if out.Integrated {
-			integral += step
-		}
-		v = out.FF + out.P + integral + out.D
-		u = limit(v, s.Output, cfg)
-		out.Saturated = u != v
-		if cfg.AntiWindup == AntiWindupBackCalculation && out.Integrated && u != v {
-			tt := cfg.TrackingTime.Seconds()
-			if tt <= 0 && cfg.Ki > 0 {
-				tt = cfg.Kp / cfg.Ki
-			}
-			k := 1.0
-			if tt > 0 {
-				k = math.Min(1, dtI.Seconds()/tt)
-			}
-			integral += k * (u - v)
-		}
+		integral, u = c.backCalculate(out, step, smp.dt)
 	}
 	integral = finite(integral, s.Integral)
 	if math.IsNaN(u) {
 		u = s.Output
 	}
 	s.Integral = integral
-	s.FF = out.FF
 	out.I, out.Rate = integral, u
-	s.finish(y, e, u, valid, isNew, sampleEnd)
-	c.recordApplied(u, &in)
-	return out
+	return u
+}
+
+// backCalculate bounds the output with no anti-windup, or with
+// back-calculation: while saturated, the integrator is pulled toward the
+// bound with the tracking time constant (Astrom & Hagglund 2006, sec. 3.5;
+// Kp/Ki by default).
+func (c *Controller) backCalculate(out *Output, step float64, dtI time.Duration) (integral, u float64) {
+	cfg, s := &c.Config, &c.State
+	integral = s.Integral
+	if out.Integrated {
+		integral += step
+	}
+	v := out.FF + out.P + integral + out.D
+	u = limit(v, s.Output, cfg)
+	out.Saturated = u != v
+	if cfg.AntiWindup == AntiWindupBackCalculation && out.Integrated && u != v {
+		tt := cfg.TrackingTime.Seconds()
+		if tt <= 0 && cfg.Ki > 0 {
+			tt = cfg.Kp / cfg.Ki
+		}
+		k := 1.0
+		if tt > 0 {
+			k = math.Min(1, dtI.Seconds()/tt)
+		}
+		integral += k * (u - v)
+	}
+	return integral, u
 }
 
 // Override records that the rate really sent from now on is u, not the last
