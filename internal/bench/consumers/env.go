@@ -31,6 +31,9 @@ import (
 type Env struct {
 	// AWSEndpoint is moto_server or LocalStack (AWS_ENDPOINT_URL).
 	AWSEndpoint string
+	// SQSEndpoint serves SQS (AWS_ENDPOINT_URL_SQS): ElasticMQ, moto_server
+	// or LocalStack; "" is AWSEndpoint.
+	SQSEndpoint string
 	// MySQLDSN is a DSN of a database with the mysqlsink schema.
 	MySQLDSN string
 	// RIE is the aws-lambda-rie binary.
@@ -87,8 +90,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// sqsEndpoint is the endpoint of SQS.
+func (e Env) sqsEndpoint() string {
+	if e.SQSEndpoint != "" {
+		return e.SQSEndpoint
+	}
+	return e.AWSEndpoint
+}
+
 func (e Env) aws(ctx context.Context) (aws.Config, error) {
 	os.Setenv("AWS_ENDPOINT_URL", e.AWSEndpoint)
+	os.Setenv("AWS_ENDPOINT_URL_SQS", e.sqsEndpoint())
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		if os.Getenv(k) == "" {
 			os.Setenv(k, v)
@@ -101,8 +113,8 @@ func (e Env) aws(ctx context.Context) (aws.Config, error) {
 func (e Env) childEnv(extra map[string]string) []string {
 	env := os.Environ()
 	base := map[string]string{
-		"AWS_ENDPOINT_URL": e.AWSEndpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+		"AWS_ENDPOINT_URL": e.AWSEndpoint, "AWS_ENDPOINT_URL_SQS": e.sqsEndpoint(),
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
 	}
 	for k, v := range base {
 		env = append(env, k+"="+v)
