@@ -6,14 +6,15 @@
 #
 # SQS goes to ElasticMQ (AWS_ENDPOINT_URL_SQS, which the AWS SDKs prefer to
 # AWS_ENDPOINT_URL for SQS alone); SLUICE_SQS=moto sends it to moto_server
-# with everything else.
+# with everything else, SLUICE_SQS=localstack to LocalStack (make up-docker),
+# both on 4566.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 case ${SLUICE_SQS:-elasticmq} in
 elasticmq) sqs_endpoint=http://127.0.0.1:9324 ;;
-moto) sqs_endpoint=http://127.0.0.1:4566 ;;
+moto | localstack) sqs_endpoint=http://127.0.0.1:4566 ;;
 *)
-	echo "env.sh: SLUICE_SQS=$SLUICE_SQS: want elasticmq or moto" >&2
+	echo "env.sh: SLUICE_SQS=$SLUICE_SQS: want elasticmq, moto or localstack" >&2
 	exit 1
 	;;
 esac

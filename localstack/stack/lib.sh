@@ -328,6 +328,10 @@ maven_jars() {
 sqs_server() {
 	case ${SLUICE_SQS:-elasticmq} in
 	elasticmq | moto) echo "${SLUICE_SQS:-elasticmq}" ;;
+	localstack)
+		printf '[stack] ERROR: SLUICE_SQS=localstack: LocalStack serves SQS under Docker (make up-docker); up.sh serves it from elasticmq or moto\n' >&2
+		return 1
+		;;
 	*)
 		printf '[stack] ERROR: SLUICE_SQS=%s: want elasticmq or moto\n' "$SLUICE_SQS" >&2
 		return 1
