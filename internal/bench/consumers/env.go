@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -156,6 +157,8 @@ type Stack struct {
 	Table    string
 	Loop     string
 	QueueURL string
+	// QueueARN is the queue's ARN as the server reports it.
+	QueueARN string
 	DLQURL   string
 }
 
@@ -174,7 +177,10 @@ func (e Env) NewStack(ctx context.Context, prefix string, rate float64, maxRecei
 	if err := ddbstore.New(s.DDB, s.Table).WriteRate(ctx, loop.Rate{Loop: s.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		return nil, fmt.Errorf("write RATE: %w", err)
 	}
-	s.QueueURL, s.DLQURL, err = CreateQueues(ctx, s.SQS, prefix, maxReceive)
+	if s.QueueURL, s.DLQURL, err = CreateQueues(ctx, s.SQS, prefix, maxReceive); err != nil {
+		return s, err
+	}
+	s.QueueARN, err = localaws.LookupQueueARN(ctx, s.SQS, s.QueueURL)
 	return s, err
 }
 
