@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run-moto.sh starts moto_server on 127.0.0.1:${MOTO_PORT:-4566} without
 # Docker, applies localstack/init/*.sh to it, runs the command given (if
-# any) with the endpoint's environment, and stops moto_server again.
+# any) with the endpoint's environment, and stops moto_server again. Every
+# service goes to that moto_server, SQS included (AWS_ENDPOINT_URL_SQS): the
+# stack of localstack/stack/up.sh serves SQS from ElasticMQ instead.
 #
 #   localstack/run-moto.sh                      start, init, stop (a smoke run)
 #   localstack/run-moto.sh go test ./pkg/...    start, init, run the command, stop
@@ -15,6 +17,7 @@ port=${MOTO_PORT:-4566}
 endpoint=http://127.0.0.1:$port
 
 export AWS_ENDPOINT_URL=$endpoint
+export AWS_ENDPOINT_URL_SQS=$endpoint
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test}
 export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
 export AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1}

@@ -9,7 +9,7 @@
 # BENCH_CONSUMERS_FLAGS passes flags to the benchmark, e.g.
 #   make bench-consumers BENCH_CONSUMERS_FLAGS='--window=10s --messages=1000'
 # The default (60 s windows, 10,000 messages per no-loss path) takes about
-# 30 minutes.
+# 30 minutes. SQS is ElasticMQ's (SLUICE_SQS=moto: moto's, far slower).
 
 SQS_CONSUMER_PKG := ./functions/sqs-consumer
 SQS_CONSUMER_HOST := $(BIN)/sqs-consumer-host/bootstrap
@@ -33,10 +33,10 @@ sqs-consumer-bootstrap:
 worker-image:
 	docker build -f infra/worker/Dockerfile -t sluice-worker .
 
-## bench-consumers: starts moto, MariaDB, Kafka and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
+## bench-consumers: starts moto, ElasticMQ (SQS), MariaDB, Kafka and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
 bench-consumers:
 	@rec=$$(mktemp); \
 	trap 'if [ -s "$$rec" ]; then bash localstack/stack/down.sh $$(cat "$$rec") >&2; fi; rm -f "$$rec"' EXIT; \
-	bash localstack/stack/up.sh --record "$$rec" moto mariadb rie kafka >&2 || exit 1; \
+	bash localstack/stack/up.sh --record "$$rec" moto elasticmq mariadb rie kafka >&2 || exit 1; \
 	eval "$$(bash localstack/stack/env.sh)"; \
 	$(GO) run ./internal/bench/consumers/cmd/bench-consumers $(BENCH_CONSUMERS_FLAGS)

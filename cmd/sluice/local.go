@@ -82,7 +82,8 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 			"events, one poller per emulator (an emulator runs one invocation at a time; the number\n"+
 			"of emulators is the mapping's maximum concurrency). Messages the function does not\n"+
 			"report in batchItemFailures are deleted; failures return after their visibility timeout\n"+
-			"and the queue's redrive policy moves them to its dead-letter queue. Uses AWS_ENDPOINT_URL.")
+			"and the queue's redrive policy moves them to its dead-letter queue. Records carry the queue's\n"+
+			"ARN as the server reports it. Uses AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL.")
 	queue := fs.String("queue-url", "", "queue URL")
 	ries := fs.String("rie", "http://127.0.0.1:9000", "comma-separated emulator URLs")
 	batch := fs.Int("batch", 10, "batch size, 1 to 10")
@@ -102,11 +103,17 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	api := sqs.NewFromConfig(cfg)
+	arn, err := localaws.LookupQueueARN(ctx, api, *queue)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
 	done := make(chan struct{})
 	urls := strings.Split(*ries, ",")
 	for _, u := range urls {
-		p := &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log}
+		p := &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn, Region: cfg.Region,
+			BatchSize: *batch, Wait: *wait, Log: log}
 		go func() { p.Run(ctx); done <- struct{}{} }()
 	}
 	for range urls {

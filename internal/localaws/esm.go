@@ -245,6 +245,31 @@ func (p *Poller) Event(msgs []types.Message) events.SQSEvent {
 	return ev
 }
 
+// AttributesAPI is the SQS call LookupQueueARN makes.
+type AttributesAPI interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+var _ AttributesAPI = (*sqs.Client)(nil)
+
+// LookupQueueARN asks the SQS server for the ARN of the queue at url: the
+// eventSourceARN of a mapping's records, and the deadLetterTargetArn of a
+// redrive policy. Servers shape URLs and ARNs their own way (SQS,
+// LocalStack, moto_server, ElasticMQ, whose region is its own setting), so
+// the server's answer is the one to use; QueueARN only derives one.
+func LookupQueueARN(ctx context.Context, api AttributesAPI, url string) (string, error) {
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", fmt.Errorf("ARN of queue %s: %w", url, err)
+	}
+	arn := out.Attributes[string(types.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", fmt.Errorf("ARN of queue %s: the server returned no QueueArn attribute", url)
+	}
+	return arn, nil
+}
+
 // QueueARN derives a queue's ARN from its URL
 // (http://host/<account>/<name>).
 func QueueARN(url, region string) string {

@@ -260,6 +260,46 @@ func TestRIEInvokeErrors(t *testing.T) {
 	}
 }
 
+// fakeAttributes answers GetQueueAttributes with attrs or err, recording
+// the queue URL and attribute names asked for.
+type fakeAttributes struct {
+	attrs map[string]string
+	err   error
+	url   string
+	names []types.QueueAttributeName
+}
+
+func (f *fakeAttributes) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	f.url, f.names = aws.ToString(in.QueueUrl), in.AttributeNames
+	return &sqs.GetQueueAttributesOutput{Attributes: f.attrs}, f.err
+}
+
+func TestLookupQueueARN(t *testing.T) {
+	const url = "http://127.0.0.1:9324/000000000000/orders"
+	tests := []struct {
+		name    string
+		api     *fakeAttributes
+		want    string
+		wantErr string
+	}{
+		{"the server's ARN", &fakeAttributes{attrs: map[string]string{"QueueArn": "arn:aws:sqs:elasticmq:000000000000:orders"}},
+			"arn:aws:sqs:elasticmq:000000000000:orders", ""},
+		{"no QueueArn", &fakeAttributes{attrs: map[string]string{}}, "", "no QueueArn"},
+		{"error", &fakeAttributes{err: errors.New("AWS.SimpleQueueService.NonExistentQueue")}, "", "NonExistentQueue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LookupQueueARN(context.Background(), tt.api, url)
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("LookupQueueARN = %q, %v; want %q, error containing %q", got, err, tt.want, tt.wantErr)
+			}
+			if tt.api.url != url || !slices.Equal(tt.api.names, []types.QueueAttributeName{types.QueueAttributeNameQueueArn}) {
+				t.Errorf("asked for %v of %q; want QueueArn of %q", tt.api.names, tt.api.url, url)
+			}
+		})
+	}
+}
+
 func TestQueueARN(t *testing.T) {
 	if got := QueueARN("http://127.0.0.1:4566/000000000000/sluice-e2e", "us-east-1"); got != "arn:aws:sqs:us-east-1:000000000000:sluice-e2e" {
 		t.Errorf("QueueARN = %q", got)

@@ -1,5 +1,5 @@
 // Package testenv tells integration tests where the real services are
-// (moto_server, MariaDB, Kafka, Prometheus, the Lambda Runtime Interface
+// (moto_server, ElasticMQ, MariaDB, Kafka, Prometheus, the Lambda Runtime Interface
 // Emulator). `make test` starts them with localstack/stack/up.sh and exports
 // SLUICE_INTEGRATION=1, under which a missing service fails the test instead
 // of skipping it: CI never passes by skipping an integration test.
@@ -39,17 +39,37 @@ func dial(addr string) error {
 // from AWS_ENDPOINT_URL, after checking that it answers.
 func AWSEndpoint(t testing.TB) string {
 	t.Helper()
-	ep := os.Getenv("AWS_ENDPOINT_URL")
+	return endpoint(t, "AWS_ENDPOINT_URL")
+}
+
+// SQSEndpoint returns the local SQS endpoint, after checking that it
+// answers: AWS_ENDPOINT_URL_SQS (ElasticMQ under `make test`; moto_server
+// under SLUICE_SQS=moto), else AWS_ENDPOINT_URL, the same choice the AWS SDK
+// makes for an SQS client. A test of SQS calls it (as well as AWSEndpoint
+// when it also uses DynamoDB or CloudWatch).
+func SQSEndpoint(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL_SQS") != "" {
+		return endpoint(t, "AWS_ENDPOINT_URL_SQS")
+	}
+	return endpoint(t, "AWS_ENDPOINT_URL")
+}
+
+// endpoint returns the URL in the environment variable env after checking
+// that its host answers.
+func endpoint(t testing.TB, env string) string {
+	t.Helper()
+	ep := os.Getenv(env)
 	if ep == "" {
-		unavailable(t, "AWS_ENDPOINT_URL is not set")
+		unavailable(t, "%s is not set", env)
 		return ""
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		t.Fatalf("AWS_ENDPOINT_URL %q: %v", ep, err)
+		t.Fatalf("%s %q: %v", env, ep, err)
 	}
 	if err := dial(u.Host); err != nil {
-		unavailable(t, "AWS endpoint %s: %v", ep, err)
+		unavailable(t, "%s %s: %v", env, ep, err)
 	}
 	return ep
 }

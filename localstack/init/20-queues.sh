@@ -4,16 +4,19 @@
 # maxReceiveCount receives. Idempotent: existing queues are kept and their
 # redrive policy set again.
 #
-# It calls the AWS CLI as ${AWS_CMD:-aws --endpoint-url ...}: moto_server
+# It calls the AWS CLI as ${AWS_CMD:-aws --endpoint-url ...}, the endpoint
+# being AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL: ElasticMQ or moto_server
 # (localstack/stack/up.sh) or LocalStack (AWS_CMD=awslocal). awscli v1
-# ignores AWS_ENDPOINT_URL for sqs, hence the explicit --endpoint-url.
+# ignores the endpoint variables for sqs, hence the explicit --endpoint-url.
+# The DLQ's ARN comes from the server (ElasticMQ, moto and LocalStack each
+# shape queue URLs their own way).
 #
 # Environment: SLUICE_QUEUE (default sluice-orders; the DLQ is
 # <queue>-dlq), SLUICE_MAX_RECEIVE (default 5), SLUICE_VISIBILITY (seconds,
 # default 60: above the consumers' MaxHold plus a store).
 set -euo pipefail
 
-AWS_CMD=${AWS_CMD:-aws --endpoint-url ${AWS_ENDPOINT_URL:-http://127.0.0.1:4566}}
+AWS_CMD=${AWS_CMD:-aws --endpoint-url ${AWS_ENDPOINT_URL_SQS:-${AWS_ENDPOINT_URL:-http://127.0.0.1:4566}}}
 export AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1}
 export AWS_PAGER=
 queue=${SLUICE_QUEUE:-sluice-orders}

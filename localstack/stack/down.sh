@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # down.sh stops what up.sh started (all services, or the ones named:
-# moto mariadb prometheus kafka), by their recorded pids, then checks the
+# moto elasticmq mariadb prometheus kafka), by their recorded pids, then checks the
 # ports: a listener that this checkout's up.sh started (its environment
 # carries SLUICE_STACK_DIR) is stopped too; any other listener is reported
 # and left alone. Data stays: MariaDB's in /var/lib/mysql, Kafka's and
@@ -15,18 +15,19 @@ names=()
 for a in "$@"; do
 	case $a in
 	--purge) purge=1 ;;
-	all) names+=(moto mariadb prometheus kafka) ;;
-	moto | mariadb | kafka | process-exporter) names+=("$a") ;;
+	all) names+=(moto elasticmq mariadb prometheus kafka) ;;
+	moto | elasticmq | mariadb | kafka | process-exporter) names+=("$a") ;;
 	prometheus) names+=(prometheus process-exporter) ;;
 	chromium | rie) ;; # installed only: nothing runs
-	*) die "unknown service '$a' (moto mariadb prometheus kafka all)" ;;
+	*) die "unknown service '$a' (moto elasticmq mariadb prometheus kafka all)" ;;
 	esac
 done
-((${#names[@]})) || names=(moto mariadb prometheus process-exporter kafka)
+((${#names[@]})) || names=(moto elasticmq mariadb prometheus process-exporter kafka)
 stack_lock
 
 declare -A ports=(
 	[moto]=$MOTO_PORT
+	[elasticmq]=$ELASTICMQ_PORT
 	[mariadb]=$MARIADB_PORT
 	[prometheus]=$PROMETHEUS_PORT
 	[process-exporter]=$EXPORTER_PORT
@@ -35,7 +36,7 @@ declare -A ports=(
 
 # Stop consumers of a service before the service: exporter after Prometheus,
 # MariaDB after the exporter; Kafka gets time for a clean shutdown.
-order=(prometheus process-exporter kafka moto mariadb)
+order=(prometheus process-exporter kafka elasticmq moto mariadb)
 for name in "${order[@]}"; do
 	[[ " ${names[*]} " == *" $name "* ]] || continue
 	if pid=$(pidfile_pid "$name"); then
@@ -44,7 +45,7 @@ for name in "${order[@]}"; do
 		stop_pid "$name" "$pid" "$timeout"
 	fi
 	rm -f "$STACK_RUN/$name.pid"
-	[[ $name == moto ]] && rm -f "$STACK_RUN/moto.init"
+	[[ $name == moto || $name == elasticmq ]] && rm -f "$STACK_RUN/aws.init"
 done
 
 held=()

@@ -3,12 +3,27 @@
 # stack (up.sh). Use:  eval "$(localstack/stack/env.sh)"
 # internal/testenv reads these; SLUICE_INTEGRATION=1 makes a missing service
 # fail a test instead of skipping it.
+#
+# SQS goes to ElasticMQ (AWS_ENDPOINT_URL_SQS, which the AWS SDKs prefer to
+# AWS_ENDPOINT_URL for SQS alone); SLUICE_SQS=moto sends it to moto_server
+# with everything else, SLUICE_SQS=localstack to LocalStack (make up-docker),
+# both on 4566.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+case ${SLUICE_SQS:-elasticmq} in
+elasticmq) sqs_endpoint=http://127.0.0.1:9324 ;;
+moto | localstack) sqs_endpoint=http://127.0.0.1:4566 ;;
+*)
+	echo "env.sh: SLUICE_SQS=$SLUICE_SQS: want elasticmq, moto or localstack" >&2
+	exit 1
+	;;
+esac
 while IFS='=' read -r k v; do
 	[[ -n $k ]] && printf "export %s='%s'\n" "$k" "$v"
 done <<VARS
 AWS_ENDPOINT_URL=http://127.0.0.1:4566
+AWS_ENDPOINT_URL_SQS=$sqs_endpoint
+SLUICE_SQS=${SLUICE_SQS:-elasticmq}
 AWS_ACCESS_KEY_ID=test
 AWS_SECRET_ACCESS_KEY=test
 AWS_REGION=us-east-1

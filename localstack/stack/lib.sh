@@ -11,6 +11,7 @@ STACK_RUN=$STACK_DIR/run
 STACK_BIN=$STACK_ROOT/.cache/bin
 
 MOTO_PORT=4566
+ELASTICMQ_PORT=9324
 MARIADB_PORT=3306
 PROMETHEUS_PORT=9090
 EXPORTER_PORT=9256
@@ -297,3 +298,52 @@ mariadb_stop() {
 	stop_pid mariadb "$pid" 60
 	rm -f "$STACK_RUN/mariadb.pid"
 }
+
+# maven_jars NAME POM DIR fetches the runtime jars that POM depends on into
+# DIR with Maven, once per version of POM (its checksum is kept in DIR).
+maven_jars() {
+	local name=$1 pom=$2 dir=$3 sum t0
+	sum=$(sha256sum "$pom" | cut -d' ' -f1)
+	if [[ -f $dir/.pom.sha256 && $(<"$dir/.pom.sha256") == "$sum" ]]; then
+		return 0
+	fi
+	command -v java >/dev/null || apt_install openjdk-17-jre-headless
+	command -v mvn >/dev/null || apt_install maven
+	t0=$(date +%s.%N)
+	log "$name: fetching jars with Maven"
+	rm -rf "$dir.tmp"
+	mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$dir.tmp" \
+		>>"$STACK_LOG/$name-mvn.log" 2>&1 || {
+		tail -n 30 "$STACK_LOG/$name-mvn.log" >&2
+		die "$name: Maven could not fetch the jars of $pom (log: $STACK_LOG/$name-mvn.log)"
+	}
+	echo "$sum" >"$dir.tmp/.pom.sha256"
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+	log "$name: $(find "$dir" -name '*.jar' | wc -l) jars fetched in $(elapsed "$t0")s"
+}
+
+# sqs_server prints the service that serves SQS: elasticmq (the default) or
+# moto, from SLUICE_SQS.
+sqs_server() {
+	case ${SLUICE_SQS:-elasticmq} in
+	elasticmq | moto) echo "${SLUICE_SQS:-elasticmq}" ;;
+	localstack)
+		printf '[stack] ERROR: SLUICE_SQS=localstack: LocalStack serves SQS under Docker (make up-docker); up.sh serves it from elasticmq or moto\n' >&2
+		return 1
+		;;
+	*)
+		printf '[stack] ERROR: SLUICE_SQS=%s: want elasticmq or moto\n' "$SLUICE_SQS" >&2
+		return 1
+		;;
+	esac
+}
+
+# sqs_port SERVER prints the port of the SQS server SERVER (elasticmq, moto).
+sqs_port() { if [[ $1 == moto ]]; then echo "$MOTO_PORT"; else echo "$ELASTICMQ_PORT"; fi; }
+
+# sqs_endpoint SERVER prints the endpoint URL of the SQS server SERVER.
+sqs_endpoint() { echo "http://127.0.0.1:$(sqs_port "$1")"; }
+
+# elasticmq_ready succeeds when ElasticMQ answers an SQS ListQueues.
+elasticmq_ready() { http_ok "http://127.0.0.1:$ELASTICMQ_PORT/?Action=ListQueues&Version=2012-11-05"; }

@@ -7,11 +7,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 names=("$@")
-((${#names[@]})) || names=(moto mariadb process-exporter prometheus kafka)
-declare -A port=([moto]=$MOTO_PORT [mariadb]=$MARIADB_PORT [process-exporter]=$EXPORTER_PORT
+((${#names[@]})) || names=(moto elasticmq mariadb process-exporter prometheus kafka)
+declare -A port=([moto]=$MOTO_PORT [elasticmq]=$ELASTICMQ_PORT [mariadb]=$MARIADB_PORT [process-exporter]=$EXPORTER_PORT
 	[prometheus]=$PROMETHEUS_PORT [kafka]=$KAFKA_PORT)
 # shellcheck disable=SC2317 # called as "ready_$n"
 ready_moto() { http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"; }
+# shellcheck disable=SC2317
+ready_elasticmq() { elasticmq_ready; }
 # shellcheck disable=SC2317
 ready_mariadb() { mariadb_ready; }
 # shellcheck disable=SC2317
@@ -24,7 +26,7 @@ ready_kafka() { python3 "$STACK_ROOT/localstack/stack/kafka-ready.py" "127.0.0.1
 rc=0
 printf '%-17s %-6s %-8s %-7s %s\n' service port state pid "started by"
 for n in "${names[@]}"; do
-	[[ -n ${port[$n]:-} ]] || die "unknown service '$n' (moto mariadb process-exporter prometheus kafka)"
+	[[ -n ${port[$n]:-} ]] || die "unknown service '$n' (moto elasticmq mariadb process-exporter prometheus kafka)"
 	p=${port[$n]}
 	holder=$(port_holder "$p")
 	state=down by=-

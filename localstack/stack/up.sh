@@ -3,13 +3,16 @@
 #
 #   localstack/stack/up.sh [--record FILE] [SERVICE...]
 #
-# Services: moto (moto_server on 127.0.0.1:4566, then localstack/init/*.sh),
+# Services: moto (moto_server on 127.0.0.1:4566: DynamoDB, CloudWatch, and
+# SQS when SLUICE_SQS=moto), elasticmq (ElasticMQ on 127.0.0.1:9324: SQS),
 # mariadb (127.0.0.1:3306, database and user `sluice`), prometheus
 # (Prometheus on 127.0.0.1:9090 and prometheus-process-exporter watching
 # mariadbd on 127.0.0.1:9256), kafka (single-node KRaft broker on
 # 127.0.0.1:9092, controller 9093), chromium (installed only: tests start it),
 # rie (the Lambda Runtime Interface Emulator, installed only), all.
-# Default: moto mariadb prometheus rie.
+# Default: moto elasticmq mariadb prometheus rie. Once moto and the SQS server
+# (ElasticMQ, or moto under SLUICE_SQS=moto) answer, localstack/init/*.sh
+# run against them (init.sh), again whenever either was restarted.
 #
 # Idempotent: a service that already runs is left alone (also one started by
 # hand, when the program on its port is the expected one); a half-started one
@@ -33,17 +36,18 @@ while (($#)); do
 		exit 0
 		;;
 	all)
-		services+=(moto mariadb prometheus kafka chromium rie)
+		services+=(moto elasticmq mariadb prometheus kafka chromium rie)
 		shift
 		;;
-	moto | mariadb | prometheus | kafka | chromium | rie)
+	moto | elasticmq | mariadb | prometheus | kafka | chromium | rie)
 		services+=("$1")
 		shift
 		;;
-	*) die "unknown service '$1' (moto mariadb prometheus kafka chromium rie all)" ;;
+	*) die "unknown service '$1' (moto elasticmq mariadb prometheus kafka chromium rie all)" ;;
 	esac
 done
-((${#services[@]})) || services=(moto mariadb prometheus rie)
+((${#services[@]})) || services=(moto elasticmq mariadb prometheus rie)
+sqs=$(sqs_server) || exit 1
 stack_lock
 
 started=()
@@ -124,16 +128,45 @@ up_moto() {
 			die "moto: cannot install awscli with pip (log: $STACK_LOG/pip.log)"
 	fi
 	ensure moto "$MOTO_PORT" 'moto_server|moto\.server' moto_ready moto_start 30 || die "moto: did not start"
-	# The init scripts run once per moto process (moto keeps everything in
-	# memory): again after a restart, not on every up.sh.
-	local pid stamp=$STACK_RUN/moto.init
-	pid=$(port_holder "$MOTO_PORT")
-	if [[ ! -f $stamp || $(<"$stamp") != "$pid" ]]; then
-		bash "$STACK_ROOT/localstack/stack/init.sh"
-		echo "$pid" >"$stamp"
-	else
-		log "moto: init scripts already applied to pid $pid (run localstack/stack/init.sh to apply them again)"
+}
+
+# ---- ElasticMQ -------------------------------------------------------------
+
+ELASTICMQ_HOME=$STACK_ROOT/.cache/elasticmq
+
+elasticmq_start() {
+	sed "s|@PORT@|$ELASTICMQ_PORT|g" "$STACK_ROOT/localstack/elasticmq/elasticmq.conf" >"$ELASTICMQ_HOME/elasticmq.conf"
+	start_daemon elasticmq java -Xms64m -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true \
+		-Dconfig.file="$ELASTICMQ_HOME/elasticmq.conf" -cp "$ELASTICMQ_HOME/lib/*" org.elasticmq.server.Main
+}
+
+up_elasticmq() {
+	mkdir -p "$ELASTICMQ_HOME"
+	maven_jars elasticmq "$STACK_ROOT/localstack/elasticmq/pom.xml" "$ELASTICMQ_HOME/lib"
+	ensure elasticmq "$ELASTICMQ_PORT" 'org\.elasticmq\.server\.Main' elasticmq_ready elasticmq_start 60 ||
+		die "elasticmq: did not start"
+}
+
+# ---- the init scripts ------------------------------------------------------
+
+# init_aws applies localstack/init/*.sh once per pair of processes (moto and
+# the SQS server keep everything in memory): again after either restarted,
+# not on every up.sh. It needs moto (DynamoDB) and the SQS server running.
+init_aws() {
+	local moto_pid sqs_pid stamp=$STACK_RUN/aws.init key
+	moto_pid=$(port_holder "$MOTO_PORT")
+	sqs_pid=$(port_holder "$(sqs_port "$sqs")")
+	if [[ -z $moto_pid || -z $sqs_pid ]]; then
+		log "init: skipped (needs moto and $sqs running: up.sh moto $sqs)"
+		return 0
 	fi
+	key="moto=$moto_pid $sqs=$sqs_pid"
+	if [[ -f $stamp && $(<"$stamp") == "$key" ]]; then
+		log "init: already applied to $key (run localstack/stack/init.sh to apply them again)"
+		return 0
+	fi
+	AWS_ENDPOINT_URL_SQS=$(sqs_endpoint "$sqs") bash "$STACK_ROOT/localstack/stack/init.sh"
+	echo "$key" >"$stamp"
 }
 
 # ---- MariaDB --------------------------------------------------------------
@@ -196,30 +229,6 @@ KAFKA_HOME=$STACK_ROOT/.cache/kafka
 
 kafka_ready() { python3 "$STACK_ROOT/localstack/stack/kafka-ready.py" "127.0.0.1:$KAFKA_PORT"; }
 
-# kafka_libs fetches the broker's jars with Maven (once per pom.xml version).
-kafka_libs() {
-	local pom=$STACK_ROOT/localstack/kafka/pom.xml sum
-	sum=$(sha256sum "$pom" | cut -d' ' -f1)
-	if [[ -f $KAFKA_HOME/libs/.pom.sha256 && $(<"$KAFKA_HOME/libs/.pom.sha256") == "$sum" ]]; then
-		return 0
-	fi
-	command -v java >/dev/null || apt_install openjdk-17-jre-headless
-	command -v mvn >/dev/null || apt_install maven
-	local t0
-	t0=$(date +%s.%N)
-	log "kafka: fetching jars with Maven"
-	rm -rf "$KAFKA_HOME/libs.tmp"
-	mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$KAFKA_HOME/libs.tmp" \
-		>>"$STACK_LOG/kafka-mvn.log" 2>&1 || {
-		tail -n 30 "$STACK_LOG/kafka-mvn.log" >&2
-		die "kafka: Maven could not fetch the broker's jars (log: $STACK_LOG/kafka-mvn.log)"
-	}
-	echo "$sum" >"$KAFKA_HOME/libs.tmp/.pom.sha256"
-	rm -rf "$KAFKA_HOME/libs"
-	mv "$KAFKA_HOME/libs.tmp" "$KAFKA_HOME/libs"
-	log "kafka: $(find "$KAFKA_HOME/libs" -name '*.jar' | wc -l) jars fetched in $(elapsed "$t0")s"
-}
-
 KAFKA_JAVA=(java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true
 	-Dlog4j2.configurationFile="$STACK_ROOT/localstack/kafka/log4j2.properties"
 	-cp "$KAFKA_HOME/libs/*")
@@ -248,7 +257,7 @@ kafka_start() {
 
 up_kafka() {
 	mkdir -p "$KAFKA_HOME"
-	kafka_libs
+	maven_jars kafka "$STACK_ROOT/localstack/kafka/pom.xml" "$KAFKA_HOME/libs"
 	local holder
 	holder=$(port_holder "$KAFKA_CONTROLLER_PORT")
 	if [[ -n $holder ]] && ! pidfile_pid kafka >/dev/null && [[ ! $(pid_cmd "$holder") =~ kafka\.Kafka ]]; then
@@ -290,8 +299,9 @@ up_rie() {
 
 # ---------------------------------------------------------------------------
 
-# The order matters: Prometheus' process exporter watches mariadbd.
-for s in mariadb moto prometheus kafka chromium rie; do
+# The order matters: Prometheus' process exporter watches mariadbd; the init
+# scripts need moto and the SQS server.
+for s in mariadb moto elasticmq prometheus kafka chromium rie; do
 	for want in "${services[@]}"; do
 		if [[ $want == "$s" ]]; then
 			"up_$s"
@@ -299,6 +309,9 @@ for s in mariadb moto prometheus kafka chromium rie; do
 		fi
 	done
 done
+if [[ " ${services[*]} " == *" moto "* || " ${services[*]} " == *" elasticmq "* ]]; then
+	init_aws
+fi
 
 if [[ -n $record && ${#started[@]} -gt 0 ]]; then
 	printf '%s\n' "${started[@]}" >>"$record"

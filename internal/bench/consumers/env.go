@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -31,6 +32,9 @@ import (
 type Env struct {
 	// AWSEndpoint is moto_server or LocalStack (AWS_ENDPOINT_URL).
 	AWSEndpoint string
+	// SQSEndpoint serves SQS (AWS_ENDPOINT_URL_SQS): ElasticMQ, moto_server
+	// or LocalStack; "" is AWSEndpoint.
+	SQSEndpoint string
 	// MySQLDSN is a DSN of a database with the mysqlsink schema.
 	MySQLDSN string
 	// RIE is the aws-lambda-rie binary.
@@ -87,8 +91,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// sqsEndpoint is the endpoint of SQS.
+func (e Env) sqsEndpoint() string {
+	if e.SQSEndpoint != "" {
+		return e.SQSEndpoint
+	}
+	return e.AWSEndpoint
+}
+
 func (e Env) aws(ctx context.Context) (aws.Config, error) {
 	os.Setenv("AWS_ENDPOINT_URL", e.AWSEndpoint)
+	os.Setenv("AWS_ENDPOINT_URL_SQS", e.sqsEndpoint())
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		if os.Getenv(k) == "" {
 			os.Setenv(k, v)
@@ -101,8 +114,8 @@ func (e Env) aws(ctx context.Context) (aws.Config, error) {
 func (e Env) childEnv(extra map[string]string) []string {
 	env := os.Environ()
 	base := map[string]string{
-		"AWS_ENDPOINT_URL": e.AWSEndpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+		"AWS_ENDPOINT_URL": e.AWSEndpoint, "AWS_ENDPOINT_URL_SQS": e.sqsEndpoint(),
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
 	}
 	for k, v := range base {
 		env = append(env, k+"="+v)
@@ -144,6 +157,8 @@ type Stack struct {
 	Table    string
 	Loop     string
 	QueueURL string
+	// QueueARN is the queue's ARN as the server reports it.
+	QueueARN string
 	DLQURL   string
 }
 
@@ -162,7 +177,10 @@ func (e Env) NewStack(ctx context.Context, prefix string, rate float64, maxRecei
 	if err := ddbstore.New(s.DDB, s.Table).WriteRate(ctx, loop.Rate{Loop: s.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		return nil, fmt.Errorf("write RATE: %w", err)
 	}
-	s.QueueURL, s.DLQURL, err = CreateQueues(ctx, s.SQS, prefix, maxReceive)
+	if s.QueueURL, s.DLQURL, err = CreateQueues(ctx, s.SQS, prefix, maxReceive); err != nil {
+		return s, err
+	}
+	s.QueueARN, err = localaws.LookupQueueARN(ctx, s.SQS, s.QueueURL)
 	return s, err
 }
 

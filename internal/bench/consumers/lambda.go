@@ -224,7 +224,7 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	}
 	mctx, mstop := context.WithCancel(ctx)
 	defer mstop()
-	mp := &Mapping{SQS: st.SQS, QueueURL: st.QueueURL, ARN: "arn:aws:sqs:us-east-1:000000000000:" + prefix, Visibility: 3 * time.Second}
+	mp := &Mapping{SQS: st.SQS, QueueURL: st.QueueURL, ARN: st.QueueARN, Visibility: 3 * time.Second}
 	done := make(chan struct{})
 	go func() { mp.Run(mctx, fn); close(done) }()
 

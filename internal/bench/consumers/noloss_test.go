@@ -14,7 +14,7 @@ import (
 
 func env(t *testing.T) consumers.Env {
 	t.Helper()
-	ep := testenv.AWSEndpoint(t)
+	ep, sqsEP := testenv.AWSEndpoint(t), testenv.SQSEndpoint(t)
 	dsn := testenv.MySQLDSN(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
 	root, err := filepath.Abs("../../..")
@@ -22,7 +22,7 @@ func env(t *testing.T) consumers.Env {
 		t.Fatal(err)
 	}
 	return consumers.Env{
-		AWSEndpoint: ep, MySQLDSN: dsn, RIE: rie, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
+		AWSEndpoint: ep, SQSEndpoint: sqsEP, MySQLDSN: dsn, RIE: rie, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
 		Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 }

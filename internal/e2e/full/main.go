@@ -1,8 +1,9 @@
 // Command full is `make e2e`: the whole Sluice loop on this machine against
 // the local stack, with MariaDB as the real plant.
 //
-// It starts moto and MariaDB with localstack/stack/up.sh (recording what it
-// started, which it stops at the end), installs the per-message workload
+// It starts moto, ElasticMQ (SQS; moto's own under SLUICE_SQS=moto) and
+// MariaDB with localstack/stack/up.sh (recording what it started, which it
+// stops at the end), installs the per-message workload
 // (internal/dbload) in a fresh database, identifies the database by a short
 // open-loop step test and tunes the loop's PARAMS from that model (the lab's
 // pi-aw-spf-ff: SIMC Kp, delay-aware integrator, conditional anti-windup,
@@ -162,6 +163,7 @@ type run struct {
 	instance string
 	dbName   string
 	queueURL string
+	queueARN string
 	dlqURL   string
 	db       *sql.DB
 	dsn      string
@@ -226,10 +228,20 @@ func (r *run) cleanup() {
 
 func (r *run) defer_(f func()) { r.cleanups = append(r.cleanups, f) }
 
-// env sets the local stack's environment where the caller did not.
+// sqsOnMoto reports whether SQS is served by moto_server (SLUICE_SQS=moto)
+// rather than ElasticMQ.
+func sqsOnMoto() bool { return os.Getenv("SLUICE_SQS") == "moto" }
+
+// setDefaultEnv sets the local stack's environment (localstack/stack/env.sh)
+// where the caller did not.
 func setDefaultEnv() {
+	sqsEndpoint := "http://127.0.0.1:9324"
+	if sqsOnMoto() {
+		sqsEndpoint = "http://127.0.0.1:4566"
+	}
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_PAGER": "", "MOTO_ACCOUNT_ID": "000000000000",
 		"SLUICE_MYSQL_DSN": "sluice:sluice@tcp(127.0.0.1:3306)/sluice?parseTime=true&multiStatements=true",
 	} {
@@ -246,13 +258,17 @@ func (r *run) setup() error {
 	r.table, r.loopID, r.instance = "sluice-e2e-"+r.id, "e2e", "sluice-e2e-"+r.id
 	r.dbName = "sluice_e2e_" + r.id
 
-	// 1. The stack: moto and MariaDB, stopping at the end only what this
-	// run started.
+	// 1. The stack: moto, the SQS server and MariaDB, stopping at the end
+	// only what this run started.
 	rec := filepath.Join(c.logDir, "stack-started-"+r.id)
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return err
 	}
-	up := exec.CommandContext(r.ctx, "bash", "localstack/stack/up.sh", "--record", rec, "moto", "mariadb", "rie")
+	services := []string{"moto", "mariadb", "rie"}
+	if !sqsOnMoto() {
+		services = append(services, "elasticmq")
+	}
+	up := exec.CommandContext(r.ctx, "bash", append([]string{"localstack/stack/up.sh", "--record", rec}, services...)...)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
 	if err := up.Run(); err != nil {
 		return fmt.Errorf("localstack/stack/up.sh: %w", err)
@@ -350,13 +366,20 @@ func (r *run) setup() error {
 		return fmt.Errorf("create dead-letter queue: %w", err)
 	}
 	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	redrive := fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":"5"}`, localaws.QueueARN(r.dlqURL, awsCfg.Region))
+	dlqARN, err := localaws.LookupQueueARN(r.ctx, r.sqs, r.dlqURL)
+	if err != nil {
+		return err
+	}
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
 	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
 		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
 	r.queueURL = aws.ToString(q.QueueUrl)
+	if r.queueARN, err = localaws.LookupQueueARN(r.ctx, r.sqs, r.queueURL); err != nil {
+		return err
+	}
 	if !c.keep {
 		r.defer_(func() {
 			ctx := context.Background()
@@ -413,7 +436,7 @@ func (r *run) setup() error {
 	wg.Add(1)
 	go func() { defer wg.Done(); sched.Run(bg) }()
 	for _, ce := range consumers {
-		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, Region: awsCfg.Region,
+		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
 			BatchSize: 10, Wait: time.Second, OnBatch: func(b localaws.BatchResult) {
 				r.batches.Add(1)
 				r.failed.Add(int64(b.Failed))

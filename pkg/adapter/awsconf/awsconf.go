@@ -1,7 +1,10 @@
 // Package awsconf loads the AWS SDK configuration the way every Sluice
 // binary does: the standard chain (environment, shared files, IAM role), with
-// AWS_ENDPOINT_URL honoured by the SDK for a local endpoint (moto_server or
-// LocalStack on 127.0.0.1:4566).
+// the SDK's endpoint variables honoured for local servers: AWS_ENDPOINT_URL
+// for every service (moto_server or LocalStack on 127.0.0.1:4566) and a
+// service-specific one, such as AWS_ENDPOINT_URL_SQS (ElasticMQ on
+// 127.0.0.1:9324), before it. Load sets no endpoint of its own, so that those
+// variables decide.
 package awsconf
 
 import (

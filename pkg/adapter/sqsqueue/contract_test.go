@@ -10,7 +10,7 @@ import (
 
 func TestQueueContract(t *testing.T) {
 	consumetest.TestSource(t, func(t *testing.T) consumetest.SourceUnderTest {
-		c, url, dlq := motoSQS(t)
+		c, url, dlq := localSQS(t, 0)
 		q := sqsqueue.New(c, sqsqueue.Config{QueueURL: url, DeadLetterURL: dlq, WaitTime: time.Second}, nil)
 		t.Cleanup(q.Close)
 		return consumetest.SourceUnderTest{

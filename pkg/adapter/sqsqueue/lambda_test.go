@@ -85,10 +85,10 @@ func TestFromEvent(t *testing.T) {
 	}
 }
 
-// TestHandlerDeadLettersPoison sends the poison message to a real DLQ (moto)
+// TestHandlerDeadLettersPoison sends the poison message to a real DLQ (ElasticMQ or moto)
 // with its reason and reports it as done.
 func TestHandlerDeadLettersPoison(t *testing.T) {
-	c, _, dlqURL := motoSQS(t)
+	c, _, dlqURL := localSQS(t, 0)
 	h := newHandler(memqueue.NewSink())
 	h.API, h.DeadLetterURL = c, dlqURL
 	resp, err := h.Handle(context.Background(), loadEvent(t))

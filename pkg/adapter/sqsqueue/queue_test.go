@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
@@ -17,11 +18,13 @@ import (
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
-// motoSQS returns an SQS client on the local endpoint and a fresh queue with
-// a dead-letter queue.
-func motoSQS(t *testing.T) (*sqs.Client, string, string) {
+// localSQS returns an SQS client on the local SQS endpoint (ElasticMQ, or
+// moto_server under SLUICE_SQS=moto) and a fresh queue with a dead-letter
+// queue. maxReceive > 0 gives the queue a redrive policy to the DLQ after
+// that many receives, naming the DLQ by the ARN the server reports.
+func localSQS(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 	t.Helper()
-	testenv.AWSEndpoint(t)
+	ep := testenv.SQSEndpoint(t)
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		if os.Getenv(k) == "" {
 			t.Setenv(k, v)
@@ -38,14 +41,23 @@ func motoSQS(t *testing.T) (*sqs.Client, string, string) {
 	if err != nil {
 		t.Fatalf("create DLQ: %v", err)
 	}
-	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: dlq.QueueUrl}) })
+	var attrs map[string]string
+	if maxReceive > 0 {
+		a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatalf("DLQ ARN: %v", err)
+		}
+		attrs = map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`,
+			a.Attributes["QueueArn"], maxReceive)}
+	}
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}
-	t.Cleanup(func() {
-		c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
-		c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: dlq.QueueUrl})
-	})
+	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+	t.Logf("SQS endpoint %s: queue %s, DLQ %s", ep, *q.QueueUrl, *dlq.QueueUrl)
 	return c, *q.QueueUrl, *dlq.QueueUrl
 }
 
@@ -75,7 +87,7 @@ func receiveAll(t *testing.T, q *sqsqueue.Queue, want int) []consume.Message {
 }
 
 func TestQueueAckReleaseDeadLetter(t *testing.T) {
-	c, url, dlqURL := motoSQS(t)
+	c, url, dlqURL := localSQS(t, 0)
 	send(t, c, url, `{"n":1}`, `{"n":2}`, `{"n":3}`, `bad`)
 	q := sqsqueue.New(c, sqsqueue.Config{QueueURL: url, DeadLetterURL: dlqURL, WaitTime: time.Second}, nil)
 	defer q.Close()
@@ -137,7 +149,7 @@ func TestQueueExtendsVisibility(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 4 s of real time")
 	}
-	c, url, _ := motoSQS(t)
+	c, url, _ := localSQS(t, 0)
 	send(t, c, url, `{"slow":true}`)
 	q := sqsqueue.New(c, sqsqueue.Config{QueueURL: url, WaitTime: time.Second, Visibility: 1 * time.Second}, nil)
 	defer q.Close()
@@ -161,7 +173,7 @@ func TestQueueExtendsVisibility(t *testing.T) {
 }
 
 func TestDeadLetterWithoutDLQReleases(t *testing.T) {
-	c, url, _ := motoSQS(t)
+	c, url, _ := localSQS(t, 0)
 	send(t, c, url, `nope`)
 	q := sqsqueue.New(c, sqsqueue.Config{QueueURL: url, WaitTime: time.Second}, nil)
 	defer q.Close()
@@ -172,5 +184,44 @@ func TestDeadLetterWithoutDLQReleases(t *testing.T) {
 	// Released for the redrive policy: visible again at once.
 	if again := receiveAll(t, q, 1); again[0].ID != got[0].ID {
 		t.Errorf("got %s; want %s", again[0].ID, got[0].ID)
+	}
+}
+
+// TestRedrivePolicyMovesToDLQ is the server's half of dead-lettering, which
+// the Lambda path relies on: a message released maxReceiveCount times is
+// moved by the queue's redrive policy to the DLQ, body intact, and is
+// received there once. `make test-sqs-servers` runs it against ElasticMQ
+// and moto_server.
+func TestRedrivePolicyMovesToDLQ(t *testing.T) {
+	c, url, dlqURL := localSQS(t, 2)
+	send(t, c, url, `{"poison":true}`)
+	q := sqsqueue.New(c, sqsqueue.Config{QueueURL: url, WaitTime: time.Second}, nil)
+	defer q.Close()
+	ctx := context.Background()
+	for receive := 1; receive <= 2; receive++ {
+		got := receiveAll(t, q, 1)
+		if got[0].ReceiveCount != receive {
+			t.Errorf("receive %d: ReceiveCount = %d; want %d", receive, got[0].ReceiveCount, receive)
+		}
+		if err := q.Release(ctx, got); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	// The third receive finds the message gone: the redrive policy moved it.
+	if ms, err := q.Receive(ctx, 10); err != nil || len(ms) != 0 {
+		t.Fatalf("Receive after %d receives = %d messages, %v; want 0 (moved to the DLQ)", 2, len(ms), err)
+	}
+	var moved []string
+	for tries := 0; len(moved) < 1 && tries < 5; tries++ {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlqURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("receive from DLQ: %v", err)
+		}
+		for _, m := range out.Messages {
+			moved = append(moved, aws.ToString(m.Body))
+		}
+	}
+	if len(moved) != 1 || moved[0] != `{"poison":true}` {
+		t.Errorf("DLQ holds %q; want the one poison message", moved)
 	}
 }

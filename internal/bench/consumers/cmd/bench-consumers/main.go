@@ -217,7 +217,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer os.RemoveAll(work)
 		env := consumers.Env{
-			AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), MySQLDSN: dsn, RIE: os.Getenv("SLUICE_RIE_BIN"),
+			AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), MySQLDSN: dsn, RIE: os.Getenv("SLUICE_RIE_BIN"),
 			MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"), Root: root, WorkDir: work, Log: log,
 		}
 		if env.RIE == "" {
