@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -29,7 +31,9 @@ type config struct {
 	RatePeriod    time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
 	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's MaximumConcurrency)
 	Sink          string        // SLUICE_SINK: mysql or http
-	MySQLDSN      string        // SLUICE_MYSQL_DSN
+	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
+	MySQLSecret   string        // SLUICE_MYSQL_SECRET: Secrets Manager secret (ARN or name) holding the DSN
+	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
 }
@@ -40,6 +44,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Table:         getenv("SLUICE_TABLE"),
 		Sink:          getenv("SLUICE_SINK"),
 		MySQLDSN:      getenv("SLUICE_MYSQL_DSN"),
+		MySQLSecret:   getenv("SLUICE_MYSQL_SECRET"),
+		Migrate:       getenv("SLUICE_MIGRATE") != "off",
 		DeadLetterURL: getenv("SLUICE_DLQ_URL"),
 		SafeRate:      10,
 		RatePeriod:    consume.DefaultRatePeriod,
@@ -80,8 +86,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	switch c.Sink {
 	case "mysql":
-		if c.MySQLDSN == "" {
-			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
+		if c.MySQLDSN == "" && c.MySQLSecret == "" {
+			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
 		}
 	case "http":
 		if len(c.HTTPEndpoints) == 0 {
@@ -103,12 +109,8 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 	closer := func() {}
 	switch c.Sink {
 	case "mysql":
-		db, err := sql.Open("mysql", c.MySQLDSN)
+		db, err := openMySQL(ctx, c, secretsmanager.NewFromConfig(aws))
 		if err != nil {
-			return nil, nil, fmt.Errorf("open MySQL: %w", err)
-		}
-		if err := mysqlsink.Migrate(ctx, db); err != nil {
-			db.Close()
 			return nil, nil, err
 		}
 		sink, closer = mysqlsink.New(db), func() { db.Close() }
@@ -134,4 +136,29 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,
 	}, closer, nil
+}
+
+// openMySQL opens the destination database: the DSN read once from Secrets
+// Manager (this runs once per container) or given in the environment, and
+// the schema migrated unless migrations are a separate step (SLUICE_MIGRATE
+// off: the runtime user then needs only INSERT and SELECT).
+func openMySQL(ctx context.Context, c config, secrets dsnsecret.API) (*sql.DB, error) {
+	dsn := c.MySQLDSN
+	if c.MySQLSecret != "" {
+		var err error
+		if dsn, err = dsnsecret.Read(ctx, secrets, c.MySQLSecret); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	if c.Migrate {
+		if err := mysqlsink.Migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/testenv"
@@ -28,7 +30,8 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"mysql", map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d"}, ""},
 		{"http", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a,http://b"}, ""},
-		{"mysql without DSN", map[string]string{}, "SLUICE_MYSQL_DSN"},
+		{"mysql secret", map[string]string{"SLUICE_MYSQL_SECRET": "arn:aws:secretsmanager:us-east-1:000000000000:secret:db"}, ""},
+		{"mysql without DSN", map[string]string{}, "SLUICE_MYSQL_SECRET"},
 		{"unknown sink", map[string]string{"SLUICE_SINK": "kafka"}, "want mysql or http"},
 		{"bad safe rate", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_SAFE_RATE": "-1"}, "SLUICE_SAFE_RATE"},
 		{"bad period", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_RATE_PERIOD": "soon"}, "SLUICE_RATE_PERIOD"},
@@ -41,6 +44,37 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("loadConfig(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// secretAPI is a Secrets Manager fake that records what it was asked.
+type secretAPI struct {
+	dsn   string
+	asked []string
+}
+
+func (f *secretAPI) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	f.asked = append(f.asked, aws.ToString(in.SecretId))
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(f.dsn)}, nil
+}
+
+// TestOpenMySQLFromSecret: the DSN comes from the secret, read once; with
+// SLUICE_MIGRATE=off nothing touches the database at start (its address
+// here is closed), while migrating at start fails against it.
+func TestOpenMySQLFromSecret(t *testing.T) {
+	api := &secretAPI{dsn: "u:p@tcp(127.0.0.1:1)/d?timeout=1s"}
+	c := config{MySQLSecret: "db-secret", MySQLDSN: "ignored:x@tcp(127.0.0.1:2)/d"}
+	db, err := openMySQL(context.Background(), c, api)
+	if err != nil {
+		t.Fatalf("openMySQL(migrate off) = %v; want no error", err)
+	}
+	db.Close()
+	if len(api.asked) != 1 || api.asked[0] != "db-secret" {
+		t.Errorf("secrets asked = %v; want [db-secret]", api.asked)
+	}
+	c.Migrate = true
+	if _, err := openMySQL(context.Background(), c, api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("openMySQL(migrate on) = %v; want the migration's connection error to the secret's address", err)
 	}
 }
 
