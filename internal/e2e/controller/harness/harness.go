@@ -42,6 +42,11 @@ type Proc struct {
 // Start starts name with args in its own process group, its output in
 // logDir/<logName>.log, with env added to this process's environment.
 func Start(name, logDir, logName string, env []string, args ...string) (*Proc, error) {
+	return start(name, logDir, logName, append(os.Environ(), env...), args...)
+}
+
+// start starts name with exactly the environment env.
+func start(name, logDir, logName string, env []string, args ...string) (*Proc, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -51,7 +56,7 @@ func Start(name, logDir, logName string, env []string, args ...string) (*Proc, e
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -171,6 +176,17 @@ type RIE struct {
 // StartRIE starts the emulator rie on free ports with bootstrap as the
 // function, env added to its environment (the function inherits it).
 func StartRIE(ctx context.Context, rie, bootstrap, logDir, name string, env []string) (*RIE, error) {
+	return startRIE(ctx, rie, bootstrap, logDir, name, append(os.Environ(), env...))
+}
+
+// StartRIEClean is StartRIE with exactly env as the function's environment
+// (plus the emulator's timeout and log level): nothing of this process's
+// environment leaks in, as in a deployed function.
+func StartRIEClean(ctx context.Context, rie, bootstrap, logDir, name string, env []string) (*RIE, error) {
+	return startRIE(ctx, rie, bootstrap, logDir, name, env)
+}
+
+func startRIE(ctx context.Context, rie, bootstrap, logDir, name string, env []string) (*RIE, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -180,7 +196,7 @@ func StartRIE(ctx context.Context, rie, bootstrap, logDir, name string, env []st
 		return nil, err
 	}
 	env = append([]string{"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "LOG_LEVEL=info"}, env...)
-	p, err := Start(rie, logDir, name, env,
+	p, err := start(rie, logDir, name, env,
 		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		bootstrap)

@@ -1,0 +1,107 @@
+// Command samdeploy is `make sam` and `make deploy-local`: it runs the real
+// SAM CLI (pinned, in its own virtual environment) on template.yaml
+// (`sam validate --lint`, `sam build`) and checks that every built bootstrap
+// is a static aarch64 ELF. With -deploy it then deploys the built template
+// to the local endpoint (moto_server's CloudFormation, the transform
+// expanded locally by localstack/sam/expand.py), runs what it deployed (each
+// function's bootstrap under the Lambda Runtime Interface Emulator with the
+// environment read back from the endpoint; one tick through the deployed
+// schedule's target, one batch through the deployed event source mapping's
+// queue into MariaDB), and removes it with `sam delete`. It prints one JSON
+// object as its last line and exits 1 when a step failed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"time"
+)
+
+// result is the last line.
+type result struct {
+	SamVersion       string            `json:"sam_version"`
+	ValidateOK       bool              `json:"validate_ok"`
+	BuildOK          bool              `json:"build_ok"`
+	Bootstraps       map[string]int64  `json:"bootstraps"`
+	BootstrapsARM64  bool              `json:"bootstraps_arm64"`
+	Stack            string            `json:"stack,omitempty"`
+	StackStatus      string            `json:"stack_status,omitempty"`
+	ResourcesCreated int               `json:"resources_created,omitempty"`
+	TypesLeftOut     map[string]string `json:"types_left_out,omitempty"`
+	ResourcesLeftOut []string          `json:"resources_left_out,omitempty"`
+	RanUnder         string            `json:"ran_under,omitempty"`
+	TickOK           bool              `json:"tick_ok"`
+	BatchOK          bool              `json:"batch_ok"`
+	RowsStored       int               `json:"rows_stored"`
+	Deleted          bool              `json:"deleted"`
+	Seconds          float64           `json:"seconds"`
+	OK               bool              `json:"ok"`
+	Failures         []string          `json:"failures"`
+}
+
+// options are the command's flags.
+type options struct {
+	sam, template, buildDir, expand string
+	deploy                          bool
+	rie, emulator, logDir           string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.sam, "sam", ".cache/sam/bin/sam", "the SAM CLI (make sam-cli installs it)")
+	flag.StringVar(&o.template, "template", "template.yaml", "the SAM template")
+	flag.StringVar(&o.buildDir, "build-dir", ".aws-sam/build", "where sam build writes")
+	flag.StringVar(&o.expand, "expand", "localstack/sam/expand.py", "the script that expands the transform locally")
+	flag.BoolVar(&o.deploy, "deploy", false, "deploy to the local endpoint, run what was deployed, delete it")
+	flag.StringVar(&o.rie, "rie", "", "the Runtime Interface Emulator (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	flag.StringVar(&o.emulator, "emulator", "qemu-aarch64-static", "runs the aarch64 bootstraps on another architecture")
+	flag.StringVar(&o.logDir, "logs", "", "directory for the logs of the emulators (default: a temporary directory)")
+	flag.Parse()
+	os.Exit(run(o))
+}
+
+func run(o options) int {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	r := &runner{ctx: ctx, o: o, start: start}
+	r.build()
+	if o.deploy && r.res.BuildOK {
+		r.deployAndRun()
+	}
+	r.res.Seconds = math.Round(time.Since(start).Seconds()*10) / 10
+	r.res.Failures = r.failures
+	if r.res.Failures == nil {
+		r.res.Failures = []string{}
+	}
+	r.res.OK = len(r.failures) == 0
+	out, _ := json.Marshal(r.res)
+	fmt.Println(string(out))
+	if !r.res.OK {
+		return 1
+	}
+	return 0
+}
+
+// runner carries the run's state from step to step.
+type runner struct {
+	ctx      context.Context
+	o        options
+	start    time.Time
+	res      result
+	failures []string
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[samdeploy %5.1fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (r *runner) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.logf("FAIL: %s", msg)
+	r.failures = append(r.failures, msg)
+}
