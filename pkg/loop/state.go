@@ -86,6 +86,10 @@ type Snapshot struct {
 	Params map[string]any
 	State  *State
 	Status *ParamsStatus
+	// Err is set when this loop's items could not be read or decoded (a
+	// corrupt STATE item): the tick reports this loop as failed, writes
+	// nothing for it, and ticks the other loops.
+	Err error
 }
 
 // Commit is the outcome of one loop's tick, written at once: STATE

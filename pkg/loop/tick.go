@@ -143,6 +143,13 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 		if snap.State != nil {
 			r.Tick = snap.State.Version
 		}
+		if snap.Err != nil {
+			// Nothing is written: the item stays as it is for the
+			// operator to repair or delete (deleting STATE restarts the
+			// loop bumplessly from its feedforward estimate).
+			r.Outcome, r.Err = OutcomeError, snap.Err
+			continue
+		}
 		if snap.Params == nil {
 			r.Outcome = OutcomeNoParams
 			r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()

@@ -502,3 +502,51 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// corruptStore is a store one of whose loops has an item that does not
+// decode.
+type corruptStore struct {
+	loop.TickStore
+	bad string
+}
+
+func (s corruptStore) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
+	snaps, err := s.TickStore.LoadLoops(ctx)
+	for i := range snaps {
+		if snaps[i].Loop == s.bad {
+			snaps[i].State, snaps[i].Err = nil, errors.New("decode STATE: attribute version: want a number")
+		}
+	}
+	return snaps, err
+}
+
+// TestTickCorruptStateFailsItsLoopOnly: a loop whose STATE does not decode
+// is reported failed with the reason, nothing is written for it, and the
+// other loops tick.
+func TestTickCorruptStateFailsItsLoopOnly(t *testing.T) {
+	r := newRig(t)
+	for _, id := range []string{"a", "b", "c"} {
+		r.params(id, nil)
+		r.cpu(id, 50, 30*time.Second)
+	}
+	r.ticker.Store = corruptStore{TickStore: r.store, bad: "b"}
+	for range 2 {
+		r.clock.now = r.clock.now.Add(time.Minute)
+		reports, err := r.ticker.Tick(context.Background())
+		if err != nil {
+			t.Fatalf("Tick: %v", err)
+		}
+		for _, rep := range reports {
+			want := loop.OutcomeApplied
+			if rep.Loop == "b" {
+				want = loop.OutcomeError
+			}
+			if rep.Outcome != want {
+				t.Errorf("loop %s: outcome %s (%v); want %s", rep.Loop, rep.Outcome, rep.Err, want)
+			}
+		}
+	}
+	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, loop.ErrNotFound) {
+		t.Errorf("RATE of the corrupt loop: err = %v; want not found (nothing written)", err)
+	}
+}

@@ -101,7 +101,8 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 
 // LoadLoops lists every loop that has a PARAMS item (a query on the by-sk
 // index, paginated) and reads their STATE items consistently (BatchGetItem,
-// 100 keys a call). A tick over N loops costs about ceil(N/1000) queries and
+// 100 keys a call). A STATE item that does not decode sets its snapshot's
+// Err and fails no other loop. A tick over N loops costs about ceil(N/1000) queries and
 // ceil(N/100) batch reads.
 func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	var snaps []loop.Snapshot
@@ -146,10 +147,14 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 		}
 		for _, item := range items {
 			st, err := decodeState(item)
-			if err != nil {
-				return nil, wrap("decode STATE", st.Loop, err)
-			}
-			if i, ok := byLoop[st.Loop]; ok {
+			i, ok := byLoop[st.Loop]
+			switch {
+			case !ok:
+				// A STATE whose key does not decode, or of no listed loop.
+			case err != nil:
+				// One corrupt item fails its loop only.
+				snaps[i].Err = fmt.Errorf("%w (delete the STATE item to restart the loop)", wrap("decode STATE", st.Loop, err))
+			default:
 				snaps[i].State = &st
 			}
 		}
