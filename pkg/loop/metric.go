@@ -2,7 +2,9 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -91,4 +93,25 @@ type Sample struct {
 // failed; a failure of one query is reported in its Sample.
 type MetricReader interface {
 	ReadMetrics(ctx context.Context, queries []MetricQuery, now time.Time) ([]Sample, error)
+}
+
+// statisticRE matches the statistics CloudWatch's GetMetricData accepts:
+// the five basic ones, IQM, percentiles and the trimmed, winsorized and
+// percentile-rank shorthands (p99, tm90, p99.9) and their range forms
+// (TM(10%:90%), PR(:300)).
+var statisticRE = regexp.MustCompile(`^(?:SampleCount|Average|Sum|Minimum|Maximum|IQM` +
+	`|(?:p|tm|wm|tc|ts)(?:100|\d{1,2}(?:\.\d{1,10})?)` +
+	`|(?:TM|WM|TC|TS|PR)\((?:\d+(?:\.\d+)?%?)?:(?:\d+(?:\.\d+)?%?)?\))$`)
+
+// ValidateStatistic returns an error when s is not a statistic CloudWatch
+// accepts. One invalid statistic would fail a whole GetMetricData batch, so
+// PARAMS with one are refused.
+func ValidateStatistic(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty")
+	}
+	if !statisticRE.MatchString(s) || strings.HasSuffix(s, "(:)") {
+		return fmt.Errorf("%q is not a CloudWatch statistic; want SampleCount, Average, Sum, Minimum, Maximum, a percentile such as p99, or an extended statistic such as tm90 or TM(10%%:90%%)", truncate(s))
+	}
+	return nil
 }

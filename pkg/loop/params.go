@@ -568,8 +568,8 @@ func (p Params) checkCloudWatch(fail failFunc) {
 	if p.Metric.Metric == "" {
 		fail(AttrMetricName, "empty")
 	}
-	if p.Metric.Statistic == "" {
-		fail(AttrMetricStatistic, "empty")
+	if err := ValidateStatistic(p.Metric.Statistic); err != nil {
+		fail(AttrMetricStatistic, "%v", err)
 	}
 	if len(p.Metric.Dimensions) == 0 && len(p.Nodes) == 0 {
 		fail(AttrMetricDimensions, "missing; a CloudWatch metric needs its dimensions, e.g. {\"DBInstanceIdentifier\": \"mydb\"}")
