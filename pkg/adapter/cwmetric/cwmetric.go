@@ -6,6 +6,7 @@ package cwmetric
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -75,11 +77,46 @@ func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, no
 	}
 	for start := 0; start < len(idx); start += MaxQueriesPerCall {
 		batch := idx[start:min(start+MaxQueriesPerCall, len(idx))]
-		if err := r.readBatch(ctx, queries, batch, samples, now); err != nil {
+		if err := r.readIsolated(ctx, queries, batch, samples, now); err != nil {
 			return nil, err
 		}
 	}
 	return samples, nil
+}
+
+// readIsolated reads a batch; when CloudWatch refuses it for a query's
+// fault (an invalid parameter), it reads each half on its own, so that
+// the bad queries end with their own Err and the others are read: about
+// 2·log2(n) more calls per bad query. Other errors (throttling, network)
+// fail the batch.
+func (r *Reader) readIsolated(ctx context.Context, queries []loop.MetricQuery, batch []int, samples []loop.Sample, now time.Time) error {
+	err := r.readBatch(ctx, queries, batch, samples, now)
+	if err == nil || !isQueryFault(err) {
+		return err
+	}
+	if len(batch) == 1 {
+		samples[batch[0]] = loop.Sample{Err: err}
+		return nil
+	}
+	half := len(batch) / 2
+	if err := r.readIsolated(ctx, queries, batch[:half], samples, now); err != nil {
+		return err
+	}
+	return r.readIsolated(ctx, queries, batch[half:], samples, now)
+}
+
+// isQueryFault reports whether err is CloudWatch refusing the request's
+// content rather than failing to serve it.
+func isQueryFault(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "InvalidParameterValue", "InvalidParameterCombination", "MissingParameter", "ValidationError":
+		return true
+	}
+	return false
 }
 
 func (r *Reader) readBatch(ctx context.Context, queries []loop.MetricQuery, batch []int, samples []loop.Sample, now time.Time) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
@@ -159,5 +160,53 @@ func TestReadMetricsBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pickyAPI refuses any request with a query whose statistic is "Bogus", as
+// CloudWatch does, and answers the others with one datapoint each.
+type pickyAPI struct{ calls int }
+
+func (p *pickyAPI) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	p.calls++
+	out := &cloudwatch.GetMetricDataOutput{}
+	for _, q := range in.MetricDataQueries {
+		if aws.ToString(q.MetricStat.Stat) == "Bogus" {
+			return nil, &smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "The value Bogus for parameter MetricDataQueries.member.1.MetricStat.Stat is not valid."}
+		}
+		out.MetricDataResults = append(out.MetricDataResults, types.MetricDataResult{Id: q.Id, Timestamps: []time.Time{in.EndTime.Add(-2 * time.Minute)}, Values: []float64{42}})
+	}
+	return out, nil
+}
+
+// TestReadMetricsIsolatesAnInvalidQuery: one query CloudWatch refuses fails
+// alone; the other queries of its batch are read.
+func TestReadMetricsIsolatesAnInvalidQuery(t *testing.T) {
+	var qs []loop.MetricQuery
+	for i := range 9 {
+		q := loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint("db", i)}}
+		if i == 6 {
+			q.Statistic = "Bogus"
+		}
+		qs = append(qs, q)
+	}
+	api := &pickyAPI{}
+	got, err := cwmetric.New(api).ReadMetrics(context.Background(), qs, time.Now())
+	if err != nil {
+		t.Fatalf("ReadMetrics = %v; want the failure in the bad query's sample", err)
+	}
+	for i, s := range got {
+		if i == 6 {
+			if s.Err == nil || s.Found {
+				t.Errorf("sample %d (Bogus) = %+v; want its error", i, s)
+			}
+			continue
+		}
+		if s.Err != nil || !s.Found || s.Value != 42 {
+			t.Errorf("sample %d = %+v; want 42 found", i, s)
+		}
+	}
+	if api.calls > 1+2*4 {
+		t.Errorf("GetMetricData calls = %d; want at most %d", api.calls, 1+2*4)
 	}
 }
