@@ -6,7 +6,6 @@ package prommetric
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -24,53 +24,88 @@ type Doer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
+// Defaults of a Reader.
+const (
+	DefaultQueryTimeout = 10 * time.Second
+	DefaultConcurrency  = 8
+)
+
 // Reader reads PromQL queries from one Prometheus server.
 type Reader struct {
 	base *url.URL
 	http Doer
+	// QueryTimeout bounds each query (its value and its timestamp
+	// together); DefaultQueryTimeout when zero.
+	QueryTimeout time.Duration
+	// Concurrency bounds the queries in flight; DefaultConcurrency when
+	// zero.
+	Concurrency int
 }
 
 var _ loop.MetricReader = (*Reader)(nil)
 
 // New returns a reader of the Prometheus server at baseURL (for example
-// http://127.0.0.1:9090). A nil client means a client with a 10 s timeout.
+// http://127.0.0.1:9090). A nil client means http.DefaultClient's
+// transport; each query is bounded by QueryTimeout.
 func New(baseURL string, client Doer) (*Reader, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("prometheus base URL %q: want http(s)://host:port", baseURL)
 	}
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = &http.Client{}
 	}
 	return &Reader{base: u, http: client}, nil
 }
 
-// ReadMetrics evaluates each query at now. A query's value is its result; its
-// time is the newest sample's timestamp, found by evaluating timestamp(<q>).
-// For a plain selector that is the scrape time of the sample; for an
-// expression over functions Prometheus reports the evaluation time, and a
-// series without a sample within Prometheus's lookback (5 min by default)
-// has no result, so it is found missing. Errors of one query are reported in
-// its Sample; a server that cannot be reached fails the whole batch.
+// ReadMetrics evaluates each query at now, concurrently (at most
+// Concurrency at once), each within its own QueryTimeout. A query's value
+// is its result; its time is the newest sample's timestamp, found by
+// evaluating timestamp(<q>). For a plain selector that is the scrape time
+// of the sample; for an expression over functions Prometheus reports the
+// evaluation time, and a series without a sample within Prometheus's
+// lookback (5 min by default) has no result, so it is found missing. Every
+// failure (a refused query, an HTTP 500, a timeout, a server that cannot
+// be reached) is reported in its query's Sample: one failing query never
+// fails the others, and the returned error is always nil.
 func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
 	samples := make([]loop.Sample, len(queries))
+	conc := r.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
 	for i, q := range queries {
 		if q.Source != loop.SourcePrometheus {
 			samples[i].Err = fmt.Errorf("prometheus reader: query source %q is not prometheus", q.Source)
 			continue
 		}
-		s, err := r.read(ctx, q.PromQL, now)
-		if err != nil {
-			var qe *queryError
-			if errors.As(err, &qe) {
-				samples[i].Err = err
-				continue
-			}
-			return nil, err
-		}
-		samples[i] = s
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			samples[i] = r.readOne(ctx, q.PromQL, now)
+		}()
 	}
+	wg.Wait()
 	return samples, nil
+}
+
+// readOne reads one query within its timeout.
+func (r *Reader) readOne(ctx context.Context, promql string, now time.Time) loop.Sample {
+	timeout := r.QueryTimeout
+	if timeout <= 0 {
+		timeout = DefaultQueryTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s, err := r.read(ctx, promql, now)
+	if err != nil {
+		return loop.Sample{Err: err}
+	}
+	return s
 }
 
 func (r *Reader) read(ctx context.Context, promql string, now time.Time) (loop.Sample, error) {

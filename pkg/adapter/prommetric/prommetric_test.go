@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,9 +203,60 @@ func TestReadMetricsUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.ReadMetrics(context.Background(), []loop.MetricQuery{{Source: loop.SourcePrometheus, PromQL: "up"}}, time.Now())
-	if err == nil {
-		t.Fatal("ReadMetrics against a closed port = nil error; want an error")
+	got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{{Source: loop.SourcePrometheus, PromQL: "up"}}, time.Now())
+	if err != nil || len(got) != 1 || got[0].Err == nil {
+		t.Fatalf("ReadMetrics against a closed port = %+v, %v; want the query's own error", got, err)
+	}
+}
+
+// TestReadMetricsIsolatesEachQuery: one query answered with HTTP 500 and
+// one that never answers (cut by its timeout) fail alone; the others,
+// read while the slow one is in flight, are found.
+func TestReadMetricsIsolatesEachQuery(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, maxInFlight := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		inFlight++
+		maxInFlight = max(maxInFlight, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		q := req.FormValue("query")
+		switch {
+		case strings.Contains(q, "broken"):
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"status":"error","errorType":"internal","error":"boom"}`)
+		case strings.Contains(q, "slow"):
+			<-req.Context().Done()
+		default:
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"55"]}]}}`, time.Now().Unix())
+		}
+	}))
+	defer srv.Close()
+	r, err := prommetric.New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.QueryTimeout = 200 * time.Millisecond
+	var qs []loop.MetricQuery
+	for _, q := range []string{"slow_cpu", "a_cpu", "broken_cpu", "b_cpu", "c_cpu"} {
+		qs = append(qs, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: q})
+	}
+	got, err := r.ReadMetrics(context.Background(), qs, time.Now())
+	if err != nil {
+		t.Fatalf("ReadMetrics = %v; want nil (errors are per query)", err)
+	}
+	for i, s := range got {
+		bad := qs[i].PromQL == "slow_cpu" || qs[i].PromQL == "broken_cpu"
+		if bad != (s.Err != nil) || (!bad && (!s.Found || s.Value != 55)) {
+			t.Errorf("%s: sample %+v; want error %v", qs[i].PromQL, s, bad)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(got[2].Err), "500") {
+		t.Errorf("broken_cpu error = %v; want it to say HTTP 500", got[2].Err)
+	}
+	if maxInFlight < 2 {
+		t.Errorf("at most %d queries in flight; want them concurrent", maxInFlight)
 	}
 }
 
