@@ -49,20 +49,25 @@ type Result struct {
 	RateWrites int `json:"rate_writes"`
 	// Refused counts PARAMS edits refused at this tick.
 	Refused int `json:"params_refused"`
+	// Problems gives, for each loop that failed, whose PARAMS edit was
+	// refused or whose metric could not be read, the reason.
+	Problems map[string]string `json:"problems"`
 }
 
 // handle ticks every loop and logs one JSON line per loop, which is also a
-// CloudWatch Embedded Metric Format record. It returns an error when the
-// store could not be read or any loop failed, so that the Lambda Errors
-// metric (and its alarm) sees it; a retried invocation finds the loops that
-// did tick not due and does not tick them again.
+// CloudWatch Embedded Metric Format record. One loop's failure (a corrupt
+// item, a failed commit) is that loop's: it is logged with LoopError = 1
+// and named in Result.Problems, and the other loops tick. The invocation
+// fails (so that the Lambda Errors metric and its alarm see it) only when
+// the store could not be read or loops failed and none applied; a retried
+// invocation finds the loops that did tick not due.
 func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Result, error) {
 	reports, err := h.ticker.Tick(ctx)
 	if err != nil {
 		h.log.ErrorContext(ctx, "tick failed", "event_id", ev.ID, "error", err)
 		return Result{}, err
 	}
-	res := Result{Loops: len(reports), Outcomes: map[string]int{}, Applied: map[string]int64{}, Lost: []string{}}
+	res := Result{Loops: len(reports), Outcomes: map[string]int{}, Applied: map[string]int64{}, Lost: []string{}, Problems: map[string]string{}}
 	var failed []error
 	now := h.now()
 	for _, r := range reports {
@@ -81,6 +86,9 @@ func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Resul
 		if r.ParamsStatus == loop.StatusRefused {
 			res.Refused++
 		}
+		if p := problem(r); p != "" {
+			res.Problems[r.Loop] = p
+		}
 		h.logReport(ctx, ev, r, now)
 	}
 	if h.history != nil {
@@ -88,10 +96,23 @@ func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Resul
 			h.log.WarnContext(ctx, "history not written", "event_id", ev.ID, "error", err)
 		}
 	}
-	if len(failed) > 0 {
-		return res, fmt.Errorf("controller tick: %d of %d loops failed: %w", len(failed), len(reports), errors.Join(failed...))
+	if len(failed) > 0 && res.Outcomes[string(loop.OutcomeApplied)] == 0 {
+		return res, fmt.Errorf("controller tick: %d of %d loops failed and none applied: %w", len(failed), len(reports), errors.Join(failed...))
 	}
 	return res, nil
+}
+
+// problem is the reason to report for a loop, or "" when it has none.
+func problem(r loop.Report) string {
+	switch {
+	case r.Outcome == loop.OutcomeError && r.Err != nil:
+		return "error: " + r.Err.Error()
+	case r.ParamsStatus == loop.StatusRefused:
+		return "params refused: " + r.ParamsReason
+	case r.Err != nil:
+		return "metric: " + r.Err.Error()
+	}
+	return ""
 }
 
 func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
@@ -135,9 +156,12 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	}
 	// Metrics only for loops whose tick ran (applied); a lost or skipped
 	// tick has nothing new to publish.
-	if r.Outcome == loop.OutcomeApplied {
+	switch r.Outcome {
+	case loop.OutcomeApplied:
 		attrs = append(attrs, cwmetric.EMFAttrs(h.namespace, r, now)...)
-	} else {
+	case loop.OutcomeError:
+		attrs = append(attrs, cwmetric.EMFLoopErrorAttrs(h.namespace, r.Loop, now)...)
+	default:
 		attrs = append(attrs, slog.String(cwmetric.EMFDimension, r.Loop))
 	}
 	h.log.LogAttrs(ctx, level, "loop tick", attrs...)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -146,5 +147,36 @@ func TestReadConfig(t *testing.T) {
 	}
 	if c := readConfig(func(k string) string { return map[string]string{"SLUICE_HISTORY": "off"}[k] }); c.History {
 		t.Errorf("SLUICE_HISTORY=off: history still on")
+	}
+}
+
+// fixedTicker returns the same reports at every tick.
+type fixedTicker []loop.Report
+
+func (f fixedTicker) Tick(context.Context) ([]loop.Report, error) { return f, nil }
+
+// TestHandleOneFailedLoopDoesNotFailTheInvocation: a loop that failed is
+// named in Problems and logged with LoopError = 1; the invocation succeeds
+// while another loop applied, and fails when none did.
+func TestHandleOneFailedLoopDoesNotFailTheInvocation(t *testing.T) {
+	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	corrupt := loop.Report{Loop: "corrupt", Outcome: loop.OutcomeError, Err: errors.New("decode STATE: attribute version")}
+	good := loop.Report{Loop: "good", Outcome: loop.OutcomeApplied, Tick: 3, RateWritten: true, Rate: 50, Setpoint: 70, Measured: 60}
+	stale := loop.Report{Loop: "prom", Outcome: loop.OutcomeApplied, Tick: 2, Stale: true, Err: errors.New("prometheus query: HTTP 500")}
+	var buf bytes.Buffer
+	h := &handler{ticker: fixedTicker{corrupt, good, stale}, log: slog.New(slog.NewJSONHandler(&buf, nil)), namespace: "T", now: func() time.Time { return now }}
+	res, err := h.handle(context.Background(), loadEvent(t))
+	if err != nil {
+		t.Fatalf("handle = %v; want no error while a loop applied", err)
+	}
+	if !strings.Contains(res.Problems["corrupt"], "decode STATE") || !strings.Contains(res.Problems["prom"], "HTTP 500") || res.Problems["good"] != "" {
+		t.Errorf("Problems = %v; want corrupt and prom with their reasons", res.Problems)
+	}
+	if !strings.Contains(buf.String(), `"LoopError":1`) {
+		t.Errorf("log %s; want the failed loop's LoopError metric", buf.String())
+	}
+	h.ticker = fixedTicker{corrupt}
+	if _, err := h.handle(context.Background(), loadEvent(t)); err == nil {
+		t.Errorf("handle with every loop failed = nil; want an error")
 	}
 }

@@ -60,3 +60,19 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 	}
 	return append(attrs, slog.Any("_aws", meta), slog.String(EMFDimension, r.Loop))
 }
+
+// EMFLoopErrorAttrs returns the attributes of an Embedded Metric Format
+// record with one metric, LoopError = 1, for a loop whose tick failed (a
+// corrupt item, a failed commit): an alarm on the maximum of LoopError over
+// every loop sees a broken loop while the others keep ticking.
+func EMFLoopErrorAttrs(namespace, loopID string, at time.Time) []slog.Attr {
+	meta := map[string]any{
+		"Timestamp": at.UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  namespace,
+			"Dimensions": []any{[]any{EMFDimension}},
+			"Metrics":    []any{map[string]any{"Name": "LoopError", "Unit": "Count"}},
+		}},
+	}
+	return []slog.Attr{slog.Float64("LoopError", 1), slog.Any("_aws", meta), slog.String(EMFDimension, loopID)}
+}
