@@ -109,6 +109,8 @@ func problem(r loop.Report) string {
 		return "error: " + r.Err.Error()
 	case r.ParamsStatus == loop.StatusRefused:
 		return "params refused: " + r.ParamsReason
+	case r.Outcome == loop.OutcomeNoParams:
+		return "params refused earlier: the loop has no valid PARAMS (its PARAMS_STATUS item gives the reason)"
 	case r.Err != nil:
 		return "metric: " + r.Err.Error()
 	}

@@ -163,14 +163,15 @@ func TestHandleOneFailedLoopDoesNotFailTheInvocation(t *testing.T) {
 	corrupt := loop.Report{Loop: "corrupt", Outcome: loop.OutcomeError, Err: errors.New("decode STATE: attribute version")}
 	good := loop.Report{Loop: "good", Outcome: loop.OutcomeApplied, Tick: 3, RateWritten: true, Rate: 50, Setpoint: 70, Measured: 60}
 	stale := loop.Report{Loop: "prom", Outcome: loop.OutcomeApplied, Tick: 2, Stale: true, Err: errors.New("prometheus query: HTTP 500")}
+	noParams := loop.Report{Loop: "never-valid", Outcome: loop.OutcomeNoParams}
 	var buf bytes.Buffer
-	h := &handler{ticker: fixedTicker{corrupt, good, stale}, log: slog.New(slog.NewJSONHandler(&buf, nil)), namespace: "T", now: func() time.Time { return now }}
+	h := &handler{ticker: fixedTicker{corrupt, good, stale, noParams}, log: slog.New(slog.NewJSONHandler(&buf, nil)), namespace: "T", now: func() time.Time { return now }}
 	res, err := h.handle(context.Background(), loadEvent(t))
 	if err != nil {
 		t.Fatalf("handle = %v; want no error while a loop applied", err)
 	}
-	if !strings.Contains(res.Problems["corrupt"], "decode STATE") || !strings.Contains(res.Problems["prom"], "HTTP 500") || res.Problems["good"] != "" {
-		t.Errorf("Problems = %v; want corrupt and prom with their reasons", res.Problems)
+	if !strings.Contains(res.Problems["corrupt"], "decode STATE") || !strings.Contains(res.Problems["prom"], "HTTP 500") || res.Problems["good"] != "" || !strings.Contains(res.Problems["never-valid"], "PARAMS_STATUS") {
+		t.Errorf("Problems = %v; want corrupt, prom and never-valid with their reasons", res.Problems)
 	}
 	if !strings.Contains(buf.String(), `"LoopError":1`) {
 		t.Errorf("log %s; want the failed loop's LoopError metric", buf.String())

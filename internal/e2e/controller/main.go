@@ -58,6 +58,7 @@ type result struct {
 	BumplessBackToAuto          bool     `json:"bumpless_back_to_auto"`
 	StaleFailedClosed           bool     `json:"stale_failed_closed"`
 	StaleResumedBumpless        bool     `json:"stale_resumed_bumpless"`
+	IsolationOK                 bool     `json:"isolation_ok"`
 	RateBeforeEdit              float64  `json:"rate_before_edit"`
 	RateAfterEdit               float64  `json:"rate_after_edit"`
 	Seconds                     float64  `json:"seconds"`
@@ -67,12 +68,13 @@ type result struct {
 
 // invocation is the controller's response (functions/controller Result).
 type invocation struct {
-	Loops      int              `json:"loops"`
-	Outcomes   map[string]int   `json:"outcomes"`
-	Applied    map[string]int64 `json:"applied"`
-	Lost       []string         `json:"lost"`
-	RateWrites int              `json:"rate_writes"`
-	Refused    int              `json:"params_refused"`
+	Loops      int               `json:"loops"`
+	Outcomes   map[string]int    `json:"outcomes"`
+	Applied    map[string]int64  `json:"applied"`
+	Lost       []string          `json:"lost"`
+	RateWrites int               `json:"rate_writes"`
+	Refused    int               `json:"params_refused"`
+	Problems   map[string]string `json:"problems"`
 }
 
 type run struct {
@@ -190,7 +192,12 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 		return err
 	}
 
-	fnEnv := append(env, "SLUICE_TABLE="+table, "SLUICE_METRICS_NAMESPACE=SluiceE2E")
+	prom, promURL, err := startFakePrometheus()
+	if err != nil {
+		return err
+	}
+	defer prom.srv.Close()
+	fnEnv := append(env, "SLUICE_TABLE="+table, "SLUICE_METRICS_NAMESPACE=SluiceE2E", "SLUICE_PROMETHEUS_URL="+promURL)
 	for i := range 2 {
 		p, err := harness.StartRIE(ctx, rie, bootstrap, logDir, fmt.Sprintf("rie-%d", i+1), fnEnv)
 		if err != nil {
@@ -304,7 +311,8 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if rate.Tick != final.Version {
 		r.fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
 	}
-	return nil
+	// 7. One bad loop among ten stops none of the others.
+	return r.isolation()
 }
 
 func (r *run) setMode(mode, manualRate string) error {
