@@ -59,6 +59,8 @@ type result struct {
 	StaleFailedClosed           bool     `json:"stale_failed_closed"`
 	StaleResumedBumpless        bool     `json:"stale_resumed_bumpless"`
 	IsolationOK                 bool     `json:"isolation_ok"`
+	BoundsEditFollowed          bool     `json:"bounds_edit_followed"`
+	ManualRateNextTick          bool     `json:"manual_rate_next_tick"`
 	RateBeforeEdit              float64  `json:"rate_before_edit"`
 	RateAfterEdit               float64  `json:"rate_after_edit"`
 	Seconds                     float64  `json:"seconds"`
@@ -311,7 +313,11 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if rate.Tick != final.Version {
 		r.fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
 	}
-	// 7. One bad loop among ten stops none of the others.
+	// 7. Operators' edits take effect at the next tick.
+	if err := r.operators(); err != nil {
+		return err
+	}
+	// 8. One bad loop among ten stops none of the others.
 	return r.isolation()
 }
 
