@@ -25,7 +25,7 @@ import (
 // paramsStore is what `sluice params` needs from the table.
 type paramsStore interface {
 	ReadParams(ctx context.Context, loopID string) (map[string]any, error)
-	WriteParams(ctx context.Context, loopID string, attrs map[string]any) error
+	WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error
 	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
 	ReadState(ctx context.Context, loopID string) (loop.State, error)
 	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
@@ -343,7 +343,13 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 		}
 		return 1
 	}
-	if err := store.WriteParams(ctx, loopID, next); err != nil {
+	// Conditional on the edit version read: an edit written meanwhile (by
+	// another operator, the dashboard) is reported, never overwritten.
+	if err := store.WriteParamsIf(ctx, loopID, next, loop.ParamsVersion(attrs)); err != nil {
+		if errors.Is(err, loop.ErrParamsConflict) {
+			fmt.Fprintf(stderr, "sluice params set: conflict: the PARAMS of loop %q changed since they were read; nothing written: check them (sluice params get) and set again\n", loopID)
+			return 3
+		}
 		fmt.Fprintf(stderr, "sluice params set: %v\n", err)
 		return 1
 	}
@@ -396,7 +402,9 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 	if st, err := store.ReadState(ctx, loopID); err == nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
 			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
-		if !math.IsNaN(st.Measured) {
+		// No datapoint yet: STATE has no metric_at (its measured is a
+		// zero value, not a measurement).
+		if !math.IsNaN(st.Measured) && !st.MetricAt.IsZero() {
 			m := st.Measured
 			s.Measured = &m
 		}
@@ -437,7 +445,7 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 		fmt.Fprintln(stdout, "PARAMS_STATUS: none yet (the controller has not ticked this loop)")
 	}
 	if s := out.State; s != nil {
-		measured := "none"
+		measured := "no datapoint yet"
 		if s.Measured != nil {
 			measured = fmt.Sprintf("%.2f %% at %s", *s.Measured, s.MetricAt.Format(time.RFC3339))
 		}

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
 func paramsWith(store *memstore.Store) paramsEnv {
@@ -136,5 +140,62 @@ func TestParamsSamples(t *testing.T) {
 		if code != 0 {
 			t.Errorf("validate %s = %d: %s%s", f, code, out, errOut)
 		}
+	}
+}
+
+// racingStore writes another operator's edit right after each read, as if
+// it came between this command's read and its write.
+type racingStore struct {
+	*memstore.Store
+}
+
+func (s racingStore) ReadParams(ctx context.Context, id string) (map[string]any, error) {
+	attrs, err := s.Store.ReadParams(ctx, id)
+	if err == nil {
+		other := maps.Clone(attrs)
+		other["setpoint"] = 55.0
+		if err := s.Store.WriteParamsIf(ctx, id, other, loop.ParamsVersion(attrs)); err != nil {
+			return nil, err
+		}
+	}
+	return attrs, err
+}
+
+// TestParamsSetConflict: an edit written between the read and the write is
+// reported as a conflict, and kept.
+func TestParamsSetConflict(t *testing.T) {
+	store := memstore.New()
+	if err := store.WriteParams(context.Background(), "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+		t.Fatal(err)
+	}
+	env := paramsEnv{open: func(context.Context, string) (paramsStore, error) { return racingStore{store}, nil }}
+	code, _, errOut := runP(t, env, "set", "--loop", "orders", "setpoint=40")
+	if code != 3 || !strings.Contains(errOut, "conflict") {
+		t.Errorf("set during another edit = %d, %q; want 3 and a conflict", code, errOut)
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs["setpoint"] != 55.0 {
+		t.Errorf("setpoint = %v; want the other operator's 55 kept", attrs["setpoint"])
+	}
+	// Without a concurrent edit the version moves on.
+	code, _, errOut = runP(t, paramsWith(store), "set", "--loop", "orders", "setpoint=40")
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); code != 0 || attrs["setpoint"] != 40.0 || loop.ParamsVersion(attrs) != 2 {
+		t.Errorf("set = %d (%s), params %v; want setpoint 40 at edit version 2", code, errOut, attrs)
+	}
+}
+
+// TestParamsGetNoDatapointYet: a loop that ticked without a datapoint says
+// so instead of printing a zero time.
+func TestParamsGetNoDatapointYet(t *testing.T) {
+	store := memstore.New()
+	ctx := context.Background()
+	if err := store.WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1, Rate: 10, TickAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Mode: loop.ModeAuto}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runP(t, paramsWith(store), "get", "--loop", "orders")
+	if code != 0 || !strings.Contains(out, "measured no datapoint yet") || strings.Contains(out, "0001-01-01") {
+		t.Errorf("get = %d, %q; want \"no datapoint yet\" and no zero time", code, out)
 	}
 }

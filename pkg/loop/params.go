@@ -210,7 +210,7 @@ func (k kind) short() string {
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
-var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "comment": true}
+var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "comment": true, AttrEditVersion: true}
 
 // ParamsAttributes returns the names of the PARAMS attributes with their
 // documentation, sorted: for help texts and forms.

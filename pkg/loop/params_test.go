@@ -392,3 +392,15 @@ func TestDecodeParamsRefusesInvalidStatistic(t *testing.T) {
 		t.Errorf("DecodeParams(metric_statistic Averge) = %v; want a refusal naming metric_statistic", err)
 	}
 }
+
+// TestDecodeParamsIgnoresEditVersion: the edit version that orders
+// conditional edits is not a parameter.
+func TestDecodeParamsIgnoresEditVersion(t *testing.T) {
+	a := valid(func(a map[string]any) { a[loop.AttrEditVersion] = 3.0 })
+	if _, err := loop.DecodeParams("l", a); err != nil {
+		t.Errorf("DecodeParams(edit_version 3) = %v; want valid", err)
+	}
+	if v := loop.ParamsVersion(a); v != 3 {
+		t.Errorf("ParamsVersion = %d; want 3", v)
+	}
+}

@@ -56,6 +56,38 @@ func (s *Store) WriteParams(ctx context.Context, loopID string, attrs map[string
 	return nil
 }
 
+// WriteParamsIf replaces the PARAMS item of loopID with attrs and the edit
+// version read+1, on condition that the stored item's edit version is still
+// read (read 0: the item has none, or does not exist). A failed condition
+// writes nothing and returns an error wrapping loop.ErrParamsConflict.
+func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error {
+	item, err := toItem(attrs)
+	if err != nil {
+		return wrap("encode PARAMS", loopID, err)
+	}
+	for k, v := range key(loopID, SortParams) {
+		item[k] = v
+	}
+	item[loop.AttrEditVersion] = integer(read + 1)
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+		ExpressionAttributeNames: map[string]string{"#v": loop.AttrEditVersion}}
+	if read == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(#v)")
+	} else {
+		in.ConditionExpression = aws.String("#v = :v")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": integer(read)}
+	}
+	_, err = s.api.PutItem(ctx, in)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return fmt.Errorf("dynamodb write PARAMS loop %q at edit version %d: %w", loopID, read, loop.ErrParamsConflict)
+	}
+	if err != nil {
+		return wrap("write PARAMS", loopID, err)
+	}
+	return nil
+}
+
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error) {

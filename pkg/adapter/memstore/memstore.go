@@ -86,6 +86,25 @@ func (s *Store) WriteParams(_ context.Context, loopID string, attrs map[string]a
 	return nil
 }
 
+// WriteParamsIf replaces the PARAMS item of loopID with attrs and the edit
+// version read+1, on condition that the stored item's edit version
+// (loop.ParamsVersion; 0 for none or no item) is still read; otherwise it
+// writes nothing and returns an error wrapping loop.ErrParamsConflict.
+func (s *Store) WriteParamsIf(_ context.Context, loopID string, attrs map[string]any, read int64) error {
+	if loopID == "" {
+		return fmt.Errorf("memstore write PARAMS: empty loop id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := loop.ParamsVersion(s.params[loopID]); got != read {
+		return fmt.Errorf("memstore write PARAMS loop %q: edit version %d, read %d: %w", loopID, got, read, loop.ErrParamsConflict)
+	}
+	a := cloneAttrs(attrs)
+	a[loop.AttrEditVersion] = float64(read + 1)
+	s.params[loopID] = a
+	return nil
+}
+
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadStatus(_ context.Context, loopID string) (loop.ParamsStatus, error) {

@@ -22,6 +22,7 @@ type Store interface {
 	loop.TickStore
 	ReadParams(ctx context.Context, loopID string) (map[string]any, error)
 	WriteParams(ctx context.Context, loopID string, attrs map[string]any) error
+	WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error
 	ReadState(ctx context.Context, loopID string) (loop.State, error)
 	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
 }
@@ -47,6 +48,7 @@ func contractTime() time.Time { return time.Date(2026, 11, 29, 23, 0, 0, 5000, t
 // writes against a fresh store from newStore.
 func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("params round trip", func(t *testing.T) { testParamsRoundTrip(t, newStore(t)) })
+	t.Run("conditional params edits", func(t *testing.T) { testParamsIf(t, newStore(t)) })
 	t.Run("load loops", func(t *testing.T) { testLoadLoops(t, newStore(t)) })
 	t.Run("commit round trip", func(t *testing.T) { testCommitRoundTrip(t, newStore(t)) })
 	t.Run("conditional on version", func(t *testing.T) { testConditionalOnVersion(t, newStore(t)) })
@@ -311,5 +313,40 @@ func testUnencodableStateRefused(t *testing.T, s Store) {
 	}
 	if _, err := s.ReadRate(ctx, "n"); !errors.Is(err, loop.ErrNotFound) {
 		t.Errorf("ReadRate after the refused commit: %v; want loop.ErrNotFound", err)
+	}
+}
+
+// testParamsIf checks WriteParamsIf: each write bumps the edit version; a
+// write at a version no longer stored is refused with ErrParamsConflict and
+// writes nothing; of two concurrent writes at the same version one wins.
+func testParamsIf(t *testing.T, s Store) {
+	ctx := context.Background()
+	if err := s.WriteParams(ctx, "e", map[string]any{"setpoint": 70.0}); err != nil {
+		t.Fatal(err)
+	}
+	step := func(read int64, setpoint float64, wantErr error) {
+		t.Helper()
+		err := s.WriteParamsIf(ctx, "e", map[string]any{"setpoint": setpoint}, read)
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("WriteParamsIf(read %d) = %v; want %v", read, err, wantErr)
+		}
+	}
+	step(0, 60, nil)
+	step(0, 50, loop.ErrParamsConflict)
+	step(1, 40, nil)
+	got, err := s.ReadParams(ctx, "e")
+	if err != nil || got["setpoint"] != 40.0 || loop.ParamsVersion(got) != 2 {
+		t.Fatalf("after two edits: %v, %v; want setpoint 40 at edit version 2", got, err)
+	}
+	if err := s.WriteParamsIf(ctx, "new", map[string]any{"setpoint": 70.0}, 0); err != nil {
+		t.Fatalf("WriteParamsIf(new loop) = %v", err)
+	}
+	errs := make(chan error, 2)
+	for _, sp := range []float64{30, 20} {
+		go func() { errs <- s.WriteParamsIf(ctx, "e", map[string]any{"setpoint": sp}, 2) }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) || !errors.Is(errors.Join(e1, e2), loop.ErrParamsConflict) {
+		t.Fatalf("concurrent writes at the same version: %v, %v; want one applied, one conflict", e1, e2)
 	}
 }
