@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 type dashboardConfig struct {
 	listen  string
 	token   string
+	hosts   []string
 	table   string
 	demo    bool
 	speed   float64
@@ -38,7 +40,7 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	fs := flag.NewFlagSet("sluice dashboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sluice dashboard [--listen ADDR] [--token T] [--table NAME] [--demo [--speed X] [--prefill N]]")
+		fmt.Fprintln(stderr, "usage: sluice dashboard [--listen ADDR] [--token-file FILE] [--allowed-host NAME,...] [--table NAME] [--demo [--speed X] [--prefill N]]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Serves the web dashboard: live charts of every loop in the table and a form")
 		fmt.Fprintln(stderr, "that edits its PARAMS item. AWS configuration comes from the usual chain")
@@ -46,8 +48,9 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`address` to listen on, host:port; a non-loopback host requires --token")
-	fs.StringVar(&c.token, "token", os.Getenv("SLUICE_DASHBOARD_TOKEN"), "`token` that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`address` to listen on, host:port; a non-loopback host requires a token")
+	tokenFile := fs.String("token-file", "", "`file` holding the token that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN. Never on the command line, where ps shows it")
+	hosts := fs.String("allowed-host", "", "comma-separated host `names` the browser may use to reach the dashboard (its Host header); default the loopback names and the --listen host. Others are refused (DNS rebinding)")
 	fs.StringVar(&c.table, "table", envOr("SLUICE_TABLE", "sluice"), "DynamoDB `table` holding the loops' PARAMS, STATE, RATE and HIST items; default $SLUICE_TABLE or sluice")
 	fs.BoolVar(&c.demo, "demo", false, "serve the embedded demo: simulated plant, in-memory stores, accelerated time, no AWS")
 	fs.Float64Var(&c.speed, "speed", 60, "demo only: simulated seconds per real second (60: one 60 s controller tick per second)")
@@ -61,10 +64,63 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	if c.speed <= 0 || c.prefill < 0 {
 		return c, errors.New("--speed must be positive and --prefill not negative")
 	}
+	var err error
+	if c.token, err = readToken(*tokenFile, os.Getenv("SLUICE_DASHBOARD_TOKEN")); err != nil {
+		return c, err
+	}
+	c.hosts = allowedHosts(c.listen, *hosts)
 	if err := dashboard.CheckListen(c.listen, c.token); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// minTokenLength is the shortest token the dashboard accepts.
+const minTokenLength = 16
+
+// readToken returns the token from file (its first line) or else env; ""
+// when neither gives one. A token shorter than minTokenLength is refused.
+func readToken(file, env string) (string, error) {
+	tok := env
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		tok, _, _ = strings.Cut(string(b), "\n")
+	}
+	tok = strings.TrimSpace(tok)
+	if tok != "" && len(tok) < minTokenLength {
+		return "", fmt.Errorf("the token has %d characters; want at least %d (e.g. openssl rand -hex 16)", len(tok), minTokenLength)
+	}
+	return tok, nil
+}
+
+// allowedHosts are the names of --allowed-host, plus the --listen host
+// when it names one (not 0.0.0.0 or ::); none means the loopback names.
+func allowedHosts(listen, flagValue string) []string {
+	var out []string
+	for _, h := range strings.Split(flagValue, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if ip := net.ParseIP(host); err == nil && host != "" && (ip == nil || !ip.IsUnspecified()) {
+		out = append(out, host)
+		if ip != nil && ip.IsLoopback() || host == "localhost" {
+			out = append(out, "localhost", "127.0.0.1", "::1")
+		}
+	}
+	return out
+}
+
+// newHTTPServer is the dashboard's HTTP server: besides the header timeout,
+// bounded reads and writes (a slow client holds no connection for long) and
+// idle keep-alive connections closed after two minutes.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 }
 
 func envOr(k, def string) string {
@@ -96,7 +152,7 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 // ready, when not nil, receives the base URL once the listener is open.
 func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Writer, ready func(url string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg := dashboard.Config{Token: c.token, Logger: log, Fields: dashboard.LoopFields()}
+	cfg := dashboard.Config{Token: c.token, AllowedHosts: c.hosts, Logger: log, Fields: dashboard.LoopFields()}
 	var background func(ctx context.Context) error
 	if c.demo {
 		tick := time.Duration(float64(stepdemo.Tick) / c.speed)
@@ -141,7 +197,7 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(stdout, "sluice dashboard: %s (%s)\n", url, cfg.Title)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(srv)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)

@@ -49,6 +49,10 @@ type ParamsStatus struct {
 	Refusal string `json:"refusal,omitempty"`
 	// UpdatedAt is when the parameters were last written; zero if unknown.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// Version is the edit version of the item read (0: never edited
+	// conditionally). A form sends it back with its edit, which is refused
+	// as a conflict when the item has changed since.
+	Version int64 `json:"version"`
 }
 
 // ParamsReader reads a loop's parameters and refusal status.
@@ -61,6 +65,18 @@ type ParamsReader interface {
 type ParamsWriter interface {
 	SetParams(ctx context.Context, loopID string, p Params) error
 }
+
+// ConditionalParamsWriter writes a loop's PARAMS item on condition that its
+// edit version is still version, the one read; otherwise it writes nothing
+// and returns an error wrapping ErrConflict. The server uses it when the
+// Writer implements it.
+type ConditionalParamsWriter interface {
+	SetParamsIf(ctx context.Context, loopID string, p Params, version int64) error
+}
+
+// ErrConflict reports an edit refused because the parameters changed since
+// they were read.
+var ErrConflict = errors.New("the parameters changed since they were read (another edit was saved first): nothing was written; reload them and edit again")
 
 // Validator checks parameters with the same code the controller uses (for
 // example loop.Params.Validate after decoding). A non-nil error is a refusal

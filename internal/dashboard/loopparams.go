@@ -17,6 +17,7 @@ import (
 type LoopStore interface {
 	ReadParams(ctx context.Context, loopID string) (map[string]any, error)
 	WriteParams(ctx context.Context, loopID string, attrs map[string]any) error
+	WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error
 	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
 }
 
@@ -28,9 +29,10 @@ const (
 )
 
 var (
-	_ ParamsReader = (*LoopParams)(nil)
-	_ ParamsWriter = (*LoopParams)(nil)
-	_ Validator    = (*LoopParams)(nil)
+	_ ParamsReader            = (*LoopParams)(nil)
+	_ ParamsWriter            = (*LoopParams)(nil)
+	_ ConditionalParamsWriter = (*LoopParams)(nil)
+	_ Validator               = (*LoopParams)(nil)
 )
 
 // LoopParams reads and writes PARAMS items through a LoopStore and validates
@@ -73,9 +75,11 @@ func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, e
 			st.Refusal += " (" + status.InForce + ")"
 		}
 	}
+	st.Version = loop.ParamsVersion(attrs)
 	st.Params = maps.Clone(attrs)
 	delete(st.Params, AttrUpdatedAt)
 	delete(st.Params, AttrUpdatedBy)
+	delete(st.Params, loop.AttrEditVersion)
 	return st, nil
 }
 
@@ -86,6 +90,19 @@ func (l *LoopParams) SetParams(ctx context.Context, loopID string, p Params) err
 	attrs[AttrUpdatedAt] = l.now().UTC().Format(time.RFC3339Nano)
 	attrs[AttrUpdatedBy] = "dashboard"
 	return l.store.WriteParams(ctx, loopID, attrs)
+}
+
+// SetParamsIf is SetParams on condition that the item's edit version is
+// still version; a changed item is an error wrapping ErrConflict.
+func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, version int64) error {
+	attrs := maps.Clone(map[string]any(p))
+	attrs[AttrUpdatedAt] = l.now().UTC().Format(time.RFC3339Nano)
+	attrs[AttrUpdatedBy] = "dashboard"
+	err := l.store.WriteParamsIf(ctx, loopID, attrs, version)
+	if errors.Is(err, loop.ErrParamsConflict) {
+		return fmt.Errorf("%w (%w)", ErrConflict, err)
+	}
+	return err
 }
 
 // Validate decodes p as the controller does; a refusal lists every field

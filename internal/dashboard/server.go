@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,12 @@ type Config struct {
 	// Token, when not empty, must accompany every write, as an
 	// "Authorization: Bearer <token>" header or a "token" form field.
 	Token string
+	// AllowedHosts are the host names (without port) requests may name in
+	// their Host header; every other request is refused (421), so that a
+	// page of another site whose name resolves to this server (DNS
+	// rebinding) can neither read nor write. Empty: the loopback names
+	// localhost, 127.0.0.1 and ::1.
+	AllowedHosts []string
 	// Title is shown in the page header, e.g. "demo" or the table name.
 	Title string
 	// Fields describe the PARAMS attributes for the form (LoopFields());
@@ -83,8 +90,38 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /api/loops/{id}/history", s.history)
 	mux.HandleFunc("GET /api/loops/{id}/params", s.params)
 	mux.HandleFunc("POST /api/loops/{id}/params", s.setParams)
-	s.mux = http.NewCrossOriginProtection().Handler(securityHeaders(mux))
+	s.mux = s.checkHost(http.NewCrossOriginProtection().Handler(securityHeaders(mux)))
 	return s, nil
+}
+
+// checkHost refuses requests whose Host header names a host not in
+// AllowedHosts (or, without any, not a loopback name).
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	allowed := map[string]bool{}
+	for _, a := range s.cfg.AllowedHosts {
+		allowed[strings.ToLower(strings.Trim(a, "[]"))] = true
+	}
+	if len(allowed) == 0 {
+		allowed = map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !allowed[strings.ToLower(strings.Trim(host, "[]"))] {
+			s.fail(w, r, http.StatusMisdirectedRequest, fmt.Errorf("host %q is not served here (allowed: %s)", truncateHost(r.Host), strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func truncateHost(h string) string {
+	if len(h) > 64 {
+		return h[:64] + "..."
+	}
+	return h
 }
 
 // ServeHTTP serves the page and the API.
@@ -109,7 +146,7 @@ func CheckListen(addr, token string) error {
 	if isLoopback(host) || token != "" {
 		return nil
 	}
-	return fmt.Errorf("listen address %q is not loopback: writes would be open to the network; pass --token (or SLUICE_DASHBOARD_TOKEN), or listen on 127.0.0.1", addr)
+	return fmt.Errorf("listen address %q is not loopback: writes would be open to the network; set SLUICE_DASHBOARD_TOKEN or pass --token-file, or listen on 127.0.0.1", addr)
 }
 
 func isLoopback(host string) bool {
@@ -132,6 +169,9 @@ type errorBody struct {
 	// Refused is true when the parameters were invalid (the reason is in
 	// Error), false for other failures.
 	Refused bool `json:"refused,omitempty"`
+	// Conflict is true when the parameters changed since the edit's
+	// version: nothing was written.
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
@@ -241,7 +281,7 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, errors.New("this dashboard is read-only"))
 		return
 	}
-	edit, err := decodeEdit(r)
+	edit, version, err := decodeEdit(r)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -251,6 +291,10 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 	cur, err := s.cfg.Params.Params(ctx, id)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	if version != nil && *version != cur.Version {
+		s.conflict(w, r, fmt.Errorf("%w (loaded at version %d, now %d)", ErrConflict, *version, cur.Version))
 		return
 	}
 	next := Params{}
@@ -267,7 +311,10 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error(), Refused: true})
 		return
 	}
-	if err := s.cfg.Writer.SetParams(ctx, id, next); err != nil {
+	if err := s.write(ctx, id, next, cur.Version); errors.Is(err, ErrConflict) {
+		s.conflict(w, r, err)
+		return
+	} else if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
@@ -278,29 +325,55 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// decodeEdit reads the edited parameters from a JSON or form body. Form
-// values that parse as numbers become numbers, "true" and "false" booleans.
-func decodeEdit(r *http.Request) (Params, error) {
+// write writes next, conditionally on the version the edit was merged
+// onto when the Writer can.
+func (s *Server) write(ctx context.Context, id string, next Params, version int64) error {
+	if cw, ok := s.cfg.Writer.(ConditionalParamsWriter); ok {
+		return cw.SetParamsIf(ctx, id, next, version)
+	}
+	return s.cfg.Writer.SetParams(ctx, id, next)
+}
+
+// conflict answers 409: the edit was not written.
+func (s *Server) conflict(w http.ResponseWriter, r *http.Request, err error) {
+	s.cfg.Logger.Info("dashboard edit conflict", "loop", r.PathValue("id"), "reason", err)
+	writeJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Conflict: true})
+}
+
+// decodeEdit reads the edited parameters from a JSON or form body, and the
+// version of the parameters the edit was made on when the body gives it
+// ("version"). Form values that parse as numbers become numbers, "true"
+// and "false" booleans.
+func decodeEdit(r *http.Request) (Params, *int64, error) {
 	ct := r.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "application/json") {
 		var body struct {
-			Params Params `json:"params"`
+			Params  Params `json:"params"`
+			Version *int64 `json:"version"`
 		}
 		dec := json.NewDecoder(r.Body)
 		if err := dec.Decode(&body); err != nil {
-			return nil, fmt.Errorf("parameters: invalid JSON: %w", err)
+			return nil, nil, fmt.Errorf("parameters: invalid JSON: %w", err)
 		}
 		if len(body.Params) == 0 {
-			return nil, errors.New(`parameters: the body must be {"params": {...}} with at least one field`)
+			return nil, nil, errors.New(`parameters: the body must be {"params": {...}} with at least one field`)
 		}
-		return body.Params, nil
+		return body.Params, body.Version, nil
 	}
 	if err := r.ParseForm(); err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
+		return nil, nil, fmt.Errorf("parameters: %w", err)
+	}
+	var version *int64
+	if v := r.PostForm.Get("version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("version %q: want the integer the parameters were read at", v)
+		}
+		version = &n
 	}
 	p := Params{}
 	for k, vs := range r.PostForm {
-		if k == "token" || len(vs) == 0 {
+		if k == "token" || k == "version" || len(vs) == 0 {
 			continue
 		}
 		v := strings.TrimSpace(vs[0])
@@ -313,7 +386,7 @@ func decodeEdit(r *http.Request) (Params, error) {
 		}
 	}
 	if len(p) == 0 {
-		return nil, errors.New("parameters: the form has no fields")
+		return nil, nil, errors.New("parameters: the form has no fields")
 	}
-	return p, nil
+	return p, version, nil
 }

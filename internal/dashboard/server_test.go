@@ -31,6 +31,14 @@ func (r *recordingStore) WriteParams(ctx context.Context, id string, attrs map[s
 	return r.Store.WriteParams(ctx, id, attrs)
 }
 
+func (r *recordingStore) WriteParamsIf(ctx context.Context, id string, attrs map[string]any, read int64) error {
+	if err := r.Store.WriteParamsIf(ctx, id, attrs, read); err != nil {
+		return err
+	}
+	r.writes = append(r.writes, attrs)
+	return nil
+}
+
 type lister []string
 
 func (l lister) Loops(context.Context) ([]string, error) { return l, nil }
@@ -277,6 +285,82 @@ func TestPageAndAssets(t *testing.T) {
 		}
 		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("GET %s: Content-Security-Policy = %q; want default-src 'self'", tt.path, csp)
+		}
+	}
+}
+
+// TestSetParamsConflict: an edit made on a version no longer stored is
+// refused with 409 and nothing is written; the edit on the current version
+// applies.
+func TestSetParamsConflict(t *testing.T) {
+	ts, store, _ := newServer(t, "")
+	code, body := post(t, ts, `{"params":{"setpoint":55},"version":0}`, nil)
+	if code != http.StatusOK || body["version"] != 1.0 {
+		t.Fatalf("first edit at version 0 = %d, %v; want 200 at version 1", code, body)
+	}
+	code, body = post(t, ts, `{"params":{"setpoint":45},"version":0}`, nil)
+	if code != http.StatusConflict || body["conflict"] != true || len(store.writes) != 1 {
+		t.Errorf("second edit at version 0 = %d, %v, %d writes; want 409, a conflict, nothing written", code, body, len(store.writes))
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs["setpoint"] != 55.0 {
+		t.Errorf("setpoint = %v; want the first edit's 55 kept", attrs["setpoint"])
+	}
+	// Another writer between the server's read and its write: the
+	// conditional write refuses.
+	params := dashboard.NewLoopParams(store, time.Now)
+	cur, _ := params.Params(context.Background(), "orders")
+	if err := store.Store.WriteParamsIf(context.Background(), "orders", map[string]any{"setpoint": 50.0}, cur.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := params.SetParamsIf(context.Background(), "orders", dashboard.Params{"setpoint": 40.0}, cur.Version); !errors.Is(err, dashboard.ErrConflict) {
+		t.Errorf("SetParamsIf on a changed item = %v; want ErrConflict", err)
+	}
+}
+
+// TestHostCheck: a request naming another host (a DNS-rebinding page) is
+// refused, reads and writes alike; loopback names and the allowed hosts
+// pass.
+func TestHostCheck(t *testing.T) {
+	ts, store, _ := newServer(t, "")
+	do := func(method, host, path string) int {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"params":{"setpoint":55}}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	port := ts.URL[strings.LastIndex(ts.URL, ":"):]
+	for _, h := range []string{"rebind.example" + port, "rebind.example", "127.0.0.1.nip.example" + port} {
+		if code := do("GET", h, "/api/loops/orders/params"); code != http.StatusMisdirectedRequest {
+			t.Errorf("GET with Host %q = %d; want 421", h, code)
+		}
+		if code := do("POST", h, "/api/loops/orders/params"); code != http.StatusMisdirectedRequest {
+			t.Errorf("POST with Host %q = %d; want 421", h, code)
+		}
+	}
+	if len(store.writes) != 0 {
+		t.Errorf("%d writes through a foreign Host; want none", len(store.writes))
+	}
+	for _, h := range []string{"127.0.0.1" + port, "localhost" + port, "LOCALHOST" + port} {
+		if code := do("GET", h, "/api/loops/orders/params"); code != http.StatusOK {
+			t.Errorf("GET with Host %q = %d; want 200", h, code)
+		}
+	}
+	srv, err := dashboard.New(dashboard.Config{History: ddbhistory.NewMemory(0), Params: dashboard.NewLoopParams(store, time.Now), Loops: lister{"orders"}, AllowedHosts: []string{"sluice.internal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]int{"sluice.internal:8080": http.StatusOK, "127.0.0.1:8080": http.StatusMisdirectedRequest} {
+		req := httptest.NewRequest("GET", "/api/loops/orders/params", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("AllowedHosts [sluice.internal]: Host %q = %d; want %d", host, rec.Code, want)
 		}
 	}
 }

@@ -211,6 +211,7 @@ function modeChanged() {
 
 function showStatus(s) {
   st.params = s.params;
+  st.version = s.version || 0;
   const when = s.updated_at ? " · updated " + new Date(s.updated_at).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
   $("params-status").textContent = "PARAMS of loop " + st.loop + when;
   const ref = $("params-refusal");
@@ -252,12 +253,16 @@ async function save(ev) {
   const tok = $("f-token").value;
   if (tok) headers["Authorization"] = "Bearer " + tok;
   const r = await api("/api/loops/" + encodeURIComponent(st.loop) + "/params", {
-    method: "POST", headers, body: JSON.stringify({ params: collect() }) });
+    method: "POST", headers, body: JSON.stringify({ params: collect(), version: st.version }) });
   if (r.ok) {
     msg.className = "ok"; msg.textContent = "Saved: the controller applies it at its next tick.";
     showStatus(r.body); buildForm(r.body.params);
   } else {
     msg.className = "bad";
+    if (r.body.conflict) {
+      msg.textContent = "Not saved: someone else saved these parameters since this form was loaded. Reload them (select the loop again), then edit.";
+      return;
+    }
     msg.textContent = (r.body.refused ? "Refused: " : "Not saved (" + r.status + "): ") + (r.body.error || "");
   }
 }
