@@ -61,6 +61,8 @@ type result struct {
 	IsolationOK                 bool     `json:"isolation_ok"`
 	BoundsEditFollowed          bool     `json:"bounds_edit_followed"`
 	ManualRateNextTick          bool     `json:"manual_rate_next_tick"`
+	ConcurrentEditConflict      bool     `json:"concurrent_edit_conflict"`
+	DashboardRebindingRefused   bool     `json:"dashboard_rebinding_refused"`
 	RateBeforeEdit              float64  `json:"rate_before_edit"`
 	RateAfterEdit               float64  `json:"rate_after_edit"`
 	Seconds                     float64  `json:"seconds"`
@@ -317,7 +319,11 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if err := r.operators(); err != nil {
 		return err
 	}
-	// 8. One bad loop among ten stops none of the others.
+	// 8. The dashboard: rebinding refused, concurrent edits conflict.
+	if err := r.dashboardEdits(logDir); err != nil {
+		return err
+	}
+	// 9. One bad loop among ten stops none of the others.
 	return r.isolation()
 }
 
