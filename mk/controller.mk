@@ -6,6 +6,7 @@
 #   make lint-template                                cfn-lint template.yaml (part of `make lint`)
 #   make e2e-controller                               moto + RIE end-to-end run, JSON last line
 #   make bench-controller                             API calls per tick, handler time, binary size
+#   make local-controller TABLE=T [PERIOD=1m]         the real bootstrap under the RIE on a schedule against table T
 
 CONTROLLER_PKG := ./functions/controller
 CONTROLLER_HOST := $(BIN)/controller-host/bootstrap
@@ -13,7 +14,7 @@ CONTROLLER_ARM64 := $(BIN)/controller-arm64/bootstrap
 GO_LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
 ARTIFACTS_DIR ?= $(BIN)/sam-artifacts
 
-.PHONY: build-ControllerFunction controller-bootstrap controller-bootstrap-arm64 lint-template e2e-controller bench-controller
+.PHONY: build-ControllerFunction controller-bootstrap controller-bootstrap-arm64 lint-template e2e-controller bench-controller local-controller
 
 ## build-ControllerFunction: SAM's makefile build (BuildMethod: makefile): bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
 build-ControllerFunction:
@@ -44,3 +45,10 @@ e2e-controller: controller-bootstrap
 bench-controller: controller-bootstrap-arm64
 	$(GO) run ./internal/e2e/controller/bench -bootstrap $(CONTROLLER_ARM64)
 
+
+PERIOD ?= 1m
+
+## local-controller: the controller bootstrap under the RIE, invoked every PERIOD against TABLE of the local endpoint (sluice local controller).
+local-controller: controller-bootstrap
+	@test -n "$(TABLE)" || { echo "make local-controller: set TABLE=<your table>" >&2; exit 2; }
+	$(GO) run ./cmd/sluice local controller --table $(TABLE) --period $(PERIOD) --bootstrap $(CONTROLLER_HOST)

@@ -28,6 +28,7 @@ import (
 // SIGTERM.
 func localCommands() []command {
 	return []command{
+		{name: "controller", summary: "run the controller bootstrap under the RIE on a schedule against a table (--table T)", run: runLocalController},
 		{name: "scheduler", summary: "invoke the controller bootstrap under the RIE every tick (EventBridge schedule)", run: runLocalScheduler},
 		{name: "esm", summary: "poll SQS and invoke the consumer bootstrap under the RIE (SQS event source mapping)", run: runLocalESM},
 		{name: "cpu-publisher", summary: "publish MariaDB's CPU from /proc as AWS/RDS CPUUtilization", run: runLocalCPUPublisher},
