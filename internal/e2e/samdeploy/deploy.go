@@ -55,6 +55,9 @@ func newDeployment() (*deployment, error) {
 	d.params = []string{
 		"TableName=" + d.table, "QueueName=" + d.queue, "LoopId=" + d.loop, "DBInstanceIdentifier=" + d.db,
 		"ConsumerSink=mysql", "ConsumerMySQLSecretName=" + d.secret, "ConsumerMaxConcurrency=2",
+		// The optional ECS worker: deployed (cluster, roles, task
+		// definition, service), not run (the endpoint runs no container).
+		"WorkerImage=000000000000.dkr.ecr.us-east-1.amazonaws.com/sluice-worker:local", "WorkerSubnetIds=subnet-0123456789abcdef0",
 	}
 	return d, nil
 }

@@ -33,14 +33,17 @@ type result struct {
 	ResourcesCreated int               `json:"resources_created,omitempty"`
 	TypesLeftOut     map[string]string `json:"types_left_out,omitempty"`
 	ResourcesLeftOut []string          `json:"resources_left_out,omitempty"`
-	RanUnder         string            `json:"ran_under,omitempty"`
-	TickOK           bool              `json:"tick_ok"`
-	BatchOK          bool              `json:"batch_ok"`
-	RowsStored       int               `json:"rows_stored"`
-	Deleted          bool              `json:"deleted"`
-	Seconds          float64           `json:"seconds"`
-	OK               bool              `json:"ok"`
-	Failures         []string          `json:"failures"`
+	// WorkerServiceCreated: the optional ECS worker's service was created
+	// (it is not run: the endpoint runs no container).
+	WorkerServiceCreated bool     `json:"worker_service_created"`
+	RanUnder             string   `json:"ran_under,omitempty"`
+	TickOK               bool     `json:"tick_ok"`
+	BatchOK              bool     `json:"batch_ok"`
+	RowsStored           int      `json:"rows_stored"`
+	Deleted              bool     `json:"deleted"`
+	Seconds              float64  `json:"seconds"`
+	OK                   bool     `json:"ok"`
+	Failures             []string `json:"failures"`
 }
 
 // options are the command's flags.

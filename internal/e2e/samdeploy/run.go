@@ -67,6 +67,11 @@ func (r *runner) inspect(d *deployment) (stackInfo, error) {
 			r.res.ResourcesCreated++
 		}
 	}
+	for _, res := range list.Summaries {
+		if res.Type == "AWS::ECS::Service" && res.Status == "CREATE_COMPLETE" {
+			r.res.WorkerServiceCreated = true
+		}
+	}
 	if r.res.StackStatus != "CREATE_COMPLETE" {
 		return stackInfo{list.Summaries}, fmt.Errorf("stack %s is %s", d.stack, r.res.StackStatus)
 	}
