@@ -30,6 +30,7 @@ type config struct {
 	KafkaTopics   []string      // SLUICE_KAFKA_TOPICS
 	KafkaGroup    string        // SLUICE_KAFKA_GROUP
 	KafkaDLT      string        // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
+	KafkaAuth     kafkaAuth     // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (kafkaauth.go)
 	MetricsAddr   string        // SLUICE_METRICS_ADDR (default :9102; "off" disables)
 }
 
@@ -100,6 +101,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	case "kafka":
 		if len(c.KafkaBrokers) == 0 || len(c.KafkaTopics) == 0 {
 			return c, fmt.Errorf("SOURCE=kafka needs SLUICE_KAFKA_BROKERS and SLUICE_KAFKA_TOPICS")
+		}
+		var err error
+		if c.KafkaAuth, err = loadKafkaAuth(getenv); err != nil {
+			return c, err
 		}
 	default:
 		return c, fmt.Errorf("SOURCE=%q: want sqs or kafka", c.Source)

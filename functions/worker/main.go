@@ -133,9 +133,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			QueueURL: cfg.QueueURL, DeadLetterURL: cfg.DeadLetterURL, Visibility: cfg.Visibility,
 		}, log)}
 	case "kafka":
+		auth, err := cfg.KafkaAuth.opts(awsCfg.Credentials)
+		if err != nil {
+			return err
+		}
 		ks, err := kafkasource.New(kafkasource.Config{
 			Brokers: cfg.KafkaBrokers, Topics: cfg.KafkaTopics, Group: cfg.KafkaGroup,
-			DeadLetterTopic: cfg.KafkaDLT, Pacer: cons.Pacer(), Log: log,
+			DeadLetterTopic: cfg.KafkaDLT, Pacer: cons.Pacer(), Log: log, Opts: auth,
 		})
 		if err != nil {
 			return err
