@@ -14,7 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/localaws"
+	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // localControllerConfig is what `sluice local controller` runs.
@@ -68,7 +69,7 @@ func runLocalController(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer wait()
-	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: url}, Period: c.period, Clock: localaws.WallClock{},
+	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: url}, Period: c.period, Clock: consume.WallClock{},
 		Log: slog.New(slog.NewJSONHandler(stderr, nil))}
 	if c.once {
 		if inv := s.Fire(ctx); inv.Err != nil {
