@@ -21,29 +21,35 @@ import (
 	"time"
 )
 
-// result is the last line.
+// result is the last line: the SAM checks, the deployment's fields (with
+// -deploy only) and the verdict.
 type result struct {
-	SamVersion       string            `json:"sam_version"`
-	ValidateOK       bool              `json:"validate_ok"`
-	BuildOK          bool              `json:"build_ok"`
-	Bootstraps       map[string]int64  `json:"bootstraps"`
-	BootstrapsARM64  bool              `json:"bootstraps_arm64"`
-	Stack            string            `json:"stack,omitempty"`
-	StackStatus      string            `json:"stack_status,omitempty"`
-	ResourcesCreated int               `json:"resources_created,omitempty"`
-	TypesLeftOut     map[string]string `json:"types_left_out,omitempty"`
-	ResourcesLeftOut []string          `json:"resources_left_out,omitempty"`
+	SamVersion      string           `json:"sam_version"`
+	ValidateOK      bool             `json:"validate_ok"`
+	BuildOK         bool             `json:"build_ok"`
+	Bootstraps      map[string]int64 `json:"bootstraps"`
+	BootstrapsARM64 bool             `json:"bootstraps_arm64"`
+	*deployed
+	Seconds  float64  `json:"seconds"`
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures"`
+}
+
+// deployed is what -deploy reports.
+type deployed struct {
+	Stack            string            `json:"stack"`
+	StackStatus      string            `json:"stack_status"`
+	ResourcesCreated int               `json:"resources_created"`
+	TypesLeftOut     map[string]string `json:"types_left_out"`
+	ResourcesLeftOut []string          `json:"resources_left_out"`
 	// WorkerServiceCreated: the optional ECS worker's service was created
 	// (it is not run: the endpoint runs no container).
-	WorkerServiceCreated bool     `json:"worker_service_created"`
-	RanUnder             string   `json:"ran_under,omitempty"`
-	TickOK               bool     `json:"tick_ok"`
-	BatchOK              bool     `json:"batch_ok"`
-	RowsStored           int      `json:"rows_stored"`
-	Deleted              bool     `json:"deleted"`
-	Seconds              float64  `json:"seconds"`
-	OK                   bool     `json:"ok"`
-	Failures             []string `json:"failures"`
+	WorkerServiceCreated bool   `json:"worker_service_created"`
+	RanUnder             string `json:"ran_under"`
+	TickOK               bool   `json:"tick_ok"`
+	BatchOK              bool   `json:"batch_ok"`
+	RowsStored           int    `json:"rows_stored"`
+	Deleted              bool   `json:"deleted"`
 }
 
 // options are the command's flags.
@@ -73,8 +79,11 @@ func run(o options) int {
 	defer cancel()
 	r := &runner{ctx: ctx, o: o, start: start}
 	r.build()
-	if o.deploy && r.res.BuildOK {
-		r.deployAndRun()
+	if o.deploy {
+		r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
+		if r.res.BuildOK {
+			r.deployAndRun()
+		}
 	}
 	r.res.Seconds = math.Round(time.Since(start).Seconds()*10) / 10
 	r.res.Failures = r.failures
