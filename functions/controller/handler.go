@@ -59,7 +59,7 @@ type Result struct {
 // item, a failed commit) is that loop's: it is logged with LoopError = 1
 // and named in Result.Problems, and the other loops tick. The invocation
 // fails (so that the Lambda Errors metric and its alarm see it) only when
-// the store could not be read or loops failed and none applied; a retried
+// the store could not be read or loops failed and none ticked; a retried
 // invocation finds the loops that did tick not due.
 func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Result, error) {
 	reports, err := h.ticker.Tick(ctx)
@@ -96,10 +96,16 @@ func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Resul
 			h.log.WarnContext(ctx, "history not written", "event_id", ev.ID, "error", err)
 		}
 	}
-	if len(failed) > 0 && res.Outcomes[string(loop.OutcomeApplied)] == 0 {
-		return res, fmt.Errorf("controller tick: %d of %d loops failed and none applied: %w", len(failed), len(reports), errors.Join(failed...))
+	if len(failed) > 0 && healthy(res.Outcomes) == 0 {
+		return res, fmt.Errorf("controller tick: %d of %d loops failed and none ticked: %w", len(failed), len(reports), errors.Join(failed...))
 	}
 	return res, nil
+}
+
+// healthy counts the loops whose tick went through: applied, applied by
+// another invocation (lost), or not due yet.
+func healthy(outcomes map[string]int) int {
+	return outcomes[string(loop.OutcomeApplied)] + outcomes[string(loop.OutcomeLost)] + outcomes[string(loop.OutcomeNotDue)]
 }
 
 // problem is the reason to report for a loop, or "" when it has none.

@@ -176,6 +176,10 @@ func TestHandleOneFailedLoopDoesNotFailTheInvocation(t *testing.T) {
 	if !strings.Contains(buf.String(), `"LoopError":1`) {
 		t.Errorf("log %s; want the failed loop's LoopError metric", buf.String())
 	}
+	h.ticker = fixedTicker{corrupt, {Loop: "overlap", Outcome: loop.OutcomeNotDue}}
+	if _, err := h.handle(context.Background(), loadEvent(t)); err != nil {
+		t.Errorf("handle with a failed loop and one not due = %v; want no error", err)
+	}
 	h.ticker = fixedTicker{corrupt}
 	if _, err := h.handle(context.Background(), loadEvent(t)); err == nil {
 		t.Errorf("handle with every loop failed = nil; want an error")
