@@ -305,6 +305,34 @@ func TestBrowserMoto(t *testing.T) {
 		}
 	})
 
+	t.Run("an edit saved meanwhile by someone else is a conflict, not overwritten", func(t *testing.T) {
+		ctxb := context.Background()
+		store := ddbstore.New(client, table)
+		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
+			cdpUntil(`document.getElementById('f-setpoint') !== null`, 10*time.Second))
+		// Another operator (sluice params set) saves after the form loaded.
+		attrs, err := store.ReadParams(ctxb, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs["setpoint"] = 44.0
+		if err := store.WriteParamsIf(ctxb, "orders", attrs, loop.ParamsVersion(attrs)); err != nil {
+			t.Fatal(err)
+		}
+		cdp(t, ctx, "stale save", chromedp.SetValue(cdpCSS("#f-setpoint"), "66"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.includes('someone else saved')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != "44" {
+			t.Fatalf("stored setpoint = %s after a save on a stale form; want the other operator's 44 kept", got)
+		}
+		cdp(t, ctx, "reload and save", chromedp.Reload(), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
+			chromedp.SetValue(cdpCSS("#f-setpoint"), "66"), chromedp.Click(cdpCSS("#save")),
+			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
+		if got := storedSetpoint(t, client, table); got != "66" {
+			t.Errorf("stored setpoint = %s after reloading and saving; want 66", got)
+		}
+	})
+
 	t.Run("token required: a write without it is refused and nothing is written", func(t *testing.T) {
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table, token: "s3cret-token"})
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-token")),
