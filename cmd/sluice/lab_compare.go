@@ -106,6 +106,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printCompare(stdout, rep)
+	printPlantChanges(stdout, rep)
 	if *plotPath != "" {
 		fmt.Fprintf(stdout, "\nplot: %s\n", *plotPath)
 	}
@@ -116,9 +117,9 @@ func printCompare(w io.Writer, rep lab.Report) {
 	m := rep.Model
 	fmt.Fprintf(w, "identified model: gain %.4g points per msg/s, tau %.1f s, dead time %.1f s, base %.2f %% (rmse %.2f, noise %.2f)\n",
 		m.Gain, m.TauS, m.DeadTimeS, m.Base, m.RMSE, m.NoiseSD)
-	fmt.Fprintf(w, "loop dead time %.0f s, iae_bound %.0f point-s\n\n", rep.LoopDeadTimeS, rep.IAEBound)
-	fmt.Fprintf(w, "%-13s %10s %6s %9s %8s %9s %9s %9s %11s %5s %7s\n",
-		"controller", "IAE", "ratio", "overshoot", "viol_s", "settle_st", "settle_di", "settle_sp", "processed", "lost", "max_cpu")
+	fmt.Fprintf(w, "loop dead time %.0f s, iae_bound %.0f point-s, iae_floor %.0f point-s\n\n", rep.LoopDeadTimeS, rep.IAEBound, rep.IAEFloor)
+	fmt.Fprintf(w, "%-13s %10s %6s %6s %9s %8s %9s %9s %9s %11s %5s %7s\n",
+		"controller", "IAE", "ratio", "floor", "overshoot", "viol_s", "settle_st", "settle_di", "settle_sp", "processed", "lost", "max_cpu")
 	sec := func(v *float64) string {
 		if v == nil {
 			return "never"
@@ -126,8 +127,8 @@ func printCompare(w io.Writer, rep lab.Report) {
 		return strconv.FormatFloat(*v, 'f', 0, 64)
 	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(w, "%-13s %10.0f %6.2f %9.2f %8.0f %9s %9s %9s %11d %5d %7.1f\n",
-			r.Controller, r.IAE, r.IAERatio, r.StartOvershootPP, r.ViolationS,
+		fmt.Fprintf(w, "%-13s %10.0f %6.2f %6.2f %9.2f %8.0f %9s %9s %9s %11d %5d %7.1f\n",
+			r.Controller, r.IAE, r.IAERatio, r.IAEFloorRatio, r.StartOvershootPP, r.ViolationS,
 			sec(r.SettlingS.Start), sec(r.SettlingS.Disturbance), sec(r.SettlingS.Setpoint), r.Processed, r.Lost, r.MaxCPU)
 	}
 }

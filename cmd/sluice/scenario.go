@@ -38,6 +38,8 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 		"outside load AT+DURATION=SIZE in points, e.g. 60m+40m=20 (repeatable or comma-separated; 'none' for none)")
 	fs.Float64Var(&s.ProducerRate, "producer-rate", s.ProducerRate, "producers' rate, messages/s")
 	fs.Int64Var(&s.Backlog, "backlog", s.Backlog, "messages queued at the start")
+	fs.Var(&plantChangesFlag{list: &s.PlantChanges}, "plant-change",
+		"the true plant changes at AT, the controller is not told: AT=gain=G[,tau=T][,dead-time=D],\ne.g. 30m=gain=0.1 (repeatable or comma-separated; 'none' for none)")
 	fs.Float64Var(&s.MaxRate, "max-rate", s.MaxRate, "largest allowed rate, messages/s")
 	fs.DurationVar(&s.Duration, "duration", s.Duration, "length of the run")
 	fs.Float64Var(&s.Noise, "noise", s.Noise, "measurement noise, standard deviation in points of CPU")
@@ -52,6 +54,7 @@ func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 	s.Plant.Tau, s.Plant.DeadTime = f.tau, f.dead
 	s.SetpointChanges = append([]sim.SetpointChange(nil), s.SetpointChanges...)
 	s.Disturbances = append([]sim.Disturbance(nil), s.Disturbances...)
+	s.PlantChanges = append([]sim.PlantChange(nil), s.PlantChanges...)
 	if err := s.Validate(); err != nil {
 		return sim.Scenario{}, err
 	}

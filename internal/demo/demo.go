@@ -523,6 +523,9 @@ func (w *world) stepOnce(dt time.Duration) {
 	u := float64(w.pending) / secs
 	w.pending = 0
 	d := w.s.DisturbanceAt(w.t)
+	if len(w.s.PlantChanges) > 0 {
+		w.plant.SetModel(w.s.PlantAt(w.t)) // the controller is not told
+	}
 	y := w.plant.Step(u, d)
 	w.pipe.Observe(w.t, dt, y)
 

@@ -16,13 +16,14 @@ type Plant struct {
 	delay []float64 // processed rate over the last DeadTime, ring buffer
 	head  int
 	x     float64 // lag state, points of CPU above base
+	last  float64 // the newest input, for SetModel
 }
 
 // NewPlant returns a plant at steady state with input u0, integrated with
 // step dt.
 func NewPlant(m control.FOPDT, dt time.Duration, u0 float64) *Plant {
 	n := int(m.DeadTime / dt)
-	p := &Plant{model: m, dt: dt, delay: make([]float64, n), x: m.Gain * u0}
+	p := &Plant{model: m, dt: dt, delay: make([]float64, n), x: m.Gain * u0, last: u0}
 	for i := range p.delay {
 		p.delay[i] = u0
 	}
@@ -33,6 +34,7 @@ func NewPlant(m control.FOPDT, dt time.Duration, u0 float64) *Plant {
 // and outside load d (points), and returns the true CPU at the end of it.
 func (p *Plant) Step(u, d float64) float64 {
 	in := u
+	p.last = u
 	if len(p.delay) > 0 {
 		in = p.delay[p.head]
 		p.delay[p.head] = u

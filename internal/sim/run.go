@@ -109,6 +109,9 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 		done, _ := cons.step(q, allowed, hs)
 		dst.complete(done)
 		doneSinceTick += done
+		if len(s.PlantChanges) > 0 {
+			plant.SetModel(s.PlantAt(t))
+		}
 		cpu := plant.Step(float64(done)/hs, s.DisturbanceAt(t))
 		pipe.Observe(t, h, cpu)
 

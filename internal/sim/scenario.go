@@ -48,6 +48,9 @@ type Scenario struct {
 	// of messages queued at the start.
 	ProducerRate float64 `json:"producer_rate"`
 	Backlog      int64   `json:"backlog"`
+	// PlantChanges change the true plant during the run without telling
+	// the controller (plantchange.go).
+	PlantChanges []PlantChange `json:"plant_changes,omitempty"`
 	// MaxRate is the largest rate a controller may allow, messages/s.
 	MaxRate float64 `json:"max_rate"`
 	// Duration is the length of the run.
@@ -128,6 +131,9 @@ func (s Scenario) Validate() error {
 	case !fin(s.Noise) || s.Noise < 0:
 		return fmt.Errorf("noise %v: must be a finite number >= 0", s.Noise)
 	}
+	if err := s.validatePlantChanges(); err != nil {
+		return err
+	}
 	for _, c := range s.SetpointChanges {
 		if c.At < 0 || !fin(c.Value) || c.Value <= 0 || c.Value > 100 {
 			return fmt.Errorf("setpoint change %v=%v: time must be >= 0 and value in (0, 100]", c.At, c.Value)
@@ -178,14 +184,15 @@ func (s Scenario) LoopDeadTime(plantDeadTime time.Duration) time.Duration {
 
 // Event is a moment at which the setpoint or the load steps.
 type Event struct {
-	Kind string        `json:"kind"` // start, disturbance, disturbance-end, setpoint
+	Kind string        `json:"kind"` // start, disturbance, disturbance-end, setpoint, plant-change
 	At   time.Duration `json:"at"`
 	Size float64       `json:"size"` // step size, points (absolute value)
 }
 
 // Events lists the scenario's events in time order: the start (step =
 // setpoint - base load), each disturbance's start and end, each setpoint
-// change.
+// change, each plant change (size 0: the load and the setpoint do not step,
+// the plant does).
 func (s Scenario) Events() []Event {
 	ev := []Event{{Kind: "start", At: 0, Size: math.Abs(s.Setpoint - s.Plant.Base)}}
 	for _, d := range s.Disturbances {
@@ -198,6 +205,9 @@ func (s Scenario) Events() []Event {
 			prev = s.Setpoint
 		}
 		ev = append(ev, Event{Kind: "setpoint", At: c.At, Size: math.Abs(c.Value - prev)})
+	}
+	for _, c := range s.PlantChanges {
+		ev = append(ev, Event{Kind: EventPlantChange, At: c.At})
 	}
 	slices.SortStableFunc(ev, func(a, b Event) int { return int(a.At - b.At) })
 	var out []Event

@@ -112,6 +112,7 @@ type ScenarioView struct {
 	DurationS     float64          `json:"duration_s"`
 	Noise         float64          `json:"noise"`
 	Seed          uint64           `json:"seed"`
+	PlantChanges  []string         `json:"plant_changes,omitempty"`
 }
 
 func view(s sim.Scenario) ScenarioView {
@@ -128,20 +129,30 @@ func view(s sim.Scenario) ScenarioView {
 	for _, d := range s.Disturbances {
 		v.Disturbances = append(v.Disturbances, map[string]any{"at_s": d.At.Seconds(), "duration_s": d.Duration.Seconds(), "size": d.Size})
 	}
+	for _, c := range s.PlantChanges {
+		v.PlantChanges = append(v.PlantChanges, c.String())
+	}
 	return v
 }
 
 // Result is one controller's line of the report.
 type Result struct {
-	Controller       string       `json:"controller"`
-	IAE              float64      `json:"iae"`
-	IAERatio         float64      `json:"iae_ratio"`
+	Controller string  `json:"controller"`
+	IAE        float64 `json:"iae"`
+	IAERatio   float64 `json:"iae_ratio"`
+	// IAEFloorRatio is the IAE over the report's iae_floor.
+	IAEFloorRatio    float64      `json:"iae_floor_ratio"`
 	StartOvershootPP float64      `json:"start_overshoot_pp"`
 	ViolationS       float64      `json:"violation_s"`
 	SettlingS        sim.Settling `json:"settling_s"`
 	Processed        int64        `json:"processed"`
 	Lost             int64        `json:"lost"`
 	MaxCPU           float64      `json:"max_cpu"`
+	// Events is the IAE between each event and the next, beside the
+	// event's floor.
+	Events []sim.EventIAE `json:"events"`
+	// PlantChanges is the response to each plant change (robustness).
+	PlantChanges []sim.ChangeResponse `json:"plant_changes,omitempty"`
 	// Tuning is the controller's parameters (not part of the JSON contract's
 	// required keys; informative).
 	Tuning map[string]float64 `json:"tuning,omitempty"`
@@ -155,7 +166,10 @@ type Report struct {
 	Model         Model        `json:"model"`
 	LoopDeadTimeS float64      `json:"loop_dead_time_s"`
 	IAEBound      float64      `json:"iae_bound"`
-	Results       []Result     `json:"results"`
+	// IAEFloor is the tight floor: known events charged the plant's dead
+	// time and lag, unmeasured disturbances the loop's (sim.EventFloor).
+	IAEFloor float64  `json:"iae_floor"`
+	Results  []Result `json:"results"`
 }
 
 // StepSample is the sampling period of the identification step test.
@@ -238,6 +252,7 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 		Model:         mv,
 		LoopDeadTimeS: s.LoopDeadTime(s.Plant.DeadTime).Seconds(),
 		IAEBound:      s.IAEBound(),
+		IAEFloor:      s.IAEFloor(),
 	}
 	for _, name := range names {
 		p, tun, err := NewPolicy(name, s, Plant{Model: model, NoiseSD: mv.NoiseSD}, opt.Gains)
@@ -249,15 +264,20 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 			return Report{}, fmt.Errorf("run %s: %w", name, err)
 		}
 		m := r.Metrics
-		ratio := 0.0 // no event, no bound
-		if rep.IAEBound > 0 {
-			ratio = m.IAE / rep.IAEBound
-		}
 		rep.Results = append(rep.Results, Result{
-			Controller: name, IAE: m.IAE, IAERatio: ratio, StartOvershootPP: m.StartOvershoot,
-			ViolationS: m.ViolationSeconds, SettlingS: m.Settling, Processed: m.Processed, Lost: m.Lost,
-			MaxCPU: m.MaxCPU, Tuning: tun, Series: r.Series,
+			Controller: name, IAE: m.IAE, IAERatio: ratio(m.IAE, rep.IAEBound), IAEFloorRatio: ratio(m.IAE, rep.IAEFloor),
+			StartOvershootPP: m.StartOvershoot, ViolationS: m.ViolationSeconds, SettlingS: m.Settling,
+			Processed: m.Processed, Lost: m.Lost, MaxCPU: m.MaxCPU, Tuning: tun, Series: r.Series,
+			Events: sim.IAEByEvent(s, r.Series), PlantChanges: sim.PlantChangeResponses(s, r.Series),
 		})
 	}
 	return rep, nil
+}
+
+// ratio is iae over a bound or floor; 0 when there is no event to bound.
+func ratio(iae, bound float64) float64 {
+	if bound <= 0 {
+		return 0
+	}
+	return iae / bound
 }
