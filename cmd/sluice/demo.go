@@ -32,6 +32,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	poison := fs.Int64("poison-every", 5000, "make every n-th message malformed to show the dead-letter path (0: none)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress line")
+	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sluice demo [flags]")
 		fmt.Fprintln(stderr)
@@ -74,6 +75,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison}
+	rec := newHistoryRecorder(s)
+	if *histOut != "" {
+		cfg.OnTick = rec.record
+	}
 	start := time.Now()
 	if !*quiet && !*asJSON {
 		fmt.Fprintf(stderr, "step test identified gain %.4f pp per msg/s, tau %.0fs, dead time %.0fs, base %.1f%% (RMSE %.2f)\n",
@@ -90,6 +95,12 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	wall := time.Since(start)
+	if *histOut != "" {
+		if err := rec.write(*histOut); err != nil {
+			fmt.Fprintf(stderr, "sluice demo: --history-out: %v\n", err)
+			return 1
+		}
+	}
 
 	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
 	if err != nil {

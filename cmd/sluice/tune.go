@@ -47,6 +47,9 @@ func usageWith(fs *flag.FlagSet, synopsis, description string) {
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
+	if tuneFromHistoryArg(args) { // tune_history.go
+		return runTuneFromHistory(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("sluice tune", flag.ContinueOnError)
 	usageWith(fs, "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
 		"Compute PI or PID gains from a first-order-plus-dead-time model of the plant.\n"+

@@ -90,14 +90,9 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 	return nil, nil, fmt.Errorf("unknown controller %q", name)
 }
 
-// SetpointFilter is the setpoint filter time constant for the loop model:
-// together with the plant's own lag, half the loop dead time (and at least a
-// quarter of it), so that a feedforward built on a slightly wrong gain
-// approaches the setpoint from below, slowly enough for the feedback to
-// catch part of the error before it shows as overshoot.
-func SetpointFilter(loop control.FOPDT) time.Duration {
-	return max(loop.DeadTime/2-loop.Tau, loop.DeadTime/4)
-}
+// SetpointFilter is the setpoint filter time constant for the loop model
+// (tuning.SetpointFilter, the product's rule).
+func SetpointFilter(loop control.FOPDT) time.Duration { return tuning.SetpointFilter(loop) }
 
 // Plant is what the step test taught about the plant: its model and the
 // measurement noise.
@@ -109,17 +104,13 @@ type Plant struct {
 // NoiseBandFactor times the noise measured on the step test's baseline is
 // the error below which the integrator raises the rate slowly
 // (control.Config.NoiseBand).
-const NoiseBandFactor = 3.0
+const NoiseBandFactor = tuning.NoiseBandFactor
 
 // IntegralTime is the closed-loop time constant Tc of the delay-aware
-// integrator (Ki = 1/(gain Tc)): three quarters of the loop dead time. With
-// the delay predicted, each new datapoint moves the output by g =
-// period/Tc of its error (about 0.5 on the reference loop): fast enough to
-// reject a disturbance within about two loop dead times, slow enough that a
-// model whose timing is off by a metric period does not oscillate. The
-// measurement noise is handled by the noise band, not by a slower Tc.
+// integrator (Ki = 1/(gain Tc)): tuning.IntegralTime, three quarters of the
+// loop dead time.
 func IntegralTime(s sim.Scenario, p Plant) time.Duration {
-	return tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime * 3 / 4
+	return tuning.IntegralTime(tuning.LoopModel(p.Model, s.PipelineDelay()))
 }
 
 func override(t tuning.Gains, g Gains) (kp, ki, kd float64) {
