@@ -143,7 +143,7 @@ type clFit struct {
 	coef       []float64 // base, gain, disturbance sizes
 	cov        []float64 // (X'X)^-1, row-major
 	// coef holds base, gain, the disturbance sizes, the initial state.
-	resid      []float64
+	resid []float64
 }
 
 // closedLoop is the fit's problem: the input on a fine time grid, the
