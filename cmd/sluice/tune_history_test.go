@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/history"
+)
+
+// pointRecorder keeps a history point per tick of a lab run, as the
+// controller and the consumers' report would.
+type pointRecorder struct {
+	p   sim.Policy
+	pts []history.Point
+}
+
+func (r *pointRecorder) Rate(o sim.Observation) float64 {
+	rate := r.p.Rate(o)
+	pt := history.Point{T: time.Unix(1_700_000_000, 0).Add(o.Now).UTC(), Setpoint: o.Setpoint, Measured: math.NaN(),
+		Rate: rate, Consumed: math.NaN(), P: 0, I: 0, FF: 0, Depth: math.NaN(), Mode: "auto"}
+	if o.OK {
+		pt.Measured = o.Datapoint.Value
+	}
+	if o.Now > 0 {
+		pt.Consumed = o.Processed
+	}
+	r.pts = append(r.pts, pt)
+	return rate
+}
+
+// writeLabHistory runs the product controller on s and writes its history
+// as `sluice demo --history-out` does.
+func writeLabHistory(t *testing.T, s sim.Scenario) string {
+	t.Helper()
+	pol, _, err := lab.NewPolicy(lab.PIAWSPFF, s, lab.Plant{Model: s.Plant, NoiseSD: s.Noise}, lab.Gains{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &pointRecorder{p: pol}
+	if _, err := sim.Run(s, rec); err != nil {
+		t.Fatal(err)
+	}
+	h := newHistoryRecorder(s)
+	h.file.Points = rec.pts
+	path := filepath.Join(t.TempDir(), "history.json")
+	if err := h.write(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTuneFromHistoryJSON(t *testing.T) {
+	s := sim.Reference()
+	s.Noise = 1
+	path := writeLabHistory(t, s)
+	var out, errb bytes.Buffer
+	if code := run([]string{"tune", "--from-history", "--history-file", path, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Model struct {
+			Gain, TauS, DeadTimeS, Base float64
+		} `json:"model"`
+		Kp           *float64       `json:"kp"`
+		Ki           *float64       `json:"ki"`
+		ExcitationOK bool           `json:"excitation_ok"`
+		Params       map[string]any `json:"params"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if !got.ExcitationOK || got.Kp == nil || got.Ki == nil || *got.Ki <= 0 || math.Abs(got.Model.Gain-0.05) > 0.0075 || math.Abs(got.Model.Base-10) > 2 || got.Params["ff_gain"] == nil {
+		t.Fatalf("tune --from-history = %s; want excitation_ok, kp, the gain within 15 %% of 0.05, the base within 2 of 10, params", out.String())
+	}
+}
+
+func TestTuneFromHistoryRefuses(t *testing.T) {
+	s := sim.Reference()
+	s.Noise, s.SetpointChanges, s.Disturbances = 1, nil, nil
+	path := writeLabHistory(t, s)
+	var out, errb bytes.Buffer
+	code := run([]string{"tune", "--from-history", "--history-file", path, "--since", "2h", "--json"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no proposal") || !strings.Contains(out.String(), `"excitation_ok": false`) ||
+		strings.Contains(out.String(), `"kp"`) || !strings.Contains(out.String(), "processed rate stayed within") {
+		t.Fatalf("exit %d, stdout %s, stderr %s; want exit 1, excitation_ok false with the reason, no kp", code, out.String(), errb.String())
+	}
+}
+
+func TestTuneFromHistoryBadInput(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("{nope"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"tune", "--from-history"}, 2},
+		{[]string{"tune", "--from-history", "--history-file", bad}, 1},
+		{[]string{"tune", "--from-history", "--history-file", filepath.Join(t.TempDir(), "missing.json")}, 1},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != c.code || errb.Len() == 0 {
+			t.Errorf("sluice %q = exit %d (stderr %q); want %d with a message", c.args, code, errb.String(), c.code)
+		}
+	}
+}
+
+func TestDemoHistoryOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.json")
+	var out, errb bytes.Buffer
+	args := []string{"demo", "--quiet", "--plot", "", "--duration", "20m", "--backlog", "100000", "--history-out", path}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	f, err := readHistoryFile(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Loop != "demo" || len(f.Points) != 20 || f.PipelineDelayS != 150 || f.MetricPeriodS != 60 {
+		t.Fatalf("history file: loop %q, %d points, pipeline %v s, period %v s; want demo, 20 (one per tick), 150, 60", f.Loop, len(f.Points), f.PipelineDelayS, f.MetricPeriodS)
+	}
+	last := f.Points[len(f.Points)-1]
+	if math.IsNaN(last.Consumed) || math.IsNaN(last.Measured) || last.Rate <= 0 {
+		t.Fatalf("last point %+v: want the consumed rate, the measured CPU and the rate", last)
+	}
+	if kept, _ := readHistoryFile(path, 5*time.Minute); len(kept.Points) != 6 {
+		t.Fatalf("--since 5m kept %d points; want 6 (the newest and the five minutes before it)", len(kept.Points))
+	}
+}
