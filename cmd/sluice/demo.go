@@ -76,9 +76,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison}
 	rec := newHistoryRecorder(s)
-	if *histOut != "" {
-		cfg.OnTick = rec.record
-	}
+	cfg.OnTick = rec.record
 	start := time.Now()
 	if !*quiet && !*asJSON {
 		fmt.Fprintf(stderr, "step test identified gain %.4f pp per msg/s, tau %.0fs, dead time %.0fs, base %.1f%% (RMSE %.2f)\n",
@@ -123,7 +121,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			"scenario": s, "model": model, "iae_bound": bound,
 			"sluice": map[string]any{"metrics": res.Metrics, "iae_ratio": res.Metrics.IAE / bound, "counts": res.Counts,
 				"lost": res.Counts.Lost(), "ticks": res.Ticks, "rate_reads": res.RateReads, "fallbacks": res.Fallbacks},
-			"plot": *plotPath, "wall_s": wall.Seconds(),
+			"plot": *plotPath, "wall_s": wall.Seconds(), "model_drift": rec.driftJSON(s),
 		}
 		if len(fixed.Results) > 0 {
 			out["fixed"] = fixed.Results[0]
@@ -135,6 +133,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)
+		printDriftNote(stdout, s, rec)
 	}
 	if res.Counts.Lost() != 0 {
 		fmt.Fprintf(stderr, "sluice demo: %d messages lost\n", res.Counts.Lost())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -27,11 +28,17 @@ type historyFile struct {
 }
 
 // historyRecorder keeps one history point per applied tick of the demo, with
-// what the consumers took and the queue's depth (as the dashboard records).
-type historyRecorder struct{ file historyFile }
+// what the consumers took and the queue's depth (as the dashboard records),
+// and when the loop first said its model drifted.
+type historyRecorder struct {
+	file       historyFile
+	start      time.Time
+	driftAt    time.Duration // since the start; -1 while never
+	driftRatio float64
+}
 
 func newHistoryRecorder(s sim.Scenario) *historyRecorder {
-	return &historyRecorder{file: historyFile{
+	return &historyRecorder{driftAt: -1, file: historyFile{
 		Loop: demo.LoopID, TickS: s.Tick.Seconds(), MetricPeriodS: s.MetricPeriod.Seconds(),
 		PipelineDelayS: s.PipelineDelay().Seconds(),
 	}}
@@ -45,6 +52,12 @@ func (h *historyRecorder) record(t demo.Tick) {
 			continue
 		}
 		p.Consumed, p.Depth = t.Consumed, float64(t.Depth)
+		if len(h.file.Points) == 0 {
+			h.start = p.T
+		}
+		if r.ModelDrift && h.driftAt < 0 {
+			h.driftAt, h.driftRatio = p.T.Sub(h.start), r.DriftGainRatio
+		}
 		h.file.Points = append(h.file.Points, p)
 	}
 }
@@ -93,4 +106,44 @@ func keepSince(pts []history.Point, since time.Duration) []history.Point {
 		i++
 	}
 	return pts[i:]
+}
+
+// driftJSON is the demo's model-drift figures: when the loop first set
+// model_drift (null when never), the estimated gain ratio, and the ticks
+// from the first plant change.
+func (h *historyRecorder) driftJSON(s sim.Scenario) map[string]any {
+	out := map[string]any{"set": h.driftAt >= 0, "at_s": nil, "gain_ratio": nil, "ticks_after_change": nil}
+	if h.driftAt < 0 {
+		return out
+	}
+	out["at_s"], out["gain_ratio"] = h.driftAt.Seconds(), h.driftRatio
+	if len(s.PlantChanges) > 0 {
+		out["ticks_after_change"] = int((h.driftAt - firstChange(s)) / s.Tick)
+	}
+	return out
+}
+
+// firstChange is the time of the scenario's first plant change.
+func firstChange(s sim.Scenario) time.Duration {
+	first := s.PlantChanges[0].At
+	for _, c := range s.PlantChanges {
+		first = min(first, c.At)
+	}
+	return first
+}
+
+// printDriftNote says whether and when the loop set model_drift.
+func printDriftNote(w io.Writer, s sim.Scenario, h *historyRecorder) {
+	fmt.Fprintln(w)
+	switch {
+	case h.driftAt < 0 && len(s.PlantChanges) == 0:
+		fmt.Fprintln(w, "model drift: never set (the plant did not change)")
+	case h.driftAt < 0:
+		fmt.Fprintf(w, "model drift: never set, though the plant changed at %v\n", firstChange(s))
+	case len(s.PlantChanges) == 0:
+		fmt.Fprintf(w, "model drift: set at %v (gain ratio %.2f) though the plant did not change\n", h.driftAt, h.driftRatio)
+	default:
+		fmt.Fprintf(w, "model drift: set at %v, %d ticks after the plant changed at %v (plant gain / model gain %.2f)\n",
+			h.driftAt, int((h.driftAt-firstChange(s))/s.Tick), firstChange(s), h.driftRatio)
+	}
 }

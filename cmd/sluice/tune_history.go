@@ -48,14 +48,13 @@ type historyModel struct {
 
 // historyConfidence are the fit's confidence figures.
 type historyConfidence struct {
-	GainSE          float64    `json:"gain_se"`
-	BaseSE          float64    `json:"base_se"`
-	LagDeadTimeS    [2]float64 `json:"lag_plus_dead_time_s"`
-	Samples         int        `json:"samples"`
-	InputRange      float64    `json:"input_range"`
-	PipelineDelayS  float64    `json:"pipeline_delay_s"`
-	MetricPeriodS   float64    `json:"metric_period_s"`
-	ResolutionNoteS float64    `json:"resolution_s"`
+	GainSE         float64    `json:"gain_se"`
+	BaseSE         float64    `json:"base_se"`
+	LagDeadTimeS   [2]float64 `json:"lag_plus_dead_time_s"`
+	Samples        int        `json:"samples"`
+	InputRange     float64    `json:"input_range"`
+	PipelineDelayS float64    `json:"pipeline_delay_s"`
+	MetricPeriodS  float64    `json:"metric_period_s"`
 }
 
 // runTuneFromHistory is `sluice tune --from-history`: identify the plant
@@ -167,8 +166,7 @@ func proposalOf(loopID string, res ident.ClosedLoopResult, opt ident.ClosedLoopO
 		Confidence: historyConfidence{GainSE: res.GainSE, BaseSE: res.BaseSE,
 			LagDeadTimeS: [2]float64{res.LagDeadTime[0].Seconds(), res.LagDeadTime[1].Seconds()},
 			Samples:      res.Samples, InputRange: res.Excitation.InputRange,
-			PipelineDelayS: opt.PipelineDelay.Seconds(), MetricPeriodS: opt.MetricPeriod.Seconds(),
-			ResolutionNoteS: opt.MetricPeriod.Seconds()},
+			PipelineDelayS: opt.PipelineDelay.Seconds(), MetricPeriodS: opt.MetricPeriod.Seconds()},
 		Disturbances: append([]ident.StepDisturbance{}, res.Disturbances...),
 		ExcitationOK: res.Excitation.OK, Reason: res.Excitation.Reason, Input: input,
 	}

@@ -40,6 +40,9 @@ type Point struct {
 	Depth float64
 	// Mode is the loop's mode at this tick: auto, manual or shadow.
 	Mode string
+	// ModelDrift reports that the loop's STATE says the plant moved away
+	// from its model (loop.DriftState).
+	ModelDrift bool
 }
 
 // pointJSON is Point on the wire: unknown values (NaN) are null.
@@ -56,6 +59,7 @@ type pointJSON struct {
 	Stale     bool     `json:"stale"`
 	Depth     *float64 `json:"depth"`
 	Mode      string   `json:"mode,omitempty"`
+	Drift     bool     `json:"model_drift,omitempty"`
 }
 
 func num(v float64) *float64 {
@@ -79,6 +83,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		T: p.T.UnixMilli(), Setpoint: num(p.Setpoint), Measured: num(p.Measured),
 		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
 		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
+		Drift: p.ModelDrift,
 	})
 }
 
@@ -92,6 +97,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		T: time.UnixMilli(j.T).UTC(), Setpoint: unnum(j.Setpoint), Measured: unnum(j.Measured),
 		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
 		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
+		ModelDrift: j.Drift,
 	}
 	return nil
 }
@@ -109,6 +115,7 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 	p := Point{
 		T: t, Setpoint: r.Setpoint, Measured: r.Measured, Rate: r.Rate, Consumed: math.NaN(),
 		P: r.P, I: r.I, FF: r.FF, Saturated: r.Saturated, Stale: r.Stale, Depth: math.NaN(), Mode: string(r.Mode),
+		ModelDrift: r.ModelDrift,
 	}
 	if r.Stale {
 		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()

@@ -543,22 +543,27 @@ func (p *closedLoop) result(fit clFit, res ClosedLoopResult) (ClosedLoopResult, 
 
 // lagDeadInterval is the range of lag + dead time whose best cost stays
 // within the 95 % profile-likelihood bound of the fit (cost rise below
-// 3.84 s2), scanned along the dead time with the lag at its fit.
+// 3.84 s2), scanned in one-second steps along the dead time with the lag at
+// its fit (along the lag once the dead time is zero), until the cost leaves
+// the bound on each side.
 func (p *closedLoop) lagDeadInterval(fit clFit, s2 float64) [2]time.Duration {
 	total := fit.tau + fit.theta
 	limit := fit.sse + 3.84*math.Max(s2, 1e-12)
-	lo, hi := total, total
-	for d := p.dt; d <= 600; d += p.dt {
-		if f := p.solve(fit.tau, fit.theta+d); f.sse <= limit {
-			hi = total + d
+	within := func(t float64) bool {
+		if t < 0 {
+			return false
 		}
-		if theta := fit.theta - d; theta >= 0 {
-			if f := p.solve(fit.tau, theta); f.sse <= limit {
-				lo = total - d
-			}
-		} else if f := p.solve(math.Max(0, total-d), 0); f.sse <= limit {
-			lo = total - d
+		if theta := t - fit.tau; theta >= 0 {
+			return p.solve(fit.tau, theta).sse <= limit
 		}
+		return p.solve(t, 0).sse <= limit
 	}
-	return [2]time.Duration{seconds(math.Max(0, lo)), seconds(hi)}
+	lo, hi := total, total
+	for d := 1.0; d <= 900 && within(total+d); d++ {
+		hi = total + d
+	}
+	for d := 1.0; d <= total && within(total-d); d++ {
+		lo = total - d
+	}
+	return [2]time.Duration{seconds(lo), seconds(hi)}
 }

@@ -50,6 +50,9 @@ type State struct {
 	// Balance is the balancer's memory for a loop with nodes (node weights
 	// by node name); zero for a loop without.
 	Balance balance.State `json:"balance,omitzero"`
+	// Drift is how well the loop's model predicts its measured signal, and
+	// model_drift when the residual says the plant moved (drift.go).
+	Drift DriftState `json:"drift,omitzero"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -124,6 +127,7 @@ func (s State) Clone() State {
 	s.Controller.Reference = slices.Clone(s.Controller.Reference)
 	s.Controller.Applied = slices.Clone(s.Controller.Applied)
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
+	s.Drift = s.Drift.Clone()
 	if s.Params != nil {
 		p := s.Params.Clone()
 		s.Params = &p

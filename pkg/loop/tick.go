@@ -68,6 +68,11 @@ type Report struct {
 	D         float64 `json:"d"`
 	FF        float64 `json:"ff"`
 	Saturated bool    `json:"saturated"`
+	// ModelDrift is set while STATE says the plant moved away from the
+	// loop's model; DriftGainRatio is the plant's gain over the model's as
+	// last estimated (0 before a verdict). See DriftState.
+	ModelDrift     bool    `json:"model_drift,omitempty"`
+	DriftGainRatio float64 `json:"drift_gain_ratio,omitempty"`
 	// AtMin is true when the rate is at the loop's minimum rate (an alarm
 	// watches loops pinned there).
 	AtMin bool `json:"at_min"`
@@ -401,6 +406,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	if s.Err != nil {
 		r.Err = s.Err
 	}
+	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
+	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
 
 	st.Version = prevVersion + 1
 	st.Controller = ctrl.State

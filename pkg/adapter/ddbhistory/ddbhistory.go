@@ -100,7 +100,7 @@ func n(v float64) types.AttributeValue {
 
 // Item returns the DynamoDB item of p for the loop.
 func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
+	it := map[string]types.AttributeValue{
 		"pk":        &types.AttributeValueMemberS{Value: loopID},
 		"sk":        &types.AttributeValueMemberS{Value: SortKey(p.T)},
 		"t":         &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.UnixMilli(), 10)},
@@ -117,6 +117,10 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 		"mode":      &types.AttributeValueMemberS{Value: p.Mode},
 		"ttl":       &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.Add(s.retention).Unix(), 10)},
 	}
+	if p.ModelDrift {
+		it["model_drift"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return it
 }
 
 // Append writes the history item of one tick. Writing the same tick twice
@@ -240,6 +244,7 @@ func decode(it map[string]types.AttributeValue) (history.Point, error) {
 	}
 	p.Saturated = getBool(it, "saturated")
 	p.Stale = getBool(it, "stale")
+	p.ModelDrift = getBool(it, "model_drift")
 	if m, _ := it["mode"].(*types.AttributeValueMemberS); m != nil {
 		p.Mode = m.Value
 	}

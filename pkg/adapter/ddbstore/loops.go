@@ -320,6 +320,15 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 		}
 		item["balance"] = str(string(b))
 	}
+	if len(st.Drift.Samples) > 0 || st.Drift.ModelDrift {
+		b, err := json.Marshal(st.Drift)
+		if err != nil {
+			return nil, fmt.Errorf("drift state: %w", err)
+		}
+		item["drift"] = str(string(b))
+		// model_drift is its own attribute, for a reader of the item.
+		item["model_drift"] = &types.AttributeValueMemberBOOL{Value: st.Drift.ModelDrift}
+	}
 	return item, nil
 }
 
@@ -423,6 +432,13 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	if bal != "" {
 		if err := json.Unmarshal([]byte(bal), &st.Balance); err != nil {
 			add(fmt.Errorf("balance: %w", err))
+		}
+	}
+	drift, err := optS(item, "drift")
+	add(err)
+	if drift != "" {
+		if err := json.Unmarshal([]byte(drift), &st.Drift); err != nil {
+			add(fmt.Errorf("drift: %w", err))
 		}
 	}
 	return st, errors.Join(errs...)

@@ -1,0 +1,64 @@
+package demo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sim"
+)
+
+// firstDrift runs the demo on s and returns the time of the first tick whose
+// report says model_drift (-1: never).
+func firstDrift(t *testing.T, s sim.Scenario) time.Duration {
+	t.Helper()
+	ctrl, _, err := Tune(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Duration(-1)
+	start := time.Time{}
+	cfg := Config{Scenario: s, Params: DefaultParams(s, ctrl), BatchSize: 10, NoSeries: true}
+	cfg.OnTick = func(tk Tick) {
+		if start.IsZero() {
+			start = tk.Now
+		}
+		for _, r := range tk.Reports {
+			if r.ModelDrift && first < 0 {
+				first = tk.Now.Sub(start)
+			}
+		}
+	}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return first
+}
+
+// compressed is the reference scenario's events in 75 minutes, with noise
+// 1 point: the start, a load of 20 points, a setpoint edit.
+func compressed() sim.Scenario {
+	s := sim.Reference()
+	s.Noise, s.Duration = 1, 75*time.Minute
+	s.Disturbances = []sim.Disturbance{{At: 25 * time.Minute, Duration: 15 * time.Minute, Size: 20}}
+	s.SetpointChanges = []sim.SetpointChange{{At: 55 * time.Minute, Value: 50}}
+	return s
+}
+
+// The production loop says its model drifted within 10 ticks of a change of
+// the plant's gain it was not told of, and never on the same events
+// without one.
+func TestModelDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 75 virtual minutes")
+	}
+	if at := firstDrift(t, compressed()); at >= 0 {
+		t.Errorf("model_drift set at %v on an unchanged plant; want never", at)
+	}
+	s := compressed()
+	s.PlantChanges = []sim.PlantChange{{At: 15 * time.Minute, Gain: 0.025}}
+	at := firstDrift(t, s)
+	if at < 15*time.Minute || at > 25*time.Minute {
+		t.Errorf("gain halved at 15m: model_drift set at %v; want within 10 ticks (by 25m)", at)
+	}
+}

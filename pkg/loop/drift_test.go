@@ -1,0 +1,95 @@
+package loop
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// samples builds a window of datapoints: the model predicts z above base,
+// the plant shows y.
+func samples(base float64, zs []float64, y func(i int, z float64) float64) []DriftSample {
+	var s []DriftSample
+	for i, z := range zs {
+		s = append(s, DriftSample{End: time.Duration(i) * time.Minute, Z: z, Y: y(i, z)})
+	}
+	return s
+}
+
+func TestDriftSlope(t *testing.T) {
+	zs := []float64{60, 60, 60, 50, 40, 35, 32, 30, 30, 30}
+	for _, c := range []struct {
+		name      string
+		y         func(i int, z float64) float64
+		wantSlope float64
+		wantOK    bool
+	}{
+		{"model right", func(_ int, z float64) float64 { return 10 + z }, 0, true},
+		{"gain doubled", func(_ int, z float64) float64 { return 10 + 2*z }, 1, true},
+		{"gain halved", func(_ int, z float64) float64 { return 10 + 0.5*z }, -0.5, true},
+		// A load of 20 points from the third datapoint: the residual jumps
+		// while the prediction holds, then holds while it moves.
+		{"load", func(i int, z float64) float64 {
+			if i >= 2 {
+				return 30 + z
+			}
+			return 10 + z
+		}, 0, true},
+	} {
+		slope, se, ok := driftSlope(samples(10, zs, c.y), 10, 90*time.Second)
+		if ok != c.wantOK || math.Abs(slope-c.wantSlope) > 0.02 {
+			t.Errorf("%s: driftSlope = %.3f ± %.3f, %v; want %v, %v", c.name, slope, se, ok, c.wantSlope, c.wantOK)
+		}
+	}
+	flat := []float64{60, 60.1, 59.9, 60, 60.2, 60, 59.8, 60, 60.1, 60}
+	if _, _, ok := driftSlope(samples(10, flat, func(_ int, z float64) float64 { return 10 + 2*z }), 10, 90*time.Second); ok {
+		t.Error("driftSlope at a steady rate: a verdict; want none (a gain error cannot be told from a load)")
+	}
+}
+
+// trackDrift through the controller: a plant whose gain doubled sets
+// model_drift once the rate moves; the same loop on the right plant never
+// does; a new model starts over.
+func TestTrackDrift(t *testing.T) {
+	model := control.FOPDT{Gain: 0.05, Base: 10}
+	run := func(trueGain float64) DriftState {
+		p := Params{Feedforward: &model, DelayAware: true}
+		cfg := control.Config{Kp: 1, Ki: 0.2, Max: 3000, MeasurementMax: 100, Feedforward: &model, DelayAware: true,
+			SetpointFilter: 80 * time.Second, AntiWindup: control.AntiWindupConditional}
+		c := control.Controller{Config: cfg}
+		var d DriftState
+		var applied []float64 // rate per minute
+		y := 10.0
+		for k := range 40 {
+			in := control.Input{Setpoint: 70, Measurement: y, MeasurementAge: 2 * time.Minute, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
+			out := c.Update(in)
+			d = trackDrift(d, p, c.State, in, true, time.Unix(int64(60*k), 0))
+			applied = append(applied, out.Rate)
+			// The datapoint of the next tick covers the minute that ended
+			// two minutes before it: the rate applied three ticks before.
+			if j := len(applied) - 3; j >= 0 {
+				y = math.Min(100, 10+trueGain*applied[j])
+			}
+		}
+		return d
+	}
+	if d := run(0.05); d.ModelDrift {
+		t.Errorf("right model: model_drift set (gain ratio %.2f ± %.2f)", d.GainRatio, d.SlopeSE)
+	}
+	d := run(0.1)
+	if !d.ModelDrift || math.Abs(d.GainRatio-2) > 0.3 {
+		t.Errorf("gain doubled: model_drift %v, gain ratio %.2f; want set, about 2", d.ModelDrift, d.GainRatio)
+	}
+	other := model
+	other.Gain = 0.1
+	p := Params{Feedforward: &other, DelayAware: true}
+	cs := control.State{Applied: []control.Segment{{At: 0, Value: 1}}, Clock: time.Hour}
+	if got := trackDrift(d, p, cs, control.Input{Measurement: math.NaN()}, false, time.Now()); got.ModelDrift || len(got.Samples) != 0 || got.Model != other {
+		t.Errorf("after a model edit: %+v; want a fresh record for the new model", got)
+	}
+	if got := trackDrift(d, Params{}, cs, control.Input{}, true, time.Now()); got.ModelDrift || len(got.Samples) != 0 {
+		t.Errorf("without a model: %+v; want an empty record", got)
+	}
+}
