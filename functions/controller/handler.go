@@ -148,6 +148,12 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 			attrs = append(attrs, slog.Any("nodes_missing", r.NodesMissing))
 		}
 	}
+	if r.ModelDrift {
+		// The plant moved away from the loop's model (loop.DriftState):
+		// a warning until the model is edited.
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
+	}
 	if r.ParamsStatus != "" {
 		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))
 	}

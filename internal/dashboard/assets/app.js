@@ -141,6 +141,11 @@ function drawAll() {
   item("rate", fmt(p.rate) + " msg/s");
   if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
   if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }
+  if (p.model_drift) {
+    const b = document.createElement("span"); b.className = "badge drift"; b.textContent = "model drift";
+    b.title = "the plant no longer behaves as the loop's model says: run sluice tune --from-history and update the model";
+    now.append(b);
+  }
 }
 
 async function poll() {

@@ -59,7 +59,7 @@ func point(t0 time.Time, k int) history.Point {
 	p := history.Point{
 		T: t0.Add(time.Duration(k) * time.Minute), Setpoint: 70, Measured: 60 + float64(k),
 		Rate: 1000 + float64(k), Consumed: 990 + float64(k), P: float64(k), I: -float64(k), FF: 1200,
-		Saturated: k%3 == 0, Stale: k%4 == 0, Depth: 5000 - float64(k), Mode: "auto",
+		Saturated: k%3 == 0, Stale: k%4 == 0, Depth: 5000 - float64(k), Mode: "auto", ModelDrift: k%5 == 1,
 	}
 	if p.Stale {
 		p.Measured = math.NaN()
@@ -71,7 +71,8 @@ func same(a, b history.Point) bool {
 	eq := func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) }
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
 		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
-		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode
+		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
+		a.ModelDrift == b.ModelDrift
 }
 
 // contract is the suite every historyStore implementation passes.

@@ -155,6 +155,11 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 			"b": {Weight: 1.0 / 3, Error: 0.1},
 			"c": {Weight: 0.5, Missing: 2},
 		}},
+		Drift: loop.DriftState{
+			Samples:    []loop.DriftSample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
+			ModelDrift: true, GainRatio: 2.02, SlopeSE: 0.125, Since: at, Votes: 2,
+			Model: control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
+		},
 	}
 	rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
 		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
