@@ -89,7 +89,7 @@ func TestTuneFromHistoryRefuses(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"tune", "--from-history", "--history-file", path, "--since", "2h", "--json"}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "no proposal") || !strings.Contains(out.String(), `"excitation_ok": false`) ||
-		strings.Contains(out.String(), `"kp"`) || !strings.Contains(out.String(), "processed rate stayed within") {
+		strings.Contains(out.String(), `"kp"`) || !strings.Contains(out.String(), "for 90 % of the ticks the processed rate stayed within") {
 		t.Fatalf("exit %d, stdout %s, stderr %s; want exit 1, excitation_ok false with the reason, no kp", code, out.String(), errb.String())
 	}
 }

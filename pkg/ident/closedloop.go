@@ -252,8 +252,8 @@ func (p *closedLoop) inputExcitation() Excitation {
 	e := Excitation{OK: true, InputRange: hi - lo, InputMean: mean(us)}
 	if e.InputRange < MinInputSpread*math.Max(math.Abs(e.InputMean), 1) {
 		e.OK = false
-		e.Reason = fmt.Sprintf("the processed rate stayed within %.3g messages/s of itself (%.1f %% of its mean %.4g, need %.0f %%): "+
-			"with a constant input the gain cannot be told from the base load; edit the setpoint, wait for a burst or a disturbance, or run an experiment",
+		e.Reason = fmt.Sprintf("for 90 %% of the ticks the processed rate stayed within %.3g messages/s (%.1f %% of its mean %.4g; need %.0f %%): "+
+			"with a constant input the gain cannot be told from the base load; wait for a setpoint edit, a burst or a disturbance, or run an experiment",
 			e.InputRange, 100*e.InputRange/math.Max(math.Abs(e.InputMean), 1), e.InputMean, 100*MinInputSpread)
 	}
 	return e
