@@ -174,7 +174,11 @@ func proposalOf(loopID string, res ident.ClosedLoopResult, opt ident.ClosedLoopO
 
 // propose adds the product controller's parameters for the model.
 func propose(out *historyProposal, res ident.ClosedLoopResult, opt ident.ClosedLoopOptions) error {
-	p, err := tuning.TuneProduct(res.Model, opt.PipelineDelay, res.RMSE)
+	modelErr := math.NaN() // the residual over the response the input explains
+	if resp := res.Model.Gain * res.Excitation.InputRange; resp > 0 {
+		modelErr = res.RMSE / resp
+	}
+	p, err := tuning.TuneProduct(res.Model, opt.PipelineDelay, res.RMSE, modelErr)
 	if err != nil {
 		return fmt.Errorf("propose gains: %w", err)
 	}

@@ -734,7 +734,7 @@ func Tune(s sim.Scenario) (control.Config, lab.Model, error) {
 	if err != nil {
 		return control.Config{}, lab.Model{}, fmt.Errorf("identify: %w", err)
 	}
-	cfg, _, err := lab.ControllerConfig(lab.PIAWSPFF, s, lab.Plant{Model: m, NoiseSD: model.NoiseSD}, lab.Gains{})
+	cfg, _, err := lab.ControllerConfig(lab.PIAWSPFF, s, lab.IdentifiedPlant(m, model), lab.Gains{})
 	if err != nil {
 		return control.Config{}, lab.Model{}, err
 	}

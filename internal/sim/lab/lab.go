@@ -255,7 +255,7 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 		IAEFloor:      s.IAEFloor(),
 	}
 	for _, name := range names {
-		p, tun, err := NewPolicy(name, s, Plant{Model: model, NoiseSD: mv.NoiseSD}, opt.Gains)
+		p, tun, err := NewPolicy(name, s, IdentifiedPlant(model, mv), opt.Gains)
 		if err != nil {
 			return Report{}, err
 		}

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/tuning"
@@ -17,11 +19,41 @@ func TestTuneProductIsTheLabsController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tuning.TuneProduct(s.Plant, s.PipelineDelay(), 1)
+	got, err := tuning.TuneProduct(s.Plant, s.PipelineDelay(), 1, math.NaN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Kp != cfg.Kp || got.Ki != cfg.Ki || got.SetpointFilter != cfg.SetpointFilter || got.NoiseBand != cfg.NoiseBand || got.Feedforward != *cfg.Feedforward {
 		t.Fatalf("TuneProduct = %+v; want the lab's kp %v ki %v filter %v band %v ff %+v", got, cfg.Kp, cfg.Ki, cfg.SetpointFilter, cfg.NoiseBand, *cfg.Feedforward)
+	}
+}
+
+// The setpoint filter trusts the model as much as the step test's residual
+// says: none for the noiseless reference's exact fit, the whole filter for
+// an unknown or poor one.
+func TestSetpointFilterTrustsTheModel(t *testing.T) {
+	s := sim.Reference()
+	m, mv, err := Identify(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := tuning.LoopModel(m, s.PipelineDelay())
+	for _, c := range []struct {
+		name string
+		p    Plant
+		want time.Duration
+	}{
+		{"exact fit", IdentifiedPlant(m, mv), 0},
+		{"unknown", Plant{Model: m}, tuning.SetpointFilter(loop)},
+		{"poor fit", Plant{Model: m, ModelError: 0.2, ModelErrorKnown: true}, tuning.SetpointFilter(loop)},
+		{"between", Plant{Model: m, ModelError: 0.06, ModelErrorKnown: true}, tuning.SetpointFilter(loop) / 2},
+	} {
+		cfg, _, err := ControllerConfig(PIAWSPFF, s, c.p, Gains{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cfg.SetpointFilter - c.want; d > time.Millisecond || d < -time.Millisecond {
+			t.Errorf("%s: setpoint filter %v; want %v", c.name, cfg.SetpointFilter, c.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
@@ -66,7 +67,7 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 		tun := map[string]float64{"kp": kp, "ki": ki, "kd": kd}
 		if name == PIAWSPFF {
 			cfg.AntiWindup = control.AntiWindupConditional
-			cfg.SetpointFilter = SetpointFilter(loop)
+			cfg.SetpointFilter = tuning.TrustedSetpointFilter(loop, p.modelError())
 			ff := m
 			cfg.Feedforward = &ff
 			// Delay-aware integrator: tuned for the loop without the
@@ -94,11 +95,33 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 // (tuning.SetpointFilter, the product's rule).
 func SetpointFilter(loop control.FOPDT) time.Duration { return tuning.SetpointFilter(loop) }
 
-// Plant is what the step test taught about the plant: its model and the
-// measurement noise.
+// Plant is what the step test taught about the plant: its model, the
+// measurement noise and, when known, the fit's residual relative to the
+// step's response (the setpoint filter trusts the model as much as it
+// says: tuning.TrustedSetpointFilter).
 type Plant struct {
-	Model   control.FOPDT
-	NoiseSD float64
+	Model           control.FOPDT
+	NoiseSD         float64
+	ModelError      float64
+	ModelErrorKnown bool
+}
+
+// modelError is ModelError, or NaN when unknown.
+func (p Plant) modelError() float64 {
+	if !p.ModelErrorKnown {
+		return math.NaN()
+	}
+	return p.ModelError
+}
+
+// IdentifiedPlant is what Identify's step test taught: the model, the
+// baseline noise and the fit's RMSE over the step's response.
+func IdentifiedPlant(m control.FOPDT, mv Model) Plant {
+	p := Plant{Model: m, NoiseSD: mv.NoiseSD}
+	if resp := m.Gain * math.Abs(mv.StepTo-mv.StepFrom); resp > 0 {
+		p.ModelError, p.ModelErrorKnown = mv.RMSE/resp, true
+	}
+	return p
 }
 
 // NoiseBandFactor times the noise measured on the step test's baseline is
