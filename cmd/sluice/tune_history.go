@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/tuning"
@@ -63,7 +65,7 @@ type historyConfidence struct {
 func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --from-history"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --history-file FILE [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
+	usageWith(fs, name+" (--history-file FILE | --loop ID [--table T] [--metric-delay D]) [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
 		"Identify the plant in closed loop from the loop's history (one point per tick: the processed\n"+
 			"rate as the input, the measured signal as the output, the metric pipeline's delay known),\n"+
 			"report the model with its confidence, and propose the product controller's parameters\n"+
@@ -71,6 +73,9 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 			"Refuses, with the reason, when the history holds too little excitation. docs/tuning.md.")
 	fs.Bool("from-history", true, "identify from the loop's history (this command)")
 	file := fs.String("history-file", "", "the history as JSON (`sluice demo --history-out` writes it; an array of points works too)")
+	loopID := fs.String("loop", "", "read the loop's HIST items and PARAMS from the table instead of a file")
+	table := fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table with --loop (default: SLUICE_TABLE or sluice)")
+	metricDelay := fs.Duration("metric-delay", 90*time.Second, "with --loop: the metric's publication delay after its period ends")
 	since := fs.Duration("since", 0, "keep only the last DURATION of the history (0: all of it)")
 	period := fs.Duration("metric-period", 0, "the metric's averaging period (default: the file's, else 1m)")
 	delay := fs.Duration("pipeline-delay", 0, "metric period/2 + publication delay + tick/2 (default: the file's, else 150s)")
@@ -78,11 +83,17 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	if *file == "" {
-		fmt.Fprintf(stderr, "%s: --history-file is required (reading the table's HIST items is not built yet)\n", name)
+	var f historyFile
+	var err error
+	switch {
+	case (*file == "") == (*loopID == ""):
+		fmt.Fprintf(stderr, "%s: want one of --history-file FILE and --loop ID\n", name)
 		return 2
+	case *file != "":
+		f, err = readHistoryFile(*file, *since)
+	default:
+		f, err = readTableHistory(context.Background(), *table, *loopID, *since, *metricDelay)
 	}
-	f, err := readHistoryFile(*file, *since)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,9 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
+	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
 // pointRecorder keeps a history point per tick of a lab run, as the
@@ -134,5 +143,55 @@ func TestDemoHistoryOut(t *testing.T) {
 	}
 	if kept, _ := readHistoryFile(path, 5*time.Minute); len(kept.Points) != 6 {
 		t.Fatalf("--since 5m kept %d points; want 6 (the newest and the five minutes before it)", len(kept.Points))
+	}
+}
+
+// tune --from-history --loop reads the HIST items and PARAMS of the table.
+func TestTuneFromHistoryTable(t *testing.T) {
+	testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	table := fmt.Sprintf("sluice-tune-%d", time.Now().UnixNano())
+	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	if err := ddbstore.New(client, table).WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+		t.Fatal(err)
+	}
+	s := sim.Reference()
+	s.Noise = 1
+	f, err := readHistoryFile(writeLabHistory(t, s), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := ddbhistory.New(client, table)
+	for _, p := range f.Points {
+		if err := hist.Append(ctx, "orders", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"tune", "--from-history", "--loop", "orders", "--table", table, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Model struct {
+			Gain float64 `json:"gain"`
+		} `json:"model"`
+		Confidence struct {
+			Samples        int     `json:"samples"`
+			PipelineDelayS float64 `json:"pipeline_delay_s"`
+		} `json:"confidence"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.Model.Gain-0.05) > 0.0075 || got.Confidence.PipelineDelayS != 150 || got.Confidence.Samples < 170 {
+		t.Fatalf("tune --loop = %s; want the gain within 15 %% of 0.05, pipeline delay 150 s (from PARAMS and --metric-delay), all the ticks", out.String())
 	}
 }
