@@ -98,19 +98,10 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	opt := pipelineOptions(f, *period, *delay)
-	h, input := identHistory(f.Points)
-	res, fitErr := ident.FitClosedLoop(h, opt)
+	out, fitErr := identifyAndPropose(f, pipelineOptions(f, *period, *delay))
 	if fitErr != nil && !errors.Is(fitErr, ident.ErrNoExcitation) {
 		fmt.Fprintf(stderr, "%s: %v\n", name, fitErr)
 		return 1
-	}
-	out := proposalOf(f.Loop, res, opt, input)
-	if fitErr == nil {
-		if err := propose(&out, res, opt); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
-		}
 	}
 	if *asJSON {
 		if code := printJSON(stdout, stderr, out); code != 0 {
@@ -124,6 +115,22 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// identifyAndPropose fits the history and, when it identifies the plant,
+// adds the proposal. The error wraps ident.ErrNoExcitation when the
+// history was refused (the report then holds the reason and the figures).
+func identifyAndPropose(f historyFile, opt ident.ClosedLoopOptions) (historyProposal, error) {
+	h, input := identHistory(f.Points)
+	res, err := ident.FitClosedLoop(h, opt)
+	if err != nil && !errors.Is(err, ident.ErrNoExcitation) {
+		return historyProposal{}, err
+	}
+	out := proposalOf(f.Loop, res, opt, input)
+	if err != nil {
+		return out, err
+	}
+	return out, propose(&out, res, opt)
 }
 
 // pipelineOptions are the measurement's timing: the flags, else the file's,
