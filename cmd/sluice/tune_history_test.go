@@ -195,3 +195,25 @@ func TestTuneFromHistoryTable(t *testing.T) {
 		t.Fatalf("tune --loop = %s; want the gain within 15 %% of 0.05, pipeline delay 150 s (from PARAMS and --metric-delay), all the ticks", out.String())
 	}
 }
+
+// Without the consumers' report (Consumed unknown, as before the report
+// existed) the allowed rate of the tick before stands in for the input.
+func TestTuneFromHistoryAllowedRate(t *testing.T) {
+	s := sim.Reference()
+	s.Noise = 1
+	f, err := readHistoryFile(writeLabHistory(t, s), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Points {
+		f.Points[i].Consumed = math.NaN()
+	}
+	h, input := identHistory(f.Points)
+	if input != "allowed" || h.U[1] != f.Points[0].Rate {
+		t.Fatalf("input %q, U[1] %v; want allowed, the rate of tick 0 (%v)", input, h.U[1], f.Points[0].Rate)
+	}
+	out, err := identifyAndPropose(f, pipelineOptions(f, 0, 0))
+	if err != nil || math.Abs(out.Model.Gain-0.05) > 0.0075 {
+		t.Fatalf("identify on the allowed rate: gain %v, %v; want within 15 %% of 0.05", out.Model.Gain, err)
+	}
+}
