@@ -20,7 +20,7 @@ func TestTrustedSetpointFilter(t *testing.T) {
 	}{
 		{0, 0}, {0.02, 0}, {0.06, full / 2}, {0.10, full}, {0.5, full}, {math.NaN(), full},
 	} {
-		if got := TrustedSetpointFilter(loop, c.modelErr); (got-c.want).Abs() > time.Microsecond {
+		if got := TrustedSetpointFilter(loop, c.modelErr); (got - c.want).Abs() > time.Microsecond {
 			t.Errorf("TrustedSetpointFilter(loop, %v) = %v; want %v", c.modelErr, got, c.want)
 		}
 	}
