@@ -1,17 +1,35 @@
-// Package mysqlsink stores consumed messages in MySQL or MariaDB
-// (go-sql-driver/mysql): one batched multi-row INSERT per batch in a
-// transaction, idempotent by message id (primary key; a redelivered id
-// changes nothing), on a schema created by the migrations embedded in this
-// package. A database that is down or fails the transaction is a retryable
-// error: nothing of the batch is acknowledged.
+// Package mysqlsink applies consumed messages to MySQL or MariaDB
+// (go-sql-driver/mysql), exactly once, in one transaction per batch.
+//
+// Each message runs the statement the user configured (Config.Statement,
+// for example an upsert into the application's orders table), with named
+// placeholders bound as parameters, never spliced into the SQL: :id,
+// :body, :json.PATH and :attr.NAME. In the same transaction the message's
+// id and body hash go into the inbox table (<prefix>sluice_inbox): a
+// redelivered message (same id, same body) changes nothing, even when the
+// statement is not idempotent; the same id with another body is an id
+// collision, poison. Without a statement the sink inserts id and body into
+// its own <prefix>messages table, with the same inbox.
+//
+// A message the database refuses for its content (data too long, out of
+// range, a constraint violation) is poison with the database's reason and
+// the rest of the batch still commits; a deadlock is retried here; any
+// other failure (connection, lock wait timeout, read-only) is returned as
+// an error: nothing of the batch is stored, all of it is retried.
 package mysqlsink
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -20,93 +38,369 @@ import (
 
 var _ consume.Sink = (*Sink)(nil)
 
-// Sink is the MySQL sink over the messages table.
+// maxIDBytes is the longest message id the inbox keeps.
+const maxIDBytes = 512
+
+// maxDeadlockRetries bounds how often one Store retries a transaction that
+// the database chose as a deadlock victim.
+const maxDeadlockRetries = 5
+
+// maxInboxConflicts bounds how often one Store restarts because another
+// consumer stored one of its ids at the same time (an SQS redelivery
+// handled twice at once).
+const maxInboxConflicts = 3
+
+// Sink applies messages to MySQL with an inbox.
 type Sink struct {
-	db *sql.DB
+	db    *sql.DB
+	cfg   Config
+	names names
+	stmts []statement
+	// fast is the default table: one multi-row INSERT per batch, statement
+	// by statement only to find a row the database refuses.
+	fast bool
+
+	mu       sync.Mutex
+	prepared []*sql.Stmt
+
+	pruneMu   sync.Mutex
+	pruneNext time.Time
+
+	stats Stats
 }
 
-// New returns a Sink on db. Call Migrate first.
-func New(db *sql.DB) *Sink { return &Sink{db: db} }
+// Stats counts what a Sink did beyond storing messages.
+type Stats struct {
+	// Duplicates are redelivered messages (same id, same body) that changed
+	// nothing.
+	Duplicates atomic.Int64
+	// Collisions are messages whose id was stored before with another body
+	// (poison).
+	Collisions atomic.Int64
+	// Refused are messages the database refused for their content, or that
+	// could not be bound to the statement (poison).
+	Refused atomic.Int64
+	// Deadlocks are transactions retried after the database chose them as a
+	// deadlock victim.
+	Deadlocks atomic.Int64
+	// Pruned are inbox rows removed after the retention.
+	Pruned atomic.Int64
+}
 
-// Open opens dsn (go-sql-driver format), applies the migrations and returns
-// the sink and the database.
-func Open(ctx context.Context, dsn string) (*Sink, *sql.DB, error) {
+// New returns a Sink on db with the default table and no prefix (today's
+// behaviour, plus the inbox). Call Migrate first.
+func New(db *sql.DB) *Sink {
+	s, err := newSink(db, Config{})
+	if err != nil {
+		panic(err) // the default configuration is valid
+	}
+	return s
+}
+
+// Prepare returns a Sink on db configured by cfg, after checking its
+// statement against the database: every statement must parse, name only
+// known placeholders and prepare. A statement that cannot work returns an
+// error wrapping ErrStatement with the database's reason. Call
+// MigratePrefix(ctx, db, cfg.Prefix) first.
+func Prepare(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
+	s, err := newSink(db, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens dsn (go-sql-driver format), applies the migrations and
+// returns the sink (configured by cfg and prepared) and the database.
+func Open(ctx context.Context, dsn string, cfg Config) (*Sink, *sql.DB, error) {
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open MySQL: %w", err)
 	}
-	if err := Migrate(ctx, db); err != nil {
+	if err := MigratePrefix(ctx, db, cfg.Prefix); err != nil {
 		db.Close()
 		return nil, nil, err
 	}
-	return New(db), db, nil
+	s, err := Prepare(ctx, db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return s, db, nil
 }
 
-// permanentCodes are MySQL errors caused by one row's content: retrying the
-// same row can never succeed.
-var permanentCodes = map[uint16]bool{
-	1264: true, // out of range value
-	1366: true, // incorrect string value
-	1406: true, // data too long
-	3140: true, // invalid JSON text (MySQL)
-	4025: true, // CONSTRAINT failed (MariaDB's JSON check)
+func newSink(db *sql.DB, cfg Config) (*Sink, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{db: db, cfg: cfg, names: namesFor(cfg.Prefix)}
+	text := cfg.Statement
+	if strings.TrimSpace(text) == "" {
+		s.fast = true
+		text = "INSERT INTO " + s.names.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
+	}
+	if s.stmts, err = parseStatements(text); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-func isPermanent(err error) bool {
+// Stats returns the sink's counters.
+func (s *Sink) Stats() *Stats { return &s.stats }
+
+// Close releases the prepared statements (not the database).
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, p := range s.prepared {
+		errs = append(errs, p.Close())
+	}
+	s.prepared = nil
+	return errors.Join(errs...)
+}
+
+// prepare prepares the statements once on db; database/sql prepares them
+// again on each connection when first used there.
+func (s *Sink) prepare(ctx context.Context) ([]*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared != nil {
+		return s.prepared, nil
+	}
+	ps := make([]*sql.Stmt, 0, len(s.stmts))
+	for i, st := range s.stmts {
+		p, err := s.db.PrepareContext(ctx, st.sql)
+		if err != nil {
+			for _, q := range ps {
+				q.Close()
+			}
+			return nil, prepareError(i, len(s.stmts), st, err)
+		}
+		ps = append(ps, p)
+	}
+	s.prepared = ps
+	return ps, nil
+}
+
+// prepareError wraps ErrStatement when the database refused the statement
+// itself (not when it could not be reached).
+func prepareError(i, n int, st statement, err error) error {
+	which := "statement"
+	if n > 1 {
+		which = fmt.Sprintf("statement %d of %d", i+1, n)
+	}
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && permanentCodes[me.Number]
+	if errors.As(err, &me) {
+		return fmt.Errorf("%w: %s does not prepare (%s): %w", ErrStatement, which, st.sql, err)
+	}
+	return fmt.Errorf("prepare %s: %w", which, err)
 }
 
-// Store inserts msgs in one transaction. When the batch fails because of a
-// row's content, it stores the rows one by one so that only the bad rows are
-// refused (permanent, with the database's reason).
+// item is a message ready to store: its inbox key and hash and the
+// parameters of each statement.
+type item struct {
+	i    int // index in the batch
+	id   string
+	hash [sha256.Size]byte
+	args [][]any
+}
+
+// Store applies msgs in one transaction and returns one result per
+// message: stored (also a duplicate, which changes nothing), or permanent
+// with the reason (an id collision, a missing JSON path or attribute, a row
+// the database refuses for its content). The transaction is retried
+// without the refused messages, and after a deadlock. Any other failure is
+// returned as an error and nothing of msgs is stored.
 func (s *Sink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
 	res := make([]consume.Result, len(msgs))
-	if len(msgs) == 0 {
-		return res, nil
+	items, twins := s.bind(msgs, res)
+	if err := s.store(ctx, items, res); err != nil {
+		return nil, fmt.Errorf("store %d messages in MySQL: %w", len(msgs), err)
 	}
-	err := s.insert(ctx, msgs)
-	if err == nil {
-		return res, nil
+	for dup, first := range twins {
+		res[dup] = res[first]
 	}
-	if !isPermanent(err) {
-		return nil, fmt.Errorf("store %d messages: %w", len(msgs), err)
-	}
-	for i, m := range msgs {
-		err := s.insert(ctx, []consume.Message{m})
-		switch {
-		case err == nil:
-		case isPermanent(err):
-			res[i] = consume.Result{Outcome: consume.Permanent, Reason: fmt.Sprintf("MySQL refused the row: %v", err)}
-		default:
-			res[i] = consume.Result{Outcome: consume.Retryable, Reason: err.Error()}
-		}
-	}
+	s.maybePrune(ctx)
 	return res, nil
 }
 
-func (s *Sink) insert(ctx context.Context, msgs []consume.Message) error {
-	var q strings.Builder
-	q.WriteString("INSERT INTO messages (id, body) VALUES ")
-	args := make([]any, 0, 2*len(msgs))
+// bind hashes the messages and binds their parameters. A message that
+// cannot be bound is marked poison in res; a message whose id repeats in
+// the batch is a twin of the first (it shares its fate) when the bodies are
+// the same, else an id collision.
+func (s *Sink) bind(msgs []consume.Message, res []consume.Result) ([]item, map[int]int) {
+	items := make([]item, 0, len(msgs))
+	first := make(map[string]int, len(msgs)) // id -> index in items
+	twins := map[int]int{}
 	for i, m := range msgs {
-		if i > 0 {
-			q.WriteString(",")
+		h := sha256.Sum256(m.Body)
+		if k, ok := first[m.ID]; ok {
+			if items[k].hash == h {
+				twins[i] = items[k].i
+			} else {
+				res[i] = s.collision(m.ID, items[k].hash, h)
+			}
+			continue
 		}
-		q.WriteString("(?,?)")
-		args = append(args, m.ID, string(m.Body))
+		if len(m.ID) > maxIDBytes {
+			res[i] = s.refused(fmt.Sprintf("message id of %d bytes: the inbox keeps at most %d", len(m.ID), maxIDBytes))
+			continue
+		}
+		args, err := s.args(m)
+		if err != nil {
+			res[i] = s.refused(fmt.Sprintf("cannot bind the statement's parameters: %v", err))
+			continue
+		}
+		first[m.ID] = len(items)
+		items = append(items, item{i: i, id: m.ID, hash: h, args: args})
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+	return items, twins
+}
+
+func (s *Sink) args(m consume.Message) ([][]any, error) {
+	doc := &body{raw: m.Body}
+	out := make([][]any, len(s.stmts))
+	for j, st := range s.stmts {
+		a, err := st.bind(m, doc)
+		if err != nil {
+			return nil, err
+		}
+		out[j] = a
+	}
+	return out, nil
+}
+
+func (s *Sink) refused(reason string) consume.Result {
+	s.stats.Refused.Add(1)
+	return consume.Result{Outcome: consume.Permanent, Reason: reason}
+}
+
+func (s *Sink) collision(id string, was, now [sha256.Size]byte) consume.Result {
+	s.stats.Collisions.Add(1)
+	return consume.Result{Outcome: consume.Permanent, Reason: fmt.Sprintf(
+		"id collision: message id %q was stored with another body (sha256 %x, this body %x)", id, was[:8], now[:8])}
+}
+
+// store runs transactions until items are stored: without the messages the
+// database refused, without those the inbox knows, again after a deadlock.
+func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) error {
+	if len(items) == 0 {
+		return nil
+	}
+	stmts, err := s.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	multi := s.fast
+	deadlocks, conflicts := 0, 0
+	for len(items) > 0 {
+		err := s.transaction(ctx, stmts, items, multi)
+		var ref *refusedError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ref) && ref.at < 0:
+			multi = false // find the refused row: one statement per message
+		case errors.As(err, &ref):
+			res[items[ref.at].i] = s.refused("MySQL refused the message: " + ref.Error())
+			items = slices.Delete(items, ref.at, ref.at+1)
+		case errors.Is(err, errInboxConflict) && conflicts < maxInboxConflicts:
+			conflicts++
+			if items, err = s.settleKnown(ctx, items, res); err != nil {
+				return err
+			}
+		case isDeadlock(err) && deadlocks < maxDeadlockRetries:
+			deadlocks++
+			s.stats.Deadlocks.Add(1)
+			s.cfg.Log.WarnContext(ctx, "MySQL deadlock; retrying the batch", "messages", len(items), "retry", deadlocks, "err", err)
+			if err := sleep(ctx, time.Duration(deadlocks)*(5*time.Millisecond+rand.N(20*time.Millisecond))); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// transaction writes the inbox rows of items and applies their statements,
+// in one transaction.
+func (s *Sink) transaction(ctx context.Context, stmts []*sql.Stmt, items []item, multi bool) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-		tx.Rollback()
-		return fmt.Errorf("insert: %w", err)
+	defer tx.Rollback() // after Commit: sql.ErrTxDone, ignored
+	if err := s.insertInbox(ctx, tx, items); err != nil {
+		return err
+	}
+	if multi {
+		err = s.insertMessages(ctx, tx, items)
+	} else {
+		err = s.apply(ctx, tx, stmts, items)
+	}
+	if err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// apply runs every statement for every message, in order.
+func (s *Sink) apply(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, items []item) error {
+	txs := make([]*sql.Stmt, len(stmts))
+	for j, p := range stmts {
+		txs[j] = tx.StmtContext(ctx, p)
+	}
+	for k, it := range items {
+		for j, st := range txs {
+			if _, err := st.ExecContext(ctx, it.args[j]...); err != nil {
+				if isContentError(err) {
+					return &refusedError{at: k, stmt: j, stmts: len(txs), err: err}
+				}
+				return fmt.Errorf("statement %d for message %q: %w", j+1, it.id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// insertMessages is the default table's statement for all items at once.
+func (s *Sink) insertMessages(ctx context.Context, tx *sql.Tx, items []item) error {
+	var q strings.Builder
+	q.WriteString("INSERT INTO " + s.names.messages + " (id, body) VALUES ")
+	args := make([]any, 0, 2*len(items))
+	for k, it := range items {
+		if k > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?)")
+		args = append(args, it.args[0]...)
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if isContentError(err) {
+			return &refusedError{at: -1, err: err}
+		}
+		return fmt.Errorf("insert into %s: %w", s.names.messages, err)
 	}
 	return nil
 }
