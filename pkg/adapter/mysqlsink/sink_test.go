@@ -64,8 +64,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		}
 	}
 	var n int
-	if err := retry(func() error { return db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n) }); err != nil || n != 1 {
-		t.Errorf("schema_migrations rows = %d, %v; want 1", n, err)
+	if err := retry(func() error { return db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n) }); err != nil || n != 2 {
+		t.Errorf("schema_migrations rows = %d, %v; want 2 (messages, inbox)", n, err)
 	}
 }
 
