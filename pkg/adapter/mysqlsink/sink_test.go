@@ -15,13 +15,20 @@ import (
 
 func open(t *testing.T) *sql.DB {
 	t.Helper()
+	db, _ := openDSN(t)
+	return db
+}
+
+// openDSN is a fresh migrated database and its DSN.
+func openDSN(t *testing.T) (*sql.DB, string) {
+	t.Helper()
 	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return db, dsn
 }
 
 func batch(from, n int) []consume.Message {
