@@ -29,24 +29,23 @@ func (s *Sink) insertInbox(ctx context.Context, tx *sql.Tx, items []item) error 
 		sorted[k] = k
 	}
 	slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(items[a].id, items[b].id) })
-	var q strings.Builder
-	q.WriteString("INSERT INTO " + s.names.inbox + " (message_id, body_sha256, loop_id, stored_at) VALUES ")
 	now := s.cfg.Now().UTC()
 	args := make([]any, 0, 4*len(items))
-	for n, k := range sorted {
-		if n > 0 {
-			q.WriteString(",")
-		}
-		q.WriteString("(?,?,?,?)")
+	for _, k := range sorted {
 		args = append(args, items[k].id, items[k].hash[:], s.cfg.Loop, now)
 	}
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := s.exec(ctx, tx, s.inboxSQL(len(items)), args); err != nil {
 		if code(err) == 1062 {
 			return fmt.Errorf("%w: %w", errInboxConflict, err)
 		}
 		return fmt.Errorf("insert into %s: %w", s.names.inbox, err)
 	}
 	return nil
+}
+
+// inboxSQL inserts n inbox rows.
+func (s *Sink) inboxSQL(n int) string {
+	return "INSERT INTO " + s.names.inbox + " (message_id, body_sha256, loop_id, stored_at) VALUES (?,?,?,?)" + strings.Repeat(",(?,?,?,?)", n-1)
 }
 
 // settleKnown reads the inbox rows of items and takes out the messages it

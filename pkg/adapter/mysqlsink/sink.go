@@ -56,12 +56,14 @@ type Sink struct {
 	cfg   Config
 	names names
 	stmts []statement
-	// fast is the default table: one multi-row INSERT per batch, statement
-	// by statement only to find a row the database refuses.
-	fast bool
+	// rows is the statement as a multi-row INSERT when it has that form:
+	// one statement per batch, message by message only to find a row the
+	// database refuses.
+	rows *rows
 
 	mu       sync.Mutex
 	prepared []*sql.Stmt
+	cache    map[string]*sql.Stmt // multi-row statements by text
 
 	pruneMu   sync.Mutex
 	pruneNext time.Time
@@ -137,14 +139,18 @@ func newSink(db *sql.DB, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{db: db, cfg: cfg, names: namesFor(cfg.Prefix)}
+	s := &Sink{db: db, cfg: cfg, names: namesFor(cfg.Prefix), cache: map[string]*sql.Stmt{}}
 	text := cfg.Statement
 	if strings.TrimSpace(text) == "" {
-		s.fast = true
 		text = "INSERT INTO " + s.names.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
 	}
 	if s.stmts, err = parseStatements(text); err != nil {
 		return nil, err
+	}
+	if len(s.stmts) == 1 {
+		if r, ok := multiRow(s.stmts[0]); ok {
+			s.rows = &r
+		}
 	}
 	return s, nil
 }
@@ -160,7 +166,10 @@ func (s *Sink) Close() error {
 	for _, p := range s.prepared {
 		errs = append(errs, p.Close())
 	}
-	s.prepared = nil
+	for _, p := range s.cache {
+		errs = append(errs, p.Close())
+	}
+	s.prepared, s.cache = nil, map[string]*sql.Stmt{}
 	return errors.Join(errs...)
 }
 
@@ -296,7 +305,7 @@ func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) er
 	if err != nil {
 		return err
 	}
-	multi := s.fast
+	multi := s.rows != nil
 	deadlocks, conflicts := 0, 0
 	for len(items) > 0 {
 		err := s.transaction(ctx, stmts, items, multi)
@@ -342,6 +351,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 // transaction writes the inbox rows of items and applies their statements,
 // in one transaction.
 func (s *Sink) transaction(ctx context.Context, stmts []*sql.Stmt, items []item, multi bool) error {
+	if err := s.warm(ctx, len(items), multi); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -351,7 +363,7 @@ func (s *Sink) transaction(ctx context.Context, stmts []*sql.Stmt, items []item,
 		return err
 	}
 	if multi {
-		err = s.insertMessages(ctx, tx, items)
+		err = s.applyRows(ctx, tx, items)
 	} else {
 		err = s.apply(ctx, tx, stmts, items)
 	}
@@ -383,24 +395,67 @@ func (s *Sink) apply(ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, items [
 	return nil
 }
 
-// insertMessages is the default table's statement for all items at once.
-func (s *Sink) insertMessages(ctx context.Context, tx *sql.Tx, items []item) error {
-	var q strings.Builder
-	q.WriteString("INSERT INTO " + s.names.messages + " (id, body) VALUES ")
-	args := make([]any, 0, 2*len(items))
-	for k, it := range items {
-		if k > 0 {
-			q.WriteString(",")
+// maxRowsParams bounds the parameters of one multi-row statement (the
+// protocol allows 65,535).
+const maxRowsParams = 60000
+
+// applyRows runs the statement for all items as multi-row statements.
+func (s *Sink) applyRows(ctx context.Context, tx *sql.Tx, items []item) error {
+	per := max(1, maxRowsParams/s.rows.params)
+	for chunk := range slices.Chunk(items, per) {
+		args := make([]any, 0, s.rows.params*len(chunk))
+		for _, it := range chunk {
+			args = append(args, it.args[0]...)
 		}
-		q.WriteString("(?,?)")
-		args = append(args, it.args[0]...)
-	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-		if isContentError(err) {
-			return &refusedError{at: -1, err: err}
+		if err := s.exec(ctx, tx, s.rows.sql(len(chunk)), args); err != nil {
+			if isContentError(err) {
+				return &refusedError{at: -1, err: err}
+			}
+			return fmt.Errorf("statement for %d messages: %w", len(chunk), err)
 		}
-		return fmt.Errorf("insert into %s: %w", s.names.messages, err)
 	}
 	return nil
+}
+
+// maxCached bounds the multi-row statements kept prepared (one per batch
+// size and table), well below the server's max_prepared_stmt_count.
+const maxCached = 16
+
+// warm prepares the statements a transaction over n items will run, on
+// the database and before the transaction, so that a Store never waits for
+// a second connection while holding one. It keeps them while fewer than
+// maxCached are; a batch of a size seen before then costs one round trip
+// per statement and no parsing.
+func (s *Sink) warm(ctx context.Context, n int, multi bool) error {
+	queries := []string{s.inboxSQL(n)}
+	if multi {
+		queries = append(queries, s.rows.sql(min(n, max(1, maxRowsParams/s.rows.params))))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range queries {
+		if _, ok := s.cache[q]; ok || len(s.cache) >= maxCached {
+			continue
+		}
+		p, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		s.cache[q] = p
+	}
+	return nil
+}
+
+// exec runs query in tx, with its prepared statement when warm kept one.
+func (s *Sink) exec(ctx context.Context, tx *sql.Tx, query string, args []any) error {
+	s.mu.Lock()
+	p := s.cache[query]
+	s.mu.Unlock()
+	var err error
+	if p != nil {
+		_, err = tx.StmtContext(ctx, p).ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, query, args...)
+	}
+	return err
 }

@@ -13,14 +13,14 @@ import (
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
-func open(t *testing.T) *sql.DB {
+func open(t testing.TB) *sql.DB {
 	t.Helper()
 	db, _ := openDSN(t)
 	return db
 }
 
 // openDSN is a fresh migrated database and its DSN.
-func openDSN(t *testing.T) (*sql.DB, string) {
+func openDSN(t testing.TB) (*sql.DB, string) {
 	t.Helper()
 	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
 	db, err := sql.Open("mysql", dsn)

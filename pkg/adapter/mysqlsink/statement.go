@@ -348,3 +348,83 @@ func scalar(raw json.RawMessage) (any, error) {
 	}
 	return n, nil
 }
+
+// rows is a single-row INSERT or REPLACE ... VALUES (tuple) [ON DUPLICATE
+// KEY UPDATE ...] whose placeholders are all inside its tuple: n messages
+// can then go in one multi-row statement, VALUES (tuple), (tuple), ...,
+// which MySQL applies row by row in order, as n executions would.
+type rows struct {
+	head, tuple, tail string
+	params            int
+}
+
+// sql returns the statement for n rows.
+func (r rows) sql(n int) string {
+	var b strings.Builder
+	b.Grow(len(r.head) + n*(len(r.tuple)+1) + len(r.tail))
+	b.WriteString(r.head)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(r.tuple)
+	}
+	b.WriteString(r.tail)
+	return b.String()
+}
+
+// multiRow returns st as rows when it has that form.
+func multiRow(st statement) (rows, bool) {
+	p := parser{src: st.sql}
+	var tupleStart, tupleEnd, depth, marks, inTuple int
+	first := ""
+	for !p.done() {
+		c := p.src[p.pos]
+		switch {
+		case c == '\'' || c == '"' || c == '`':
+			p.quoted(c)
+			continue
+		case c == '#' || p.lineComment() || strings.HasPrefix(p.src[p.pos:], "/*"):
+			end := "\n"
+			if c == '/' {
+				end = "*/"
+			}
+			p.until(end)
+			continue
+		case isWordByte(c):
+			w := strings.ToUpper(p.take(isWordByte))
+			if first == "" {
+				first = w
+			}
+			if depth == 0 && (w == "VALUES" || w == "VALUE") && tupleStart == 0 {
+				p.take(func(b byte) bool { return isSpace(b) })
+				if !p.peek('(') {
+					return rows{}, false
+				}
+				tupleStart = p.pos
+			} else if depth == 0 && tupleEnd > 0 && w == "SELECT" {
+				return rows{}, false
+			}
+			continue
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 && tupleStart > 0 && tupleEnd == 0 {
+				tupleEnd = p.pos + 1
+			}
+		case c == ',' && depth == 0 && tupleEnd > 0 && strings.TrimSpace(p.src[tupleEnd:p.pos]) == "":
+			return rows{}, false // a second tuple: already multi-row
+		case c == '?':
+			marks++
+			if tupleStart > 0 && tupleEnd == 0 {
+				inTuple++
+			}
+		}
+		p.pos++
+	}
+	if (first != "INSERT" && first != "REPLACE") || tupleEnd == 0 || marks != len(st.params) || inTuple != marks || marks == 0 {
+		return rows{}, false
+	}
+	return rows{head: st.sql[:tupleStart], tuple: st.sql[tupleStart:tupleEnd], tail: st.sql[tupleEnd:], params: marks}, true
+}

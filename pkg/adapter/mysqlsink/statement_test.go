@@ -123,3 +123,32 @@ func FuzzParseStatements(f *testing.F) {
 		}
 	})
 }
+
+func TestMultiRow(t *testing.T) {
+	tests := []struct {
+		text string
+		want string // the statement for 2 rows; "" when it has no multi-row form
+	}{
+		{upsertText, "INSERT INTO orders (id, total) VALUES (?, ?),(?, ?) ON DUPLICATE KEY UPDATE total = VALUES(total)"},
+		{"REPLACE INTO t VALUE (:id, ':x(', (SELECT 1))", "REPLACE INTO t VALUE (?, ':x(', (SELECT 1)),(?, ':x(', (SELECT 1))"},
+		{"INSERT INTO t VALUES (:id) AS n ON DUPLICATE KEY UPDATE b = n.b", "INSERT INTO t VALUES (?),(?) AS n ON DUPLICATE KEY UPDATE b = n.b"},
+		{"INSERT INTO t VALUES (:id) ON DUPLICATE KEY UPDATE b = :json.b", ""}, // a placeholder outside the tuple
+		{"INSERT INTO t VALUES (:id), (:body)", ""},
+		{"INSERT INTO t SELECT :id", ""},
+		{"INSERT INTO t SET a = :id", ""},
+		{"UPDATE t SET a = 1 WHERE id IN (SELECT b FROM u WHERE c = :id)", ""},
+		{"INSERT INTO t VALUES (1)", ""},
+	}
+	for _, tt := range tests {
+		st, err := parseStatements(tt.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := multiRow(st[0])
+		if got := r.sql(2); ok != (tt.want != "") || ok && got != tt.want {
+			t.Errorf("multiRow(%q) = %q, %v; want %q", tt.text, got, ok, tt.want)
+		}
+	}
+}
+
+const upsertText = "INSERT INTO orders (id, total) VALUES (:json.id, :json.total) ON DUPLICATE KEY UPDATE total = VALUES(total)"
