@@ -36,6 +36,11 @@ type config struct {
 	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
+
+	// MySQL is the MySQL sink's statement, table prefix and inbox retention
+	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
+	// SLUICE_MYSQL_PREFIX, SLUICE_MYSQL_INBOX_RETENTION).
+	MySQL mysqlsink.Config
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -89,6 +94,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if c.MySQLDSN == "" && c.MySQLSecret == "" {
 			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
 		}
+		m, err := mysqlsink.ConfigFromEnv(getenv)
+		if err != nil {
+			return c, err
+		}
+		m.Loop = c.Loop
+		c.MySQL = m
 	case "http":
 		if len(c.HTTPEndpoints) == 0 {
 			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
@@ -113,7 +124,13 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		if err != nil {
 			return nil, nil, err
 		}
-		sink, closer = mysqlsink.New(db), func() { db.Close() }
+		c.MySQL.Log = log
+		s, err := mysqlsink.Prepare(ctx, db, c.MySQL)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		sink, closer = s, func() { db.Close() }
 	}
 	rc := consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate}
 	if c.Sink == "http" {
@@ -155,7 +172,7 @@ func openMySQL(ctx context.Context, c config, secrets dsnsecret.API) (*sql.DB, e
 		return nil, fmt.Errorf("open MySQL: %w", err)
 	}
 	if c.Migrate {
-		if err := mysqlsink.Migrate(ctx, db); err != nil {
+		if err := mysqlsink.MigratePrefix(ctx, db, c.MySQL.Prefix); err != nil {
 			db.Close()
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -32,6 +33,11 @@ type config struct {
 	KafkaDLT      string        // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
 	KafkaAuth     kafkaAuth     // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (kafkaauth.go)
 	MetricsAddr   string        // SLUICE_METRICS_ADDR (default :9102; "off" disables)
+
+	// MySQL is the MySQL sink's statement, table prefix and inbox retention
+	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
+	// SLUICE_MYSQL_PREFIX, SLUICE_MYSQL_INBOX_RETENTION).
+	MySQL mysqlsink.Config
 }
 
 func list(s string) []string {
@@ -114,6 +120,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if c.MySQLDSN == "" {
 			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
 		}
+		m, err := mysqlsink.ConfigFromEnv(getenv)
+		if err != nil {
+			return c, err
+		}
+		m.Loop = c.Loop
+		c.MySQL = m
 	case "http":
 		if len(c.HTTPEndpoints) == 0 {
 			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")

@@ -97,19 +97,23 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return fmt.Errorf("open MySQL: %w", err)
 		}
 		defer db.Close()
+		cfg.MySQL.Log = log
 		for {
-			err := mysqlsink.Migrate(ctx, db)
+			s, err := mysqlsink.Start(ctx, db, cfg.MySQL)
 			if err == nil {
+				sink = s
 				break
 			}
-			log.Warn("migrate; retrying", "err", err)
+			if errors.Is(err, mysqlsink.ErrStatement) {
+				return err // a statement that cannot work: stop, do not dead-letter every message
+			}
+			log.Warn("start MySQL sink; retrying", "err", err)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(2 * time.Second):
 			}
 		}
-		sink = mysqlsink.New(db)
 	}
 	rc := consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate}
 	if cfg.Sink == "http" {

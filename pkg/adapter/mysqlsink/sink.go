@@ -115,23 +115,14 @@ func Prepare(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
 	return s, nil
 }
 
-// Open opens dsn (go-sql-driver format), applies the migrations and
-// returns the sink (configured by cfg and prepared) and the database.
-func Open(ctx context.Context, dsn string, cfg Config) (*Sink, *sql.DB, error) {
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open MySQL: %w", err)
-	}
+// Start applies the migrations for cfg.Prefix and returns the sink
+// configured by cfg, its statement checked against the database (see
+// Prepare): what a consumer does at start.
+func Start(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
 	if err := MigratePrefix(ctx, db, cfg.Prefix); err != nil {
-		db.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	s, err := Prepare(ctx, db, cfg)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return s, db, nil
+	return Prepare(ctx, db, cfg)
 }
 
 func newSink(db *sql.DB, cfg Config) (*Sink, error) {
