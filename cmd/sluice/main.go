@@ -1,6 +1,7 @@
 // Command sluice is the command-line tool of Sluice: the lab (step tests,
 // identification, tuning, closed-loop comparisons), the embedded demo, the
-// parameter editor and the dashboard.
+// parameter editor, the dashboard, and the MySQL consumers' statement check
+// and migrations.
 package main
 
 import (
@@ -26,6 +27,8 @@ func commands() []command {
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},
 		{name: "params", summary: "get, set and validate a loop's PARAMS item (the controller's validation)", run: runParams},
 		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: runLocal},
+		{name: "mysql", summary: "check a MySQL consumer statement against the database (check)", run: runMySQL},
+		{name: "migrate", summary: "create or upgrade the tables of the MySQL consumers (inbox, messages)", run: runMigrate},
 	}
 }
 
