@@ -19,8 +19,10 @@
 // load generator adds CPU from outside and stops; the setpoint is edited
 // with `aws dynamodb update-item`; an invalid edit is made and must be
 // refused with its reason in PARAMS_STATUS; the queue is drained (in manual
-// mode at the maximum rate) and every message is checked stored exactly
-// once in MariaDB, the poison ones in the dead-letter queue.
+// mode at the maximum rate) and every message is checked applied exactly
+// once to a user-style schema in MariaDB (orders.go: an orders table with
+// its own primary key, written by an upsert the consumers are configured
+// with), the poison ones in the dead-letter queue.
 //
 // Its last line on stdout is one JSON object; it exits 1 when a check
 // fails.
@@ -58,7 +60,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
@@ -328,6 +329,9 @@ func (r *run) setup() error {
 	if err := dbload.Install(r.ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
 		return err
 	}
+	if err := installOrders(r.ctx, r.db); err != nil {
+		return err
+	}
 	pid, err := r.mariadbPID()
 	if err != nil {
 		return err
@@ -410,6 +414,7 @@ func (r *run) setup() error {
 	for i := range c.consumers {
 		ce, err := harness.StartRIE(r.ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
 			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_DLQ_URL="+r.dlqURL,
+			"SLUICE_MYSQL_STATEMENT="+ordersStatement,
 			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"))
 		if err != nil {
 			return err
@@ -751,7 +756,7 @@ func (r *run) sendBatch(n int) {
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for range n {
 		seq := r.sent.Add(1) - 1
-		body := fmt.Sprintf(`{"seq":%d,"amount":%d}`, seq, seq%97)
+		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
 		if seq%50 == 49 {
 			body = fmt.Sprintf("poison %d: not JSON", seq)
 			r.poison.Add(1)
@@ -866,11 +871,12 @@ func (r *run) scenario() error {
 	r.res.DisturbancePP = round(dist - before)
 
 	// Checks.
-	counts, err := mysqltest.Count(r.ctx, r.db, int(r.sent.Load()), r.poisonSeqs())
+	r.res.Sent = int(r.sent.Load())
+	var err error
+	r.res.Stored, r.res.Duplicates, r.res.Missing, err = orderCounts(r.ctx, r.db, r.res.Sent, r.poisonSeqs())
 	if err != nil {
 		return err
 	}
-	r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing = counts.Sent, counts.Stored, counts.Duplicates, counts.Missing
 	r.res.Poison = int(r.poison.Load())
 	dl, withReason, err := r.deadLetters()
 	if err != nil {
@@ -930,7 +936,7 @@ func (r *run) drain(within time.Duration) bool {
 	sent := int(r.sent.Load())
 	for time.Now().Before(deadline) {
 		var stored int
-		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM messages WHERE id NOT LIKE 'step%'").Scan(&stored)
+		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders").Scan(&stored)
 		out, err2 := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.dlqURL),
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
 		if err == nil && err2 == nil {
