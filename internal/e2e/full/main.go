@@ -94,11 +94,11 @@ type Result struct {
 	Datapoints           int     `json:"cpu_datapoints"`
 	Stalls               int64   `json:"stalls"`
 	Model                struct {
-		Gain      float64 `json:"gain"`
-		TauS      float64 `json:"tau_s"`
-		DeadTimeS float64 `json:"dead_time_s"`
-		Base      float64 `json:"base"`
-		RMSE      float64 `json:"rmse"`
+		Gain      float64  `json:"gain"`
+		TauS      float64  `json:"tau_s"`
+		DeadTimeS float64  `json:"dead_time_s"`
+		Base      float64  `json:"base"`
+		RMSE      *float64 `json:"rmse"` // null for the documented model (no fit)
 	} `json:"model"`
 	ModelFallback bool     `json:"model_fallback"`
 	Kp            float64  `json:"kp"`
@@ -543,8 +543,11 @@ func (r *run) tune() (loop.Params, error) {
 		r.res.ModelFallback = true
 	}
 	m := fit.Model
-	r.res.Model.Gain, r.res.Model.TauS, r.res.Model.DeadTimeS, r.res.Model.Base, r.res.Model.RMSE =
-		m.Gain, m.Tau.Seconds(), m.DeadTime.Seconds(), m.Base, fit.RMSE
+	r.res.Model.Gain, r.res.Model.TauS, r.res.Model.DeadTimeS, r.res.Model.Base =
+		m.Gain, m.Tau.Seconds(), m.DeadTime.Seconds(), m.Base
+	if !math.IsNaN(fit.RMSE) {
+		r.res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
+	}
 	r.logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
 	if top := m.Output(c.maxRate); top < c.setpoint+15 {
 		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.maxRate, top)
