@@ -38,11 +38,23 @@ func fixedTable(ctx context.Context, db *sql.DB, msgs []consume.Message) error {
 	return tx.Commit()
 }
 
+// benchOrders and benchUpsert are the issue's example: an orders table of
+// the application's and the upsert a team would configure.
+const (
+	benchOrders = `CREATE TABLE bench_orders (
+  id       BIGINT        NOT NULL PRIMARY KEY,
+  customer VARCHAR(64)   NOT NULL,
+  total    DECIMAL(10,2) NOT NULL
+)`
+	benchUpsert = `INSERT INTO bench_orders (id, customer, total) VALUES (:json.order_id, :json.customer, :json.total)
+ON DUPLICATE KEY UPDATE total = VALUES(total)`
+)
+
 // BenchmarkStore compares, in one run and interleaved batch by batch (so
 // that the shared machine's load falls on all alike), three ways to store
 // the same new orders: today's fixed table without an inbox (fixed), the
 // default table with the inbox (default+inbox), and the user's upsert into
-// an orders table with the inbox (statement+inbox). It reports each one's
+// an orders table with the inbox (statement+inbox: benchUpsert). It reports each one's
 // messages per second and the ratios to fixed.
 func BenchmarkStore(b *testing.B) {
 	for _, size := range []int{10, 100} {
@@ -54,10 +66,10 @@ func BenchmarkStore(b *testing.B) {
 
 func benchStore(b *testing.B, db *sql.DB, size int) {
 	ctx := context.Background()
-	if _, err := db.Exec(ordersSchema); err != nil {
+	if _, err := db.Exec(benchOrders); err != nil {
 		b.Fatal(err)
 	}
-	stmt, err := mysqlsink.Prepare(ctx, db, mysqlsink.Config{Statement: upsert})
+	stmt, err := mysqlsink.Prepare(ctx, db, mysqlsink.Config{Statement: benchUpsert})
 	if err != nil {
 		b.Fatal(err)
 	}
