@@ -101,15 +101,23 @@ func New(db *sql.DB) *Sink {
 
 // Prepare returns a Sink on db configured by cfg, after checking its
 // statement against the database: every statement must parse, name only
-// known placeholders and prepare. A statement that cannot work returns an
-// error wrapping ErrStatement with the database's reason. Call
-// MigratePrefix(ctx, db, cfg.Prefix) first.
+// known placeholders and prepare, and the inbox must exist. A statement
+// that cannot work, or a missing inbox, returns an error wrapping
+// ErrStatement with the database's reason. Call MigratePrefix(ctx, db,
+// cfg.Prefix) first (or run `sluice migrate`).
 func Prepare(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
 	s, err := newSink(db, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.warm(ctx, 1, false); err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return nil, fmt.Errorf("%w: the inbox %s is not usable (create it with sluice migrate --prefix %q): %w", ErrStatement, s.names.inbox, cfg.Prefix, err)
+		}
 		return nil, err
 	}
 	return s, nil

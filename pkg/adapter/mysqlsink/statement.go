@@ -11,10 +11,10 @@ import (
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
-// ErrStatement marks a configured statement that cannot work: it does not
-// parse, names an unknown placeholder, or the database refuses to prepare
-// it. A consumer stops at start on it instead of dead-lettering every
-// message.
+// ErrStatement marks a configuration that cannot work: a statement that
+// does not parse, names an unknown placeholder or that the database
+// refuses to prepare, or an inbox table that is missing. A consumer stops at
+// start on it instead of dead-lettering (or retrying) every message.
 var ErrStatement = errors.New("mysql statement")
 
 // placeholder kinds.

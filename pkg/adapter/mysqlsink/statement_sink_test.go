@@ -330,3 +330,14 @@ SELECT CONCAT('old-', seq), UNHEX(SHA2('x', 256)), '2025-01-01' FROM seq_1_to_12
 		t.Errorf("Stats().Pruned = %d; want 1200", got)
 	}
 }
+
+// TestPrepareWantsTheInbox: a deployment whose migrations are their own
+// step (SLUICE_MIGRATE=off) and were not run stops at start, instead of
+// failing every batch.
+func TestPrepareWantsTheInbox(t *testing.T) {
+	db := userDB(t, ledgerSchema)
+	_, err := mysqlsink.Prepare(context.Background(), db, mysqlsink.Config{Statement: appendLedger, Prefix: "unmigrated_"})
+	if !errors.Is(err, mysqlsink.ErrStatement) || !strings.Contains(err.Error(), "unmigrated_sluice_inbox") || !strings.Contains(err.Error(), "sluice migrate") {
+		t.Errorf("Prepare without the inbox = %v; want ErrStatement naming the table and sluice migrate", err)
+	}
+}
