@@ -14,16 +14,19 @@ import (
 // scenarioFlags are the scenario flags shared by `lab step`, `lab compare`
 // and `demo`. Their defaults are the reference scenario (docs/lab.md).
 type scenarioFlags struct {
+	fs        *flag.FlagSet
 	s         sim.Scenario
 	tau, dead time.Duration
+	preset    string
 }
 
 // addScenarioFlags registers the scenario flags on fs. Call Scenario after
 // fs.Parse for the validated scenario.
 func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
-	f := &scenarioFlags{s: sim.Reference()}
+	f := &scenarioFlags{fs: fs, s: sim.Reference()}
 	f.tau, f.dead = f.s.Plant.Tau, f.s.Plant.DeadTime
 	s := &f.s
+	fs.StringVar(&f.preset, "scenario", "", "named scenario whose values the other flags override: "+strings.Join(sim.Presets(), ", ")+" (default: the reference scenario)")
 	fs.Float64Var(&s.Plant.Gain, "gain", s.Plant.Gain, "plant gain, points of CPU per message/s")
 	fs.Float64Var(&s.Plant.Base, "base", s.Plant.Base, "base load, percent CPU")
 	fs.DurationVar(&f.tau, "tau", f.tau, "plant time constant")
@@ -40,6 +43,10 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 	fs.Int64Var(&s.Backlog, "backlog", s.Backlog, "messages queued at the start")
 	fs.Var(&plantChangesFlag{list: &s.PlantChanges}, "plant-change",
 		"the true plant changes at AT, the controller is not told: AT=gain=G[,tau=T][,dead-time=D],\ne.g. 30m=gain=0.1 (repeatable or comma-separated; 'none' for none)")
+	fs.Var(newProducerChangesFlag(&s.ProducerChanges), "producer-change",
+		"producers' rate from AT, AT=RATE in messages/s, e.g. 30m=400 (repeatable or comma-separated; 'none' for none)")
+	fs.Var(newBurstsFlag(&s.Bursts), "burst",
+		"N messages enqueued at once at AT, AT=N, e.g. 60m=300000 (repeatable or comma-separated; 'none' for none)")
 	fs.Float64Var(&s.MaxRate, "max-rate", s.MaxRate, "largest allowed rate, messages/s")
 	fs.DurationVar(&s.Duration, "duration", s.Duration, "length of the run")
 	fs.Float64Var(&s.Noise, "noise", s.Noise, "measurement noise, standard deviation in points of CPU")
@@ -52,9 +59,18 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 	s := f.s
 	s.Plant.Tau, s.Plant.DeadTime = f.tau, f.dead
+	if f.preset != "" {
+		base, err := sim.Preset(f.preset)
+		if err != nil {
+			return sim.Scenario{}, err
+		}
+		s = f.overlay(base, s)
+	}
 	s.SetpointChanges = append([]sim.SetpointChange(nil), s.SetpointChanges...)
 	s.Disturbances = append([]sim.Disturbance(nil), s.Disturbances...)
 	s.PlantChanges = append([]sim.PlantChange(nil), s.PlantChanges...)
+	s.ProducerChanges = append([]sim.ProducerChange(nil), s.ProducerChanges...)
+	s.Bursts = append([]sim.Burst(nil), s.Bursts...)
 	if err := s.Validate(); err != nil {
 		return sim.Scenario{}, err
 	}
@@ -202,4 +218,127 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: want a percentage between 0 and 100", s)
 	}
 	return v, nil
+}
+
+// overlay returns preset with the values of the scenario flags that were set
+// on the command line taken from parsed.
+func (f *scenarioFlags) overlay(preset, parsed sim.Scenario) sim.Scenario {
+	s := preset
+	copiers := map[string]func(){
+		"gain":            func() { s.Plant.Gain = parsed.Plant.Gain },
+		"base":            func() { s.Plant.Base = parsed.Plant.Base },
+		"tau":             func() { s.Plant.Tau = parsed.Plant.Tau },
+		"dead-time":       func() { s.Plant.DeadTime = parsed.Plant.DeadTime },
+		"metric-period":   func() { s.MetricPeriod = parsed.MetricPeriod },
+		"metric-delay":    func() { s.MetricDelay = parsed.MetricDelay },
+		"tick":            func() { s.Tick = parsed.Tick },
+		"setpoint":        func() { s.Setpoint = parsed.Setpoint },
+		"setpoint-change": func() { s.SetpointChanges = parsed.SetpointChanges },
+		"disturbance":     func() { s.Disturbances = parsed.Disturbances },
+		"producer-rate":   func() { s.ProducerRate = parsed.ProducerRate },
+		"backlog":         func() { s.Backlog = parsed.Backlog },
+		"producer-change": func() { s.ProducerChanges = parsed.ProducerChanges },
+		"burst":           func() { s.Bursts = parsed.Bursts },
+		"plant-change":    func() { s.PlantChanges = parsed.PlantChanges },
+		"max-rate":        func() { s.MaxRate = parsed.MaxRate },
+		"duration":        func() { s.Duration = parsed.Duration },
+		"noise":           func() { s.Noise = parsed.Noise },
+		"seed":            func() { s.Seed = parsed.Seed },
+	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		if c, ok := copiers[fl.Name]; ok {
+			c()
+		}
+	})
+	return s
+}
+
+// listFlag is a repeatable flag whose values are comma-separated items; the
+// first use replaces the default list and "none" empties it.
+type listFlag[T any] struct {
+	list   *[]T
+	set    bool
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+func (f *listFlag[T]) String() string {
+	if f == nil || f.list == nil || f.format == nil {
+		return ""
+	}
+	parts := make([]string, len(*f.list))
+	for i, v := range *f.list {
+		parts[i] = f.format(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *listFlag[T]) Set(v string) error {
+	if !f.set {
+		*f.list, f.set = nil, true
+	}
+	if strings.TrimSpace(v) == "none" {
+		*f.list = nil
+		return nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		x, err := f.parse(p)
+		if err != nil {
+			return err
+		}
+		*f.list = append(*f.list, x)
+	}
+	return nil
+}
+
+// producerChangesFlag is a repeatable --producer-change.
+type producerChangesFlag = listFlag[sim.ProducerChange]
+
+// burstsFlag is a repeatable --burst.
+type burstsFlag = listFlag[sim.Burst]
+
+func newProducerChangesFlag(list *[]sim.ProducerChange) *producerChangesFlag {
+	return &producerChangesFlag{list: list, parse: parseProducerChange,
+		format: func(c sim.ProducerChange) string { return fmt.Sprintf("%v=%v", c.At, c.Rate) }}
+}
+
+func newBurstsFlag(list *[]sim.Burst) *burstsFlag {
+	return &burstsFlag{list: list, parse: parseBurst,
+		format: func(b sim.Burst) string { return fmt.Sprintf("%v=%d", b.At, b.N) }}
+}
+
+// parseProducerChange parses AT=RATE, e.g. "30m=400".
+func parseProducerChange(s string) (sim.ProducerChange, error) {
+	s = strings.TrimSpace(s)
+	at, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return sim.ProducerChange{}, fmt.Errorf("producer change %q: want AT=RATE, e.g. 30m=400", s)
+	}
+	t, err := parseOffset(at)
+	if err != nil {
+		return sim.ProducerChange{}, fmt.Errorf("producer change %q: time: %w", s, err)
+	}
+	r, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
+		return sim.ProducerChange{}, fmt.Errorf("producer change %q: rate %q: want messages/s in [0, 1e9]", s, val)
+	}
+	return sim.ProducerChange{At: t, Rate: r}, nil
+}
+
+// parseBurst parses AT=N, e.g. "60m=300000".
+func parseBurst(s string) (sim.Burst, error) {
+	s = strings.TrimSpace(s)
+	at, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return sim.Burst{}, fmt.Errorf("burst %q: want AT=N, e.g. 60m=300000", s)
+	}
+	t, err := parseOffset(at)
+	if err != nil {
+		return sim.Burst{}, fmt.Errorf("burst %q: time: %w", s, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+	if err != nil || n < 0 || n > 1e12 {
+		return sim.Burst{}, fmt.Errorf("burst %q: size %q: want a whole number of messages in [0, 1e12]", s, val)
+	}
+	return sim.Burst{At: t, N: n}, nil
 }

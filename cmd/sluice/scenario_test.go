@@ -130,3 +130,34 @@ func FuzzParseDisturbance(f *testing.F) {
 		}
 	})
 }
+
+func TestScenarioPresetAndTrafficFlags(t *testing.T) {
+	parse := func(args ...string) (sim.Scenario, error) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := addScenarioFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return sim.Scenario{}, err
+		}
+		return f.Scenario()
+	}
+	s, err := parse("--setpoint", "60", "--scenario", "idle-burst", "--burst", "10m=5,20m=6", "--producer-change", "30m=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Setpoint != 60 || s.ProducerRate != 400 || s.Backlog != 0 || s.Duration != 120*time.Minute || len(s.Disturbances) != 0 {
+		t.Errorf("idle-burst with --setpoint 60 = %+v; want the preset with setpoint 60", s)
+	}
+	if len(s.Bursts) != 2 || s.Bursts[1] != (sim.Burst{At: 20 * time.Minute, N: 6}) || len(s.ProducerChanges) != 1 || s.ProducerChanges[0].Rate != 100 {
+		t.Errorf("bursts %+v, producer changes %+v; want the flags' values", s.Bursts, s.ProducerChanges)
+	}
+	s, err = parse("--scenario", "idle-burst", "--burst", "none")
+	if err != nil || len(s.Bursts) != 0 {
+		t.Errorf("--burst none: %+v, %v; want no burst", s.Bursts, err)
+	}
+	for _, bad := range [][]string{{"--scenario", "nope"}, {"--burst", "10m"}, {"--burst", "10m=-1"}, {"--producer-change", "5m=NaN"}, {"--burst", "x=1"}} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("flags %q: no error; want one", bad)
+		}
+	}
+}

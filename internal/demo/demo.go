@@ -529,10 +529,10 @@ func (w *world) stepOnce(dt time.Duration) {
 	y := w.plant.Step(u, d)
 	w.pipe.Observe(w.t, dt, y)
 
-	w.carry += w.s.ProducerRate * secs
+	w.carry += w.s.ProducerRateAt(w.t) * secs
 	n := int64(w.carry)
 	w.carry -= float64(n)
-	w.produced += n
+	w.produced += n + w.s.BurstsIn(w.t, w.t+dt)
 
 	w.t += dt
 	w.pipe.Publish(w.t)

@@ -105,7 +105,10 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 			allowed = math.Max(0, math.Min(s.MaxRate, allowed))
 			lastTick = t
 		}
-		q.push(prod.produce(hs))
+		prod.rate = s.ProducerRateAt(t)
+		burst := s.BurstsIn(t, t+h)
+		prod.sent += burst
+		q.push(prod.produce(hs) + burst)
 		done, _ := cons.step(q, allowed, hs)
 		dst.complete(done)
 		doneSinceTick += done

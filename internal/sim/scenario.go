@@ -51,6 +51,10 @@ type Scenario struct {
 	// PlantChanges change the true plant during the run without telling
 	// the controller (plantchange.go).
 	PlantChanges []PlantChange `json:"plant_changes,omitempty"`
+	// ProducerChanges change the producers' rate during the run; Bursts
+	// enqueue many messages at once (traffic.go).
+	ProducerChanges []ProducerChange `json:"producer_changes,omitempty"`
+	Bursts          []Burst          `json:"bursts,omitempty"`
 	// MaxRate is the largest rate a controller may allow, messages/s.
 	MaxRate float64 `json:"max_rate"`
 	// Duration is the length of the run.
@@ -132,6 +136,9 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("noise %v: must be a finite number >= 0", s.Noise)
 	}
 	if err := s.validatePlantChanges(); err != nil {
+		return err
+	}
+	if err := s.validateTraffic(); err != nil {
 		return err
 	}
 	for _, c := range s.SetpointChanges {

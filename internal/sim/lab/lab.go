@@ -108,6 +108,8 @@ type ScenarioView struct {
 	Disturbances  []map[string]any `json:"disturbances"`
 	ProducerRate  float64          `json:"producer_rate"`
 	Backlog       int64            `json:"backlog"`
+	ProducerChg   []map[string]any `json:"producer_changes,omitempty"`
+	Bursts        []map[string]any `json:"bursts,omitempty"`
 	MaxRate       float64          `json:"max_rate"`
 	DurationS     float64          `json:"duration_s"`
 	Noise         float64          `json:"noise"`
@@ -131,6 +133,12 @@ func view(s sim.Scenario) ScenarioView {
 	}
 	for _, c := range s.PlantChanges {
 		v.PlantChanges = append(v.PlantChanges, c.String())
+	}
+	for _, c := range s.ProducerChanges {
+		v.ProducerChg = append(v.ProducerChg, map[string]any{"at_s": c.At.Seconds(), "rate": c.Rate})
+	}
+	for _, b := range s.Bursts {
+		v.Bursts = append(v.Bursts, map[string]any{"at_s": b.At.Seconds(), "n": b.N})
 	}
 	return v
 }
