@@ -33,6 +33,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
+	noReport := fs.Bool("no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sluice demo [flags]")
 		fmt.Fprintln(stderr)
@@ -74,7 +75,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	params := demo.DefaultParams(s, ctrl)
-	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison}
+	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison, NoReport: *noReport}
 	rec := newHistoryRecorder(s)
 	cfg.OnTick = rec.record
 	start := time.Now()

@@ -68,6 +68,10 @@ type Config struct {
 	// the Result): for long runs in stepping mode that record history
 	// through OnTick instead.
 	NoSeries bool
+	// NoReport switches the consumers' report off: no lease, so the
+	// controller does not know what they took and RATE is not shared by
+	// live peers (the product before issue 13).
+	NoReport bool
 }
 
 // Outage is a period without metric datapoints.
@@ -227,8 +231,13 @@ func newSim(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: LoopID, SafeRate: cfg.SafeRate}, w, nil, w, log, nil)
-	c := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, w, w, log, nil)
+	stats := &consume.Stats{}
+	var peers consume.Peers
+	if !cfg.NoReport {
+		peers = consume.NewLease(consume.LeaseConfig{Loop: LoopID, Instance: "demo-consumer"}, w.store, stats, w, log)
+	}
+	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: LoopID, SafeRate: cfg.SafeRate}, w, peers, w, log, stats)
+	c := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, w, w, log, stats)
 	return &Sim{w: w, c: c}, nil
 }
 
@@ -707,6 +716,8 @@ func DefaultParams(s sim.Scenario, c control.Config) loop.Params {
 		DelayAware:       c.DelayAware,
 		NoiseBand:        c.NoiseBand,
 		Feedforward:      c.Feedforward,
+		DemandHeadroom:   loop.DefaultDemandHeadroom,
+		Ceiling:          loop.DefaultCeiling,
 		MinRate:          c.Min,
 		MaxRate:          c.Max,
 		SlewLimit:        c.Slew,

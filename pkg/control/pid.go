@@ -125,6 +125,9 @@ type Config struct {
 	Mode Mode `json:"mode,omitempty"`
 	// ManualRate is the output in manual mode.
 	ManualRate float64 `json:"manual,omitempty"`
+	// DemandConfig holds the demand-limited hold and the ceiling cut
+	// (demand.go).
+	DemandConfig
 }
 
 // Validate reports whether c can drive a Controller.
@@ -160,6 +163,9 @@ func (c Config) Validate() error {
 	case ModeAuto, ModeManual:
 	default:
 		return fmt.Errorf("mode %q: want auto or %q", c.Mode, ModeManual)
+	}
+	if err := c.validateDemand(); err != nil {
+		return err
 	}
 	if c.DelayAware && c.Feedforward == nil {
 		return errors.New("a delay-aware integrator needs the feedforward model")
@@ -261,6 +267,11 @@ type Output struct {
 	// of range: the controller held its previous output and the caller
 	// should apply its stale-metric policy (see StalePolicy).
 	Held bool `json:"held"`
+	// DemandLimited is true when the plant took clearly less than the last
+	// output and the output was held near what it took; Cut is true when a
+	// measurement at the ceiling cut the output (demand.go).
+	DemandLimited bool `json:"demand_limited,omitempty"`
+	Cut           bool `json:"cut,omitempty"`
 }
 
 // actualTolerance is how far, relative to the last output, Input.ActualRate
@@ -326,6 +337,8 @@ func (c *Controller) Update(in Input) Output {
 		u = c.track(&out)
 	} else {
 		u = c.integrate(&out, smp, eI, limited)
+		// Issue 13: the ceiling cut and the demand-limited hold (demand.go).
+		u = c.applyDemand(&out, demandStep{u: u, y: y, fresh: smp.isNew, limited: limited}, in)
 	}
 	c.State.FF = out.FF
 	c.State.finish(y, e, u, valid, smp.isNew, smp.end)

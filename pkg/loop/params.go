@@ -37,6 +37,10 @@ const (
 	DefaultStaleAfter = 5 * time.Minute
 	// DefaultRateTTLTicks is the lifetime of a RATE item in tick periods.
 	DefaultRateTTLTicks = 3
+	// DefaultDemandHeadroom and DefaultCeiling are the defaults of
+	// demand_headroom and ceiling.
+	DefaultDemandHeadroom = 0.5
+	DefaultCeiling        = 95
 )
 
 // Params is the PARAMS item of a loop: what an operator edits. Decode it with
@@ -69,6 +73,15 @@ type Params struct {
 	// error's size (control.Config.NoiseBand, points of CPU).
 	DelayAware bool    `json:"delay_aware,omitempty"`
 	NoiseBand  float64 `json:"noise_band,omitempty"`
+	// DemandHeadroom and Ceiling are control.DemandConfig's Headroom and
+	// Ceiling: the hold of a demand-limited loop near what the consumers
+	// took, and the decisive cut at a measurement that cannot show the
+	// overload (demand.go).
+	DemandHeadroom float64 `json:"demand_headroom,omitempty"`
+	Ceiling        float64 `json:"ceiling,omitempty"`
+	// DepthQueue names the SQS queue whose depth the tick reads for the
+	// dashboard (AWS/SQS ApproximateNumberOfMessagesVisible); empty: none.
+	DepthQueue string `json:"depth_queue,omitempty"`
 	// Feedforward is the identified plant model for reference feedforward;
 	// nil when none.
 	Feedforward *control.FOPDT `json:"feedforward,omitempty"`
@@ -152,6 +165,9 @@ const (
 	AttrSetpointFilter   = "setpoint_filter"
 	AttrDelayAware       = "delay_aware"
 	AttrNoiseBand        = "noise_band"
+	AttrDemandHeadroom   = "demand_headroom"
+	AttrCeiling          = "ceiling"
+	AttrDepthQueue       = "depth_queue"
 	AttrFFGain           = "ff_gain"
 	AttrFFBase           = "ff_base"
 	AttrFFTau            = "ff_tau"
@@ -526,6 +542,12 @@ func (p Params) checkGains(fail failFunc) {
 	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
 		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)
 	}
+	if !finite(p.DemandHeadroom) || p.DemandHeadroom < 0 || p.DemandHeadroom > 100 {
+		fail(AttrDemandHeadroom, "%v must be a number in [0, 100]", p.DemandHeadroom)
+	}
+	if !finite(p.Ceiling) || p.Ceiling < 0 || p.Ceiling > 100 {
+		fail(AttrCeiling, "%v must be a percentage in [0, 100] (0: off)", p.Ceiling)
+	}
 }
 
 // checkRates checks the rate bounds, the tick period and RATE's lifetime.
@@ -618,6 +640,7 @@ func (p Params) ControlConfig() control.Config {
 		SetpointFilter:   p.SetpointFilter,
 		DelayAware:       p.DelayAware,
 		NoiseBand:        p.NoiseBand,
+		DemandConfig:     control.DemandConfig{Headroom: p.DemandHeadroom, Ceiling: p.Ceiling},
 		MeasurementMin:   0,
 		MeasurementMax:   100,
 		// After a missed schedule a datapoint stands for at most three

@@ -38,8 +38,9 @@ func TestDecodeParamsDefaults(t *testing.T) {
 		TickPeriod: time.Minute, RateTTL: 3 * time.Minute,
 		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
 			Dimensions: map[string]string{"DBInstanceIdentifier": "orders-db"}, Statistic: "Average", Period: time.Minute},
-		Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
-		StaleAfter: 5 * time.Minute,
+		Stale:          control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
+		StaleAfter:     5 * time.Minute,
+		DemandHeadroom: loop.DefaultDemandHeadroom, Ceiling: loop.DefaultCeiling,
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("DecodeParams(valid) =\n%+v\nwant\n%+v", p, want)

@@ -53,6 +53,9 @@ type State struct {
 	// Drift is how well the loop's model predicts its measured signal, and
 	// model_drift when the residual says the plant moved (drift.go).
 	Drift DriftState `json:"drift,omitzero"`
+	// Demand is what the consumers reported at the last tick: the
+	// processed rate and each instance's count (peers.go).
+	Demand Demand `json:"demand,omitzero"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -93,6 +96,9 @@ type Snapshot struct {
 	// corrupt STATE item): the tick reports this loop as failed, writes
 	// nothing for it, and ticks the other loops.
 	Err error
+	// Peers are the consumers' leases on the loop (peers.go), live or
+	// lapsed less than PeerRetention ago; nil when no consumer reports.
+	Peers []Peer
 }
 
 // Commit is the outcome of one loop's tick, written at once: STATE
@@ -128,6 +134,7 @@ func (s State) Clone() State {
 	s.Controller.Applied = slices.Clone(s.Controller.Applied)
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
+	s.Demand.Stored = maps.Clone(s.Demand.Stored)
 	if s.Params != nil {
 		p := s.Params.Clone()
 		s.Params = &p

@@ -87,6 +87,14 @@ type Report struct {
 	Weights      map[string]float64 `json:"weights,omitempty"`
 	Nodes        map[string]float64 `json:"nodes,omitempty"`
 	NodesMissing []string           `json:"nodes_missing,omitempty"`
+	// Processed is the rate the consumers reported storing since the
+	// previous tick, messages/s, when ProcessedKnown; LivePeers counts
+	// their live leases; DemandLimited is true when the controller held
+	// the rate near what was taken (demand.go).
+	Processed      float64 `json:"processed"`
+	ProcessedKnown bool    `json:"processed_known"`
+	LivePeers      int     `json:"live_peers"`
+	DemandLimited  bool    `json:"demand_limited"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -371,6 +379,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		MeasurementPeriod: period,
 		SamplingInterval:  elapsed,
 	}
+	// Issue 13: the processed rate the consumers reported (demand.go).
+	st.Demand = observeDemand(w.snap, prev, now, dt, &in, r)
 
 	var out control.Output
 	switch {
@@ -408,6 +418,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	}
 	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
 	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
+	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 
 	st.Version = prevVersion + 1
 	st.Controller = ctrl.State

@@ -22,6 +22,8 @@ type Store struct {
 	status map[string]loop.ParamsStatus
 	states map[string]loop.State
 	rates  map[string]loop.Rate
+	// peers holds the consumers' leases by loop and instance (peers.go).
+	peers map[string]map[string]loop.Peer
 }
 
 var _ loop.TickStore = (*Store)(nil)
@@ -153,6 +155,7 @@ func (s *Store) LoadLoops(_ context.Context) ([]loop.Snapshot, error) {
 		if st, ok := s.status[id]; ok {
 			snap.Status = &st
 		}
+		snap.Peers = s.peersOf(id)
 		out = append(out, snap)
 	}
 	return out, nil

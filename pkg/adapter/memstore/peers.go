@@ -1,0 +1,65 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// ReportPeer writes p's lease (the consumer's report, pkg/consume's
+// PeerStore), replacing the instance's previous one. Leases that lapsed more
+// than twice loop.PeerRetention before p was reported are deleted, as
+// DynamoDB's TTL would.
+func (s *Store) ReportPeer(_ context.Context, p loop.Peer) error {
+	if p.Loop == "" || p.Instance == "" {
+		return fmt.Errorf("memstore report peer: empty loop id or instance id in %+v", p)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peers == nil {
+		s.peers = make(map[string]map[string]loop.Peer)
+	}
+	m := s.peers[p.Loop]
+	if m == nil {
+		m = make(map[string]loop.Peer)
+		s.peers[p.Loop] = m
+	}
+	for id, q := range m {
+		if p.ReportedAt.Sub(q.ExpiresAt) > 2*loop.PeerRetention {
+			delete(m, id)
+		}
+	}
+	m[p.Instance] = p
+	return nil
+}
+
+// LivePeers counts the leases of loopID in force at now.
+func (s *Store) LivePeers(_ context.Context, loopID string, now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.peers[loopID] {
+		if p.Live(now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// peersOf returns loopID's leases sorted by instance; the caller holds mu.
+func (s *Store) peersOf(loopID string) []loop.Peer {
+	m := s.peers[loopID]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]loop.Peer, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b loop.Peer) int { return strings.Compare(a.Instance, b.Instance) })
+	return out
+}

@@ -1,0 +1,140 @@
+package consume
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// PeerStore keeps the consumers' leases (loop.Peer) in the loop's table:
+// pkg/adapter/ddbstore and pkg/adapter/memstore serve it.
+type PeerStore interface {
+	// ReportPeer writes p, replacing the instance's previous lease.
+	ReportPeer(ctx context.Context, p loop.Peer) error
+	// LivePeers counts loopID's leases in force at now.
+	LivePeers(ctx context.Context, loopID string, now time.Time) (int, error)
+}
+
+// Defaults of a LeaseConfig.
+const (
+	DefaultLeaseEvery = 2 * time.Second
+	DefaultLeaseTTL   = 15 * time.Second
+)
+
+// LeaseConfig configures a Lease.
+type LeaseConfig struct {
+	// Loop is the loop id.
+	Loop string
+	// Instance identifies this consumer instance uniquely and for its whole
+	// life (default: NewInstanceID()).
+	Instance string
+	// Every is the least time between two refreshes (DefaultLeaseEvery when
+	// 0); TTL is the lease's lifetime after a refresh (DefaultLeaseTTL when
+	// 0; at least 2 x Every).
+	Every, TTL time.Duration
+	// Fallback is the number of peers assumed until the store has been
+	// read once (default 1); a failed read keeps the last count. Set it to
+	// the most instances that can run (the event source mapping's
+	// MaximumConcurrency, the ECS desired count) to err on the slow side.
+	Fallback int
+}
+
+// Lease is a consumer instance's lease on its loop and its report of what it
+// stored: a Peers that shares RATE by the instances that actually run. At
+// most once per Every, when the RateCache asks for the live count, it writes
+// the lease (one write, with the running count of the messages this
+// instance stored, from Stats.Stored) and counts the live leases (one read):
+// never a call per message or per batch. The controller turns the counts
+// into the processed rate (loop.Demand). It is safe for concurrent use.
+type Lease struct {
+	cfg   LeaseConfig
+	store PeerStore
+	stats *Stats
+	clock Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	started time.Time
+	at      time.Time // last refresh attempt
+	live    int
+}
+
+var _ Peers = (*Lease)(nil)
+
+// NewInstanceID returns a random instance id.
+func NewInstanceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// NewLease returns the lease of one consumer instance; stats must be the
+// consumer's (Consumer.Stats, or the Stats given to New). log may be nil.
+func NewLease(cfg LeaseConfig, store PeerStore, stats *Stats, clock Clock, log *slog.Logger) *Lease {
+	if cfg.Instance == "" {
+		cfg.Instance = NewInstanceID()
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = DefaultLeaseEvery
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultLeaseTTL
+	}
+	cfg.TTL = max(cfg.TTL, 2*cfg.Every)
+	cfg.Fallback = max(cfg.Fallback, 1)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Lease{cfg: cfg, store: store, stats: stats, clock: clock, log: log, started: clock.Now(), live: cfg.Fallback}
+}
+
+// Instance returns the instance id.
+func (l *Lease) Instance() string { return l.cfg.Instance }
+
+// Live refreshes the lease when Every has passed since the last refresh and
+// returns the number of live instances (this one included). A failed write
+// or read is logged and the last count stays in force.
+func (l *Lease) Live(ctx context.Context) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if !l.at.IsZero() && now.Sub(l.at) < l.cfg.Every {
+		return l.live, nil
+	}
+	l.at = now
+	if err := l.report(ctx, now, now.Add(l.cfg.TTL)); err != nil {
+		l.log.WarnContext(ctx, "refresh consumer lease failed; keeping the last peer count", "loop", l.cfg.Loop, "instance", l.cfg.Instance, "peers", l.live, "err", err)
+		return l.live, nil
+	}
+	n, err := l.store.LivePeers(ctx, l.cfg.Loop, now)
+	if err != nil {
+		l.log.WarnContext(ctx, "count live consumers failed; keeping the last peer count", "loop", l.cfg.Loop, "peers", l.live, "err", err)
+		return l.live, nil
+	}
+	l.live = max(n, 1) // this instance's lease may not show yet in an eventually consistent read
+	return l.live, nil
+}
+
+// Close reports the final count with a lapsed lease, so that the other
+// instances stop counting this one at once: call it when the instance stops.
+func (l *Lease) Close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	return l.report(ctx, now, now)
+}
+
+func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
+	p := loop.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
+		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires}
+	if err := l.store.ReportPeer(ctx, p); err != nil {
+		return fmt.Errorf("report lease of %s on loop %s: %w", l.cfg.Instance, l.cfg.Loop, err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package loop
+
+import "time"
+
+// Peer is a consumer instance's lease on a loop: the consumer refreshes it
+// every few seconds (pkg/consume's Lease) with the running count of the
+// messages it stored since it started. The controller reads every loop's
+// peers in the same batched read as the loops (TickStore.LoadLoops) and
+// turns the counts into the processed rate of the last tick period; the
+// consumers count the live leases to share RATE among the instances that
+// actually run.
+type Peer struct {
+	// Loop is the loop id; Instance the consumer instance's unique id.
+	Loop     string `json:"loop"`
+	Instance string `json:"instance"`
+	// Stored counts the messages the instance stored since StartedAt.
+	Stored int64 `json:"stored"`
+	// StartedAt is when the instance started counting; ReportedAt when it
+	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
+	StartedAt  time.Time `json:"started_at"`
+	ReportedAt time.Time `json:"reported_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// Live reports whether the lease is in force at now.
+func (p Peer) Live(now time.Time) bool { return now.Before(p.ExpiresAt) }
+
+// LivePeers counts the leases of peers in force at now.
+func LivePeers(peers []Peer, now time.Time) int {
+	n := 0
+	for _, p := range peers {
+		if p.Live(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// PeerRetention is how long after its lease lapsed a peer's count still
+// counts toward the processed rate (its last refresh may come after the
+// previous tick). Older leases are ignored; stores may delete them (a TTL).
+const PeerRetention = 10 * time.Minute
+
+// Demand is what the consumers' reports said at a tick.
+type Demand struct {
+	// Stored is each reporting instance's count at this tick: the baseline
+	// for the next one.
+	Stored map[string]int64 `json:"stored,omitempty"`
+	// Processed is the rate the consumers stored since the previous tick,
+	// messages/s (0 when not Known); Known is false when no consumer reports or the figure
+	// cannot be trusted this tick (the first tick, a reporting consumer
+	// without a baseline).
+	Processed float64 `json:"processed"`
+	Known     bool    `json:"known"`
+	// Live is the number of live leases.
+	Live int `json:"live"`
+	// Limited is true when the loop was limited by demand at this tick:
+	// the consumers took clearly less than the rate allowed (the queue ran
+	// dry, too few consumers), and the controller held the rate near what
+	// was taken.
+	Limited bool `json:"limited,omitempty"`
+}
+
+// measureDemand turns the peers' running counts into the processed rate
+// since the previous tick (at prevTick, with the baselines of prev): the sum
+// of every count's increase over dt. A count below its baseline (an
+// instance id reused after a restart) counts from zero. An instance first
+// seen now counts whole if it started after the previous tick; if it
+// started before, its share of the period is unknown and so is the figure.
+// Redelivered messages that a consumer stores again are counted again: the
+// figure is what reached the destination, which is what loads it.
+func measureDemand(peers []Peer, prev Demand, prevTick, now time.Time, dt time.Duration) Demand {
+	d := Demand{Stored: make(map[string]int64, len(peers)), Live: LivePeers(peers, now)}
+	var sum int64
+	known := !prevTick.IsZero() && dt > 0 && (len(peers) > 0 || len(prev.Stored) > 0)
+	for _, p := range peers {
+		if now.Sub(p.ExpiresAt) > PeerRetention {
+			continue
+		}
+		d.Stored[p.Instance] = p.Stored
+		base, ok := prev.Stored[p.Instance]
+		switch {
+		case ok && p.Stored >= base:
+			sum += p.Stored - base
+		case ok || !p.StartedAt.Before(prevTick):
+			sum += p.Stored
+		default:
+			known = false
+		}
+	}
+	if len(d.Stored) == 0 {
+		d.Stored = nil
+	}
+	if known {
+		d.Processed, d.Known = float64(sum)/dt.Seconds(), true
+	}
+	return d
+}
