@@ -96,5 +96,11 @@ func (c *Controller) ceilingBound(y float64, in Input) float64 {
 	if m := cfg.Feedforward; m != nil && m.Base < s.FilteredSetpoint {
 		base = m.Base
 	}
-	return math.Max(0, seen) * (s.FilteredSetpoint - base) / (y - base)
+	bound := math.Max(0, seen) * (s.FilteredSetpoint - base) / (y - base)
+	if m := cfg.Feedforward; m != nil {
+		// The model's own rate at the setpoint: the measurement gives
+		// only a bound, the model an estimate.
+		bound = math.Min(bound, m.Input(s.FilteredSetpoint))
+	}
+	return bound
 }

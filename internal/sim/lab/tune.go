@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/control"
+	sluiceloop "github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 
@@ -79,6 +80,9 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 				cfg.Ki = *g.Ki
 			}
 			cfg.NoiseBand = NoiseBandFactor * p.NoiseSD
+			// The product's defaults: hold near what was taken while the
+			// queue is empty, cut at a pinned CPU.
+			cfg.DemandConfig = control.DemandConfig{Headroom: sluiceloop.DefaultDemandHeadroom, Ceiling: sluiceloop.DefaultCeiling}
 			tun["ki"] = cfg.Ki
 			tun["noise_band"] = cfg.NoiseBand
 			tun["setpoint_filter_s"] = cfg.SetpointFilter.Seconds()

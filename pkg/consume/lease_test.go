@@ -1,0 +1,130 @@
+package consume_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// countingPeers is a PeerStore over memstore that counts its calls and can
+// fail.
+type countingPeers struct {
+	*memstore.Store
+	reports, counts int
+	err             error
+}
+
+func (c *countingPeers) ReportPeer(ctx context.Context, p loop.Peer) error {
+	c.reports++
+	if c.err != nil {
+		return c.err
+	}
+	return c.Store.ReportPeer(ctx, p)
+}
+
+func (c *countingPeers) LivePeers(ctx context.Context, id string, now time.Time) (int, error) {
+	c.counts++
+	if c.err != nil {
+		return 0, c.err
+	}
+	return c.Store.LivePeers(ctx, id, now)
+}
+
+func TestLeaseSharesByLivePeers(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	store := &countingPeers{Store: memstore.New()}
+	rates := memqueue.NewRates()
+	rates.Put(loop.Rate{Loop: "l", PerSecond: 1200, ExpiresAt: clk.Now().Add(time.Hour)})
+	cfg := consume.LeaseConfig{Loop: "l", Every: 2 * time.Second, TTL: 10 * time.Second, Fallback: 8}
+	var caches []*consume.RateCache
+	var leases []*consume.Lease
+	for range 3 {
+		stats := &consume.Stats{}
+		l := consume.NewLease(cfg, store, stats, clk, nil)
+		leases = append(leases, l)
+		caches = append(caches, consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, l, clk, nil, stats))
+	}
+	share := func(i int) float64 { return caches[i].Allowed(ctx).Share }
+	// The first instance to read sees itself only; within one lease
+	// period every instance sees all three.
+	if got := share(0); got != 1200 {
+		t.Errorf("first instance's share = %v; want 1200 (alone)", got)
+	}
+	share(1)
+	share(2)
+	clk.Advance(2 * time.Second)
+	for i := range 3 {
+		if got := share(i); got != 400 {
+			t.Errorf("instance %d's share = %v; want 400 (1200 / 3 live)", i, got)
+		}
+	}
+	// One stops cleanly, one disappears: the lapsed lease stops counting
+	// within its TTL.
+	if err := leases[2].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	if got := share(0); got != 600 {
+		t.Errorf("share after one instance closed = %v; want 600", got)
+	}
+	for range 6 { // instance 1 vanishes: only instance 0 refreshes
+		clk.Advance(2 * time.Second)
+		share(0)
+	}
+	if got := share(0); got != 1200 {
+		t.Errorf("share after instance 1's lease lapsed = %v; want 1200", got)
+	}
+	// One refresh (a write and a count) per period, not per read.
+	before := store.reports
+	for range 10_000 {
+		share(0)
+		clk.Advance(time.Millisecond)
+	}
+	if n := store.reports - before; n < 4 || n > 5 {
+		t.Errorf("lease writes over 10 s of reads every millisecond = %d; want 4 or 5 (one per 2 s)", n)
+	}
+}
+
+func TestLeaseReportsTheStoredCount(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	store := memstore.New()
+	stats := &consume.Stats{}
+	l := consume.NewLease(consume.LeaseConfig{Loop: "l", Instance: "i-1"}, store, stats, clk, nil)
+	stats.Stored.Add(250)
+	if err := store.WriteParams(ctx, "l", map[string]any{"setpoint": 70.0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Live(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := store.LoadLoops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []loop.Peer
+	for _, s := range snaps {
+		if s.Loop == "l" {
+			got = s.Peers
+		}
+	}
+	if len(got) != 1 || got[0].Instance != "i-1" || got[0].Stored != 250 || !got[0].Live(clk.Now()) {
+		t.Errorf("peers = %+v; want i-1's live lease with 250 stored", got)
+	}
+}
+
+func TestLeaseFailureKeepsTheFallbackCount(t *testing.T) {
+	clk := newFakeClock()
+	store := &countingPeers{Store: memstore.New(), err: errors.New("throttled")}
+	l := consume.NewLease(consume.LeaseConfig{Loop: "l", Fallback: 8}, store, &consume.Stats{}, clk, nil)
+	if n, err := l.Live(context.Background()); n != 8 || err != nil {
+		t.Errorf("Live with a failing store = %d, %v; want the fallback 8", n, err)
+	}
+}

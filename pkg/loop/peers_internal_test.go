@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"testing"
+	"time"
+)
+
+func TestMeasureDemand(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Minute)
+	live := now.Add(10 * time.Second)
+	peer := func(id string, stored int64, started time.Time, expires time.Time) Peer {
+		return Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: expires}
+	}
+	old := t0.Add(-time.Hour)
+	for _, tc := range []struct {
+		name      string
+		peers     []Peer
+		prev      map[string]int64
+		prevTick  time.Time
+		want      float64
+		wantKnown bool
+		wantLive  int
+	}{
+		{name: "increase of every count", peers: []Peer{peer("a", 700, old, live), peer("b", 1300, old, live)},
+			prev: map[string]int64{"a": 100, "b": 100}, prevTick: t0, want: 30, wantKnown: true, wantLive: 2},
+		{name: "a peer started since the last tick counts whole", peers: []Peer{peer("a", 700, old, live), peer("c", 600, t0.Add(time.Second), live)},
+			prev: map[string]int64{"a": 100}, prevTick: t0, want: 20, wantKnown: true, wantLive: 2},
+		{name: "a lapsed lease still counts its last report", peers: []Peer{peer("a", 700, old, now.Add(-time.Minute))},
+			prev: map[string]int64{"a": 100}, prevTick: t0, want: 10, wantKnown: true, wantLive: 0},
+		{name: "a lease lapsed beyond retention is ignored", peers: []Peer{peer("a", 700, old, now.Add(-PeerRetention-time.Second))},
+			prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true, wantLive: 0},
+		{name: "a count below its baseline counts from zero", peers: []Peer{peer("a", 60, old, live)},
+			prev: map[string]int64{"a": 1000}, prevTick: t0, want: 1, wantKnown: true, wantLive: 1},
+		{name: "all peers gone: nothing taken", prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true},
+		{name: "an old peer without baseline makes it unknown", peers: []Peer{peer("a", 700, old, live)}, prevTick: t0, wantLive: 1},
+		{name: "first tick: unknown", peers: []Peer{peer("a", 700, old, live)}, wantLive: 1},
+		{name: "no consumer reports: unknown", prevTick: t0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := measureDemand(tc.peers, Demand{Stored: tc.prev}, tc.prevTick, now, now.Sub(t0))
+			if d.Known != tc.wantKnown || d.Processed != tc.want || d.Live != tc.wantLive {
+				t.Errorf("measureDemand = processed %v known %v live %d; want %v %v %d", d.Processed, d.Known, d.Live, tc.want, tc.wantKnown, tc.wantLive)
+			}
+			for _, p := range tc.peers {
+				if _, ok := d.Stored[p.Instance]; !ok && now.Sub(p.ExpiresAt) <= PeerRetention {
+					t.Errorf("baseline of %s missing from %v", p.Instance, d.Stored)
+				}
+			}
+		})
+	}
+}
