@@ -100,6 +100,11 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	other, err := demoCounterpart(s, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
+		return 1
+	}
 
 	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
 	if err != nil {
@@ -127,6 +132,14 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if len(fixed.Results) > 0 {
 			out["fixed"] = fixed.Results[0]
 		}
+		if other != nil {
+			key := "no_report"
+			if cfg.NoReport {
+				key = "with_report"
+			}
+			out[key] = map[string]any{"metrics": other.Metrics, "iae_ratio": other.Metrics.IAE / bound, "lost": other.Counts.Lost()}
+		}
+		out["report"] = !cfg.NoReport
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
@@ -135,12 +148,58 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	} else {
 		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)
 		printDriftNote(stdout, s, rec)
+		if other != nil {
+			printReportNote(stdout, cfg.NoReport, res, *other)
+		}
 	}
 	if res.Counts.Lost() != 0 {
 		fmt.Fprintf(stderr, "sluice demo: %d messages lost\n", res.Counts.Lost())
 		return 1
 	}
 	return 0
+}
+
+// demoCounterpart runs the demo again with the consumers' report switched
+// the other way, quietly, when the traffic changes (bursts, producer
+// changes) or the report was switched off: the closing note shows the two
+// side by side. Nil when there is nothing to compare.
+func demoCounterpart(s sim.Scenario, cfg demo.Config) (*demo.Result, error) {
+	if !cfg.NoReport && len(s.Bursts) == 0 && len(s.ProducerChanges) == 0 {
+		return nil, nil
+	}
+	cfg.NoReport = !cfg.NoReport
+	cfg.Progress, cfg.OnTick = nil, nil
+	res, err := demo.Run(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("run with the report switched %s: %w", onOff(!cfg.NoReport), err)
+	}
+	return &res, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// printReportNote is the closing note: the run with and without the
+// consumers' report of what they stored (--no-report).
+func printReportNote(w io.Writer, noReport bool, res, other demo.Result) {
+	with, without := res, other
+	if noReport {
+		with, without = other, res
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "the consumers' report of what they stored (--no-report switches it off):")
+	fmt.Fprintf(w, "%-22s %12s %12s\n", "", "report on", "report off")
+	m1, m0 := with.Metrics, without.Metrics
+	fmt.Fprintf(w, "%-22s %12.1f %12.1f\n", "max CPU (%)", m1.MaxCPU, m0.MaxCPU)
+	fmt.Fprintf(w, "%-22s %12.0f %12.0f\n", "time above sp+5 (s)", m1.ViolationSeconds, m0.ViolationSeconds)
+	fmt.Fprintf(w, "%-22s %12d %12d\n", "messages processed", m1.Processed, m0.Processed)
+	fmt.Fprintf(w, "%-22s %12d %12d\n", "messages lost", with.Counts.Lost(), without.Counts.Lost())
+	fmt.Fprintln(w, "without the report the controller cannot tell an empty queue from a slow destination: the rate")
+	fmt.Fprintln(w, "winds up toward max_rate while the queue is idle, and the next burst meets the destination at it")
 }
 
 // printProgress rewrites one terminal line with the run's state.
@@ -174,7 +233,7 @@ func fmtSettle(v *float64) string {
 
 func printDemoSummary(w io.Writer, s sim.Scenario, res demo.Result, fixed lab.Report, bound float64, wall time.Duration, plotPath string) {
 	virt := s.Duration
-	fmt.Fprintf(w, "Sluice demo: %v of the reference world in %.1fs of wall time (%.0fx)\n\n", virt, wall.Seconds(), virt.Seconds()/wall.Seconds())
+	fmt.Fprintf(w, "Sluice demo: %v of the simulated world in %.1fs of wall time (%.0fx)\n\n", virt, wall.Seconds(), virt.Seconds()/wall.Seconds())
 	fmt.Fprintf(w, "%-22s %12s %12s\n", "", "sluice", "fixed rate")
 	row := func(name, a, b string) { fmt.Fprintf(w, "%-22s %12s %12s\n", name, a, b) }
 	m := res.Metrics
