@@ -90,3 +90,7 @@ func TestLoadLoopsCorruptState(t *testing.T) {
 		t.Errorf("good loop snapshot = %+v; want its STATE at version 1", sn)
 	}
 }
+
+func TestPeersContract(t *testing.T) {
+	storetest.TestPeers(t, func(t *testing.T) storetest.PeerStore { return newStore(t) })
+}

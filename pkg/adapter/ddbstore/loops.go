@@ -135,7 +135,8 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 // index, paginated) and reads their STATE items consistently (BatchGetItem,
 // 100 keys a call). A STATE item that does not decode sets its snapshot's
 // Err and fails no other loop. A tick over N loops costs about ceil(N/1000) queries and
-// ceil(N/100) batch reads.
+// ceil(N/100) batch reads, plus one query for the consumers' leases
+// (peers.go) per 1 MB of them.
 func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	var snaps []loop.Snapshot
 	in := &dynamodb.QueryInput{
@@ -167,6 +168,16 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	byLoop := make(map[string]int, len(snaps))
 	for i, sn := range snaps {
 		byLoop[sn.Loop] = i
+	}
+	// Issue 13: the consumers' leases, in one paginated query (peers.go).
+	peers, err := s.loadPeers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for id, ps := range peers {
+		if i, ok := byLoop[id]; ok {
+			snaps[i].Peers = ps
+		}
 	}
 	for start := 0; start < len(snaps); start += maxBatchGet {
 		keys := make([]map[string]types.AttributeValue, 0, maxBatchGet)
@@ -329,6 +340,9 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 		// model_drift is its own attribute, for a reader of the item.
 		item["model_drift"] = &types.AttributeValueMemberBOOL{Value: st.Drift.ModelDrift}
 	}
+	if err := encodeDemand(item, st.Demand); err != nil {
+		return nil, err
+	}
 	return item, nil
 }
 
@@ -441,6 +455,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 			add(fmt.Errorf("drift: %w", err))
 		}
 	}
+	add(decodeDemand(item, &st.Demand))
 	return st, errors.Join(errs...)
 }
 

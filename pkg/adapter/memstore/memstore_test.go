@@ -14,3 +14,7 @@ func TestRateContract(t *testing.T) {
 func TestTickStoreContract(t *testing.T) {
 	storetest.TestTickStore(t, func(*testing.T) storetest.Store { return memstore.New() })
 }
+
+func TestPeersContract(t *testing.T) {
+	storetest.TestPeers(t, func(*testing.T) storetest.PeerStore { return memstore.New() })
+}

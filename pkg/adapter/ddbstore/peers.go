@@ -1,0 +1,172 @@
+package ddbstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// SortPeer is the sort key of the consumers' lease items (loop.Peer). A
+// lease's partition key is "<loop>#<instance>", not the loop id: all leases
+// of all loops then share the sort key, so that one paginated query on the
+// by-sk index reads them for the whole tick (as PARAMS are listed), and a
+// consumer counts its loop's live leases with one query on the same index.
+// Their `ttl` lets DynamoDB delete them well after they lapsed.
+const SortPeer = "PEER"
+
+// peerPK is the partition key of instance's lease on loopID.
+func peerPK(loopID, instance string) string { return loopID + "#" + instance }
+
+// ReportPeer writes p's lease (one PutItem), replacing the instance's
+// previous one (pkg/consume's PeerStore).
+func (s *Store) ReportPeer(ctx context.Context, p loop.Peer) error {
+	if p.Loop == "" || p.Instance == "" {
+		return fmt.Errorf("dynamodb report peer: empty loop id or instance id in %+v", p)
+	}
+	item := map[string]types.AttributeValue{
+		"pk":          str(peerPK(p.Loop, p.Instance)),
+		"sk":          str(SortPeer),
+		"loop":        str(p.Loop),
+		"instance":    str(p.Instance),
+		"stored":      integer(p.Stored),
+		"started_at":  timestamp(p.StartedAt),
+		"reported_at": timestamp(p.ReportedAt),
+		"expires_at":  timestamp(p.ExpiresAt),
+		"expires_ms":  integer(p.ExpiresAt.UnixMilli()),
+		"ttl":         integer(p.ExpiresAt.Add(2 * loop.PeerRetention).Unix()),
+	}
+	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return wrap("report peer "+p.Instance, p.Loop, err)
+	}
+	return nil
+}
+
+// LivePeers counts loopID's leases in force at now: one query on the by-sk
+// index (eventually consistent: a lease written a moment ago may not count
+// yet), more only past 1 MB of leases.
+func (s *Store) LivePeers(ctx context.Context, loopID string, now time.Time) (int, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		IndexName:                aws.String(IndexBySort),
+		KeyConditionExpression:   aws.String("sk = :sk AND begins_with(pk, :prefix)"),
+		FilterExpression:         aws.String("#loop = :loop AND expires_ms > :now"),
+		ExpressionAttributeNames: map[string]string{"#loop": "loop"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":sk": str(SortPeer), ":prefix": str(loopID + "#"), ":loop": str(loopID), ":now": integer(now.UnixMilli()),
+		},
+		Select: types.SelectCount,
+	}
+	n := 0
+	for {
+		out, err := s.api.Query(ctx, in)
+		if err != nil {
+			return 0, wrap("count live peers", loopID, err)
+		}
+		n += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// loadPeers reads every lease of every loop (one paginated query on the
+// by-sk index), keyed by loop id.
+func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(IndexBySort),
+		KeyConditionExpression:    aws.String("sk = :sk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(SortPeer)},
+	}
+	peers := make(map[string][]loop.Peer)
+	for {
+		out, err := s.api.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("dynamodb list consumer leases (index %s of %s): %w", IndexBySort, s.table, err)
+		}
+		for _, item := range out.Items {
+			p, err := decodePeer(item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamodb decode consumer lease: %w", err)
+			}
+			peers[p.Loop] = append(peers[p.Loop], p)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return peers, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
+	var p loop.Peer
+	var errs []error
+	add := func(e error) {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	var err error
+	p.Loop, err = getS(item, "loop")
+	add(err)
+	p.Instance, err = getS(item, "instance")
+	add(err)
+	p.Stored, err = getInt(item, "stored")
+	add(err)
+	p.StartedAt, err = getTime(item, "started_at")
+	add(err)
+	p.ReportedAt, err = getTime(item, "reported_at")
+	add(err)
+	p.ExpiresAt, err = getTime(item, "expires_at")
+	add(err)
+	return p, errors.Join(errs...)
+}
+
+// getInt reads the whole number attribute name of item (not through
+// float64, which loses counts above 2^53).
+func getInt(item map[string]types.AttributeValue, name string) (int64, error) {
+	n, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("attribute %s: missing or not a number (N)", name)
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s: %q is not a whole number", name, n.Value)
+	}
+	return i, nil
+}
+
+// encodeDemand and decodeDemand keep STATE's Demand (the consumers'
+// counts at the last tick) in the attribute `demand`, as JSON.
+func encodeDemand(item map[string]types.AttributeValue, d loop.Demand) error {
+	if d.Stored == nil && !d.Known && d.Live == 0 {
+		return nil
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("demand: %w", err)
+	}
+	item["demand"] = str(string(b))
+	return nil
+}
+
+func decodeDemand(item map[string]types.AttributeValue, d *loop.Demand) error {
+	s, err := optS(item, "demand")
+	if err != nil || s == "" {
+		return err
+	}
+	if err := json.Unmarshal([]byte(s), d); err != nil {
+		return fmt.Errorf("demand: %w", err)
+	}
+	return nil
+}

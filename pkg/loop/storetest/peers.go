@@ -1,0 +1,84 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// PeerStore is a loop store that also keeps the consumers' leases
+// (pkg/consume's PeerStore).
+type PeerStore interface {
+	Store
+	ReportPeer(ctx context.Context, p loop.Peer) error
+	LivePeers(ctx context.Context, loopID string, now time.Time) (int, error)
+}
+
+// TestPeers runs the contract of the consumers' leases against a fresh
+// store from newStore: a lease replaces the instance's previous one, live
+// leases count per loop (a loop id that prefixes another's counts apart),
+// and a tick's LoadLoops returns every loop's leases, whose counts the
+// controller turns into the processed rate kept in STATE.
+func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
+	s := newStore(t)
+	for _, id := range []string{"a", "a#b"} {
+		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := func(id, inst string, stored int64, expires time.Time) {
+		t.Helper()
+		p := loop.Peer{Loop: id, Instance: inst, Stored: stored, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: expires}
+		if err := s.ReportPeer(ctx, p); err != nil {
+			t.Fatalf("ReportPeer(%+v): %v", p, err)
+		}
+	}
+	lease("a", "i-1", 10, at.Add(time.Minute))
+	lease("a", "i-1", 1<<60, at.Add(time.Minute)) // replaces; counts beyond float64's integers
+	lease("a", "i-2", 5, at.Add(-time.Second))    // lapsed
+	lease("a", "i-3", 7, at.Add(time.Minute))
+	lease("a#b", "i-4", 9, at.Add(time.Minute))
+	for id, want := range map[string]int{"a": 2, "a#b": 1, "c": 0} {
+		if n, err := s.LivePeers(ctx, id, at); err != nil || n != want {
+			t.Errorf("LivePeers(%q) = %d, %v; want %d", id, n, err, want)
+		}
+	}
+	snaps, err := s.LoadLoops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]int64{}
+	for _, sn := range snaps {
+		for _, p := range sn.Peers {
+			if got[sn.Loop] == nil {
+				got[sn.Loop] = map[string]int64{}
+			}
+			got[sn.Loop][p.Instance] = p.Stored
+			if p.Loop != sn.Loop || !p.ReportedAt.Equal(at) || !p.StartedAt.Equal(at.Add(-time.Hour)) {
+				t.Errorf("lease %+v of loop %s: fields not kept", p, sn.Loop)
+			}
+		}
+	}
+	if len(got["a"]) != 3 || got["a"]["i-1"] != 1<<60 || got["a#b"]["i-4"] != 9 || len(got["a#b"]) != 1 {
+		t.Errorf("LoadLoops leases = %v; want a: i-1, i-2, i-3 and a#b: i-4", got)
+	}
+
+	t.Run("demand round trip in STATE", func(t *testing.T) {
+		st := loop.State{Loop: "a", Version: 1, TickAt: at, Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
+		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
+			t.Fatal(err)
+		}
+		back, err := s.ReadState(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := back.Demand
+		if d.Processed != 412.5 || !d.Known || d.Live != 2 || !d.Limited || d.Stored["i-1"] != 1<<60 || d.Stored["i-3"] != 7 {
+			t.Errorf("STATE demand = %+v; want %+v", d, st.Demand)
+		}
+	})
+}
