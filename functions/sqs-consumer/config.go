@@ -29,6 +29,7 @@ type config struct {
 	Table         string        // SLUICE_TABLE: the DynamoDB table
 	SafeRate      float64       // SLUICE_SAFE_RATE: aggregate msg/s when RATE is missing or stale
 	RatePeriod    time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
+	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
 	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's MaximumConcurrency)
 	Sink          string        // SLUICE_SINK: mysql or http
 	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
@@ -68,6 +69,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
 		c.HTTPEndpoints = strings.Split(e, ",")
 	}
+	report, err := consume.ParseReport(getenv("SLUICE_REPORT"))
+	if err != nil {
+		return c, err
+	}
+	c.Report = report
 	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {
@@ -142,8 +148,9 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		sink = httpsink.New(httpsink.Config{}, picker, nil, consume.WallClock{})
 	}
 	stats := &consume.Stats{}
-	rates := consume.NewRateCache(rc,
-		ddbstore.New(dynamodb.NewFromConfig(aws), c.Table), consume.FixedPeers(c.Consumers), consume.WallClock{}, log, stats)
+	store := ddbstore.New(dynamodb.NewFromConfig(aws), c.Table)
+	peers := consume.LeaseOrFixed(c.Report, c.Loop, c.Consumers, store, stats, consume.WallClock{}, log)
+	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
 	cons := consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats)
 	return &sqsqueue.Handler{
 		Consumer:      cons,

@@ -18,6 +18,7 @@ type config struct {
 	Table         string        // SLUICE_TABLE
 	SafeRate      float64       // SLUICE_SAFE_RATE (aggregate msg/s)
 	RatePeriod    time.Duration // SLUICE_RATE_PERIOD
+	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
 	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
 	BatchSize     int           // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
 	Sink          string        // SLUICE_SINK: mysql or http
@@ -67,6 +68,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	def(&c.Sink, "mysql")
 	def(&c.KafkaGroup, "sluice-worker")
 	def(&c.MetricsAddr, ":9102")
+	report, err := consume.ParseReport(getenv("SLUICE_REPORT"))
+	if err != nil {
+		return c, err
+	}
+	c.Report = report
 	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {

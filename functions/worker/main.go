@@ -126,8 +126,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 
 	stats := &consume.Stats{}
-	rates := consume.NewRateCache(rc,
-		ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table), consume.FixedPeers(cfg.Consumers), consume.WallClock{}, log, stats)
+	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
+	peers := consume.LeaseOrFixed(cfg.Report, cfg.Loop, cfg.Consumers, store, stats, consume.WallClock{}, log)
+	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
 	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, sink, consume.WallClock{}, log, stats)
 
 	var src source
@@ -180,6 +181,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	if srv != nil {
 		srv.Shutdown(cctx)
+	}
+	if l, ok := peers.(*consume.Lease); ok {
+		if err := l.Close(cctx); err != nil { // the final count; the others stop counting this one
+			log.Warn("close consumer lease", "err", err)
+		}
 	}
 	log.Info("worker stopped", "consumed", stats.Consumed.Load(), "stored", stats.Stored.Load(),
 		"failed", stats.Failed.Load(), "poison", stats.Poison.Load())

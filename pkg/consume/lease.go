@@ -138,3 +138,26 @@ func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
 	}
 	return nil
 }
+
+// LeaseOrFixed returns the Peers a consumer shares RATE by: with report, a
+// Lease on store for loopID that falls back to n peers until it has counted;
+// without, the fixed count n (the product before the report: the controller
+// then does not know what the consumers took).
+func LeaseOrFixed(report bool, loopID string, n int, store PeerStore, stats *Stats, clock Clock, log *slog.Logger) Peers {
+	if !report {
+		return FixedPeers(n)
+	}
+	return NewLease(LeaseConfig{Loop: loopID, Fallback: n}, store, stats, clock, log)
+}
+
+// ParseReport parses the consumers' SLUICE_REPORT setting: "" or on (the
+// default) reports, off does not.
+func ParseReport(v string) (bool, error) {
+	switch v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("SLUICE_REPORT=%q: want on or off", v)
+}

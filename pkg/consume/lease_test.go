@@ -128,3 +128,21 @@ func TestLeaseFailureKeepsTheFallbackCount(t *testing.T) {
 		t.Errorf("Live with a failing store = %d, %v; want the fallback 8", n, err)
 	}
 }
+
+func TestLeaseOrFixed(t *testing.T) {
+	clk := newFakeClock()
+	if p := consume.LeaseOrFixed(false, "l", 4, memstore.New(), &consume.Stats{}, clk, nil); p != consume.FixedPeers(4) {
+		t.Errorf("LeaseOrFixed(report off) = %v; want FixedPeers(4)", p)
+	}
+	if _, ok := consume.LeaseOrFixed(true, "l", 4, memstore.New(), &consume.Stats{}, clk, nil).(*consume.Lease); !ok {
+		t.Error("LeaseOrFixed(report on) is not a Lease")
+	}
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		if got, err := consume.ParseReport(v); got != want || err != nil {
+			t.Errorf("ParseReport(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := consume.ParseReport("yes"); err == nil {
+		t.Error(`ParseReport("yes"): no error`)
+	}
+}
