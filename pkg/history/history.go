@@ -43,6 +43,10 @@ type Point struct {
 	// ModelDrift reports that the loop's STATE says the plant moved away
 	// from its model (loop.DriftState).
 	ModelDrift bool
+	// Limited reports that the loop was limited by demand at this tick:
+	// the consumers took clearly less than allowed and the controller held
+	// the rate near what they took.
+	Limited bool
 }
 
 // pointJSON is Point on the wire: unknown values (NaN) are null.
@@ -60,6 +64,7 @@ type pointJSON struct {
 	Depth     *float64 `json:"depth"`
 	Mode      string   `json:"mode,omitempty"`
 	Drift     bool     `json:"model_drift,omitempty"`
+	Limited   bool     `json:"limited,omitempty"`
 }
 
 func num(v float64) *float64 {
@@ -83,7 +88,8 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		T: p.T.UnixMilli(), Setpoint: num(p.Setpoint), Measured: num(p.Measured),
 		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
 		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
-		Drift: p.ModelDrift,
+		Drift:   p.ModelDrift,
+		Limited: p.Limited,
 	})
 }
 
@@ -98,14 +104,16 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
 		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
 		ModelDrift: j.Drift,
+		Limited:    j.Limited,
 	}
 	return nil
 }
 
 // FromReport returns the history point of one loop's controller tick at
 // t, and false when the tick wrote nothing (lost to another invocation, not
-// due, disabled, without parameters, failed). The controller does not know
-// the consumed rate or the queue depth: they are NaN. While the metric is
+// due, disabled, without parameters, failed). The consumed rate is what the
+// consumers reported storing since the previous tick and the depth the
+// queue's metric (PARAMS depth_queue); NaN when unknown. While the metric is
 // stale the controller holds its output and does not compute its terms, so
 // P, I and FF are NaN (a gap on the chart).
 func FromReport(t time.Time, r loop.Report) (Point, bool) {
@@ -116,6 +124,13 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 		T: t, Setpoint: r.Setpoint, Measured: r.Measured, Rate: r.Rate, Consumed: math.NaN(),
 		P: r.P, I: r.I, FF: r.FF, Saturated: r.Saturated, Stale: r.Stale, Depth: math.NaN(), Mode: string(r.Mode),
 		ModelDrift: r.ModelDrift,
+		Limited:    r.DemandLimited,
+	}
+	if r.ProcessedKnown {
+		p.Consumed = r.Processed
+	}
+	if r.DepthKnown {
+		p.Depth = r.Depth
 	}
 	if r.Stale {
 		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()

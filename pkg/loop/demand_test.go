@@ -66,3 +66,43 @@ func TestTickWithoutReportsRunsOnTheCPUAlone(t *testing.T) {
 		t.Errorf("report %+v; want no processed figure and the rate raised by the error", rep)
 	}
 }
+
+func TestTickReadsTheQueueDepthInOneBatch(t *testing.T) {
+	r := newRig(t)
+	for _, id := range []string{"a", "b", "c"} {
+		r.params(id, func(a map[string]any) {
+			if id != "c" {
+				a["depth_queue"] = "q-" + id
+			}
+		})
+		r.cpu(id, 60, 30*time.Second)
+	}
+	// Depth queries carry no DBInstanceIdentifier: the fake answers them
+	// all with this datapoint.
+	r.metrics.set("", loop.Sample{Value: 42, Time: r.clock.now, Found: true})
+	r.metrics.mu.Lock()
+	r.metrics.calls = nil
+	r.metrics.mu.Unlock()
+	r.clock.now = r.clock.now.Add(time.Minute)
+	reports, err := r.ticker.Tick(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var depthCalls int
+	for _, c := range r.metrics.calls {
+		if c[0].Namespace == loop.DepthNamespace {
+			depthCalls++
+			if len(c) != 2 || c[0].Dimensions[loop.DepthDimension] != "q-a" || c[1].Dimensions[loop.DepthDimension] != "q-b" {
+				t.Errorf("depth batch = %+v; want the queues of a and b", c)
+			}
+		}
+	}
+	if depthCalls != 1 {
+		t.Errorf("depth reads = %d; want 1 batch for every loop", depthCalls)
+	}
+	for _, rep := range reports {
+		if want := rep.Loop != "c"; rep.DepthKnown != want || want && rep.Depth != 42 {
+			t.Errorf("loop %s: depth %v (known %v); want known %v (42)", rep.Loop, rep.Depth, rep.DepthKnown, want)
+		}
+	}
+}

@@ -95,6 +95,10 @@ type Report struct {
 	ProcessedKnown bool    `json:"processed_known"`
 	LivePeers      int     `json:"live_peers"`
 	DemandLimited  bool    `json:"demand_limited"`
+	// Depth is the queue's depth (messages visible, AWS/SQS) when
+	// DepthKnown: PARAMS depth_queue names the queue.
+	Depth      float64 `json:"depth"`
+	DepthKnown bool    `json:"depth_known"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -125,6 +129,9 @@ type due struct {
 	// nodes are the samples of a loop with nodes, one per node in
 	// params.Nodes order (sample is then computed from them).
 	nodes []Sample
+	// depth is the queue's depth when depthKnown (depth.go).
+	depth      float64
+	depthKnown bool
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted
@@ -217,6 +224,7 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 	}
 
 	t.readMetrics(ctx, work, now)
+	t.readDepths(ctx, work, now) // issue 13: the dashboard's depth (depth.go)
 
 	// Commit in parallel, bounded.
 	n := t.Concurrency
@@ -419,6 +427,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
 	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
+	r.Depth, r.DepthKnown = w.depth, w.depthKnown
 
 	st.Version = prevVersion + 1
 	st.Controller = ctrl.State

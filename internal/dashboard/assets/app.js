@@ -12,7 +12,7 @@ const charts = {
     { key: "measured", label: "measured CPU", color: "#1570ef" } ] },
   rate: { title: "rate", series: [
     { key: "rate", label: "allowed rate", color: "#7a5af8" },
-    { key: "consumed", label: "consumed rate", color: "#12b76a" } ] },
+    { key: "consumed", label: "processed rate (consumers' report)", color: "#12b76a" } ] },
   terms: { title: "terms", series: [
     { key: "p", label: "P", color: "#f79009" },
     { key: "i", label: "I", color: "#0e9384" },
@@ -91,10 +91,11 @@ function draw(id, chart, pts) {
   // shading: a point's flag covers the interval since the previous point
   for (let k = 0; k < pts.length; k++) {
     const p = pts[k];
-    if (!p.stale && !p.saturated) continue;
+    if (!p.stale && !p.saturated && !p.limited) continue;
     const a = k > 0 ? x(pts[k - 1].t) : x(p.t) - 2, b = x(p.t) + (k === pts.length - 1 ? 2 : 0);
     if (p.saturated) { g.fillStyle = "rgba(245,158,11,.22)"; g.fillRect(a, T, b - a, ph); }
     if (p.stale) { g.fillStyle = "rgba(107,114,128,.25)"; g.fillRect(a, T, b - a, ph); }
+    if (p.limited) { g.fillStyle = "rgba(18,183,106,.16)"; g.fillRect(a, T, b - a, ph); }
   }
   // grid and labels
   g.strokeStyle = "#eceae6"; g.fillStyle = "#6b7280"; g.font = "11px system-ui"; g.lineWidth = 1;
@@ -146,6 +147,7 @@ function drawAll() {
     b.title = "the plant no longer behaves as the loop's model says: run sluice tune --from-history and update the model";
     now.append(b);
   }
+  if (p.limited) { const b = document.createElement("span"); b.className = "badge lim"; b.textContent = "demand-limited"; now.append(b); }
 }
 
 async function poll() {

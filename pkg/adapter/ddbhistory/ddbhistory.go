@@ -14,6 +14,7 @@
 //	consumed  N|NULL consumed rate, messages/s
 //	p, i, ff  N     controller terms, messages/s
 //	saturated BOOL  output at a bound or slew limit
+//	limited   BOOL  the loop was limited by demand (rate held near what was taken)
 //	stale     BOOL  metric stale or missing
 //	depth     N|NULL queue depth or lag, messages
 //	mode      S     auto, manual or shadow
@@ -112,6 +113,7 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 		"i":         n(p.I),
 		"ff":        n(p.FF),
 		"saturated": &types.AttributeValueMemberBOOL{Value: p.Saturated},
+		"limited":   &types.AttributeValueMemberBOOL{Value: p.Limited},
 		"stale":     &types.AttributeValueMemberBOOL{Value: p.Stale},
 		"depth":     n(p.Depth),
 		"mode":      &types.AttributeValueMemberS{Value: p.Mode},
@@ -245,6 +247,7 @@ func decode(it map[string]types.AttributeValue) (history.Point, error) {
 	p.Saturated = getBool(it, "saturated")
 	p.Stale = getBool(it, "stale")
 	p.ModelDrift = getBool(it, "model_drift")
+	p.Limited = getBool(it, "limited")
 	if m, _ := it["mode"].(*types.AttributeValueMemberS); m != nil {
 		p.Mode = m.Value
 	}
