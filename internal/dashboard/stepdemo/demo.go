@@ -98,9 +98,17 @@ type Demo struct {
 }
 
 // New returns a demo whose simulated clock starts at start, with the default
-// parameters; seed drives the metric noise.
+// parameters and the default cycle; seed drives the metric noise.
 func New(start time.Time, seed uint64) (*Demo, error) {
+	return NewWithTraffic(start, seed, Traffic{})
+}
+
+// NewWithTraffic is New with the traffic tr (traffic.go).
+func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 	s := scenario(seed)
+	if err := tr.apply(&s); err != nil {
+		return nil, err
+	}
 	attrs, err := defaultParams(s)
 	if err != nil {
 		return nil, fmt.Errorf("demo parameters: %w", err)
