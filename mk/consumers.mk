@@ -4,7 +4,7 @@
 #   make build-SqsConsumerFunction ARTIFACTS_DIR=dir   what `sam build` calls (arm64 bootstrap)
 #   make sqs-consumer-bootstrap                        bootstrap for this machine (for the RIE)
 #   make worker-image                                  docker build of infra/worker/Dockerfile
-#   make bench-consumers                               pacing, overhead, no-loss; JSON last line
+#   make bench-consumers                               pacing, overhead, scaling (1 -> 8 -> 3), no-loss; JSON last line
 #
 # BENCH_CONSUMERS_FLAGS passes flags to the benchmark, e.g.
 #   make bench-consumers BENCH_CONSUMERS_FLAGS='--window=10s --messages=1000'

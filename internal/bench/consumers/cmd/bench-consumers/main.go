@@ -3,7 +3,8 @@
 // at 10, 100 and 1,000 messages/s and near the highest rate the machine
 // sustains (real wall time, aggregate stored rate over the windows after the
 // first); the overhead ratio of pacing (paced at an unlimited rate over
-// unpaced, same sink, same run); and the no-loss scenarios (sqs-lambda,
+// unpaced, same sink, same run); the scaling row (instances 1 -> 8 -> 3, each
+// sharing RATE by the live leases in a DynamoDB table); and the no-loss scenarios (sqs-lambda,
 // sqs-worker, kafka-worker) into MariaDB with faults.
 //
 // `make bench-consumers` starts the services (localstack/stack/up.sh), runs
@@ -74,13 +75,14 @@ func kafkaWorker(ctx context.Context, e consumers.Env, o consumers.Options) (con
 }
 
 type result struct {
-	Pacing        []consumers.PacingPoint `json:"pacing"`
-	OverheadRatio float64                 `json:"overhead_ratio"`
-	Overhead      map[string]float64      `json:"overhead"`
-	NoLoss        []consumers.NoLoss      `json:"no_loss"`
-	Window        string                  `json:"window"`
-	Sink          string                  `json:"sink"`
-	Errors        []string                `json:"errors,omitempty"`
+	Pacing        []consumers.PacingPoint  `json:"pacing"`
+	Scaling       []consumers.ScalingPoint `json:"scaling,omitempty"`
+	OverheadRatio float64                  `json:"overhead_ratio"`
+	Overhead      map[string]float64       `json:"overhead"`
+	NoLoss        []consumers.NoLoss       `json:"no_loss"`
+	Window        string                   `json:"window"`
+	Sink          string                   `json:"sink"`
+	Errors        []string                 `json:"errors,omitempty"`
 }
 
 func ints(s string) ([]int, error) {
@@ -108,7 +110,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	consList := fs.String("consumers", "1,4,8", "concurrent consumer counts")
 	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or null (stores nothing)")
 	messages := fs.Int("messages", 10000, "messages per no-loss path")
-	only := fs.String("only", "pacing,overhead,noloss", "parts to run")
+	only := fs.String("only", "pacing,overhead,scaling,noloss", "parts to run")
+	scaleList := fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
+	scaleRate := fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
 	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker", "no-loss paths to run")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -208,6 +212,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if parts["scaling"] {
+		phases, err := ints(*scaleList)
+		if err != nil {
+			fmt.Fprintln(stderr, "--scaling:", err)
+			return 2
+		}
+		if err := scaling(ctx, &res, phases, *scaleRate, *window, newSink(), log); err != nil {
+			fail("scaling: %v", err)
+		}
+	}
 	if parts["noloss"] {
 		root, _ := os.Getwd()
 		work, err := os.MkdirTemp("", "bench-consumers-")
@@ -255,4 +269,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// scaling runs the scaling row: instances come and go by phases, each
+// keeping its lease in a table on the local DynamoDB endpoint (in memory
+// without one), and every phase is measured over window.
+func scaling(ctx context.Context, res *result, phases []int, rate float64, window time.Duration, sink consume.Sink, log *slog.Logger) error {
+	run := consumers.ScalingRun{Phases: phases, Allowed: rate, Window: window, Sink: sink}
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		store, err := consumers.Env{AWSEndpoint: ep}.ScalingTable(ctx, fmt.Sprintf("bench-scaling-%d", time.Now().UnixNano()))
+		if err != nil {
+			return err
+		}
+		run.Store = store
+	}
+	log.Info("scaling: instances come and go; each shares RATE by the live leases", "phases", phases, "rate", rate, "window", window)
+	pts, err := consumers.Scale(ctx, run)
+	for i := range pts {
+		pts[i].Achieved, pts[i].ErrorPct = math.Round(pts[i].Achieved*100)/100, math.Round(pts[i].ErrorPct*100)/100
+		log.Info("scaling", "phase", pts[i].Phase, "consumers", pts[i].Consumers, "achieved", pts[i].Achieved, "error_pct", pts[i].ErrorPct)
+	}
+	res.Scaling = pts
+	return err
 }
