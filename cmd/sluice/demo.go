@@ -116,7 +116,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
 			return 1
 		}
-		if err := demoFigure(s, res, fixed).WriteFile(*plotPath); err != nil {
+		if err := demoFigure(s, res, fixed, other, cfg.NoReport).WriteFile(*plotPath); err != nil {
 			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
 			return 1
 		}
@@ -263,8 +263,9 @@ func printDemoSummary(w io.Writer, s sim.Scenario, res demo.Result, fixed lab.Re
 	fmt.Fprintln(w, "watch the loop live and tune it in a browser: go run ./cmd/sluice dashboard --demo  (serves http://127.0.0.1:8080/)")
 }
 
-// demoFigure plots the demo run beside the fixed rate.
-func demoFigure(s sim.Scenario, res demo.Result, fixed lab.Report) plot.Figure {
+// demoFigure plots the demo run beside the fixed rate and, when there is
+// one, the run with the consumers' report switched the other way.
+func demoFigure(s sim.Scenario, res demo.Result, fixed lab.Report, other *demo.Result, noReport bool) plot.Figure {
 	mins := func(t []float64) []float64 {
 		out := make([]float64, len(t))
 		for i, v := range t {
@@ -284,6 +285,16 @@ func demoFigure(s sim.Scenario, res demo.Result, fixed lab.Report) plot.Figure {
 		fx := mins(fs.T)
 		cpu = append(cpu, plot.Series{Name: "fixed rate: true CPU", X: fx, Y: fs.CPU, Color: "#d62728"})
 		rate = append(rate, plot.Series{Name: "fixed rate", X: fx, Y: fs.Allowed, Color: "#d62728"})
+	}
+	if other != nil {
+		name := "sluice, report off"
+		if noReport {
+			name = "sluice, report on"
+		}
+		ox := mins(other.Series.T)
+		cpu = append(cpu, plot.Series{Name: name + ": true CPU", X: ox, Y: other.Series.CPU, Color: "#ff7f0e"})
+		rate = append(rate, plot.Series{Name: name + ": allowed rate", X: ox, Y: other.Series.Allowed, Color: "#ff7f0e"})
+		rate = append(rate, plot.Series{Name: "sluice: processed rate", X: x, Y: res.Series.Processed, Color: "#2ca02c", Dashed: true})
 	}
 	return plot.Figure{
 		Title:  fmt.Sprintf("sluice demo: %v, setpoint %.0f%%", s.Duration, s.Setpoint),
