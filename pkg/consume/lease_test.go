@@ -3,6 +3,7 @@ package consume_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,4 +146,22 @@ func TestLeaseOrFixed(t *testing.T) {
 	if _, err := consume.ParseReport("yes"); err == nil {
 		t.Error(`ParseReport("yes"): no error`)
 	}
+}
+
+func ExampleLease() {
+	ctx := context.Background()
+	store := memstore.New() // ddbstore.Store in production
+	_ = store.WriteRate(ctx, loop.Rate{Loop: "orders", PerSecond: 300})
+	// Two consumer instances of the loop, each with its lease.
+	var caches []*consume.RateCache
+	for range 2 {
+		stats := &consume.Stats{}
+		lease := consume.NewLease(consume.LeaseConfig{Loop: "orders"}, store, stats, consume.WallClock{}, nil)
+		caches = append(caches, consume.NewRateCache(consume.RateCacheConfig{Loop: "orders"}, store, lease, consume.WallClock{}, nil, stats))
+	}
+	caches[0].Allowed(ctx) // the first lease: alone so far
+	a := caches[1].Allowed(ctx)
+	fmt.Println(a.Total, a.Peers, a.Share)
+	// Output:
+	// 300 2 150
 }
