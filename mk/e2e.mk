@@ -5,7 +5,8 @@
 #
 #   make e2e     starts what it needs (up.sh --record; stops only that), runs the
 #                scenario (step test, tuning, disturbance, setpoint edit, invalid
-#                edit, drain), prints one JSON object as its last line
+#                edit, idle queue then a burst, drain), prints one JSON object as
+#                its last line
 
 E2E_BIN := $(BIN)/e2e
 E2E_LAMBDA_FLAGS := -trimpath -tags lambda.norpc

@@ -18,7 +18,10 @@
 // message in 50 is poison); the loop holds MariaDB's CPU at the setpoint; the
 // load generator adds CPU from outside and stops; the setpoint is edited
 // with `aws dynamodb update-item`; an invalid edit is made and must be
-// refused with its reason in PARAMS_STATUS; the queue is drained (in manual
+// refused with its reason in PARAMS_STATUS; the producers stop, the queue
+// empties and stays idle for a phase, then a minute of max_rate arrives at
+// once and the CPU must stay within setpoint + 10 points (idleburst.go); the
+// queue is drained (in manual
 // mode at the maximum rate) and every message is checked applied exactly
 // once to a user-style schema in MariaDB (orders.go: an orders table with
 // its own primary key, written by an upsert the consumers are configured
@@ -70,30 +73,35 @@ import (
 
 // Result is the JSON last line.
 type Result struct {
-	Sent                 int     `json:"sent"`
-	Stored               int     `json:"stored"`
-	Duplicates           int     `json:"duplicates"`
-	Missing              int     `json:"missing"`
-	Poison               int     `json:"poison"`
-	DeadLettered         int     `json:"dead_lettered"`
-	DeadLetterCopies     int     `json:"dead_letter_copies"`
-	Ticks                int     `json:"ticks"`
-	TickErrors           int     `json:"tick_errors"`
-	Setpoint             float64 `json:"setpoint"`
-	InitialSetpoint      float64 `json:"initial_setpoint"`
-	MeanCPUAfterSettle   float64 `json:"mean_cpu_after_settle"`
-	MeanCPUBeforeEdit    float64 `json:"mean_cpu_before_edit"`
-	MeanCPUDisturbed     float64 `json:"mean_cpu_disturbed"`
-	DisturbancePP        float64 `json:"disturbance_pp"`
-	MaxCPU               float64 `json:"max_cpu"`
-	SetpointEditFollowed bool    `json:"setpoint_edit_followed"`
-	InvalidEditRefused   bool    `json:"invalid_edit_refused"`
-	InvalidEditReason    string  `json:"invalid_edit_reason"`
-	Batches              int64   `json:"batches"`
-	BatchFailures        int64   `json:"batch_item_failures"`
-	Datapoints           int     `json:"cpu_datapoints"`
-	Stalls               int64   `json:"stalls"`
-	Model                struct {
+	Sent               int     `json:"sent"`
+	Stored             int     `json:"stored"`
+	Duplicates         int     `json:"duplicates"`
+	Missing            int     `json:"missing"`
+	Poison             int     `json:"poison"`
+	DeadLettered       int     `json:"dead_lettered"`
+	DeadLetterCopies   int     `json:"dead_letter_copies"`
+	Ticks              int     `json:"ticks"`
+	TickErrors         int     `json:"tick_errors"`
+	Setpoint           float64 `json:"setpoint"`
+	InitialSetpoint    float64 `json:"initial_setpoint"`
+	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
+	MeanCPUBeforeEdit  float64 `json:"mean_cpu_before_edit"`
+	MeanCPUDisturbed   float64 `json:"mean_cpu_disturbed"`
+	DisturbancePP      float64 `json:"disturbance_pp"`
+	MaxCPU             float64 `json:"max_cpu"`
+	// RateBeforeBurst is RATE after the idle phase; PeakMeanCPUAfterBurst
+	// the highest 60-second mean CPU after Burst messages arrived at once.
+	RateBeforeBurst       float64 `json:"rate_before_burst"`
+	PeakMeanCPUAfterBurst float64 `json:"peak_mean_cpu_after_burst"`
+	Burst                 int     `json:"burst"`
+	SetpointEditFollowed  bool    `json:"setpoint_edit_followed"`
+	InvalidEditRefused    bool    `json:"invalid_edit_refused"`
+	InvalidEditReason     string  `json:"invalid_edit_reason"`
+	Batches               int64   `json:"batches"`
+	BatchFailures         int64   `json:"batch_item_failures"`
+	Datapoints            int     `json:"cpu_datapoints"`
+	Stalls                int64   `json:"stalls"`
+	Model                 struct {
 		Gain      float64  `json:"gain"`
 		TauS      float64  `json:"tau_s"`
 		DeadTimeS float64  `json:"dead_time_s"`
@@ -856,6 +864,7 @@ func (r *run) scenario() error {
 	}
 	stopProd()
 	pwg.Wait()
+	r.idleBurst() // the idle phase and the burst (idleburst.go)
 	r.logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
 	if err := r.setParam("manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
 		return err
