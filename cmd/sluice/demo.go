@@ -123,25 +123,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	bound := s.IAEBound()
 	if *asJSON {
-		out := map[string]any{
-			"scenario": s, "model": model, "iae_bound": bound,
-			"sluice": map[string]any{"metrics": res.Metrics, "iae_ratio": res.Metrics.IAE / bound, "counts": res.Counts,
-				"lost": res.Counts.Lost(), "ticks": res.Ticks, "rate_reads": res.RateReads, "fallbacks": res.Fallbacks},
-			"plot": *plotPath, "wall_s": wall.Seconds(), "model_drift": rec.driftJSON(s),
-		}
-		if len(fixed.Results) > 0 {
-			out["fixed"] = fixed.Results[0]
-		}
-		if other != nil {
-			key := "no_report"
-			if cfg.NoReport {
-				key = "with_report"
-			}
-			out[key] = map[string]any{"metrics": other.Metrics, "iae_ratio": other.Metrics.IAE / bound, "lost": other.Counts.Lost()}
-		}
-		out["report"] = !cfg.NoReport
-		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(out); err != nil {
+		if err := printDemoJSON(stdout, demoRun{s: s, model: model, cfg: cfg, res: res, other: other, fixed: fixed, plot: *plotPath, wall: wall, drift: rec.driftJSON(s)}); err != nil {
 			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
 			return 1
 		}
@@ -157,6 +139,43 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// demoRun is what the demo's summary is made of.
+type demoRun struct {
+	s     sim.Scenario
+	model lab.Model
+	cfg   demo.Config
+	res   demo.Result
+	other *demo.Result // the run with the report switched the other way; nil when none
+	fixed lab.Report
+	plot  string
+	wall  time.Duration
+}
+
+// printDemoJSON prints the summary as one JSON object: the run, the fixed
+// rate and, when there is one, the run with the report switched the other
+// way (no_report or with_report).
+func printDemoJSON(w io.Writer, d demoRun) error {
+	bound := d.s.IAEBound()
+	res := d.res
+	out := map[string]any{
+		"scenario": d.s, "model": d.model, "iae_bound": bound, "report": !d.cfg.NoReport,
+		"sluice": map[string]any{"metrics": res.Metrics, "iae_ratio": res.Metrics.IAE / bound, "counts": res.Counts,
+			"lost": res.Counts.Lost(), "ticks": res.Ticks, "rate_reads": res.RateReads, "fallbacks": res.Fallbacks},
+		"plot": d.plot, "wall_s": d.wall.Seconds(), "model_drift": d.drift,
+	}
+	if len(d.fixed.Results) > 0 {
+		out["fixed"] = d.fixed.Results[0]
+	}
+	if o := d.other; o != nil {
+		key := "no_report"
+		if d.cfg.NoReport {
+			key = "with_report"
+		}
+		out[key] = map[string]any{"metrics": o.Metrics, "iae_ratio": o.Metrics.IAE / bound, "lost": o.Counts.Lost()}
+	}
+	return json.NewEncoder(w).Encode(out)
 }
 
 // demoCounterpart runs the demo again with the consumers' report switched

@@ -69,11 +69,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
 		c.HTTPEndpoints = strings.Split(e, ",")
 	}
-	report, err := consume.ParseReport(getenv("SLUICE_REPORT"))
-	if err != nil {
+	var err error
+	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
 		return c, err
 	}
-	c.Report = report
 	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {

@@ -68,11 +68,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	def(&c.Sink, "mysql")
 	def(&c.KafkaGroup, "sluice-worker")
 	def(&c.MetricsAddr, ":9102")
-	report, err := consume.ParseReport(getenv("SLUICE_REPORT"))
-	if err != nil {
+	var err error
+	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
 		return c, err
 	}
-	c.Report = report
 	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 {
@@ -121,10 +120,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return c, fmt.Errorf("SOURCE=%q: want sqs or kafka", c.Source)
 	}
+	return c, c.checkSink()
+}
+
+// checkSink reports whether the sink's settings are complete.
+func (c config) checkSink() error {
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" {
-			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
+			return fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
 		}
 		m, err := mysqlsink.ConfigFromEnv(getenv)
 		if err != nil {
@@ -134,10 +138,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.MySQL = m
 	case "http":
 		if len(c.HTTPEndpoints) == 0 {
-			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+			return fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
 		}
 	default:
-		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
+		return fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
 	}
-	return c, nil
+	return nil
 }
