@@ -11,13 +11,13 @@ import (
 // the plant really received (control.Input.ActualRate), so that an empty
 // queue does not wind the rate up to max_rate. Without reporting consumers
 // the controller runs as before, on the CPU alone.
-func observeDemand(snap Snapshot, prev *State, now time.Time, dt time.Duration, in *control.Input, r *Report) Demand {
+func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input, r *Report) Demand {
 	var base Demand
 	var prevTick time.Time
 	if prev != nil {
 		base, prevTick = prev.Demand, prev.TickAt
 	}
-	d := measureDemand(snap.Peers, base, prevTick, now, dt)
+	d := measureDemand(snap.Peers, base, prevTick, now)
 	if d.Known {
 		in.ActualRate, in.ActualKnown = d.Processed, true
 		r.Processed, r.ProcessedKnown = d.Processed, true

@@ -63,14 +63,17 @@ type Demand struct {
 
 // measureDemand turns the peers' running counts into the processed rate
 // since the previous tick (at prevTick, with the baselines of prev): the sum
-// of every count's increase over dt. A count below its baseline (an
+// of every count's increase over the time since prevTick (not the
+// controller's capped sampling interval: after an outage the counts cover the
+// whole gap). A count below its baseline (an
 // instance id reused after a restart) counts from zero. An instance first
 // seen now counts whole if it started after the previous tick; if it
 // started before, its share of the period is unknown and so is the figure.
 // Redelivered messages that a consumer stores again are counted again: the
 // figure is what reached the destination, which is what loads it.
-func measureDemand(peers []Peer, prev Demand, prevTick, now time.Time, dt time.Duration) Demand {
+func measureDemand(peers []Peer, prev Demand, prevTick, now time.Time) Demand {
 	d := Demand{Stored: make(map[string]int64, len(peers)), Live: LivePeers(peers, now)}
+	dt := now.Sub(prevTick)
 	var sum int64
 	known := !prevTick.IsZero() && dt > 0 && (len(peers) > 0 || len(prev.Stored) > 0)
 	for _, p := range peers {

@@ -32,13 +32,15 @@ func TestMeasureDemand(t *testing.T) {
 			prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true, wantLive: 0},
 		{name: "a count below its baseline counts from zero", peers: []Peer{peer("a", 60, old, live)},
 			prev: map[string]int64{"a": 1000}, prevTick: t0, want: 1, wantKnown: true, wantLive: 1},
+		{name: "after a gap the counts cover the whole gap", peers: []Peer{peer("a", 6100, old, live)},
+			prev: map[string]int64{"a": 100}, prevTick: now.Add(-10 * time.Minute), want: 10, wantKnown: true, wantLive: 1},
 		{name: "all peers gone: nothing taken", prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true},
 		{name: "an old peer without baseline makes it unknown", peers: []Peer{peer("a", 700, old, live)}, prevTick: t0, wantLive: 1},
 		{name: "first tick: unknown", peers: []Peer{peer("a", 700, old, live)}, wantLive: 1},
 		{name: "no consumer reports: unknown", prevTick: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := measureDemand(tc.peers, Demand{Stored: tc.prev}, tc.prevTick, now, now.Sub(t0))
+			d := measureDemand(tc.peers, Demand{Stored: tc.prev}, tc.prevTick, now)
 			if d.Known != tc.wantKnown || d.Processed != tc.want || d.Live != tc.wantLive {
 				t.Errorf("measureDemand = processed %v known %v live %d; want %v %v %d", d.Processed, d.Known, d.Live, tc.want, tc.wantKnown, tc.wantLive)
 			}

@@ -388,7 +388,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		SamplingInterval:  elapsed,
 	}
 	// Issue 13: the processed rate the consumers reported (demand.go).
-	st.Demand = observeDemand(w.snap, prev, now, dt, &in, r)
+	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 
 	var out control.Output
 	switch {
