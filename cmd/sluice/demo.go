@@ -151,6 +151,7 @@ type demoRun struct {
 	fixed lab.Report
 	plot  string
 	wall  time.Duration
+	drift any // the model_drift summary of the run's history
 }
 
 // printDemoJSON prints the summary as one JSON object: the run, the fixed

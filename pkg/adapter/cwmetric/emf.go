@@ -14,9 +14,10 @@ const EMFDimension = "Loop"
 // EMFAttrs returns slog attributes that make a JSON log line of a loop's
 // tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
 // and one top-level member per metric (measured CPU, setpoint, allowed rate,
-// P, I, D and feedforward terms, saturation, stale and at-minimum flags), in namespace,
-// by the dimension Loop. A missing measurement is left out rather than
-// published as 0.
+// P, I, D and feedforward terms, saturation, stale and at-minimum flags, the
+// processed rate the consumers reported, their live instances and the
+// demand-limited flag), in namespace, by the dimension Loop. A missing
+// measurement or processed rate is left out rather than published as 0.
 func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 	type metric struct {
 		name, unit string
@@ -40,6 +41,9 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 		{"Stale", "None", flag(r.Stale)},
 		{"AtMinRate", "None", flag(r.AtMin)},
 		{"MetricAge", "Seconds", r.MetricAge.Seconds()},
+		{"ProcessedRate", "Count/Second", processed(r)},
+		{"LiveConsumers", "Count", float64(r.LivePeers)},
+		{"DemandLimited", "None", flag(r.DemandLimited)},
 	}
 	defs := make([]any, 0, len(all))
 	attrs := make([]slog.Attr, 0, len(all)+2)
@@ -75,4 +79,13 @@ func EMFLoopErrorAttrs(namespace, loopID string, at time.Time) []slog.Attr {
 		}},
 	}
 	return []slog.Attr{slog.Float64("LoopError", 1), slog.Any("_aws", meta), slog.String(EMFDimension, loopID)}
+}
+
+// processed is the processed rate of r, NaN when the consumers did not
+// report one.
+func processed(r loop.Report) float64 {
+	if !r.ProcessedKnown {
+		return math.NaN()
+	}
+	return r.Processed
 }

@@ -1,0 +1,37 @@
+package cwmetric_test
+
+import (
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+func attrMap(attrs []slog.Attr) map[string]slog.Value {
+	m := make(map[string]slog.Value, len(attrs))
+	for _, a := range attrs {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
+func TestEMFAttrsProcessedRate(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := loop.Report{Loop: "orders", Measured: 30, Setpoint: 70, Rate: 1200,
+		Processed: 400, ProcessedKnown: true, LivePeers: 3, DemandLimited: true}
+	m := attrMap(cwmetric.EMFAttrs("Sluice", r, at))
+	if m["ProcessedRate"].Float64() != 400 || m["LiveConsumers"].Float64() != 3 || m["DemandLimited"].Float64() != 1 {
+		t.Errorf("EMF attrs = %v; want ProcessedRate 400, LiveConsumers 3, DemandLimited 1", m)
+	}
+	r.ProcessedKnown, r.Measured = false, math.NaN()
+	m = attrMap(cwmetric.EMFAttrs("Sluice", r, at))
+	if _, ok := m["ProcessedRate"]; ok {
+		t.Errorf("EMF attrs = %v; want no ProcessedRate when the consumers did not report", m)
+	}
+	if _, ok := m["MeasuredCPU"]; ok {
+		t.Errorf("EMF attrs = %v; want no MeasuredCPU when missing", m)
+	}
+}
