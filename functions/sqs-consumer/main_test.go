@@ -36,6 +36,7 @@ func TestLoadConfig(t *testing.T) {
 		{"bad safe rate", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_SAFE_RATE": "-1"}, "SLUICE_SAFE_RATE"},
 		{"bad period", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_RATE_PERIOD": "soon"}, "SLUICE_RATE_PERIOD"},
 		{"bad consumers", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_CONSUMERS": "0"}, "SLUICE_CONSUMERS"},
+		{"bad report", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_REPORT": "maybe"}, "SLUICE_REPORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,12 +35,17 @@ func TestLoadConfig(t *testing.T) {
 		{"bad visibility", with(sqs, "SLUICE_VISIBILITY", "-3s"), "SLUICE_VISIBILITY"},
 		{"bad batch", with(sqs, "SLUICE_BATCH_SIZE", "x"), "SLUICE_BATCH_SIZE"},
 		{"http without endpoints", with(sqs, "SLUICE_SINK", "http"), "SLUICE_HTTP_ENDPOINTS"},
+		{"report off", with(sqs, "SLUICE_REPORT", "off"), ""},
+		{"bad report", with(sqs, "SLUICE_REPORT", "yes"), "SLUICE_REPORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := loadConfig(func(k string) string { return tt.env[k] })
 			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("loadConfig(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
+			}
+			if err == nil && c.Report != (tt.env["SLUICE_REPORT"] != "off") {
+				t.Errorf("report %v with SLUICE_REPORT=%q; want on unless off", c.Report, tt.env["SLUICE_REPORT"])
 			}
 			if err == nil && c.Source == "sqs" && c.BatchSize > 10 {
 				t.Errorf("SQS batch size %d; want <= 10", c.BatchSize)
