@@ -120,15 +120,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return c, fmt.Errorf("SOURCE=%q: want sqs or kafka", c.Source)
 	}
-	return c, c.checkSink()
+	return c.withSink(getenv)
 }
 
-// checkSink reports whether the sink's settings are complete.
-func (c config) checkSink() error {
+// withSink reads and checks the sink's settings.
+func (c config) withSink(getenv func(string) string) (config, error) {
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" {
-			return fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
+			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
 		}
 		m, err := mysqlsink.ConfigFromEnv(getenv)
 		if err != nil {
@@ -138,10 +138,10 @@ func (c config) checkSink() error {
 		c.MySQL = m
 	case "http":
 		if len(c.HTTPEndpoints) == 0 {
-			return fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
 		}
 	default:
-		return fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
+		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
 	}
-	return nil
+	return c, nil
 }
