@@ -1,6 +1,9 @@
 package loop
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Peer is a consumer instance's lease on a loop: the consumer refreshes it
 // every few seconds (pkg/consume's Lease) with the running count of the
@@ -47,6 +50,7 @@ type Demand struct {
 	// for the next one.
 	Stored map[string]int64 `json:"stored,omitempty"`
 	// Processed is the rate the consumers stored since the previous tick,
+	// averaged with the previous ticks' over ProcessedSmoothing,
 	// messages/s (0 when not Known); Known is false when no consumer reports or the figure
 	// cannot be trusted this tick (the first tick, a reporting consumer
 	// without a baseline).
@@ -95,7 +99,27 @@ func measureDemand(peers []Peer, prev Demand, prevTick, now time.Time) Demand {
 		d.Stored = nil
 	}
 	if known {
-		d.Processed, d.Known = float64(sum)/dt.Seconds(), true
+		d.Processed, d.Known = smoothProcessed(float64(sum)/dt.Seconds(), prev, dt), true
 	}
 	return d
+}
+
+// ProcessedSmoothing is the time constant over which the processed rate is
+// averaged. The counts arrive in lumps (batches of up to 10 messages, a
+// lease refreshed every 2 s): over a tick of a few seconds at a few messages
+// per second per instance one tick reads far below the rate and the next far
+// above, and every low tick would tell the controller the loop is limited by
+// demand. At a one-minute tick the previous figure weighs e^-2 (14 %).
+const ProcessedSmoothing = 30 * time.Second
+
+// smoothProcessed is the exponential average of the processed rate raw
+// over dt with the previous tick's figure (exact discretization of a
+// first-order filter with time constant ProcessedSmoothing); raw itself when
+// there is no previous figure.
+func smoothProcessed(raw float64, prev Demand, dt time.Duration) float64 {
+	if !prev.Known {
+		return raw
+	}
+	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
+	return a*prev.Processed + (1-a)*raw
 }

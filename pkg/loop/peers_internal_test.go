@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -50,5 +51,31 @@ func TestMeasureDemand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSmoothProcessedEvensOutLumps(t *testing.T) {
+	// Lumps on 5-second ticks: 6 then 3.8 messages/s, and so on, around
+	// a rate of about 4.9; a tick of a minute follows the newest figure.
+	d := Demand{}
+	var lo, hi float64 = math.Inf(1), math.Inf(-1)
+	for k := range 40 {
+		raw := 6.0
+		if k%2 == 1 {
+			raw = 3.8
+		}
+		d = Demand{Processed: smoothProcessed(raw, d, 5*time.Second), Known: true}
+		if k >= 20 {
+			lo, hi = math.Min(lo, d.Processed), math.Max(hi, d.Processed)
+		}
+	}
+	if lo < 4.6 || hi > 5.2 {
+		t.Errorf("smoothed figure over 5-s ticks within [%.2f, %.2f]; want within [4.6, 5.2] (the lumps' mean 4.9)", lo, hi)
+	}
+	if got := smoothProcessed(400, Demand{Processed: 1200, Known: true}, time.Minute); math.Abs(got-(1200*math.Exp(-2)+400*(1-math.Exp(-2)))) > 1e-9 || got > 520 {
+		t.Errorf("smoothProcessed(400 after 1200, 1 min) = %v; want mostly the newest figure", got)
+	}
+	if got := smoothProcessed(400, Demand{}, time.Minute); got != 400 {
+		t.Errorf("smoothProcessed without a previous figure = %v; want 400", got)
 	}
 }
