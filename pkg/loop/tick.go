@@ -1,17 +1,19 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"golang.org/x/sync/errgroup"
 )
 
 // Outcome says what a tick did with one loop.
@@ -132,6 +134,8 @@ type due struct {
 	// depth is the queue's depth when depthKnown (depth.go).
 	depth      float64
 	depthKnown bool
+	// report is the index of the loop's report.
+	report int
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted
@@ -143,127 +147,139 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tick: load loops: %w", err)
 	}
-	slices.SortFunc(snaps, func(a, b Snapshot) int {
-		switch {
-		case a.Loop < b.Loop:
-			return -1
-		case a.Loop > b.Loop:
-			return 1
-		}
-		return 0
-	})
-
+	slices.SortFunc(snaps, func(a, b Snapshot) int { return strings.Compare(a.Loop, b.Loop) })
 	reports := make([]Report, len(snaps))
 	var work []*due
-	var commits []int // indexes of reports with a status-only commit
-	statusOnly := make(map[int]Commit)
+	var statusOnly []statusCommit
 	for i, snap := range snaps {
-		r := &reports[i]
-		r.Loop, r.Measured = snap.Loop, math.NaN()
-		if snap.State != nil {
-			r.Tick = snap.State.Version
+		w, c := triage(snap, now, &reports[i])
+		switch {
+		case w != nil:
+			w.report = i
+			work = append(work, w)
+		case c != nil:
+			statusOnly = append(statusOnly, statusCommit{report: i, commit: *c})
 		}
-		if snap.Err != nil {
-			// Nothing is written: the item stays as it is for the
-			// operator to repair or delete (deleting STATE restarts the
-			// loop bumplessly from its feedforward estimate).
-			r.Outcome, r.Err = OutcomeError, snap.Err
-			continue
-		}
-		if snap.Params == nil {
-			r.Outcome = OutcomeNoParams
-			r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
-			continue
-		}
-		p, perr := DecodeParams(snap.Loop, snap.Params)
-		fp := Fingerprint(snap.Params)
-		prev := snap.State
-		var inForce *Params
-		if perr == nil {
-			inForce = &p
-		} else if prev != nil && prev.Params != nil {
-			inForce = prev.Params
-		}
-		var status *ParamsStatus
-		if prev == nil || prev.ParamsFingerprint != fp {
-			status = &ParamsStatus{Loop: snap.Loop, Status: StatusApplied, Fingerprint: fp, CheckedAt: now}
-			if perr != nil {
-				status.Status, status.Reason = StatusRefused, refusal(perr)
-				status.InForce = "no valid parameters: the loop does not run"
-				if inForce != nil {
-					status.InForce = fmt.Sprintf("last valid parameters (checked at tick %d)", prev.Version)
-				}
-			}
-			r.ParamsStatus, r.ParamsReason = status.Status, status.Reason
-		}
-		if inForce == nil || !inForce.Enabled {
-			r.Outcome = OutcomeNoParams
-			if inForce != nil {
-				r.Outcome = OutcomeDisabled
-			}
-			if status != nil {
-				// Record the verdict (and the fingerprint, so it is
-				// recorded once) without running the loop.
-				st := State{Loop: snap.Loop, Params: inForce, ParamsFingerprint: fp}
-				if prev != nil {
-					st = *prev
-					st.Params, st.ParamsFingerprint = inForce, fp
-				}
-				st.Version = r.Tick + 1
-				status.Tick = st.Version
-				statusOnly[i] = Commit{PrevVersion: r.Tick, State: st, Status: status}
-				commits = append(commits, i)
-			}
-			continue
-		}
-		if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod-dueSlack(inForce.TickPeriod) {
-			r.Outcome = OutcomeNotDue
-			continue
-		}
-		work = append(work, &due{snap: snap, params: *inForce, fp: fp, status: status})
 	}
-
 	t.readMetrics(ctx, work, now)
 	t.readDepths(ctx, work, now) // issue 13: the dashboard's depth (depth.go)
-
-	// Commit in parallel, bounded.
-	n := t.Concurrency
-	if n <= 0 {
-		n = 16
-	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	idx := make(map[string]int, len(snaps))
-	for i, s := range snaps {
-		idx[s.Loop] = i
-	}
-	for _, w := range work {
-		i := idx[w.snap.Loop]
-		c := t.compute(w, now, &reports[i])
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t.commit(ctx, c, &reports[i])
-		}()
-	}
-	for _, i := range commits {
-		c := statusOnly[i]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			outcome := reports[i].Outcome
-			t.commit(ctx, c, &reports[i])
-			if reports[i].Outcome == OutcomeApplied {
-				reports[i].Outcome = outcome
-			}
-		}()
-	}
-	wg.Wait()
+	t.commitAll(ctx, work, statusOnly, reports, now)
 	return reports, nil
+}
+
+// statusCommit records the verdict on a loop's PARAMS without running it.
+type statusCommit struct {
+	report int
+	commit Commit
+}
+
+// triage decides what a loop does this tick: run (a due item), record the
+// verdict on its PARAMS only (a commit), or nothing; r says why.
+func triage(snap Snapshot, now time.Time, r *Report) (*due, *Commit) {
+	r.Loop, r.Measured = snap.Loop, math.NaN()
+	if snap.State != nil {
+		r.Tick = snap.State.Version
+	}
+	if snap.Err != nil {
+		// Nothing is written: the item stays as it is for the operator to
+		// repair or delete (deleting STATE restarts the loop bumplessly
+		// from its feedforward estimate).
+		r.Outcome, r.Err = OutcomeError, snap.Err
+		return nil, nil
+	}
+	if snap.Params == nil {
+		r.Outcome = OutcomeNoParams
+		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
+		return nil, nil
+	}
+	inForce, fp, status := paramsInForce(snap, now, r)
+	prev := snap.State
+	if inForce == nil || !inForce.Enabled {
+		return nil, idle(snap, inForce, fp, status, r)
+	}
+	if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod-dueSlack(inForce.TickPeriod) {
+		r.Outcome = OutcomeNotDue
+		return nil, nil
+	}
+	return &due{snap: snap, params: *inForce, fp: fp, status: status}, nil
+}
+
+// paramsInForce decodes a loop's PARAMS: the parameters in force (the new
+// ones, or the last valid ones when the edit is refused; nil when there are
+// none), the edit's fingerprint, and the verdict to record when the edit is
+// new (nil when it was checked before).
+func paramsInForce(snap Snapshot, now time.Time, r *Report) (*Params, string, *ParamsStatus) {
+	p, perr := DecodeParams(snap.Loop, snap.Params)
+	fp := Fingerprint(snap.Params)
+	prev := snap.State
+	var inForce *Params
+	if perr == nil {
+		inForce = &p
+	} else if prev != nil && prev.Params != nil {
+		inForce = prev.Params
+	}
+	if prev != nil && prev.ParamsFingerprint == fp {
+		return inForce, fp, nil
+	}
+	status := &ParamsStatus{Loop: snap.Loop, Status: StatusApplied, Fingerprint: fp, CheckedAt: now}
+	if perr != nil {
+		status.Status, status.Reason = StatusRefused, refusal(perr)
+		status.InForce = "no valid parameters: the loop does not run"
+		if inForce != nil {
+			status.InForce = fmt.Sprintf("last valid parameters (checked at tick %d)", prev.Version)
+		}
+	}
+	r.ParamsStatus, r.ParamsReason = status.Status, status.Reason
+	return inForce, fp, status
+}
+
+// idle is a loop that does not run (no valid parameters, or disabled): when
+// its PARAMS were edited, the verdict is recorded (with the fingerprint, so
+// that it is recorded once) without running the loop.
+func idle(snap Snapshot, inForce *Params, fp string, status *ParamsStatus, r *Report) *Commit {
+	r.Outcome = OutcomeNoParams
+	if inForce != nil {
+		r.Outcome = OutcomeDisabled
+	}
+	if status == nil {
+		return nil
+	}
+	prev := snap.State
+	st := State{Loop: snap.Loop, Params: inForce, ParamsFingerprint: fp}
+	if prev != nil {
+		st = *prev
+		st.Params, st.ParamsFingerprint = inForce, fp
+	}
+	st.Version = r.Tick + 1
+	status.Tick = st.Version
+	return &Commit{PrevVersion: r.Tick, State: st, Status: status}
+}
+
+// commitAll computes each due loop's tick (in order) and commits it, and the
+// status-only commits, at most Concurrency at a time.
+func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []statusCommit, reports []Report, now time.Time) {
+	var g errgroup.Group
+	g.SetLimit(cmp.Or(max(t.Concurrency, 0), 16))
+	for _, w := range work {
+		r := &reports[w.report]
+		c := t.compute(w, now, r)
+		g.Go(func() error {
+			t.commit(ctx, c, r)
+			return nil
+		})
+	}
+	for _, s := range statusOnly {
+		r := &reports[s.report]
+		g.Go(func() error {
+			outcome := r.Outcome
+			t.commit(ctx, s.commit, r)
+			if r.Outcome == OutcomeApplied {
+				r.Outcome = outcome
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report into their Report, never an error
 }
 
 // dueSlack is how much earlier than its tick period a loop may tick again:
@@ -365,8 +381,26 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	if len(p.Nodes) > 0 {
 		w.sample, weights = t.balance(w, &st, prev, ctrl.Config, now, dt, r)
 	}
-	s := w.sample
-	fresh := s.Err == nil && s.Found && ctrl.Config.ValidMeasurement(s.Value)
+	in, fresh := measure(w, &st, ctrl.Config, now, elapsed, r)
+	// Issue 13: the processed rate the consumers reported (demand.go).
+	st.Demand = observeDemand(w.snap, prev, now, &in, r)
+	out := update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+	if w.sample.Err != nil {
+		r.Err = w.sample.Err
+	}
+	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
+	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
+	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
+	r.Depth, r.DepthKnown = w.depth, w.depthKnown
+	return w.record(&st, ctrl.State, out, prevVersion, now, weights, r)
+}
+
+// measure turns the loop's sample into the controller's input: its value,
+// how old it is, and whether it is fresh (found, valid, not older than
+// StaleAfter). It records the datapoint in st and r.
+func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.Duration, r *Report) (control.Input, bool) {
+	p, s := &w.params, w.sample
+	fresh := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value)
 	var age time.Duration
 	if s.Found {
 		age = max(now.Sub(s.Time.Add(p.Metric.Period)), 0)
@@ -380,16 +414,21 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	if p.Metric.Source == SourceCloudWatch {
 		period = p.Metric.Period
 	}
-	in := control.Input{
+	return control.Input{
 		Setpoint:          p.Setpoint,
 		Measurement:       s.Value,
 		MeasurementAge:    age,
 		MeasurementPeriod: period,
 		SamplingInterval:  elapsed,
-	}
-	// Issue 13: the processed rate the consumers reported (demand.go).
-	st.Demand = observeDemand(w.snap, prev, now, &in, r)
+	}, fresh
+}
 
+// update runs the controller: on a stale metric the loop's stale policy sets
+// the rate (and the controller records what was really sent: the
+// delay-aware integrator predicts from it when data return); the first
+// fresh tick after a stale period resumes bumplessly from the rate the
+// policy left.
+func update(ctrl *control.Controller, st *State, p Params, in control.Input, fresh bool, prev *State, now time.Time, dt time.Duration, r *Report) control.Output {
 	var out control.Output
 	switch {
 	case !fresh:
@@ -401,8 +440,6 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 			}
 			// Stale for this tick's interval at least: with no grace the
 			// policy acts at the first stale tick.
-			// The controller records what was really sent: the
-			// delay-aware integrator predicts from it when data return.
 			ctrl.Override(p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince)+dt, dt))
 			out.Rate = ctrl.State.Output
 		}
@@ -421,16 +458,16 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		out = ctrl.Update(in)
 		st.Stale, st.StaleSince = false, time.Time{}
 	}
-	if s.Err != nil {
-		r.Err = s.Err
-	}
-	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
-	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
-	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
-	r.Depth, r.DepthKnown = w.depth, w.depthKnown
+	return out
+}
 
+// record writes the tick's outcome into the new STATE and the report, and
+// returns the commit: STATE, the verdict on an edit, and RATE unless the
+// loop is in shadow mode.
+func (w *due) record(st *State, cs control.State, out control.Output, prevVersion int64, now time.Time, weights map[string]float64, r *Report) Commit {
+	p := w.params
 	st.Version = prevVersion + 1
-	st.Controller = ctrl.State
+	st.Controller = cs
 	st.TickAt = now
 	st.Setpoint = p.Setpoint
 	st.Rate = out.Rate
@@ -444,7 +481,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.P, r.I, r.D, r.FF, r.Saturated = out.P, out.I, out.D, out.FF, out.Saturated
 	r.AtMin = out.Rate <= p.MinRate
 
-	c := Commit{PrevVersion: prevVersion, State: st, Status: w.status}
+	c := Commit{PrevVersion: prevVersion, State: *st, Status: w.status}
 	if w.status != nil {
 		w.status.Tick = st.Version
 	}
