@@ -266,8 +266,8 @@ func (s *Store) Loops(ctx context.Context) ([]string, error) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":params": &types.AttributeValueMemberS{Value: "PARAMS"}},
 	}
 	var ids []string
-	for {
-		res, err := s.client.Query(ctx, in)
+	for pages := dynamodb.NewQueryPaginator(s.client, in); pages.HasMorePages(); {
+		res, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list loops in table %s (index %s): %w", s.table, s.index, err)
 		}
@@ -276,10 +276,6 @@ func (s *Store) Loops(ctx context.Context) ([]string, error) {
 				ids = append(ids, pk.Value)
 			}
 		}
-		if len(res.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
 	return ids, nil
 }

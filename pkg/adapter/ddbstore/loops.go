@@ -145,8 +145,8 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 		KeyConditionExpression:    aws.String("sk = :sk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(SortParams)},
 	}
-	for {
-		out, err := s.api.Query(ctx, in)
+	for pages := dynamodb.NewQueryPaginator(s.api, in); pages.HasMorePages(); {
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("dynamodb list PARAMS (index %s of %s): %w", IndexBySort, s.table, err)
 		}
@@ -160,10 +160,6 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 			delete(a, "sk")
 			snaps = append(snaps, loop.Snapshot{Loop: id, Params: a})
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	byLoop := make(map[string]int, len(snaps))
 	for i, sn := range snaps {

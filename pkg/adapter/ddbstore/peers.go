@@ -66,17 +66,14 @@ func (s *Store) LivePeers(ctx context.Context, loopID string, now time.Time) (in
 		Select: types.SelectCount,
 	}
 	n := 0
-	for {
-		out, err := s.api.Query(ctx, in)
+	for pages := dynamodb.NewQueryPaginator(s.api, in); pages.HasMorePages(); {
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return 0, wrap("count live peers", loopID, err)
 		}
 		n += int(out.Count)
-		if len(out.LastEvaluatedKey) == 0 {
-			return n, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+	return n, nil
 }
 
 // loadPeers reads every lease of every loop (one paginated query on the
@@ -89,8 +86,8 @@ func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(SortPeer)},
 	}
 	peers := make(map[string][]loop.Peer)
-	for {
-		out, err := s.api.Query(ctx, in)
+	for pages := dynamodb.NewQueryPaginator(s.api, in); pages.HasMorePages(); {
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("dynamodb list consumer leases (index %s of %s): %w", IndexBySort, s.table, err)
 		}
@@ -101,11 +98,8 @@ func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
 			}
 			peers[p.Loop] = append(peers[p.Loop], p)
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return peers, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+	return peers, nil
 }
 
 func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
