@@ -229,20 +229,14 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	prev, err := r.store.ReadState(ctx, loopID)
+	prev, _, err := r.tick()
 	if err != nil {
 		return err
 	}
 	if err := r.awsUpdate(`SET setpoint = :s`, `{":s": {"N": "40"}}`); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	after, err := r.store.ReadState(ctx, loopID)
+	after, _, err := r.tick()
 	if err != nil {
 		return err
 	}
@@ -345,14 +339,7 @@ func (r *run) modes() error {
 	if err := r.setMode("shadow", ""); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	st, err := r.store.ReadState(ctx, loopID)
-	if err != nil {
-		return err
-	}
-	after, err := r.store.ReadRate(ctx, loopID)
+	st, after, err := r.tick()
 	if err != nil {
 		return err
 	}
@@ -363,10 +350,7 @@ func (r *run) modes() error {
 	if err := r.setMode("manual", "250"); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	manual, err := r.store.ReadRate(ctx, loopID)
+	_, manual, err := r.tick()
 	if err != nil {
 		return err
 	}
@@ -377,10 +361,7 @@ func (r *run) modes() error {
 	if err := r.setMode("auto", ""); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	auto, err := r.store.ReadRate(ctx, loopID)
+	_, auto, err := r.tick()
 	if err != nil {
 		return err
 	}
@@ -397,18 +378,10 @@ func (r *run) modes() error {
 }
 
 func (r *run) stale() error {
-	ctx := r.ctx
 	if err := r.awsUpdate(`SET stale_after = :a, stale_policy = :p`, `{":a": {"S": "20s"}, ":p": {"S": "fail-closed"}}`); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	st, err := r.store.ReadState(ctx, loopID)
-	if err != nil {
-		return err
-	}
-	rate, err := r.store.ReadRate(ctx, loopID)
+	st, rate, err := r.tick()
 	if err != nil {
 		return err
 	}
@@ -419,14 +392,7 @@ func (r *run) stale() error {
 	if err := r.publishFresh(60); err != nil {
 		return err
 	}
-	if err := r.tickOnce(); err != nil {
-		return err
-	}
-	st, err = r.store.ReadState(ctx, loopID)
-	if err != nil {
-		return err
-	}
-	rate, err = r.store.ReadRate(ctx, loopID)
+	st, rate, err = r.tick()
 	if err != nil {
 		return err
 	}
@@ -529,6 +495,19 @@ func (r *run) tickOnce() error {
 		r.fail("single tick did not apply: %+v", inv)
 	}
 	return nil
+}
+
+// tick runs one tick and reads the loop's STATE and RATE after it.
+func (r *run) tick() (loop.State, loop.Rate, error) {
+	if err := r.tickOnce(); err != nil {
+		return loop.State{}, loop.Rate{}, err
+	}
+	st, err := r.store.ReadState(r.ctx, loopID)
+	if err != nil {
+		return st, loop.Rate{}, err
+	}
+	rate, err := r.store.ReadRate(r.ctx, loopID)
+	return st, rate, err
 }
 
 func (r *run) tickPair() error {
