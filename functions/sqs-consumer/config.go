@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -67,7 +66,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.Sink = "mysql"
 	}
 	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
-		c.HTTPEndpoints = strings.Split(e, ",")
+		eps, err := httpsink.ParseEndpoints(e)
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
+		}
+		c.HTTPEndpoints = eps
 	}
 	var err error
 	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {

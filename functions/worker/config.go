@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -41,11 +42,16 @@ type config struct {
 	MySQL mysqlsink.Config
 }
 
+// list splits a comma-separated list, trimming spaces and dropping empty
+// items ("a, b," is [a b]).
 func list(s string) []string {
-	if s == "" {
-		return nil
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
 	}
-	return strings.Split(s, ",")
+	return out
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -137,9 +143,11 @@ func (c config) withSink(getenv func(string) string) (config, error) {
 		m.Loop = c.Loop
 		c.MySQL = m
 	case "http":
-		if len(c.HTTPEndpoints) == 0 {
-			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+		eps, err := httpsink.ParseEndpoints(getenv("SLUICE_HTTP_ENDPOINTS"))
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS: %w", err)
 		}
+		c.HTTPEndpoints = eps
 	default:
 		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
 	}

@@ -90,3 +90,16 @@ func TestRegistryExportsStats(t *testing.T) {
 		t.Errorf("finite(+Inf) = %v; want -1", finite(math.Inf(1)))
 	}
 }
+
+func TestLoadConfigTrimsLists(t *testing.T) {
+	env := map[string]string{"SOURCE": "kafka", "SLUICE_KAFKA_BROKERS": "a:9092, b:9092", "SLUICE_KAFKA_TOPICS": " t1 ,t2,",
+		"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://s1/in, http://s2/in"}
+	c, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	got := strings.Join(c.HTTPEndpoints, "|") + " " + strings.Join(c.KafkaBrokers, "|") + " " + strings.Join(c.KafkaTopics, "|")
+	if want := "http://s1/in|http://s2/in a:9092|b:9092 t1|t2"; got != want {
+		t.Errorf("lists = %q; want %q", got, want)
+	}
+}
