@@ -36,6 +36,7 @@ type config struct {
 	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
+	QueueURL      string        // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -52,6 +53,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		MySQLSecret:   getenv("SLUICE_MYSQL_SECRET"),
 		Migrate:       getenv("SLUICE_MIGRATE") != "off",
 		DeadLetterURL: getenv("SLUICE_DLQ_URL"),
+		QueueURL:      getenv("SLUICE_QUEUE_URL"),
 		SafeRate:      10,
 		RatePeriod:    consume.DefaultRatePeriod,
 		Consumers:     1,
@@ -158,6 +160,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		Consumer:      cons,
 		API:           sqs.NewFromConfig(aws),
 		DeadLetterURL: c.DeadLetterURL,
+		QueueURL:      c.QueueURL,
 		Log:           log,
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,
