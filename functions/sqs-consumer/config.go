@@ -34,6 +34,7 @@ type config struct {
 	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
 	MySQLSecret   string        // SLUICE_MYSQL_SECRET: Secrets Manager secret (ARN or name) holding the DSN
 	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
+	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
 	QueueURL      string        // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
@@ -99,6 +100,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.Consumers = n
 	}
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" && c.MySQLSecret == "" {
@@ -149,7 +157,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 			return nil, nil, err
 		}
 		rc.Weights = weights
-		sink = httpsink.New(httpsink.Config{}, picker, nil, consume.WallClock{})
+		sink = httpsink.New(httpsink.Config{PoisonStatus: c.HTTPPoison}, picker, nil, consume.WallClock{})
 	}
 	stats := &consume.Stats{}
 	store := ddbstore.New(dynamodb.NewFromConfig(aws), c.Table)

@@ -24,6 +24,7 @@ type config struct {
 	BatchSize     int           // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
 	Sink          string        // SLUICE_SINK: mysql or http
 	MySQLDSN      string        // SLUICE_MYSQL_DSN
+	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS
 	HTTPTimeout   time.Duration // SLUICE_HTTP_TIMEOUT: one request (default 5s)
 	QueueURL      string        // SLUICE_QUEUE_URL (sqs)
@@ -34,7 +35,7 @@ type config struct {
 	KafkaGroup    string        // SLUICE_KAFKA_GROUP
 	KafkaDLT      string        // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
 	KafkaAuth     kafkaAuth     // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (kafkaauth.go)
-	MetricsAddr   string        // SLUICE_METRICS_ADDR (default :9102; "off" disables)
+	MetricsAddr   string        // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -73,7 +74,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	def(&c.Table, ddbstore.DefaultTable)
 	def(&c.Sink, "mysql")
 	def(&c.KafkaGroup, "sluice-worker")
-	def(&c.MetricsAddr, ":9102")
+	def(&c.MetricsAddr, "127.0.0.1:9102")
 	var err error
 	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
 		return c, err
@@ -131,6 +132,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 
 // withSink reads and checks the sink's settings.
 func (c config) withSink(getenv func(string) string) (config, error) {
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" {

@@ -54,12 +54,16 @@ type source interface {
 	consume.Source
 	close(ctx context.Context) error
 	depth(ctx context.Context) (int, error)
+	// exhausted counts messages the source dead-lettered after too many
+	// attempts.
+	exhausted() int64
 }
 
 type sqsSource struct{ *sqsqueue.Queue }
 
 func (s sqsSource) close(context.Context) error            { s.Close(); return nil }
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
+func (s sqsSource) exhausted() int64                       { return 0 }
 
 type kafkaSource struct {
 	*kafkasource.Source
@@ -67,6 +71,7 @@ type kafkaSource struct {
 }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
+func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
 
 // depth is the group's total lag over its topics.
 func (s kafkaSource) depth(ctx context.Context) (int, error) {
@@ -83,6 +88,17 @@ func (s kafkaSource) depth(ctx context.Context) (int, error) {
 	}
 	return int(l.Lag.Total()), nil
 }
+
+// Shutdown budget: on SIGTERM the batch being stored finishes (storeTimeout),
+// is settled (storeTimeout again: acknowledge, dead-letter, release), and the
+// source closes (closeTimeout). The task's stopTimeout must cover drain().
+const (
+	storeTimeout = 30 * time.Second
+	closeTimeout = 10 * time.Second
+)
+
+// drain is the worst-case time from SIGTERM to exit.
+func drain() time.Duration { return 2*storeTimeout + closeTimeout }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	awsCfg, err := awsconf.Load(ctx)
@@ -122,14 +138,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 		rc.Weights = weights
-		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout}, picker, nil, consume.WallClock{})
+		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout, PoisonStatus: cfg.HTTPPoison}, picker, nil, consume.WallClock{})
 	}
 
 	stats := &consume.Stats{}
 	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
 	peers := consume.LeaseOrFixed(cfg.Report, cfg.Loop, cfg.Consumers, store, stats, consume.WallClock{}, log)
 	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
-	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, sink, consume.WallClock{}, log, stats)
+	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize, StoreTimeout: storeTimeout}, rates, sink, consume.WallClock{}, log, stats)
 
 	var src source
 	switch cfg.Source {
@@ -159,7 +175,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	go depth.run(mctx, src.depth, 15*time.Second)
 	var srv *http.Server
 	if cfg.MetricsAddr != "off" {
-		reg := registry(stats, actual, depth, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
+		reg := registry(stats, actual, depth, src.exhausted, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		srv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -174,7 +190,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	runErr := cons.Run(ctx, src)
 	// Run has settled the batch it held: stored ones acknowledged, the rest
 	// released. Close the source (Kafka commits what is settled).
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := src.close(cctx); err != nil {
 		log.Warn("close source", "err", err)

@@ -82,6 +82,24 @@ type Config struct {
 	PoisonStatus []int
 }
 
+// ParseStatuses parses a comma-separated list of HTTP statuses (as in
+// SLUICE_HTTP_POISON_STATUS, e.g. "400,413,415,422"); each must be 400-499.
+func ParseStatuses(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 400 || n > 499 {
+			return nil, fmt.Errorf("HTTP status %q: want a 4xx status (only a client error can be the message's fault)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // ParseEndpoints splits a comma-separated list of endpoint URLs (as in
 // SLUICE_HTTP_ENDPOINTS), trims spaces, drops empty items and checks that
 // each is an absolute http or https URL.

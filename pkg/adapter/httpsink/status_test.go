@@ -120,3 +120,15 @@ func TestParseEndpoints(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStatuses(t *testing.T) {
+	got, err := httpsink.ParseStatuses(" 400, 422 ,")
+	if err != nil || !slices.Equal(got, []int{400, 422}) {
+		t.Errorf("ParseStatuses = %v, %v; want [400 422]", got, err)
+	}
+	for _, bad := range []string{"503", "4x", "302"} {
+		if _, err := httpsink.ParseStatuses(bad); err == nil {
+			t.Errorf("ParseStatuses(%q) = nil error; want one", bad)
+		}
+	}
+}

@@ -187,6 +187,9 @@ type Stats struct {
 	Commits, CommitErrors atomic.Int64
 	// DeadLettered counts records produced to the dead-letter topic.
 	DeadLettered atomic.Int64
+	// Exhausted counts records dead-lettered because they failed
+	// MaxAttempts times (part of DeadLettered once produced).
+	Exhausted atomic.Int64
 	// Pauses counts the times fetching was paused for lack of budget.
 	Pauses atomic.Int64
 	// Revoked and Lost count partitions taken away by rebalances.
@@ -562,6 +565,7 @@ func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string
 	err := s.giveBack(again, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(max(m.ReceiveCount, 1)) })
 	if len(spent) > 0 {
 		s.log.Warn("records failed too often; dead-lettering them", "records", len(spent), "cause", cause)
+		s.stats.Exhausted.Add(int64(len(spent)))
 		err = errors.Join(err, s.DeadLetter(ctx, spent))
 	}
 	return err
