@@ -1,6 +1,7 @@
 // Package httpsink stores consumed messages by POSTing them as JSON to an
 // HTTP service, one request per message with an Idempotency-Key header (the
-// message id), over one or several endpoints chosen by a pluggable Picker.
+// message id) and a Content-Digest header (the body's SHA-256), over one or
+// several endpoints chosen by a pluggable Picker.
 //
 // Only an answer that refuses the message for its content is poison: 400,
 // 413, 415 and 422 by default (Config.PoisonStatus); the message goes to the
@@ -17,6 +18,8 @@ package httpsink
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -236,6 +239,11 @@ func (s *Sink) post(ctx context.Context, m consume.Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", m.ID)
+	// The body's digest (RFC 9530) lets the destination tell a retry (same
+	// key, same body) from an id collision (same key, another body), which
+	// the idempotency-key draft answers with 422: poison.
+	sum := sha256.Sum256(m.Body)
+	req.Header.Set("Content-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":")
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)

@@ -132,3 +132,15 @@ func TestParseStatuses(t *testing.T) {
 		}
 	}
 }
+
+func TestContentDigestSent(t *testing.T) {
+	var got string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("Content-Digest") }))
+	defer ts.Close()
+	s := httpsink.New(httpsink.Config{}, httpsink.NewRoundRobin(ts.URL), nil, &noSleep{})
+	s.Store(context.Background(), []consume.Message{{ID: "m", Body: []byte(`{}`)}})
+	// sha-256 of "{}"
+	if want := "sha-256=:RBNvo1WzZ4oRRq0W9+hknpT7T8If536DEMBg9hyq/4o=:"; got != want {
+		t.Errorf("Content-Digest %q; want %q", got, want)
+	}
+}
