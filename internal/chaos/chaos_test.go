@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
@@ -36,6 +37,24 @@ func TestChaosShort(t *testing.T) {
 			if !r.OK {
 				t.Errorf("%s on %s: not ok: sent %d, stored %d, poison %d, dead-lettered %d (with reason %d), healthy dead-lettered %d, missing %d, duplicates %d, deadline hits %d, error %q",
 					r.Name, r.Path, r.Sent, r.Stored, r.Poison, r.DeadLettered, r.PoisonWithReason, r.HealthyDeadLettered, r.Missing, r.Duplicates, r.LambdaDeadlineHits, r.Error)
+			}
+		})
+	}
+}
+
+// TestChaosKafkaShort runs the Kafka scenarios with a few hundred records on
+// the real broker.
+func TestChaosKafkaShort(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	for _, sc := range chaos.KafkaScenarios(400) {
+		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			r := chaos.PlayKafka(context.Background(), strings.Split(brokers, ","), sc)
+			t.Logf("%+v", r)
+			if !r.OK {
+				t.Errorf("%s: not ok: %+v", sc.Name, r)
 			}
 		})
 	}

@@ -34,6 +34,17 @@ type Destination struct {
 	attempts map[string]int
 	answers  map[int]int // status -> count
 	inflight chan struct{}
+	failKeys map[string]bool
+}
+
+// FailKey makes every request for key fail with 503 (a stuck message).
+func (d *Destination) FailKey(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failKeys == nil {
+		d.failKeys = map[string]bool{}
+	}
+	d.failKeys[key] = true
 }
 
 // NewDestination returns a destination that follows schedule from now on,
@@ -87,6 +98,9 @@ func (d *Destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delay := d.delay
 	d.attempts[key]++
 	status := d.scheduled()
+	if d.failKeys[key] {
+		status = http.StatusServiceUnavailable
+	}
 	d.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)

@@ -1,0 +1,285 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// PathKafka is the Kafka worker's path: the worker's consumer
+// (consume.Consumer over kafkasource.Source and httpsink.Sink) in this
+// process, on the real broker.
+const PathKafka = "kafka-worker"
+
+// KafkaScenario is a fault on the Kafka path.
+type KafkaScenario struct {
+	Name     string
+	Messages int
+	// Stuck is the seq of a record the destination fails (503) on every
+	// try; -1 for none.
+	Stuck int
+	// Collisions is how many extra records reuse the id of an earlier one
+	// with another body.
+	Collisions int
+	// Partitions of the topic (default 4).
+	Partitions int32
+	Limit      time.Duration
+}
+
+// kafkaRun is one run's state.
+type kafkaRun struct {
+	brokers []string
+	topic   string
+	dest    *Destination
+	cl      *kgo.Client
+}
+
+// PlayKafka runs sc; with a stuck record it runs it a second time without
+// one and reports the other records' throughput as a ratio of that run's.
+func PlayKafka(ctx context.Context, brokers []string, sc KafkaScenario) Result {
+	if sc.Limit <= 0 {
+		sc.Limit = 20 * time.Minute
+	}
+	if sc.Partitions <= 0 {
+		sc.Partitions = 4
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, sc.Limit)
+	defer cancel()
+	r, took, err := playKafka(ctx, brokers, sc)
+	if err == nil && sc.Stuck >= 0 {
+		base := sc
+		base.Stuck = -1
+		var baseTook time.Duration
+		if _, baseTook, err = playKafka(ctx, brokers, base); err == nil {
+			r.Extra["throughput_ratio"] = baseTook.Seconds() / took.Seconds()
+			r.Extra["seconds_with_stuck_record"], r.Extra["seconds_without"] = took.Seconds(), baseTook.Seconds()
+		}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.check()
+	if ratio, ok := r.Extra["throughput_ratio"].(float64); ok && ratio < 0.9 {
+		r.OK = false
+	}
+	return r
+}
+
+// playKafka produces, consumes until every healthy record is stored and
+// every poison one dead-lettered, and returns how long the healthy records
+// other than the stuck one took.
+func playKafka(ctx context.Context, brokers []string, sc KafkaScenario) (Result, time.Duration, error) {
+	r := Result{Name: sc.Name, Path: PathKafka, Sent: sc.Messages + sc.Collisions, Extra: map[string]any{"collisions_dead_lettered": 0}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return r, 0, err
+	}
+	defer cl.Close()
+	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
+		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)
+	}
+	if sc.Stuck >= 0 {
+		kr.dest.FailKey(kr.id(sc.Stuck))
+	}
+	poison, err := kr.produce(ctx, sc)
+	if err != nil {
+		return r, 0, err
+	}
+	r.Poison = poison
+	start := time.Now()
+	took, err := kr.consume(ctx, sc, poison)
+	if err != nil {
+		return r, took, err
+	}
+	r.Extra["consumed_seconds"] = time.Since(start).Seconds()
+	return r, took, kr.tally(ctx, sc, &r)
+}
+
+func (k *kafkaRun) id(seq int) string { return k.topic + "-" + strconv.Itoa(seq) }
+
+// produce writes the records (2 % poison) and the collisions: records whose
+// message-id repeats an earlier healthy one's with another body. It returns
+// how many must be dead-lettered.
+func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
+	var recs []*kgo.Record
+	poison := 0
+	for i := range sc.Messages {
+		if IsPoison(i) {
+			poison++
+		}
+		recs = append(recs, &kgo.Record{Topic: k.topic, Value: []byte(Body(i, IsPoison(i))),
+			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(i))}, {Key: "tenant", Value: []byte("acme")}}})
+	}
+	for c := range sc.Collisions {
+		seq := sc.Messages + c
+		victim := c*7 + 1 // a healthy record's id
+		recs = append(recs, &kgo.Record{Topic: k.topic, Value: []byte(Body(seq, false)),
+			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(victim))}, {Key: "tenant", Value: []byte("acme")}}})
+		poison++
+	}
+	if err := k.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
+	}
+	return poison, nil
+}
+
+// consume runs the worker's consumer until the destination has every
+// healthy record but the stuck one and the dead-letter topic every poison
+// one (and the stuck one); it returns when the healthy ones were done.
+func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (time.Duration, error) {
+	srv := httptest.NewServer(k.dest)
+	defer srv.Close()
+	rates := memqueue.NewRates()
+	rates.Put(loop.Rate{Loop: "chaos", PerSecond: 2000})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: 2000}, rates, nil, consume.WallClock{}, nil, nil)
+	sink := httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
+	cons := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
+	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer()})
+	if err != nil {
+		return 0, err
+	}
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); cons.Run(cctx, src) }()
+	defer func() { stop(); wg.Wait(); src.Close(context.Background()) }()
+	healthy := sc.Messages - (poison - sc.Collisions)
+	if sc.Stuck >= 0 {
+		healthy--
+	}
+	start := time.Now()
+	if err := until(ctx, func() bool { return len(k.dest.Stored()) >= healthy }); err != nil {
+		return 0, fmt.Errorf("waiting for %d healthy records: %w", healthy, err)
+	}
+	took := time.Since(start)
+	wantDead := int64(poison)
+	if sc.Stuck >= 0 {
+		wantDead++
+	}
+	if err := until(ctx, func() bool { return src.Stats().DeadLettered.Load() >= wantDead }); err != nil {
+		return took, fmt.Errorf("waiting for %d dead letters: %w", wantDead, err)
+	}
+	return took, nil
+}
+
+// tally reads the dead-letter topic and the destination.
+func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error {
+	dead, err := k.readDLT(ctx)
+	if err != nil {
+		return err
+	}
+	stored := k.dest.Stored()
+	for seq := range sc.Messages + sc.Collisions {
+		collision := seq >= sc.Messages
+		bad := IsPoison(seq) || collision
+		switch n := stored[seq]; {
+		case bad || seq == sc.Stuck:
+		case n == 0:
+			r.Missing++
+		default:
+			r.Stored++
+		}
+		r.Duplicates += max(stored[seq]-1, 0)
+		reason, ok := dead[seq]
+		switch {
+		case !ok:
+		case bad:
+			r.DeadLettered++
+			if reason != "" {
+				r.PoisonWithReason++
+			}
+		case seq == sc.Stuck && strings.Contains(reason, "retries exhausted"):
+			r.Extra["stuck_dead_lettered"] = reason
+		default:
+			r.HealthyDeadLettered++
+		}
+		if collision && strings.Contains(reason, "id collision") {
+			r.Extra["collisions_dead_lettered"] = r.Extra["collisions_dead_lettered"].(int) + 1
+		}
+	}
+	if sc.Stuck >= 0 {
+		r.Stored++ // the stuck record is accounted for by its dead letter
+	}
+	r.MaxAttempts = k.dest.MaxAttempts()
+	r.Answers = k.dest.Answers()
+	return nil
+}
+
+// readDLT returns the dead-lettered seqs with their reasons (the reason only
+// when the original headers were kept too).
+func (k *kafkaRun) readDLT(ctx context.Context) (map[int]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(k.topic+".dlt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, k.topic+".dlt")
+	if err != nil {
+		return nil, err
+	}
+	want := 0
+	ends.Each(func(o kadm.ListedOffset) { want += int(o.Offset) })
+	out := map[int]string{}
+	for got := 0; got < want; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("read %s.dlt: %d of %d: %w", k.topic, got, want, ctx.Err())
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			got++
+			reason, tenant := "", ""
+			for _, h := range rec.Headers {
+				switch h.Key {
+				case kafkasource.HeaderReason:
+					reason = string(h.Value)
+				case "tenant":
+					tenant = string(h.Value)
+				}
+			}
+			if tenant != "acme" {
+				reason = ""
+			}
+			if m := seqRE.FindSubmatch(rec.Value); m != nil {
+				seq, _ := strconv.Atoi(string(m[1]))
+				out[seq] = reason
+			}
+		})
+	}
+	return out, nil
+}
+
+// until polls cond every 100 ms until it holds or ctx ends.
+func until(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// KafkaScenarios returns the Kafka scenarios, sized by messages.
+func KafkaScenarios(messages int) []KafkaScenario {
+	return []KafkaScenario{
+		{Name: "kafka-stuck-record", Messages: messages, Stuck: 5},
+		{Name: "id-collision", Messages: messages, Stuck: -1, Collisions: 20},
+	}
+}
