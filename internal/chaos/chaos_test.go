@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/chaos"
@@ -47,6 +48,7 @@ func TestChaosShort(t *testing.T) {
 func TestChaosKafkaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
 	for _, sc := range chaos.KafkaScenarios(400) {
+		sc.Limit = 6 * time.Minute // the stuck record takes 10 attempts, about 3 minutes
 		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
 			continue
 		}

@@ -123,13 +123,14 @@ func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
 		if IsPoison(i) {
 			poison++
 		}
-		recs = append(recs, &kgo.Record{Topic: k.topic, Value: []byte(Body(i, IsPoison(i))),
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(Body(i, IsPoison(i))),
 			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(i))}, {Key: "tenant", Value: []byte("acme")}}})
 	}
 	for c := range sc.Collisions {
 		seq := sc.Messages + c
-		victim := c*7 + 1 // a healthy record's id
-		recs = append(recs, &kgo.Record{Topic: k.topic, Value: []byte(Body(seq, false)),
+		victim := collisionVictim(c)
+		// The same key: the same partition, after the victim.
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(victim)), Value: []byte(Body(seq, false)),
 			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(victim))}, {Key: "tenant", Value: []byte("acme")}}})
 		poison++
 	}
@@ -137,6 +138,15 @@ func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
 		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
 	}
 	return poison, nil
+}
+
+// collisionVictim is the healthy record whose id collision c reuses.
+func collisionVictim(c int) int {
+	v := c*7 + 1
+	for IsPoison(v) {
+		v++
+	}
+	return v
 }
 
 // consume runs the worker's consumer until the destination has every
