@@ -23,7 +23,7 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := consumers.Env{AWSEndpoint: ep, RIE: rie, Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	e := consumers.Env{AWSEndpoint: ep, SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), RIE: rie, Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	bins, err := chaos.Build(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)

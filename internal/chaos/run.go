@@ -139,7 +139,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 			return nil, err
 		}
 		mctx, mstop := context.WithCancel(ctx)
-		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: "arn:aws:sqs:us-east-1:000000000000:" + run.Stack.Loop, timeout: sc.FunctionTimeout}
+		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: run.Stack.QueueARN, timeout: sc.FunctionTimeout}
 		done := make(chan struct{})
 		go func() { m.run(mctx, fn); close(done) }()
 		return func() {

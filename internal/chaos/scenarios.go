@@ -15,10 +15,9 @@ type Size struct {
 	Scale float64
 }
 
-// Full is `make chaos`: 2,000 messages per run on both SQS paths (10,000 on
-// the worker where the SQS endpoint is fast enough: --worker-messages), the
-// issue's durations.
-var Full = Size{Lambda: 2000, Worker: 2000, Scale: 1}
+// Full is `make chaos`: 2,000 messages per run on the Lambda path, 10,000 on
+// the worker paths (SQS and Kafka), the issue's durations.
+var Full = Size{Lambda: 2000, Worker: 10000, Scale: 1}
 
 // Short is what `go test` runs: a few hundred messages, durations / 20.
 var Short = Size{Lambda: 200, Worker: 300, Scale: 0.05}

@@ -47,13 +47,38 @@ func run(only string, size chaos.Size, log *slog.Logger) error {
 	if rie == "" {
 		rie = filepath.Join(root, ".cache/bin/aws-lambda-rie")
 	}
-	e := consumers.Env{AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), RIE: rie, Root: root, WorkDir: work, Log: log}
+	e := consumers.Env{AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), RIE: rie, Root: root, WorkDir: work, Log: log}
 	if e.AWSEndpoint == "" {
 		return fmt.Errorf("AWS_ENDPOINT_URL is not set: run through `make chaos` or eval \"$(bash localstack/stack/env.sh)\"")
 	}
-	bins, err := chaos.Build(ctx, e)
+	results, err := runSQS(ctx, e, only, size, log)
 	if err != nil {
 		return err
+	}
+	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" {
+		for _, sc := range chaos.KafkaScenarios(size.Worker) {
+			if only != "" && !contains(only, sc.Name) {
+				continue
+			}
+			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafka, "messages", sc.Messages)
+			results = append(results, chaos.PlayKafka(ctx, strings.Split(brokers, ","), sc))
+		}
+	}
+	log.Info("logs", "dir", work)
+	fmt.Println(chaos.JSON(results))
+	for _, r := range results {
+		if !r.OK {
+			return fmt.Errorf("scenario %s on %s failed", r.Name, r.Path)
+		}
+	}
+	return nil
+}
+
+// runSQS plays the SQS scenarios (Lambda and worker paths).
+func runSQS(ctx context.Context, e consumers.Env, only string, size chaos.Size, log *slog.Logger) ([]chaos.Result, error) {
+	bins, err := chaos.Build(ctx, e)
+	if err != nil {
+		return nil, err
 	}
 	var results []chaos.Result
 	for _, sc := range chaos.Scenarios(size) {
@@ -66,14 +91,7 @@ func run(only string, size chaos.Size, log *slog.Logger) error {
 			"healthy_dead_lettered", r.HealthyDeadLettered, "deadline_hits", r.LambdaDeadlineHits, "seconds", r.Seconds, "err", r.Error)
 		results = append(results, r)
 	}
-	log.Info("logs", "dir", work)
-	fmt.Println(chaos.JSON(results))
-	for _, r := range results {
-		if !r.OK {
-			return fmt.Errorf("scenario %s on %s failed", r.Name, r.Path)
-		}
-	}
-	return nil
+	return results, nil
 }
 
 func contains(list, name string) bool {
