@@ -59,7 +59,7 @@ func (r *Result) check() {
 }
 
 // Body is message seq's payload: healthy JSON, or one of two poisons
-// (malformed, refused by the destination for its content).
+// (malformed, refused by the HTTP destination for its content).
 func Body(seq int, poison bool) string {
 	switch {
 	case !poison:
@@ -70,12 +70,21 @@ func Body(seq int, poison bool) string {
 	return fmt.Sprintf(`{"seq":%d,"reject":true}`, seq)
 }
 
+// bodyFor is Body for a sink: MySQL takes any JSON object, so its poison
+// messages are all malformed.
+func bodyFor(sink string, seq int, poison bool) string {
+	if sink == "mysql" && poison {
+		return fmt.Sprintf("poison seq=%d {not json", seq)
+	}
+	return Body(seq, poison)
+}
+
 // IsPoison says whether message seq is poison: 2 in 100.
 func IsPoison(seq int) bool { return seq%50 == 17 || seq%50 == 42 }
 
 // Produce sends n messages with a "tenant" attribute (to check that dead
 // letters keep it); it returns how many are poison.
-func Produce(ctx context.Context, c *sqs.Client, url string, n int) (int, error) {
+func Produce(ctx context.Context, c *sqs.Client, url, sink string, n int) (int, error) {
 	poison := 0
 	for start := 0; start < n; start += 10 {
 		var entries []types.SendMessageBatchRequestEntry
@@ -84,7 +93,7 @@ func Produce(ctx context.Context, c *sqs.Client, url string, n int) (int, error)
 				poison++
 			}
 			entries = append(entries, types.SendMessageBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(Body(i, IsPoison(i))),
+				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(bodyFor(sink, i, IsPoison(i))),
 				MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
 			})
 		}
@@ -129,13 +138,19 @@ func DeadLetters(ctx context.Context, c *sqs.Client, url string) (map[int]int, i
 	return seqs, withReason, nil
 }
 
-// tally counts a finished run: the destination's rows and the DLQ.
-func tally(ctx context.Context, st *consumers.Stack, dest *Destination, r *Result) error {
+// tally counts a finished run: the destination's rows (the HTTP
+// destination's, or MariaDB's when db is set) and the DLQ.
+func tally(ctx context.Context, st *consumers.Stack, dest *Destination, db *MariaDB, r *Result) error {
 	dead, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL)
 	if err != nil {
 		return err
 	}
 	stored := dest.Stored()
+	if db != nil {
+		if stored, err = db.Stored(ctx); err != nil {
+			return err
+		}
+	}
 	for seq := range r.Sent {
 		n := stored[seq]
 		switch {
@@ -156,8 +171,10 @@ func tally(ctx context.Context, st *consumers.Stack, dest *Destination, r *Resul
 		}
 	}
 	r.PoisonWithReason = withReason
-	r.MaxAttempts = dest.MaxAttempts()
-	r.Answers = dest.Answers()
+	if db == nil {
+		r.MaxAttempts = dest.MaxAttempts()
+		r.Answers = dest.Answers()
+	}
 	return nil
 }
 

@@ -36,6 +36,9 @@ type Scenario struct {
 	Rate float64
 	// Schedule is the destination's answers from the start.
 	Schedule []Phase
+	// Sink is "http" (the controlled destination, default) or "mysql" (a
+	// private MariaDB the scenario may stop).
+	Sink string
 	// FunctionTimeout is the Lambda's timeout (default 30 s).
 	FunctionTimeout time.Duration
 	// MaxReceive is the queue's maxReceiveCount (default 5).
@@ -51,6 +54,7 @@ type Scenario struct {
 type Run struct {
 	Stack  *consumers.Stack
 	Dest   *Destination
+	DB     *MariaDB          // nil unless Sink is mysql
 	Worker *consumers.Worker // nil on the Lambda path
 }
 
@@ -100,15 +104,22 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		return err
 	}
 	defer logf.Close()
-	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Messages); err != nil {
-		return err
-	}
-	dest.Restart(sc.Schedule) // the schedule starts once the queue is full
 	run := &Run{Stack: st, Dest: dest}
 	env := map[string]string{
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
 	}
+	if sc.Sink == "mysql" {
+		if run.DB, err = privateMariaDB(ctx, e, prefix); err != nil {
+			return err
+		}
+		defer run.DB.Stop()
+		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
+	}
+	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
+		return err
+	}
+	dest.Restart(sc.Schedule) // the schedule starts once the queue is full
 	stop, err := startPath(ctx, e, bins, sc, env, logf, run, r)
 	if err != nil {
 		return err
@@ -126,7 +137,17 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 	if err != nil {
 		return err
 	}
-	return tally(ctx, st, dest, r)
+	return tally(ctx, st, dest, run.DB, r)
+}
+
+// privateMariaDB starts a MariaDB of the scenario's own under the
+// checkout's .cache (never the shared one: the scenario stops it).
+func privateMariaDB(ctx context.Context, e consumers.Env, prefix string) (*MariaDB, error) {
+	port, err := consumers.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return StartMariaDB(ctx, filepath.Join(e.Root, ".cache", "chaos", prefix), port)
 }
 
 // startPath starts the consumers of sc.Path and returns what stops them.

@@ -41,6 +41,8 @@ func Scenarios(s Size) []Scenario {
 		{http.StatusFound, s.d(30 * time.Second)}, {http.StatusNotFound, s.d(30 * time.Second)},
 	}
 	return []Scenario{
+		{Name: "mysql-down-90s", Path: PathLambda, Messages: s.Lambda, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Lambda/3, max(s.d(90*time.Second), 15*time.Second))},
+		{Name: "mysql-down-90s", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Worker/3, max(s.d(90*time.Second), 15*time.Second))},
 		{Name: "http-answers", Path: PathLambda, Messages: s.Lambda, Rate: 100, Schedule: answers},
 		{Name: "http-answers", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Schedule: answers},
 		{Name: "rate-zero-5m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: pause(s.d(5 * time.Minute))},
@@ -110,5 +112,26 @@ func sigterms(n int) func(context.Context, *Run) ([]string, error) {
 		}
 		r.Dest.SetDelay(0)
 		return faults, nil
+	}
+}
+
+// mysqlDown stops the scenario's MariaDB once rows are stored, for d, under
+// load, then starts it again.
+func mysqlDown(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return func(ctx context.Context, r *Run) ([]string, error) {
+		for r.DB.Rows(ctx) < rows {
+			if err := sleep(ctx, 200*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+		at := r.DB.Rows(ctx)
+		r.DB.Stop()
+		if err := sleep(ctx, d); err != nil {
+			return nil, err
+		}
+		if err := r.DB.Start(ctx); err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("MariaDB stopped at %d rows for %v", at, d)}, nil
 	}
 }
