@@ -138,7 +138,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 		rc.Weights = weights
-		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout, PoisonStatus: cfg.HTTPPoison}, picker, nil, consume.WallClock{})
+		hc := httpsink.Config{Timeout: cfg.HTTPTimeout, PoisonStatus: cfg.HTTPPoison}
+		if cfg.Source == "kafka" {
+			// The Kafka source retries a failed record after its own
+			// backoff: one inline retry, so that a stuck record does not
+			// hold its batch (and the other partitions) for long.
+			hc.Attempts = 2
+		}
+		sink = httpsink.New(hc, picker, nil, consume.WallClock{})
 	}
 
 	stats := &consume.Stats{}

@@ -49,6 +49,7 @@ func TestChaosKafkaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
 	for _, sc := range chaos.KafkaScenarios(400) {
 		sc.Limit = 6 * time.Minute // the stuck record takes 10 attempts, about 3 minutes
+		sc.Rate = 200              // 2 s of records, paced alike in both runs
 		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
 			continue
 		}
