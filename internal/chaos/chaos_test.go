@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/chaos"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // TestChaosShort runs every SQS scenario with a few hundred messages and
@@ -48,8 +49,9 @@ func TestChaosShort(t *testing.T) {
 func TestChaosKafkaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
 	for _, sc := range chaos.KafkaScenarios(400) {
-		sc.Limit = 6 * time.Minute // the stuck record takes 10 attempts, about 3 minutes
-		sc.Rate = 200              // 2 s of records, paced alike in both runs
+		sc.Limit = 4 * time.Minute
+		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
+		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
 		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
 			continue
 		}

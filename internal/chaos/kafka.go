@@ -38,7 +38,11 @@ type KafkaScenario struct {
 	Partitions int32
 	// Rate is the allowed rate (default 1,000 msg/s): both runs of the
 	// throughput comparison are paced alike.
-	Rate  float64
+	Rate float64
+	// RetryBackoff is the source's per-record backoff (zero: the
+	// source's default, 1 s doubling to 60 s).
+	RetryBackoff consume.Backoff
+	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
 }
 
@@ -167,7 +171,8 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	// As the worker on Kafka: one inline retry, the rest by the source.
 	sink := httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
 	cons := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
-	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer()})
+	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer(),
+		RetryBackoff: sc.RetryBackoff})
 	if err != nil {
 		return 0, err
 	}
