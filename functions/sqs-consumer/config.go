@@ -68,12 +68,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.Sink == "" {
 		c.Sink = "mysql"
 	}
-	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
-		eps, err := httpsink.ParseEndpoints(e)
-		if err != nil {
-			return c, fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
-		}
-		c.HTTPEndpoints = eps
+	if err := c.readHTTP(getenv); err != nil {
+		return c, err
 	}
 	var err error
 	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
@@ -100,13 +96,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.Consumers = n
 	}
-	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
-		st, err := httpsink.ParseStatuses(v)
-		if err != nil {
-			return c, fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
-		}
-		c.HTTPPoison = st
-	}
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" && c.MySQLSecret == "" {
@@ -126,6 +115,25 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
 	}
 	return c, nil
+}
+
+// readHTTP reads the HTTP sink's endpoints and poison statuses.
+func (c *config) readHTTP(getenv func(string) string) error {
+	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
+		eps, err := httpsink.ParseEndpoints(e)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
+		}
+		c.HTTPEndpoints = eps
+	}
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
+	return nil
 }
 
 // build wires the handler: DynamoDB RATE reader, cache, sink, consumer.
