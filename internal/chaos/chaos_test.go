@@ -48,7 +48,11 @@ func TestChaosShort(t *testing.T) {
 // the real broker.
 func TestChaosKafkaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	for _, sc := range chaos.KafkaScenarios(400) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range chaos.KafkaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}) {
 		sc.Limit = 4 * time.Minute
 		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
 		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
@@ -56,7 +60,7 @@ func TestChaosKafkaShort(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			r := chaos.PlayKafka(context.Background(), strings.Split(brokers, ","), sc)
+			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
 			t.Logf("%+v", r)
 			if !r.OK {
 				t.Errorf("%s: not ok: %+v", sc.Name, r)

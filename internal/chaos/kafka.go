@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -42,6 +44,11 @@ type KafkaScenario struct {
 	// RetryBackoff is the source's per-record backoff (zero: the
 	// source's default, 1 s doubling to 60 s).
 	RetryBackoff consume.Backoff
+	// Schedule is the HTTP destination's answers from the start.
+	Schedule []Phase
+	// Down stops a private MariaDB (the sink then) for this long once a
+	// third of the records are stored; 0 keeps the HTTP destination.
+	Down time.Duration
 	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
 }
@@ -51,12 +58,14 @@ type kafkaRun struct {
 	brokers []string
 	topic   string
 	dest    *Destination
+	db      *MariaDB // the sink when the scenario stops MySQL
 	cl      *kgo.Client
+	faults  []string
 }
 
 // PlayKafka runs sc; with a stuck record it runs it a second time without
 // one and reports the other records' throughput as a ratio of that run's.
-func PlayKafka(ctx context.Context, brokers []string, sc KafkaScenario) Result {
+func PlayKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) Result {
 	if sc.Limit <= 0 {
 		sc.Limit = 20 * time.Minute
 	}
@@ -69,12 +78,12 @@ func PlayKafka(ctx context.Context, brokers []string, sc KafkaScenario) Result {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, sc.Limit)
 	defer cancel()
-	r, took, err := playKafka(ctx, brokers, sc)
+	r, took, err := playKafka(ctx, root, brokers, sc)
 	if err == nil && sc.Stuck >= 0 {
 		base := sc
 		base.Stuck = -1
 		var baseTook time.Duration
-		if _, baseTook, err = playKafka(ctx, brokers, base); err == nil {
+		if _, baseTook, err = playKafka(ctx, root, brokers, base); err == nil {
 			r.Extra["throughput_ratio"] = baseTook.Seconds() / took.Seconds()
 			r.Extra["seconds_with_stuck_record"], r.Extra["seconds_without"] = took.Seconds(), baseTook.Seconds()
 		}
@@ -93,7 +102,7 @@ func PlayKafka(ctx context.Context, brokers []string, sc KafkaScenario) Result {
 // playKafka produces, consumes until every healthy record is stored and
 // every poison one dead-lettered, and returns how long the healthy records
 // other than the stuck one took.
-func playKafka(ctx context.Context, brokers []string, sc KafkaScenario) (Result, time.Duration, error) {
+func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) (Result, time.Duration, error) {
 	r := Result{Name: sc.Name, Path: PathKafka, Sent: sc.Messages + sc.Collisions, Extra: map[string]any{"collisions_dead_lettered": 0}}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -101,6 +110,12 @@ func playKafka(ctx context.Context, brokers []string, sc KafkaScenario) (Result,
 	}
 	defer cl.Close()
 	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
+	if sc.Down > 0 {
+		if kr.db, err = privateMariaDB(ctx, root, kr.topic); err != nil {
+			return r, 0, err
+		}
+		defer kr.db.Stop()
+	}
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
 		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)
 	}
@@ -112,13 +127,22 @@ func playKafka(ctx context.Context, brokers []string, sc KafkaScenario) (Result,
 		return r, 0, err
 	}
 	r.Poison = poison
+	kr.dest.Restart(sc.Schedule)
 	start := time.Now()
 	took, err := kr.consume(ctx, sc, poison)
+	r.Faults = kr.faults
 	if err != nil {
 		return r, took, err
 	}
 	r.Extra["consumed_seconds"] = time.Since(start).Seconds()
 	return r, took, kr.tally(ctx, sc, &r)
+}
+
+func (k *kafkaRun) sinkName() string {
+	if k.db != nil {
+		return "mysql"
+	}
+	return "http"
 }
 
 func (k *kafkaRun) id(seq int) string { return k.topic + "-" + strconv.Itoa(seq) }
@@ -133,7 +157,7 @@ func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
 		if IsPoison(i) {
 			poison++
 		}
-		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(Body(i, IsPoison(i))),
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(bodyFor(k.sinkName(), i, IsPoison(i))),
 			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(i))}, {Key: "tenant", Value: []byte("acme")}}})
 	}
 	for c := range sc.Collisions {
@@ -169,7 +193,18 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	rates.Put(loop.Rate{Loop: "chaos", PerSecond: sc.Rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, rates, nil, consume.WallClock{}, nil, nil)
 	// As the worker on Kafka: one inline retry, the rest by the source.
-	sink := httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
+	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
+	if k.db != nil {
+		db, err := sql.Open("mysql", k.db.DSN())
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		if err := mysqlsink.Migrate(ctx, db); err != nil {
+			return 0, fmt.Errorf("migrate: %w", err)
+		}
+		sink = mysqlsink.New(db)
+	}
 	cons := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
 	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer(),
 		RetryBackoff: sc.RetryBackoff})
@@ -186,7 +221,12 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 		healthy--
 	}
 	start := time.Now()
-	if err := until(ctx, func() bool { return len(k.dest.Stored()) >= healthy }); err != nil {
+	if sc.Down > 0 {
+		if err := k.outage(ctx, healthy/3, sc.Down); err != nil {
+			return 0, err
+		}
+	}
+	if err := until(ctx, func() bool { return len(k.stored(ctx)) >= healthy }); err != nil {
 		return 0, fmt.Errorf("waiting for %d healthy records: %w", healthy, err)
 	}
 	took := time.Since(start)
@@ -200,13 +240,39 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	return took, nil
 }
 
+// outage stops the MariaDB once rows are stored, for d, then starts it.
+func (k *kafkaRun) outage(ctx context.Context, rows int, d time.Duration) error {
+	if err := until(ctx, func() bool { return k.db.Rows(ctx) >= rows }); err != nil {
+		return err
+	}
+	at := k.db.Rows(ctx)
+	k.db.Stop()
+	if err := sleep(ctx, d); err != nil {
+		return err
+	}
+	k.faults = append(k.faults, fmt.Sprintf("MariaDB stopped at %d rows for %v", at, d))
+	return k.db.Start(ctx)
+}
+
+// stored returns the stored seqs (with their copies) of the sink in use.
+func (k *kafkaRun) stored(ctx context.Context) map[int]int {
+	if k.db == nil {
+		return k.dest.Stored()
+	}
+	m, err := k.db.Stored(ctx)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
 // tally reads the dead-letter topic and the destination.
 func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error {
 	dead, err := k.readDLT(ctx)
 	if err != nil {
 		return err
 	}
-	stored := k.dest.Stored()
+	stored := k.stored(ctx)
 	for seq := range sc.Messages + sc.Collisions {
 		collision := seq >= sc.Messages
 		bad := IsPoison(seq) || collision
@@ -238,8 +304,10 @@ func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error
 	if sc.Stuck >= 0 {
 		r.Stored++ // the stuck record is accounted for by its dead letter
 	}
-	r.MaxAttempts = k.dest.MaxAttempts()
-	r.Answers = k.dest.Answers()
+	if k.db == nil {
+		r.MaxAttempts = k.dest.MaxAttempts()
+		r.Answers = k.dest.Answers()
+	}
 	return nil
 }
 
@@ -304,10 +372,12 @@ func until(ctx context.Context, cond func() bool) error {
 // does not hold the rest of the batch.
 const KafkaHTTPAttempts = 2
 
-// KafkaScenarios returns the Kafka scenarios, sized by messages.
-func KafkaScenarios(messages int) []KafkaScenario {
+// KafkaScenarios returns the Kafka scenarios, sized by s.
+func KafkaScenarios(s Size) []KafkaScenario {
 	return []KafkaScenario{
-		{Name: "kafka-stuck-record", Messages: messages, Stuck: 5},
-		{Name: "id-collision", Messages: messages, Stuck: -1, Collisions: 20},
+		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
+		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
+		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
+		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
 	}
 }

@@ -110,7 +110,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
 	}
 	if sc.Sink == "mysql" {
-		if run.DB, err = privateMariaDB(ctx, e, prefix); err != nil {
+		if run.DB, err = privateMariaDB(ctx, e.Root, prefix); err != nil {
 			return err
 		}
 		defer run.DB.Stop()
@@ -142,12 +142,12 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 
 // privateMariaDB starts a MariaDB of the scenario's own under the
 // checkout's .cache (never the shared one: the scenario stops it).
-func privateMariaDB(ctx context.Context, e consumers.Env, prefix string) (*MariaDB, error) {
+func privateMariaDB(ctx context.Context, root, prefix string) (*MariaDB, error) {
 	port, err := consumers.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	return StartMariaDB(ctx, filepath.Join(e.Root, ".cache", "chaos", prefix), port)
+	return StartMariaDB(ctx, filepath.Join(root, ".cache", "chaos", prefix), port)
 }
 
 // startPath starts the consumers of sc.Path and returns what stops them.

@@ -36,10 +36,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Scenarios returns the scenarios of the issue that run on SQS, sized by s.
 func Scenarios(s Size) []Scenario {
-	answers := []Phase{
-		{http.StatusServiceUnavailable, s.d(60 * time.Second)}, {http.StatusUnauthorized, s.d(60 * time.Second)},
-		{http.StatusFound, s.d(30 * time.Second)}, {http.StatusNotFound, s.d(30 * time.Second)},
-	}
+	answers := httpAnswers(s)
 	return []Scenario{
 		{Name: "mysql-down-90s", Path: PathLambda, Messages: s.Lambda, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Lambda/3, max(s.d(90*time.Second), 15*time.Second))},
 		{Name: "mysql-down-90s", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Worker/3, max(s.d(90*time.Second), 15*time.Second))},
@@ -49,6 +46,15 @@ func Scenarios(s Size) []Scenario {
 		{Name: "rate-trickle", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: trickle(s.d(5 * time.Minute))},
 		{Name: "slow-sink", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: slow(2 * time.Second)},
 		{Name: "sigterm-mid-batch", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: sigterms(3)},
+	}
+}
+
+// httpAnswers is the http-answers schedule: 503 for 60 s, 401 for 60 s,
+// 302 for 30 s, 404 for 30 s, then 200.
+func httpAnswers(s Size) []Phase {
+	return []Phase{
+		{http.StatusServiceUnavailable, s.d(60 * time.Second)}, {http.StatusUnauthorized, s.d(60 * time.Second)},
+		{http.StatusFound, s.d(30 * time.Second)}, {http.StatusNotFound, s.d(30 * time.Second)},
 	}
 }
 

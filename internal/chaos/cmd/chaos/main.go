@@ -56,12 +56,12 @@ func run(only string, size chaos.Size, log *slog.Logger) error {
 		return err
 	}
 	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" {
-		for _, sc := range chaos.KafkaScenarios(size.Worker) {
+		for _, sc := range chaos.KafkaScenarios(size) {
 			if only != "" && !contains(only, sc.Name) {
 				continue
 			}
 			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafka, "messages", sc.Messages)
-			results = append(results, chaos.PlayKafka(ctx, strings.Split(brokers, ","), sc))
+			results = append(results, chaos.PlayKafka(ctx, root, strings.Split(brokers, ","), sc))
 		}
 	}
 	log.Info("logs", "dir", work)
