@@ -84,8 +84,8 @@ func TestHandlerAtRateZeroReturnsAtOnce(t *testing.T) {
 	ev := loadEvent(t)
 	for _, r := range []int{0, 2} {
 		got := api.visibility[ev.Records[r].ReceiptHandle]
-		if got < 15 {
-			t.Errorf("record %d at rate 0: visibility %d s; want >= 15 s (paused backoff)", r, got)
+		if got < 30 {
+			t.Errorf("record %d at rate 0: visibility %d s; want >= 30 s (paused backoff)", r, got)
 		}
 	}
 }

@@ -29,16 +29,21 @@ var (
 )
 
 // DefaultRetryBackoff is the visibility of a message whose destination
-// failed, by its receive count (equal jitter): 5-10 s after the first
-// receive, doubling to 80-160 s after the fifth, at most 15 minutes. With a
-// maxReceiveCount of 5 a message survives an outage of at least 155 s of
-// failed receives; the consumer's circuit breaker takes far fewer.
-var DefaultRetryBackoff = consume.Backoff{Base: 10 * time.Second, Max: 15 * time.Minute}
+// failed, by its receive count (equal jitter): 15-30 s after the first
+// receive, doubling to 120-240 s after the fourth, at most 15 minutes. With
+// a maxReceiveCount of 5 a healthy message survives a destination outage of
+// at least 225 s (the sum of the first four visibilities at their least)
+// even when it is received as often as it becomes visible, as a Lambda's
+// event source mapping does; the worker's circuit breaker receives far
+// less.
+var DefaultRetryBackoff = consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
 
 // DefaultPausedBackoff is the visibility of a message handed back untried
-// while the rate is zero, by its receive count: 15-30 s after the first
-// receive, 120-240 s after the fourth; five receives span at least 345 s.
-var DefaultPausedBackoff = consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
+// while the rate is zero, by its receive count: 30-60 s after the first
+// receive, 240-480 s after the fourth. With a maxReceiveCount of 5 a pause of
+// up to 450 s (7.5 minutes) never dead-letters a healthy message; for longer
+// pauses raise maxReceiveCount or disable the event source mapping.
+var DefaultPausedBackoff = consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
 
 // maxVisibility is SQS's limit on a visibility timeout.
 const maxVisibility = 12 * time.Hour
