@@ -80,7 +80,7 @@ func bodyFor(sink string, seq int, poison bool) string {
 }
 
 // IsPoison says whether message seq is poison: 2 in 100.
-func IsPoison(seq int) bool { return seq%50 == 17 || seq%50 == 42 }
+func IsPoison(seq int) bool { return seq%100 == 17 || seq%100 == 42 }
 
 // Produce sends n messages with a "tenant" attribute (to check that dead
 // letters keep it); it returns how many are poison.
