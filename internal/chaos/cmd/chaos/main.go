@@ -21,18 +21,19 @@ import (
 
 func main() {
 	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
+	paths := flag.String("paths", "", "comma-separated paths to run: sqs-lambda, sqs-worker, kafka-worker (default: all)")
 	lambdaMsgs := flag.Int("lambda-messages", chaos.Full.Lambda, "messages per run on the Lambda path")
 	workerMsgs := flag.Int("worker-messages", chaos.Full.Worker, "messages per run on the worker path")
 	scale := flag.Float64("scale", chaos.Full.Scale, "multiplies the scenarios' durations (1: the issue's)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*only, chaos.Size{Lambda: *lambdaMsgs, Worker: *workerMsgs, Scale: *scale}, log); err != nil {
+	if err := run(*only, *paths, chaos.Size{Lambda: *lambdaMsgs, Worker: *workerMsgs, Scale: *scale}, log); err != nil {
 		log.Error("chaos", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(only string, size chaos.Size, log *slog.Logger) error {
+func run(only, paths string, size chaos.Size, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root, err := os.Getwd()
@@ -51,11 +52,11 @@ func run(only string, size chaos.Size, log *slog.Logger) error {
 	if e.AWSEndpoint == "" {
 		return fmt.Errorf("AWS_ENDPOINT_URL is not set: run through `make chaos` or eval \"$(bash localstack/stack/env.sh)\"")
 	}
-	results, err := runSQS(ctx, e, only, size, log)
+	results, err := runSQS(ctx, e, only, paths, size, log)
 	if err != nil {
 		return err
 	}
-	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" {
+	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" && (paths == "" || contains(paths, chaos.PathKafka)) {
 		for _, sc := range chaos.KafkaScenarios(size) {
 			if only != "" && !contains(only, sc.Name) {
 				continue
@@ -75,15 +76,18 @@ func run(only string, size chaos.Size, log *slog.Logger) error {
 }
 
 // runSQS plays the SQS scenarios (Lambda and worker paths).
-func runSQS(ctx context.Context, e consumers.Env, only string, size chaos.Size, log *slog.Logger) ([]chaos.Result, error) {
-	bins, err := chaos.Build(ctx, e)
-	if err != nil {
-		return nil, err
-	}
+func runSQS(ctx context.Context, e consumers.Env, only, paths string, size chaos.Size, log *slog.Logger) ([]chaos.Result, error) {
 	var results []chaos.Result
+	var bins map[string]string
 	for _, sc := range chaos.Scenarios(size) {
-		if only != "" && !contains(only, sc.Name) {
+		if (only != "" && !contains(only, sc.Name)) || (paths != "" && !contains(paths, sc.Path)) {
 			continue
+		}
+		if bins == nil {
+			var err error
+			if bins, err = chaos.Build(ctx, e); err != nil {
+				return nil, err
+			}
 		}
 		log.Info("scenario", "name", sc.Name, "path", sc.Path, "messages", sc.Messages)
 		r := chaos.Play(ctx, e, bins, sc)
