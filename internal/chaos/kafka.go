@@ -114,7 +114,7 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 		if kr.db, err = privateMariaDB(ctx, root, kr.topic); err != nil {
 			return r, 0, err
 		}
-		defer kr.db.Stop()
+		defer kr.db.Close()
 	}
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
 		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)

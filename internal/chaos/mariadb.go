@@ -115,6 +115,15 @@ func (m *MariaDB) Stop() {
 	}
 }
 
+// Close stops mariadbd and removes its data directory.
+func (m *MariaDB) Close() {
+	m.Stop()
+	if m.log != nil {
+		m.log.Close()
+	}
+	os.RemoveAll(m.Dir)
+}
+
 // Rows counts the rows stored in the sink's table (-1 when unreachable).
 func (m *MariaDB) Rows(ctx context.Context) int {
 	db, err := sql.Open("mysql", m.DSN())

@@ -34,7 +34,7 @@ func TestPrivateMariaDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Stop()
+	defer m.Close()
 	m.Stop()
 	if err := m.Start(ctx); err != nil {
 		t.Fatalf("restart: %v", err)

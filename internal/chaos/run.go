@@ -113,7 +113,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		if run.DB, err = privateMariaDB(ctx, e.Root, prefix); err != nil {
 			return err
 		}
-		defer run.DB.Stop()
+		defer run.DB.Close()
 		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
 	}
 	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
