@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,8 +34,10 @@ type config struct {
 	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
 	MySQLSecret   string        // SLUICE_MYSQL_SECRET: Secrets Manager secret (ARN or name) holding the DSN
 	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
+	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	DeadLetterURL string        // SLUICE_DLQ_URL: where poison messages go with their reason
+	QueueURL      string        // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -53,6 +54,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		MySQLSecret:   getenv("SLUICE_MYSQL_SECRET"),
 		Migrate:       getenv("SLUICE_MIGRATE") != "off",
 		DeadLetterURL: getenv("SLUICE_DLQ_URL"),
+		QueueURL:      getenv("SLUICE_QUEUE_URL"),
 		SafeRate:      10,
 		RatePeriod:    consume.DefaultRatePeriod,
 		Consumers:     1,
@@ -66,8 +68,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.Sink == "" {
 		c.Sink = "mysql"
 	}
-	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
-		c.HTTPEndpoints = strings.Split(e, ",")
+	if err := c.readHTTP(getenv); err != nil {
+		return c, err
 	}
 	var err error
 	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
@@ -115,6 +117,25 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return c, nil
 }
 
+// readHTTP reads the HTTP sink's endpoints and poison statuses.
+func (c *config) readHTTP(getenv func(string) string) error {
+	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
+		eps, err := httpsink.ParseEndpoints(e)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
+		}
+		c.HTTPEndpoints = eps
+	}
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
+	return nil
+}
+
 // build wires the handler: DynamoDB RATE reader, cache, sink, consumer.
 func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, func(), error) {
 	aws, err := awsconf.Load(ctx)
@@ -144,7 +165,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 			return nil, nil, err
 		}
 		rc.Weights = weights
-		sink = httpsink.New(httpsink.Config{}, picker, nil, consume.WallClock{})
+		sink = httpsink.New(httpsink.Config{PoisonStatus: c.HTTPPoison}, picker, nil, consume.WallClock{})
 	}
 	stats := &consume.Stats{}
 	store := ddbstore.New(dynamodb.NewFromConfig(aws), c.Table)
@@ -155,6 +176,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		Consumer:      cons,
 		API:           sqs.NewFromConfig(aws),
 		DeadLetterURL: c.DeadLetterURL,
+		QueueURL:      c.QueueURL,
 		Log:           log,
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,

@@ -32,6 +32,8 @@ func TestLoadConfig(t *testing.T) {
 		{"http", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a,http://b"}, ""},
 		{"mysql secret", map[string]string{"SLUICE_MYSQL_SECRET": "arn:aws:secretsmanager:us-east-1:000000000000:secret:db"}, ""},
 		{"mysql without DSN", map[string]string{}, "SLUICE_MYSQL_SECRET"},
+		{"http endpoints with spaces", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a, http://b "}, ""},
+		{"http endpoint not a URL", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "a.example"}, "SLUICE_HTTP_ENDPOINTS"},
 		{"unknown sink", map[string]string{"SLUICE_SINK": "kafka"}, "want mysql or http"},
 		{"bad safe rate", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_SAFE_RATE": "-1"}, "SLUICE_SAFE_RATE"},
 		{"bad period", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_RATE_PERIOD": "soon"}, "SLUICE_RATE_PERIOD"},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -23,6 +24,7 @@ type config struct {
 	BatchSize     int           // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
 	Sink          string        // SLUICE_SINK: mysql or http
 	MySQLDSN      string        // SLUICE_MYSQL_DSN
+	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS
 	HTTPTimeout   time.Duration // SLUICE_HTTP_TIMEOUT: one request (default 5s)
 	QueueURL      string        // SLUICE_QUEUE_URL (sqs)
@@ -33,7 +35,7 @@ type config struct {
 	KafkaGroup    string        // SLUICE_KAFKA_GROUP
 	KafkaDLT      string        // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
 	KafkaAuth     kafkaAuth     // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (kafkaauth.go)
-	MetricsAddr   string        // SLUICE_METRICS_ADDR (default :9102; "off" disables)
+	MetricsAddr   string        // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -41,11 +43,16 @@ type config struct {
 	MySQL mysqlsink.Config
 }
 
+// list splits a comma-separated list, trimming spaces and dropping empty
+// items ("a, b," is [a b]).
 func list(s string) []string {
-	if s == "" {
-		return nil
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
 	}
-	return strings.Split(s, ",")
+	return out
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -67,7 +74,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	def(&c.Table, ddbstore.DefaultTable)
 	def(&c.Sink, "mysql")
 	def(&c.KafkaGroup, "sluice-worker")
-	def(&c.MetricsAddr, ":9102")
+	def(&c.MetricsAddr, "127.0.0.1:9102")
 	var err error
 	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
 		return c, err
@@ -125,6 +132,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 
 // withSink reads and checks the sink's settings.
 func (c config) withSink(getenv func(string) string) (config, error) {
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" {
@@ -137,9 +151,11 @@ func (c config) withSink(getenv func(string) string) (config, error) {
 		m.Loop = c.Loop
 		c.MySQL = m
 	case "http":
-		if len(c.HTTPEndpoints) == 0 {
-			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+		eps, err := httpsink.ParseEndpoints(getenv("SLUICE_HTTP_ENDPOINTS"))
+		if err != nil {
+			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS: %w", err)
 		}
+		c.HTTPEndpoints = eps
 	default:
 		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
 	}

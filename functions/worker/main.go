@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,12 +55,16 @@ type source interface {
 	consume.Source
 	close(ctx context.Context) error
 	depth(ctx context.Context) (int, error)
+	// exhausted counts messages the source dead-lettered after too many
+	// attempts.
+	exhausted() int64
 }
 
 type sqsSource struct{ *sqsqueue.Queue }
 
 func (s sqsSource) close(context.Context) error            { s.Close(); return nil }
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
+func (s sqsSource) exhausted() int64                       { return 0 }
 
 type kafkaSource struct {
 	*kafkasource.Source
@@ -67,6 +72,7 @@ type kafkaSource struct {
 }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
+func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
 
 // depth is the group's total lag over its topics.
 func (s kafkaSource) depth(ctx context.Context) (int, error) {
@@ -84,72 +90,102 @@ func (s kafkaSource) depth(ctx context.Context) (int, error) {
 	return int(l.Lag.Total()), nil
 }
 
+// buildSource connects to SQS or joins the Kafka group.
+func buildSource(cfg config, awsCfg aws.Config, pacer *consume.Pacer, log *slog.Logger) (source, error) {
+	if cfg.Source == "kafka" {
+		auth, err := cfg.KafkaAuth.opts(awsCfg.Credentials)
+		if err != nil {
+			return nil, err
+		}
+		ks, err := kafkasource.New(kafkasource.Config{
+			Brokers: cfg.KafkaBrokers, Topics: cfg.KafkaTopics, Group: cfg.KafkaGroup,
+			DeadLetterTopic: cfg.KafkaDLT, Pacer: pacer, Log: log, Opts: auth,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return kafkaSource{Source: ks, group: cfg.KafkaGroup}, nil
+	}
+	return sqsSource{sqsqueue.New(sqs.NewFromConfig(awsCfg), sqsqueue.Config{
+		QueueURL: cfg.QueueURL, DeadLetterURL: cfg.DeadLetterURL, Visibility: cfg.Visibility,
+	}, log)}, nil
+}
+
+// buildSink opens the destination: MySQL (started, waiting for it while it
+// is down; a statement that cannot work stops the worker) or HTTP (its picker following RATE's weights through rc). It
+// returns a nil sink when ctx ends first.
+func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, log *slog.Logger) (consume.Sink, func(), error) {
+	if cfg.Sink == "http" {
+		picker, weights, err := httpsink.Balanced(cfg.HTTPEndpoints)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc.Weights = weights
+		hc := httpsink.Config{Timeout: cfg.HTTPTimeout, PoisonStatus: cfg.HTTPPoison}
+		if cfg.Source == "kafka" {
+			// The Kafka source retries a failed record after its own
+			// backoff: one inline retry, so that a stuck record does not
+			// hold its batch (and the other partitions) for long.
+			hc.Attempts = 2
+		}
+		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
+	}
+	db, err := sql.Open("mysql", cfg.MySQLDSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	cfg.MySQL.Log = log
+	for {
+		s, err := mysqlsink.Start(ctx, db, cfg.MySQL)
+		if err == nil {
+			return s, func() { db.Close() }, nil
+		}
+		if errors.Is(err, mysqlsink.ErrStatement) {
+			db.Close()
+			return nil, nil, err // a statement that cannot work: stop, do not dead-letter every message
+		}
+		log.Warn("start MySQL sink; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			db.Close()
+			return nil, nil, nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// Shutdown budget: on SIGTERM the batch being stored finishes (storeTimeout),
+// is settled (storeTimeout again: acknowledge, dead-letter, release), and the
+// source closes (closeTimeout). The task's stopTimeout must cover drain().
+const (
+	storeTimeout = 30 * time.Second
+	closeTimeout = 10 * time.Second
+)
+
+// drain is the worst-case time from SIGTERM to exit.
+func drain() time.Duration { return 2*storeTimeout + closeTimeout }
+
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	awsCfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return err
 	}
-	var sink consume.Sink
-	switch cfg.Sink {
-	case "mysql":
-		db, err := sql.Open("mysql", cfg.MySQLDSN)
-		if err != nil {
-			return fmt.Errorf("open MySQL: %w", err)
-		}
-		defer db.Close()
-		cfg.MySQL.Log = log
-		for {
-			s, err := mysqlsink.Start(ctx, db, cfg.MySQL)
-			if err == nil {
-				sink = s
-				break
-			}
-			if errors.Is(err, mysqlsink.ErrStatement) {
-				return err // a statement that cannot work: stop, do not dead-letter every message
-			}
-			log.Warn("start MySQL sink; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}
 	rc := consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate}
-	if cfg.Sink == "http" {
-		picker, weights, err := httpsink.Balanced(cfg.HTTPEndpoints)
-		if err != nil {
-			return err
-		}
-		rc.Weights = weights
-		sink = httpsink.New(httpsink.Config{Timeout: cfg.HTTPTimeout}, picker, nil, consume.WallClock{})
+	sink, closeSink, err := buildSink(ctx, cfg, &rc, log)
+	if err != nil || sink == nil {
+		return err // nil: shut down while waiting for MySQL
 	}
+	defer closeSink()
 
 	stats := &consume.Stats{}
 	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
 	peers := consume.LeaseOrFixed(cfg.Report, cfg.Loop, cfg.Consumers, store, stats, consume.WallClock{}, log)
 	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
-	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, sink, consume.WallClock{}, log, stats)
+	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize, StoreTimeout: storeTimeout}, rates, sink, consume.WallClock{}, log, stats)
 
-	var src source
-	switch cfg.Source {
-	case "sqs":
-		src = sqsSource{sqsqueue.New(sqs.NewFromConfig(awsCfg), sqsqueue.Config{
-			QueueURL: cfg.QueueURL, DeadLetterURL: cfg.DeadLetterURL, Visibility: cfg.Visibility,
-		}, log)}
-	case "kafka":
-		auth, err := cfg.KafkaAuth.opts(awsCfg.Credentials)
-		if err != nil {
-			return err
-		}
-		ks, err := kafkasource.New(kafkasource.Config{
-			Brokers: cfg.KafkaBrokers, Topics: cfg.KafkaTopics, Group: cfg.KafkaGroup,
-			DeadLetterTopic: cfg.KafkaDLT, Pacer: cons.Pacer(), Log: log, Opts: auth,
-		})
-		if err != nil {
-			return err
-		}
-		src = kafkaSource{Source: ks, group: cfg.KafkaGroup}
+	src, err := buildSource(cfg, awsCfg, cons.Pacer(), log)
+	if err != nil {
+		return err
 	}
 
 	mctx, mstop := context.WithCancel(context.Background())
@@ -159,7 +195,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	go depth.run(mctx, src.depth, 15*time.Second)
 	var srv *http.Server
 	if cfg.MetricsAddr != "off" {
-		reg := registry(stats, actual, depth, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
+		reg := registry(stats, actual, depth, src.exhausted, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		srv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -174,7 +210,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	runErr := cons.Run(ctx, src)
 	// Run has settled the batch it held: stored ones acknowledged, the rest
 	// released. Close the source (Kafka commits what is settled).
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := src.close(cctx); err != nil {
 		log.Warn("close source", "err", err)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -61,13 +64,25 @@ func TestRegistryExportsStats(t *testing.T) {
 	stats.Failed.Add(2)
 	stats.Poison.Add(1)
 	stats.RateFallbacks.Add(3)
-	reg := registry(stats, &actualRate{}, &depthGauge{}, prometheus.Labels{"loop": "l"})
+	stats.Retried.Add(5)
+	stats.Deferred.Add(4)
+	reg := registry(stats, &actualRate{}, &depthGauge{}, func() int64 { return 2 }, prometheus.Labels{"loop": "l"})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
 	for _, mf := range mfs {
+		if mf.GetName() == "sluice_consumer_dead_lettered_total" {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" {
+						got["dead_lettered/"+l.GetValue()] = m.GetCounter().GetValue()
+					}
+				}
+			}
+			continue
+		}
 		m := mf.GetMetric()[0]
 		if c := m.GetCounter(); c != nil {
 			got[mf.GetName()] = c.GetValue()
@@ -79,7 +94,9 @@ func TestRegistryExportsStats(t *testing.T) {
 		"sluice_consumer_consumed_total": 12, "sluice_consumer_stored_total": 9, "sluice_consumer_failed_total": 2,
 		"sluice_consumer_poison_total": 1, "sluice_consumer_rate_fallback_total": 3, "sluice_consumer_allowed_rate": 0,
 		"sluice_consumer_actual_rate": 0, "sluice_consumer_queue_depth": 0, "sluice_consumer_rate_fallback": 0,
-		"sluice_consumer_share_rate": 0,
+		"sluice_consumer_share_rate": 0, "sluice_consumer_retried_total": 5, "sluice_consumer_released_total": 4,
+		"sluice_consumer_paced_seconds_total": 0, "sluice_consumer_circuit_state": 0,
+		"dead_lettered/retries_exhausted": 2, "dead_lettered/malformed": 0, "dead_lettered/id_collision": 0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -88,5 +105,50 @@ func TestRegistryExportsStats(t *testing.T) {
 	}
 	if finite(math.Inf(1)) != -1 {
 		t.Errorf("finite(+Inf) = %v; want -1", finite(math.Inf(1)))
+	}
+}
+
+func TestMetricsBindLoopbackByDefault(t *testing.T) {
+	c, err := loadConfig(func(k string) string {
+		return map[string]string{"SLUICE_QUEUE_URL": "http://q", "SLUICE_MYSQL_DSN": "x"}[k]
+	})
+	if err != nil || c.MetricsAddr != "127.0.0.1:9102" {
+		t.Errorf("default metrics address %q (%v); want 127.0.0.1:9102", c.MetricsAddr, err)
+	}
+}
+
+func TestLoadConfigTrimsLists(t *testing.T) {
+	env := map[string]string{"SOURCE": "kafka", "SLUICE_KAFKA_BROKERS": "a:9092, b:9092", "SLUICE_KAFKA_TOPICS": " t1 ,t2,",
+		"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://s1/in, http://s2/in"}
+	c, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	got := strings.Join(c.HTTPEndpoints, "|") + " " + strings.Join(c.KafkaBrokers, "|") + " " + strings.Join(c.KafkaTopics, "|")
+	if want := "http://s1/in|http://s2/in a:9092|b:9092 t1|t2"; got != want {
+		t.Errorf("lists = %q; want %q", got, want)
+	}
+}
+
+// TestStopTimeoutCoversDrain: ECS waits stopTimeout after SIGTERM before it
+// kills the worker; that must cover the worker's worst-case drain.
+func TestStopTimeoutCoversDrain(t *testing.T) {
+	b, err := os.ReadFile("../../infra/worker/task-definition.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var td struct {
+		ContainerDefinitions []struct {
+			Name        string `json:"name"`
+			StopTimeout int    `json:"stopTimeout"`
+		} `json:"containerDefinitions"`
+	}
+	if err := json.Unmarshal(b, &td); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range td.ContainerDefinitions {
+		if got := time.Duration(c.StopTimeout) * time.Second; got <= drain() {
+			t.Errorf("container %s: stopTimeout %v; want above the worst-case drain %v", c.Name, got, drain())
+		}
 	}
 }

@@ -78,8 +78,14 @@ func finite(f float64) float64 {
 	return f
 }
 
-// registry exports the consumer's counters and gauges.
-func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, labels prometheus.Labels) *prometheus.Registry {
+// reasonKinds are the values of the dead-lettered counter's reason label
+// (consume.ReasonKind).
+var reasonKinds = []string{"malformed", "refused", "id_collision", "retries_exhausted"}
+
+// registry exports the consumer's counters and gauges. exhausted counts the
+// records a source dead-lettered itself after too many attempts (Kafka);
+// it may be nil.
+func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, exhausted func() int64, labels prometheus.Labels) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	counter := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
@@ -91,6 +97,22 @@ func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, label
 	counter("sluice_consumer_stored_total", "Messages stored by the sink and acknowledged.", func() float64 { return float64(stats.Stored.Load()) })
 	counter("sluice_consumer_failed_total", "Messages released for redelivery (not stored).", func() float64 { return float64(stats.Failed.Load()) })
 	counter("sluice_consumer_poison_total", "Messages sent to the dead-letter path.", func() float64 { return float64(stats.Poison.Load()) })
+	counter("sluice_consumer_retried_total", "Messages given back because the destination failed (retried later with backoff).", func() float64 { return float64(stats.Retried.Load()) })
+	counter("sluice_consumer_released_total", "Messages given back untried (pacing cut short, rate zero, circuit open, shutdown).", func() float64 { return float64(stats.Deferred.Load()) })
+	for _, kind := range reasonKinds {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_consumer_dead_lettered_total", Help: "Messages sent to the dead-letter path, by reason.",
+			ConstLabels: withLabel(labels, "reason", kind),
+		}, func() float64 {
+			n := stats.DeadLettered()[kind]
+			if kind == "retries_exhausted" && exhausted != nil {
+				n += exhausted()
+			}
+			return float64(n)
+		}))
+	}
+	counter("sluice_consumer_paced_seconds_total", "Time spent waiting for pacing slots, including pauses at a rate of zero.", func() float64 { return stats.Paced().Seconds() })
+	gauge("sluice_consumer_circuit_state", "Circuit breaker on the destination: 0 closed, 1 open, 2 half-open.", func() float64 { return float64(stats.Circuit()) })
 	counter("sluice_consumer_rate_fallback_total", "RATE reads that fell back to the safe rate.", func() float64 { return float64(stats.RateFallbacks.Load()) })
 	gauge("sluice_consumer_allowed_rate", "Allowed aggregate rate of the loop, messages/s (-1: unlimited).", func() float64 { t, _, _ := stats.AllowedRate(); return finite(t) })
 	gauge("sluice_consumer_share_rate", "This consumer's share of the allowed rate, messages/s (-1: unlimited).", func() float64 { _, s, _ := stats.AllowedRate(); return finite(s) })
@@ -103,4 +125,13 @@ func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, label
 	gauge("sluice_consumer_actual_rate", "Stored messages/s over the last 5 s.", actual.get)
 	gauge("sluice_consumer_queue_depth", "Approximate visible messages in the SQS queue, or the Kafka group's lag.", depth.get)
 	return reg
+}
+
+// withLabel returns labels plus name=value.
+func withLabel(labels prometheus.Labels, name, value string) prometheus.Labels {
+	out := prometheus.Labels{name: value}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,12 @@ type Config struct {
 	// measure what pacing costs (the overhead ratio of the consumer
 	// benchmark); production consumers never set it.
 	Unpaced bool
+	// StoreReserve is kept free before a deadline for the store after
+	// pacing, at least (Process also reserves the time its recent stores
+	// took for as many messages); default 1 s.
+	StoreReserve time.Duration
+	// Breaker configures the circuit breaker on the destination.
+	Breaker BreakerConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +64,9 @@ func (c Config) withDefaults() Config {
 	if c.Validate == nil {
 		c.Validate = ValidJSON
 	}
+	if c.StoreReserve <= 0 {
+		c.StoreReserve = time.Second
+	}
 	return c
 }
 
@@ -70,14 +80,29 @@ func ValidJSON(m Message) error {
 }
 
 // Report is what one batch came to. Every message of the batch is in
-// exactly one of Stored, Retry and Poison.
+// exactly one of Stored, Retry, Deferred and Poison.
 type Report struct {
 	// Stored were taken by the sink: acknowledge them.
 	Stored []Message
-	// Retry were not stored (sink failure, pacing cut short): release them.
+	// Retry were not stored because the destination failed (down, 5xx, a
+	// timeout): give them back with a backoff that grows with their
+	// deliveries (Retrier), so that an outage does not spend their delivery
+	// budget faster than it lasts.
 	Retry []Message
+	// Deferred were not tried: their pacing slot did not come before the
+	// deadline or shutdown, the rate is zero, or the circuit is open. Give
+	// them back; DeferFor tells when a slot is expected.
+	Deferred []Message
 	// Poison must go to the dead-letter path with their reason.
 	Poison []Poison
+	// Cause is the destination's failure behind Retry ("" when none).
+	Cause string
+	// Paused is true when the rate was zero.
+	Paused bool
+	// DeferFor is how long until the Deferred messages may have a slot at
+	// the current rate, or until the circuit half-opens (0 when unknown or
+	// paused).
+	DeferFor time.Duration
 }
 
 // Consumer runs batches: read the allowed rate, pace, validate, store,
@@ -94,6 +119,11 @@ type Consumer struct {
 	clock Clock
 	log   *slog.Logger
 	stats *Stats
+	// breaker stops taking messages while the destination is down.
+	breaker *Breaker
+	// perMessage is the recent store time per message (ns, EWMA), for
+	// the time reserved before a deadline.
+	perMessage atomic.Int64
 }
 
 // New returns a Consumer. stats nil means the RateCache's counters (the
@@ -107,15 +137,19 @@ func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger,
 		stats = rates.stats
 	}
 	return &Consumer{
-		cfg:   cfg,
-		rates: rates,
-		pacer: NewPacer(clock, 0, cfg.BatchSize),
-		sink:  sink,
-		clock: clock,
-		log:   log,
-		stats: stats,
+		cfg:     cfg,
+		rates:   rates,
+		pacer:   NewPacer(clock, 0, cfg.BatchSize),
+		sink:    sink,
+		clock:   clock,
+		log:     log,
+		stats:   stats,
+		breaker: NewBreaker(cfg.Breaker, clock),
 	}
 }
+
+// Breaker returns the consumer's circuit breaker.
+func (c *Consumer) Breaker() *Breaker { return c.breaker }
 
 // Stats returns the consumer's counters.
 func (c *Consumer) Stats() *Stats { return c.stats }
@@ -141,6 +175,9 @@ func (c *Consumer) refresh(ctx context.Context) Allowed {
 // ReceiveSize is how many messages to receive now: BatchSize, or fewer at a
 // low rate so that a batch waits at most MaxHold for its pacing slot.
 func (c *Consumer) ReceiveSize(ctx context.Context) int {
+	if c.breaker.Probing() {
+		return 1
+	}
 	if c.cfg.Unpaced {
 		return c.cfg.BatchSize
 	}
@@ -152,33 +189,50 @@ func (c *Consumer) ReceiveSize(ctx context.Context) int {
 	return min(max(n, 1), c.cfg.BatchSize)
 }
 
-// pace waits until n messages may go; while the rate is zero it re-reads
-// the rate every cache period.
-func (c *Consumer) pace(ctx context.Context, n int) error {
-	if c.cfg.Unpaced {
-		return nil
-	}
-	for {
-		c.refresh(ctx)
-		err := c.pacer.Wait(ctx, n)
-		if !errors.Is(err, ErrPaused) {
-			return err
-		}
-		if err := c.clock.Sleep(ctx, c.rates.Period()); err != nil {
-			return err
-		}
-	}
-}
-
 // Process runs one batch that was already received: validate, pace, store.
 // It does not talk to the source; the caller acknowledges, releases and
-// dead-letters by the Report. When ctx ends during pacing, the messages not
-// yet stored come back in Report.Retry and no error is returned; a batch
-// whose pacing slot came is stored even if ctx ends meanwhile (bounded by
-// StoreTimeout).
+// dead-letters by the Report.
+//
+// Without a deadline on ctx (the worker), Process waits for the batch's
+// pacing slot, also while the rate is zero; when ctx ends meanwhile, the
+// batch comes back in Report.Deferred. With a deadline (a Lambda
+// invocation), it never waits past it: it stores the part of the batch whose
+// slot comes early enough to be stored by the deadline (reserving
+// StoreReserve plus the recent store time per message) and defers the rest
+// at once; at a rate of zero, or while the circuit is open, it defers the
+// whole batch at once. A batch whose slot came is stored even if ctx is
+// cancelled meanwhile (shutdown), bounded by StoreTimeout and by ctx's
+// deadline.
 func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	var rep Report
 	c.stats.Consumed.Add(int64(len(msgs)))
+	valid := c.validate(msgs, &rep)
+	switch {
+	case len(valid) == 0:
+	case c.breaker.State() == CircuitOpen:
+		rep.Deferred, rep.DeferFor = valid, c.breaker.Wait()
+	default:
+		n, err := c.pace(ctx, len(valid), &rep)
+		if err != nil {
+			c.log.InfoContext(ctx, "pacing cut short; deferring batch", "messages", len(valid)-n, "err", err)
+		}
+		if n > 0 {
+			c.store(ctx, valid[:n], &rep)
+		}
+		if n < len(valid) {
+			rep.Deferred = append(rep.Deferred, valid[n:]...)
+			if r := c.pacer.Rate(); r > 0 && !math.IsInf(r, 1) && !rep.Paused {
+				rep.DeferFor = time.Duration(float64(len(valid)-n) / r * float64(time.Second))
+			}
+		}
+	}
+	c.stats.count(rep)
+	c.stats.setCircuit(c.breaker.State())
+	return rep
+}
+
+// validate moves malformed messages to rep.Poison and returns the others.
+func (c *Consumer) validate(msgs []Message, rep *Report) []Message {
 	valid := make([]Message, 0, len(msgs))
 	for _, m := range msgs {
 		if err := c.cfg.Validate(m); err != nil {
@@ -187,32 +241,81 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		}
 		valid = append(valid, m)
 	}
-	if len(valid) > 0 {
-		if err := c.pace(ctx, len(valid)); err != nil {
-			c.log.InfoContext(ctx, "pacing cut short; releasing batch", "messages", len(valid), "err", err)
-			rep.Retry = append(rep.Retry, valid...)
-		} else {
-			c.store(ctx, valid, &rep)
-		}
-	}
-	c.stats.Stored.Add(int64(len(rep.Stored)))
-	c.stats.Failed.Add(int64(len(rep.Retry)))
-	c.stats.Poison.Add(int64(len(rep.Poison)))
-	return rep
+	return valid
 }
 
+// pace waits until messages may go and returns how many of n may: all of
+// them without a deadline (after waiting as long as it takes, re-reading
+// the rate every cache period while it is zero), or the part that fits
+// before ctx's deadline.
+func (c *Consumer) pace(ctx context.Context, n int, rep *Report) (int, error) {
+	if c.cfg.Unpaced {
+		return n, nil
+	}
+	start := c.clock.Now()
+	defer func() { c.stats.addPaced(c.clock.Now().Sub(start)) }()
+	if dl, ok := ctx.Deadline(); ok {
+		return c.paceBy(ctx, n, dl, rep)
+	}
+	for {
+		c.refresh(ctx)
+		err := c.pacer.Wait(ctx, n)
+		if !errors.Is(err, ErrPaused) {
+			if err != nil {
+				return 0, err
+			}
+			return n, nil
+		}
+		rep.Paused = true
+		if err := c.clock.Sleep(ctx, c.rates.Period()); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// paceBy lets through the part of n messages that can be paced and stored
+// before dl, and returns at once with none at a rate of zero.
+func (c *Consumer) paceBy(ctx context.Context, n int, dl time.Time, rep *Report) (int, error) {
+	c.refresh(ctx)
+	per := time.Duration(c.perMessage.Load())
+	left := dl.Sub(c.clock.Now()) - c.cfg.StoreReserve
+	if per > 0 {
+		n = min(n, max(int(left/per), 0))
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	k, err := c.pacer.WaitBy(ctx, n, dl.Add(-c.cfg.StoreReserve-per*time.Duration(n)))
+	if errors.Is(err, ErrPaused) {
+		rep.Paused = true
+		return 0, nil
+	}
+	return k, err
+}
+
+// store stores msgs and sorts them into rep; it tells the breaker whether
+// the destination worked.
 func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.StoreTimeout)
 	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDL context.CancelFunc
+		sctx, cancelDL = context.WithDeadline(sctx, dl)
+		defer cancelDL()
+	}
+	start := c.clock.Now()
 	res, err := c.sink.Store(sctx, msgs)
+	c.observeStore(c.clock.Now().Sub(start), len(msgs))
 	if err == nil && len(res) != len(msgs) {
 		err = fmt.Errorf("sink returned %d results for %d messages", len(res), len(msgs))
 	}
 	if err != nil {
-		c.log.WarnContext(ctx, "store failed; releasing batch", "messages", len(msgs), "err", err)
-		rep.Retry = append(rep.Retry, msgs...)
+		c.log.WarnContext(ctx, "store failed; retrying the batch later", "messages", len(msgs), "err", err)
+		rep.Retry, rep.Cause = append(rep.Retry, msgs...), err.Error()
+		c.breaker.Failure()
 		return
 	}
+	stored := len(rep.Stored)
 	for i, r := range res {
 		switch r.Outcome {
 		case Stored:
@@ -221,15 +324,40 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 			rep.Poison = append(rep.Poison, Poison{Message: msgs[i], Reason: r.Reason})
 		default:
 			rep.Retry = append(rep.Retry, msgs[i])
+			if rep.Cause == "" {
+				rep.Cause = r.Reason
+			}
 		}
+	}
+	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) {
+		c.breaker.Failure()
+	} else {
+		c.breaker.Success()
 	}
 }
 
-// Settle tells src the fate of a processed batch: Ack the stored, dead-letter
-// the poison (or release them when src is no DeadLetterer, so that its
-// redrive policy moves them), release the rest. It runs on a context that
-// outlives ctx's cancellation (bounded by StoreTimeout), so that shutdown
-// does not leave a stored batch unacknowledged.
+// observeStore folds one store's time per message into the running
+// estimate (an exponentially weighted mean, weight 0.3 for the newest).
+func (c *Consumer) observeStore(d time.Duration, n int) {
+	if n <= 0 || d <= 0 {
+		return
+	}
+	sample := int64(d) / int64(n)
+	old := c.perMessage.Load()
+	if old == 0 {
+		c.perMessage.Store(sample)
+		return
+	}
+	c.perMessage.Store((7*old + 3*sample) / 10)
+}
+
+// Settle tells src the fate of a processed batch: Ack the stored,
+// dead-letter the poison (or release them when src is no DeadLetterer, so
+// that its redrive policy moves them), give back the Retry ones with the
+// source's backoff (Retrier; else released) and release the Deferred ones.
+// It runs on a context that outlives ctx's cancellation (bounded by
+// StoreTimeout), so that shutdown does not leave a stored batch
+// unacknowledged.
 func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.StoreTimeout)
 	defer cancel()
@@ -239,6 +367,7 @@ func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 			errs = append(errs, fmt.Errorf("ack %d stored messages: %w", len(rep.Stored), err))
 		}
 	}
+	release := rep.Deferred
 	if len(rep.Poison) > 0 {
 		for _, p := range rep.Poison {
 			c.log.WarnContext(ctx, "poison message", "id", p.Message.ID, "reason", p.Reason, "receive_count", p.Message.ReceiveCount)
@@ -248,41 +377,59 @@ func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 				errs = append(errs, fmt.Errorf("dead-letter %d messages: %w", len(rep.Poison), err))
 			}
 		} else {
-			ms := make([]Message, len(rep.Poison))
-			for i, p := range rep.Poison {
-				ms[i] = p.Message
+			for _, p := range rep.Poison {
+				release = append(release, p.Message)
 			}
-			rep.Retry = append(rep.Retry, ms...)
 		}
 	}
 	if len(rep.Retry) > 0 {
-		if err := src.Release(sctx, rep.Retry); err != nil {
-			errs = append(errs, fmt.Errorf("release %d messages: %w", len(rep.Retry), err))
+		if r, ok := src.(Retrier); ok {
+			if err := r.Retry(sctx, rep.Retry, rep.Cause); err != nil {
+				errs = append(errs, fmt.Errorf("retry %d messages later: %w", len(rep.Retry), err))
+			}
+		} else {
+			release = append(release, rep.Retry...)
+		}
+	}
+	if len(release) > 0 {
+		if err := src.Release(sctx, release); err != nil {
+			errs = append(errs, fmt.Errorf("release %d messages: %w", len(release), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // Run consumes src until ctx ends: receive (ReceiveSize messages), Process,
-// Settle. On shutdown it settles the batch it holds (stored ones acked, the
-// rest released) and returns nil. Source errors are logged and retried after
-// a pause.
+// Settle. After a batch the destination failed it waits the breaker's
+// backoff before it receives again; once the circuit is open it takes no
+// messages until the backoff has passed, then probes with one. On shutdown
+// it settles the batch it holds (stored ones acked, the rest released) and
+// returns nil. Source errors are logged and retried with the same backoff.
 func (c *Consumer) Run(ctx context.Context, src Source) error {
-	backoff := 100 * time.Millisecond
+	receiveFailures := 0
 	for ctx.Err() == nil {
+		if d := c.breaker.Wait(); d > 0 {
+			c.stats.setCircuit(c.breaker.State())
+			c.log.InfoContext(ctx, "destination failing; waiting", "circuit", c.breaker.State().String(), "wait", d)
+			if c.clock.Sleep(ctx, d) != nil {
+				break
+			}
+			continue
+		}
 		msgs, err := src.Receive(ctx, c.ReceiveSize(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
-			c.log.WarnContext(ctx, "receive failed", "err", err, "retry_in", backoff)
-			if c.clock.Sleep(ctx, backoff) != nil {
+			receiveFailures++
+			d := c.breaker.cfg.Backoff.EqualJitter(receiveFailures)
+			c.log.WarnContext(ctx, "receive failed", "err", err, "retry_in", d)
+			if c.clock.Sleep(ctx, d) != nil {
 				break
 			}
-			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		receiveFailures = 0
 		if len(msgs) == 0 {
 			continue
 		}

@@ -78,9 +78,9 @@ func TestProcess(t *testing.T) {
 				}
 				poison = append(poison, p.Message)
 			}
-			if ids(rep.Stored) != tt.stored || ids(rep.Retry) != tt.retry || ids(poison) != tt.poisonIDs {
+			if ids(rep.Stored) != tt.stored || ids(append(rep.Retry, rep.Deferred...)) != tt.retry || ids(poison) != tt.poisonIDs {
 				t.Errorf("Process() stored [%s] retry [%s] poison [%s]; want [%s] [%s] [%s]",
-					ids(rep.Stored), ids(rep.Retry), ids(poison), tt.stored, tt.retry, tt.poisonIDs)
+					ids(rep.Stored), ids(append(rep.Retry, rep.Deferred...)), ids(poison), tt.stored, tt.retry, tt.poisonIDs)
 			}
 			if got := sink.Len(); got != len(rep.Stored) {
 				t.Errorf("sink holds %d; want %d", got, len(rep.Stored))

@@ -117,3 +117,54 @@ func (p *Pacer) Wait(ctx context.Context, n int) error {
 	}
 	return nil
 }
+
+// WaitBy lets through as many of n messages as have a pacing slot by the
+// time by: it reserves the largest k <= n whose slot comes by then, sleeps
+// until that slot and returns k. It never sleeps past by, and returns 0 at
+// once when not even one message fits (0 and ErrPaused when the rate is
+// zero). A Lambda uses it to store the part of its batch that fits before
+// its deadline and hand the rest back at once, instead of sleeping into the
+// deadline.
+func (p *Pacer) WaitBy(ctx context.Context, n int, by time.Time) (int, error) {
+	r, k, d, err := p.reserveBy(n, by)
+	if err != nil || k == 0 || d <= 0 {
+		return k, err
+	}
+	if err := p.clock.Sleep(ctx, d); err != nil {
+		p.mu.Lock()
+		r.CancelAt(p.clock.Now())
+		p.mu.Unlock()
+		return 0, err
+	}
+	return k, nil
+}
+
+// reserveBy reserves the largest k <= n whose slot comes by the time by.
+func (p *Pacer) reserveBy(n int, by time.Time) (*rate.Reservation, int, time.Duration, error) {
+	if n <= 0 {
+		return nil, 0, 0, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	l := p.lim.Limit()
+	switch {
+	case l == 0:
+		return nil, 0, 0, ErrPaused
+	case l == rate.Inf:
+		return nil, n, 0, nil
+	}
+	avail := max(by.Sub(now), 0).Seconds()
+	k := min(n, int(math.Floor(p.lim.TokensAt(now)+float64(l)*avail+1e-9)))
+	if k <= 0 {
+		return nil, 0, 0, nil
+	}
+	if k > p.lim.Burst() {
+		p.lim.SetBurstAt(now, k)
+	}
+	r := p.lim.ReserveN(now, k)
+	if !r.OK() {
+		return nil, 0, 0, fmt.Errorf("reserve %d messages at %v/s: %w", k, l, ErrPaused)
+	}
+	return r, k, r.DelayFrom(now), nil
+}

@@ -91,3 +91,61 @@ func TestPacerWaitCancelledGivesTokensBack(t *testing.T) {
 		t.Errorf("Delay(10) after a cancelled Wait = %v; want 1s", d)
 	}
 }
+
+// TestPacerWaitByNeverSleepsPastTheDeadline: WaitBy lets through the part of
+// a batch whose slot comes by the deadline, sleeps only as long as that part
+// needs, and returns at once with none when nothing fits or the rate is zero.
+func TestPacerWaitByNeverSleepsPastTheDeadline(t *testing.T) {
+	tests := []struct {
+		name   string
+		rate   float64
+		n      int
+		within time.Duration
+		want   int
+	}{
+		{"all fit", 100, 10, 27 * time.Second, 10},
+		{"trickle: part fits", 0.1, 10, 27 * time.Second, 3}, // 1 token + 2.7
+		{"too slow for one more", 0.01, 10, 27 * time.Second, 1},
+		{"unlimited", math.Inf(1), 10, time.Second, 10},
+		{"deadline passed", 1, 10, -time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			p := consume.NewPacer(clk, tt.rate, 1) // one token in the bucket
+			start := clk.Now()
+			by := start.Add(tt.within)
+			got, err := p.WaitBy(context.Background(), tt.n, by)
+			if err != nil || got != tt.want {
+				t.Fatalf("WaitBy(%d, +%v) at %v/s = %d, %v; want %d, nil", tt.n, tt.within, tt.rate, got, err, tt.want)
+			}
+			if end := clk.Now(); end.After(by) && end.After(start) {
+				t.Errorf("slept until %v past the deadline", end.Sub(by))
+			}
+		})
+	}
+	clk := newFakeClock()
+	p := consume.NewPacer(clk, 0, 10)
+	if got, err := p.WaitBy(context.Background(), 10, clk.Now().Add(time.Hour)); got != 0 || !errors.Is(err, consume.ErrPaused) || clk.slept != 0 {
+		t.Errorf("WaitBy at rate 0 = %d, %v after sleeping %v; want 0, ErrPaused at once", got, err, clk.slept)
+	}
+}
+
+// TestPacerWaitByKeepsTheRate: what WaitBy lets through, batch after batch
+// with a deadline each time, follows the rate.
+func TestPacerWaitByKeepsTheRate(t *testing.T) {
+	clk := newFakeClock()
+	p := consume.NewPacer(clk, 0.5, 10)
+	start, total := clk.Now(), 0
+	for range 100 {
+		n, err := p.WaitBy(context.Background(), 10, clk.Now().Add(25*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		clk.Advance(5 * time.Second) // the rest of the invocation and the next one's start
+	}
+	if rate := float64(total-10) / clk.Now().Sub(start).Seconds(); rate > 0.5 {
+		t.Errorf("let through %d in %v: %.3f/s; want <= 0.5/s", total, clk.Now().Sub(start), rate)
+	}
+}

@@ -29,6 +29,16 @@ type DeadLetterer interface {
 	DeadLetter(ctx context.Context, poison []Poison) error
 }
 
+// Retrier is the optional capability of a Source to take back messages
+// that the destination failed and deliver them again only after a backoff
+// that grows with their deliveries (SQS: a visibility timeout from
+// ApproximateReceiveCount; Kafka: a delay per record, and the dead-letter
+// topic after a bounded number of attempts). cause is the destination's
+// failure. A Source without it gets them released.
+type Retrier interface {
+	Retry(ctx context.Context, msgs []Message, cause string) error
+}
+
 // Sink stores messages at the destination (MySQL, an HTTP service).
 type Sink interface {
 	// Store stores msgs and returns one Result per message, in order. A

@@ -2,7 +2,10 @@ package consume
 
 import (
 	"math"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Stats are a consumer's counters, safe for concurrent use. The worker
@@ -13,8 +16,14 @@ type Stats struct {
 	Consumed atomic.Int64
 	// Stored counts messages the sink stored (and that were acknowledged).
 	Stored atomic.Int64
-	// Failed counts messages released for redelivery (not stored).
+	// Failed counts messages given back for redelivery (not stored):
+	// Retried plus Deferred.
 	Failed atomic.Int64
+	// Retried counts messages given back because the destination failed.
+	Retried atomic.Int64
+	// Deferred counts messages given back untried (pacing slot past the
+	// deadline, rate zero, circuit open, shutdown).
+	Deferred atomic.Int64
 	// Poison counts messages sent to the dead-letter path.
 	Poison atomic.Int64
 	// RateFallbacks counts rate reads that fell back to the safe rate.
@@ -23,7 +32,74 @@ type Stats struct {
 	allowed  atomic.Uint64 // float64 bits: the loop's allowed rate
 	share    atomic.Uint64 // float64 bits: this consumer's share
 	fallback atomic.Bool
+	paced    atomic.Int64 // ns spent waiting for pacing slots (rate zero included)
+	circuit  atomic.Int32 // CircuitState
+
+	mu   sync.Mutex
+	dead map[string]int64 // poison by ReasonKind
 }
+
+// count adds one batch's report.
+func (s *Stats) count(rep Report) {
+	s.Stored.Add(int64(len(rep.Stored)))
+	s.Retried.Add(int64(len(rep.Retry)))
+	s.Deferred.Add(int64(len(rep.Deferred)))
+	s.Failed.Add(int64(len(rep.Retry) + len(rep.Deferred)))
+	s.Poison.Add(int64(len(rep.Poison)))
+	if len(rep.Poison) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead == nil {
+		s.dead = map[string]int64{}
+	}
+	for _, p := range rep.Poison {
+		s.dead[ReasonKind(p.Reason)]++
+	}
+}
+
+// ReasonKind sorts a dead-letter reason into a small set for metrics:
+// "malformed" (the validator refused it), "id_collision" (an id seen before
+// with another body), "retries_exhausted" (a source's attempt budget spent)
+// or "refused" (the destination refused its content).
+func ReasonKind(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "malformed payload"):
+		return "malformed"
+	case strings.Contains(reason, "id collision"):
+		return "id_collision"
+	case strings.Contains(reason, "retries exhausted"):
+		return "retries_exhausted"
+	}
+	return "refused"
+}
+
+// DeadLettered returns the poison messages counted by ReasonKind.
+func (s *Stats) DeadLettered() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.dead))
+	for k, v := range s.dead {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Stats) addPaced(d time.Duration) {
+	if d > 0 {
+		s.paced.Add(int64(d))
+	}
+}
+
+// Paced returns the total time spent waiting for pacing slots, including
+// the time paused at a rate of zero.
+func (s *Stats) Paced() time.Duration { return time.Duration(s.paced.Load()) }
+
+func (s *Stats) setCircuit(c CircuitState) { s.circuit.Store(int32(c)) }
+
+// Circuit returns the circuit breaker's state as last seen.
+func (s *Stats) Circuit() CircuitState { return CircuitState(s.circuit.Load()) }
 
 func (s *Stats) setAllowed(a Allowed) {
 	s.allowed.Store(math.Float64bits(a.Total))

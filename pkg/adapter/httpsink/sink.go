@@ -1,22 +1,33 @@
 // Package httpsink stores consumed messages by POSTing them as JSON to an
 // HTTP service, one request per message with an Idempotency-Key header (the
-// message id), over one or several endpoints chosen by a pluggable Picker.
-// 5xx, 429, timeouts and connection errors are retried with exponential
-// backoff and full jitter; a message still failing after the last attempt is
-// retryable (released, redelivered later). A 4xx other than 429 is
-// permanent: the message goes to the dead-letter path with the status and
-// the start of the response body as its reason.
+// message id) and a Content-Digest header (the body's SHA-256), over one or
+// several endpoints chosen by a pluggable Picker.
+//
+// Only an answer that refuses the message for its content is poison: 400,
+// 413, 415 and 422 by default (Config.PoisonStatus); the message goes to the
+// dead-letter path with the status and the start of the response body as
+// its reason. Every other failure is the destination's: unreachable, a
+// timeout, 5xx, 429, 408, 409, 425, 401, 403, 404, and any 3xx (redirects
+// are never followed: a client that follows a 302 turns the POST into a GET
+// without a body and would count its 200 as stored). Those are retried with
+// the project's backoff (consume.Backoff, full jitter, honouring
+// Retry-After); a message still failing after the last attempt is retryable
+// (released, redelivered later with the source's backoff).
 package httpsink
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +62,12 @@ func (r *RoundRobin) Pick() string {
 	return r.endpoints[n%uint64(len(r.endpoints))]
 }
 
+// DefaultPoisonStatus are the answers that refuse a message for its content.
+var DefaultPoisonStatus = []int{
+	http.StatusBadRequest, http.StatusRequestEntityTooLarge,
+	http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity,
+}
+
 // Config configures a Sink.
 type Config struct {
 	// Timeout bounds one request (default 5 s).
@@ -62,6 +79,53 @@ type Config struct {
 	BaseBackoff, MaxBackoff time.Duration
 	// Parallel is how many requests of a batch run at once (default 8).
 	Parallel int
+	// PoisonStatus are the HTTP statuses that make a message poison
+	// (default DefaultPoisonStatus). Every other non-2xx answer is a
+	// failure of the destination and is retried.
+	PoisonStatus []int
+}
+
+// ParseStatuses parses a comma-separated list of HTTP statuses (as in
+// SLUICE_HTTP_POISON_STATUS, e.g. "400,413,415,422"); each must be 400-499.
+func ParseStatuses(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 400 || n > 499 {
+			return nil, fmt.Errorf("HTTP status %q: want a 4xx status (only a client error can be the message's fault)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParseEndpoints splits a comma-separated list of endpoint URLs (as in
+// SLUICE_HTTP_ENDPOINTS), trims spaces, drops empty items and checks that
+// each is an absolute http or https URL.
+func ParseEndpoints(list string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(list, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		u, err := url.Parse(e)
+		if err != nil {
+			return nil, fmt.Errorf("HTTP endpoint %q: %w", e, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("HTTP endpoint %q: want an absolute http:// or https:// URL", e)
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("HTTP endpoints %q: no URL", list)
+	}
+	return out, nil
 }
 
 // Sink is the HTTP sink.
@@ -89,9 +153,17 @@ func New(cfg Config, picker Picker, client *http.Client, clock consume.Clock) *S
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 8
 	}
+	if cfg.PoisonStatus == nil {
+		cfg.PoisonStatus = DefaultPoisonStatus
+	}
 	if client == nil {
 		client = &http.Client{Timeout: cfg.Timeout}
 	}
+	// Never follow a redirect: the 3xx itself is the answer (a failure of
+	// the destination). A copy, so that the caller's client is untouched.
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &c
 	return &Sink{cfg: cfg, client: client, picker: picker, clock: clock}
 }
 
@@ -146,47 +218,57 @@ type retryAfter struct {
 func (e *retryAfter) Error() string { return e.err.Error() }
 func (e *retryAfter) Unwrap() error { return e.err }
 
-// backoff is full jitter: uniform in [0, min(max, base*2^attempt)), or the
+// backoff is the project's policy (consume.Backoff, full jitter), or the
 // server's Retry-After when it asked for one (capped by MaxBackoff).
 func (s *Sink) backoff(attempt int, last error) time.Duration {
 	var ra *retryAfter
 	if errors.As(last, &ra) && ra.after > 0 {
 		return min(ra.after, s.cfg.MaxBackoff)
 	}
-	ceil := s.cfg.BaseBackoff << min(attempt, 20)
-	if ceil <= 0 || ceil > s.cfg.MaxBackoff {
-		ceil = s.cfg.MaxBackoff
-	}
-	return rand.N(ceil)
+	return consume.Backoff{Base: s.cfg.BaseBackoff, Max: s.cfg.MaxBackoff}.Delay(attempt)
 }
 
 func (s *Sink) post(ctx context.Context, m consume.Message) error {
-	url := s.picker.Pick()
+	endpoint := s.picker.Pick()
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(m.Body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, bytes.NewReader(m.Body))
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		// A bad endpoint is a configuration fault, never the message's.
+		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", m.ID)
+	// The body's digest (RFC 9530) lets the destination tell a retry (same
+	// key, same body) from an id collision (same key, another body), which
+	// the idempotency-key draft answers with 422: poison.
+	sum := sha256.Sum256(m.Body)
+	req.Header.Set("Content-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w: %w", url, errRetry, err)
+		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return s.classify(endpoint, resp, snippet)
+}
+
+// classify maps an answer to nil (stored), a poison error, or an error
+// wrapping errRetry (the destination's failure).
+func (s *Sink) classify(endpoint string, resp *http.Response, snippet []byte) error {
+	code := resp.StatusCode
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	case code >= 200 && code < 300:
 		return nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		err := fmt.Errorf("POST %s: HTTP %d: %w", url, resp.StatusCode, errRetry)
-		if secs, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
-			return &retryAfter{err: err, after: time.Duration(secs) * time.Second}
-		}
-		return err
-	default:
-		return fmt.Errorf("POST %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(snippet))
+	case slices.Contains(s.cfg.PoisonStatus, code):
+		return fmt.Errorf("POST %s: HTTP %d %s: %s", endpoint, code, http.StatusText(code), bytes.TrimSpace(snippet))
+	case code >= 300 && code < 400:
+		return fmt.Errorf("POST %s: HTTP %d %s to %q, not followed: %w", endpoint, code, http.StatusText(code), resp.Header.Get("Location"), errRetry)
 	}
+	err := fmt.Errorf("POST %s: HTTP %d %s: %w", endpoint, code, http.StatusText(code), errRetry)
+	if secs, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && secs > 0 {
+		return &retryAfter{err: err, after: time.Duration(secs) * time.Second}
+	}
+	return err
 }

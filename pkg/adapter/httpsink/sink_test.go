@@ -90,7 +90,7 @@ func TestStore(t *testing.T) {
 		{"5xx then ok", "503,500,200", consume.Stored, 3, ""},
 		{"429 then ok", "429,200", consume.Stored, 2, ""},
 		{"timeout then ok", "slow,200", consume.Stored, 2, ""},
-		{"4xx is permanent", "400", consume.Permanent, 1, "HTTP 400: field qty missing"},
+		{"4xx is permanent", "400", consume.Permanent, 1, "HTTP 400 Bad Request: field qty missing"},
 		{"always 5xx is retryable", "503,503,503,503,503", consume.Retryable, 4, "HTTP 503"},
 	}
 	for _, tt := range tests {

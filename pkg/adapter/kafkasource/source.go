@@ -22,9 +22,17 @@
 //     for a partition that was taken away is acknowledged into nothing: its
 //     records come again to the new owner from the last commit (duplicates
 //     the sink absorbs; nothing missing).
-//   - Released records (not stored) are kept and handed out again, first, by
-//     the next Receive, with their ReceiveCount grown; they keep the
-//     partition's commit point behind them.
+//   - Released records (not tried: shutdown, pacing cut short) are kept and
+//     handed out again, first, by the next Receive, with their ReceiveCount
+//     grown; they keep the partition's commit point behind them.
+//   - Records the destination failed (Retry) are handed out again only
+//     after a backoff that grows with their attempts (Config.RetryBackoff),
+//     meanwhile the source serves the other records and partitions; after
+//     Config.MaxAttempts attempts a record goes to the dead-letter topic with
+//     the reason "retries exhausted after N attempts: <last failure>", so
+//     that one stuck record never stalls its partition's commits for ever.
+//     While the whole destination is down the consumer's circuit breaker
+//     stops taking records, which spends no attempts.
 //   - Poison records are produced synchronously to the dead-letter topic
 //     (Config.DeadLetterTopic, default "<topic>.dlt") with the reason in the
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
@@ -70,6 +78,7 @@ import (
 var (
 	_ consume.Source       = (*Source)(nil)
 	_ consume.DeadLetterer = (*Source)(nil)
+	_ consume.Retrier      = (*Source)(nil)
 )
 
 // Header names set on dead-lettered records.
@@ -130,6 +139,14 @@ type Config struct {
 	// move on; default 10 s (Kafka's client default is 45 s). Heartbeats run
 	// in the background, so a slow batch does not count against it.
 	SessionTimeout time.Duration
+	// MaxAttempts bounds the tries of a record the destination keeps
+	// failing: then it goes to the dead-letter topic with the reason
+	// (default 10).
+	MaxAttempts int
+	// RetryBackoff is the wait before a failed record is tried again, by its
+	// attempts (equal jitter; default 1 s doubling to 60 s: ten attempts
+	// span at least about 2.5 minutes).
+	RetryBackoff consume.Backoff
 	// Log receives the source's logs; nil discards them.
 	Log *slog.Logger
 	// Opts are extra franz-go options (timeouts, TLS, SASL), applied last.
@@ -152,6 +169,12 @@ func (c Config) withDefaults() Config {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 10 * time.Second
 	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 10
+	}
+	if c.RetryBackoff.Base <= 0 {
+		c.RetryBackoff = consume.Backoff{Base: time.Second, Max: time.Minute}
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -164,6 +187,9 @@ type Stats struct {
 	Commits, CommitErrors atomic.Int64
 	// DeadLettered counts records produced to the dead-letter topic.
 	DeadLettered atomic.Int64
+	// Exhausted counts records dead-lettered because they failed
+	// MaxAttempts times (part of DeadLettered once produced).
+	Exhausted atomic.Int64
 	// Pauses counts the times fetching was paused for lack of budget.
 	Pauses atomic.Int64
 	// Revoked and Lost count partitions taken away by rebalances.
@@ -173,6 +199,12 @@ type Stats struct {
 type tp struct {
 	topic     string
 	partition int32
+}
+
+// pendingMsg is a message given back, due again at due.
+type pendingMsg struct {
+	m   consume.Message
+	due time.Time
 }
 
 // handle is what a consume.Message carries back to the source: the record
@@ -193,7 +225,7 @@ type Source struct {
 
 	mu      sync.Mutex
 	parts   map[tp]*ledger
-	pending []consume.Message // released, handed out again first
+	pending []pendingMsg // released or retried, handed out again first once due
 	paused  bool
 	// lastCommit is when the last commit was sent (for CommitInterval).
 	lastCommit time.Time
@@ -252,10 +284,10 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 	}
 	s.resume()
 	for {
-		// While settled offsets wait for the commit interval, the poll
-		// wakes up in time to commit them.
+		// While settled offsets wait for the commit interval, or a retried
+		// record for its backoff, the poll wakes up in time for them.
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if wait, ok := s.commitWait(); ok {
+		if wait, ok := s.wakeAfter(); ok {
 			pctx, cancel = context.WithTimeout(ctx, wait)
 		}
 		out, err := s.poll(pctx, max)
@@ -276,7 +308,26 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 		if err := s.Commit(ctx); err != nil {
 			s.log.Warn("interval commit failed; retrying at the next", "err", err)
 		}
+		if out := s.takePending(max); len(out) > 0 {
+			return out, nil
+		}
 	}
+}
+
+// wakeAfter is how long a poll may block: until the next interval commit
+// or the next retried record is due; ok is false when nothing waits.
+func (s *Source) wakeAfter() (time.Duration, bool) {
+	wait, ok := s.commitWait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	for _, p := range s.pending {
+		d := max(p.due.Sub(now), time.Millisecond)
+		if !ok || d < wait {
+			wait, ok = d, true
+		}
+	}
+	return wait, ok
 }
 
 // poll polls up to max records and registers them in their ledgers.
@@ -386,17 +437,19 @@ func Origin(r *kgo.Record) string {
 func (s *Source) takePending(max int) []consume.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out, keep []consume.Message
-	for _, m := range s.pending {
-		h := m.Handle.(*handle)
+	var out []consume.Message
+	var keep []pendingMsg
+	now := s.cfg.Clock.Now()
+	for _, p := range s.pending {
+		h := p.m.Handle.(*handle)
 		if s.parts[tp{h.rec.Topic, h.rec.Partition}] != h.led {
 			continue
 		}
-		if len(out) < max {
-			m.ReceiveCount++
-			out = append(out, m)
+		if len(out) < max && !now.Before(p.due) {
+			p.m.ReceiveCount++
+			out = append(out, p.m)
 		} else {
-			keep = append(keep, m)
+			keep = append(keep, p)
 		}
 	}
 	s.pending = keep
@@ -476,6 +529,11 @@ func (s *Source) Ack(ctx context.Context, msgs []consume.Message) error {
 // Release gives msgs back: the next Receive hands them out again. Their
 // partitions' commit points stay behind them.
 func (s *Source) Release(_ context.Context, msgs []consume.Message) error {
+	return s.giveBack(msgs, func(consume.Message) time.Duration { return 0 })
+}
+
+// giveBack keeps msgs to hand them out again after wait(m).
+func (s *Source) giveBack(msgs []consume.Message, wait func(consume.Message) time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {
@@ -483,8 +541,34 @@ func (s *Source) Release(_ context.Context, msgs []consume.Message) error {
 			return fmt.Errorf("release message %s: not from a kafka source", m.ID)
 		}
 	}
-	s.pending = append(s.pending, msgs...)
+	now := s.cfg.Clock.Now()
+	for _, m := range msgs {
+		s.pending = append(s.pending, pendingMsg{m: m, due: now.Add(wait(m))})
+	}
 	return nil
+}
+
+// Retry gives back records the destination failed: each is handed out
+// again after RetryBackoff for its attempts (ReceiveCount), and one that has
+// had MaxAttempts goes to the dead-letter topic with the reason "retries
+// exhausted after N attempts: cause".
+func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string) error {
+	var again []consume.Message
+	var spent []consume.Poison
+	for _, m := range msgs {
+		if m.ReceiveCount >= s.cfg.MaxAttempts {
+			spent = append(spent, consume.Poison{Message: m, Reason: fmt.Sprintf("retries exhausted after %d attempts: %s", m.ReceiveCount, cause)})
+			continue
+		}
+		again = append(again, m)
+	}
+	err := s.giveBack(again, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(max(m.ReceiveCount, 1)) })
+	if len(spent) > 0 {
+		s.log.Warn("records failed too often; dead-lettering them", "records", len(spent), "cause", cause)
+		s.stats.Exhausted.Add(int64(len(spent)))
+		err = errors.Join(err, s.DeadLetter(ctx, spent))
+	}
+	return err
 }
 
 // DeadLetter produces the poison records to the dead-letter topic, waits for
@@ -515,7 +599,8 @@ func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error 
 	s.stats.DeadLettered.Add(int64(len(done)))
 	s.settle(done)
 	if len(retry) > 0 {
-		_ = s.Release(ctx, retry)
+		// The dead-letter topic cannot be written: try again after a pause.
+		_ = s.giveBack(retry, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(1) })
 	}
 	if err := s.Commit(ctx); err != nil {
 		errs = append(errs, err)

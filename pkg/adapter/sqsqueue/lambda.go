@@ -31,12 +31,24 @@ import (
 // on every attempt. Nothing is dropped in silence.
 type Handler struct {
 	Consumer *consume.Consumer
-	// API sends dead letters; nil with an empty DeadLetterURL.
+	// API sends dead letters and sets the visibility of messages handed
+	// back; nil with an empty DeadLetterURL and QueueURL.
 	API           API
 	DeadLetterURL string
-	// PacingMargin is kept free before the invocation's deadline: pacing
-	// that would run into it is cut short and the batch returned as
-	// failures (default 3 s).
+	// QueueURL is the queue of the event source mapping. When set, the
+	// messages returned as failures get a visibility that says when to try
+	// them again: a backoff growing with their receive count when the
+	// destination failed (RetryBackoff) or the rate is zero
+	// (PausedBackoff), their pacing slot when only the deadline was short.
+	// When empty they come back after the queue's visibility timeout.
+	QueueURL string
+	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
+	// DefaultPausedBackoff.
+	RetryBackoff, PausedBackoff consume.Backoff
+	// PacingMargin is kept free before the invocation's deadline for
+	// sending dead letters, setting visibilities and answering: the
+	// consumer paces and stores only within the time before it (default
+	// 2 s). The invocation never runs to its deadline.
 	PacingMargin time.Duration
 	Log          *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format line per
@@ -67,7 +79,9 @@ func FromEvent(r events.SQSMessage) consume.Message {
 	return m
 }
 
-// Handle processes one SQS event.
+// Handle processes one SQS event: it stores what the rate and the time
+// before the deadline allow, dead-letters the poison, and returns the rest
+// as batch item failures at once, with a visibility saying when to retry.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	log := h.Log
 	if log == nil {
@@ -81,52 +95,98 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	if dl, ok := ctx.Deadline(); ok {
 		margin := h.PacingMargin
 		if margin <= 0 {
-			margin = 3 * time.Second
+			margin = 2 * time.Second
 		}
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
 		defer cancel()
 	}
+	paced := h.Consumer.Stats().Paced()
 	rep := h.Consumer.Process(pctx, msgs)
-
+	paced = h.Consumer.Stats().Paced() - paced
+	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
+	deadLettered, unsent := h.deadLetter(ctx, log, rep.Poison)
+	back = append(back, unsent...)
+	h.delay(ctx, log, rep)
 	failures := []events.SQSBatchItemFailure{}
-	for _, m := range rep.Retry {
+	for _, m := range back {
 		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: m.ID})
-	}
-	deadLettered := 0
-	if len(rep.Poison) > 0 {
-		for _, p := range rep.Poison {
-			log.WarnContext(ctx, "poison message", "id", p.Message.ID, "reason", p.Reason, "receive_count", p.Message.ReceiveCount)
-		}
-		sent := map[string]bool{}
-		if h.DeadLetterURL != "" && h.API != nil {
-			ok, err := SendDeadLetters(ctx, h.API, h.DeadLetterURL, rep.Poison)
-			if err != nil {
-				log.ErrorContext(ctx, "send dead letters; returning them as failures for redrive", "err", err)
-			}
-			for _, m := range ok {
-				sent[m.ID] = true
-			}
-			deadLettered = len(ok)
-		}
-		for _, p := range rep.Poison {
-			if !sent[p.Message.ID] {
-				failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: p.Message.ID})
-			}
-		}
 	}
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "messages", len(msgs), "stored", len(rep.Stored),
-		"failed", len(rep.Retry), "poison", len(rep.Poison), "dead_lettered", deadLettered,
-		"allowed_rate", total, "share", share, "rate_fallback", fallback)
+		"retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused, "poison", len(rep.Poison),
+		"dead_lettered", deadLettered, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	if h.Metrics != nil {
-		h.emit(len(msgs), len(rep.Stored), len(rep.Retry), len(rep.Poison), total, share, fallback)
+		h.emit(len(msgs), rep, deadLettered, paced, total, share, fallback)
 	}
 	return events.SQSEventResponse{BatchItemFailures: failures}, nil
 }
 
+// deadLetter sends the poison messages to the DLQ with their reasons and
+// returns how many went, and those that did not (returned as failures: the
+// redrive policy moves them after maxReceiveCount).
+func (h *Handler) deadLetter(ctx context.Context, log *slog.Logger, poison []consume.Poison) (int, []consume.Message) {
+	if len(poison) == 0 {
+		return 0, nil
+	}
+	for _, p := range poison {
+		log.WarnContext(ctx, "poison message", "id", p.Message.ID, "reason", p.Reason, "receive_count", p.Message.ReceiveCount)
+	}
+	sent := map[string]bool{}
+	if h.DeadLetterURL != "" && h.API != nil {
+		ok, err := SendDeadLetters(ctx, h.API, h.DeadLetterURL, poison)
+		if err != nil {
+			log.ErrorContext(ctx, "send dead letters; returning them as failures for redrive", "err", err)
+		}
+		for _, m := range ok {
+			sent[m.ID] = true
+		}
+	}
+	var unsent []consume.Message
+	for _, p := range poison {
+		if !sent[p.Message.ID] {
+			unsent = append(unsent, p.Message)
+		}
+	}
+	return len(sent), unsent
+}
+
+// delay sets the visibility of the messages handed back (when QueueURL is
+// set): Retry by RetryBackoff and their receive count; Deferred at a rate
+// of zero by PausedBackoff; other Deferred at their expected pacing slot,
+// spread over DeferFor, at least RetryBackoff's.
+func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Report) {
+	if h.QueueURL == "" || h.API == nil || len(rep.Retry)+len(rep.Deferred) == 0 {
+		return
+	}
+	retry, paused := h.RetryBackoff, h.PausedBackoff
+	if retry.Base <= 0 {
+		retry = DefaultRetryBackoff
+	}
+	if paused.Base <= 0 {
+		paused = DefaultPausedBackoff
+	}
+	vis := map[string]time.Duration{}
+	for _, m := range rep.Retry {
+		vis[m.ID] = RetryVisibility(retry, m)
+	}
+	for i, m := range rep.Deferred {
+		if rep.Paused {
+			vis[m.ID] = RetryVisibility(paused, m)
+			continue
+		}
+		slot := rep.DeferFor * time.Duration(i+1) / time.Duration(len(rep.Deferred))
+		vis[m.ID] = max(slot, RetryVisibility(retry, m))
+	}
+	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
+	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
+	if err != nil {
+		log.WarnContext(ctx, "set visibility of messages handed back; they return after the queue's timeout", "err", err)
+	}
+}
+
 // emit writes one Embedded Metric Format line.
-func (h *Handler) emit(consumed, stored, failed, poison int, allowed, share float64, fallback bool) {
+func (h *Handler) emit(consumed int, rep consume.Report, deadLettered int, paced time.Duration, allowed, share float64, fallback bool) {
 	ns := h.Namespace
 	if ns == "" {
 		ns = "Sluice/Consumer"
@@ -134,10 +194,7 @@ func (h *Handler) emit(consumed, stored, failed, poison int, allowed, share floa
 	if math.IsInf(allowed, 1) {
 		allowed, share = -1, -1 // unlimited; JSON has no infinity
 	}
-	fb := 0
-	if fallback {
-		fb = 1
-	}
+	fb := b2i(fallback)
 	line := map[string]any{
 		"_aws": map[string]any{
 			"Timestamp": time.Now().UnixMilli(),
@@ -146,13 +203,19 @@ func (h *Handler) emit(consumed, stored, failed, poison int, allowed, share floa
 				"Dimensions": [][]string{{"Loop"}},
 				"Metrics": []map[string]string{
 					{"Name": "Consumed", "Unit": "Count"}, {"Name": "Stored", "Unit": "Count"},
-					{"Name": "Failed", "Unit": "Count"}, {"Name": "Poison", "Unit": "Count"},
+					{"Name": "Failed", "Unit": "Count"}, {"Name": "Retried", "Unit": "Count"},
+					{"Name": "Released", "Unit": "Count"}, {"Name": "Poison", "Unit": "Count"},
+					{"Name": "DeadLettered", "Unit": "Count"}, {"Name": "Paused", "Unit": "Count"},
+					{"Name": "CircuitOpen", "Unit": "Count"}, {"Name": "PacedSeconds", "Unit": "Seconds"},
 					{"Name": "AllowedRate", "Unit": "Count/Second"}, {"Name": "ShareRate", "Unit": "Count/Second"},
 					{"Name": "RateFallback", "Unit": "Count"},
 				},
 			}},
 		},
-		"Loop": h.Loop, "Consumed": consumed, "Stored": stored, "Failed": failed, "Poison": poison,
+		"Loop": h.Loop, "Consumed": consumed, "Stored": len(rep.Stored), "Failed": len(rep.Retry) + len(rep.Deferred),
+		"Retried": len(rep.Retry), "Released": len(rep.Deferred), "Poison": len(rep.Poison), "DeadLettered": deadLettered,
+		"Paused": b2i(rep.Paused), "CircuitOpen": b2i(h.Consumer.Breaker().State() != consume.CircuitClosed),
+		"PacedSeconds": paced.Seconds(), "DeadLetteredByReason": h.Consumer.Stats().DeadLettered(),
 		"AllowedRate": allowed, "ShareRate": share, "RateFallback": fb,
 	}
 	b, err := json.Marshal(line)
@@ -160,4 +223,11 @@ func (h *Handler) emit(consumed, stored, failed, poison int, allowed, share floa
 		return
 	}
 	fmt.Fprintln(h.Metrics, string(b))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,7 +25,34 @@ import (
 var (
 	_ consume.Source       = (*Queue)(nil)
 	_ consume.DeadLetterer = (*Queue)(nil)
+	_ consume.Retrier      = (*Queue)(nil)
 )
+
+// DefaultRetryBackoff is the visibility of a message whose destination
+// failed, by its receive count (equal jitter): 15-30 s after the first
+// receive, doubling to 120-240 s after the fourth, at most 15 minutes. With
+// a maxReceiveCount of 5 a healthy message survives a destination outage of
+// at least 225 s (the sum of the first four visibilities at their least)
+// even when it is received as often as it becomes visible, as a Lambda's
+// event source mapping does; the worker's circuit breaker receives far
+// less.
+var DefaultRetryBackoff = consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
+
+// DefaultPausedBackoff is the visibility of a message handed back untried
+// while the rate is zero, by its receive count: 30-60 s after the first
+// receive, 240-480 s after the fourth. With a maxReceiveCount of 5 a pause of
+// up to 450 s (7.5 minutes) never dead-letters a healthy message; for longer
+// pauses raise maxReceiveCount or disable the event source mapping.
+var DefaultPausedBackoff = consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
+
+// maxVisibility is SQS's limit on a visibility timeout.
+const maxVisibility = 12 * time.Hour
+
+// RetryVisibility is how long a message whose destination failed stays
+// invisible: b's equal jitter by its receive count.
+func RetryVisibility(b consume.Backoff, m consume.Message) time.Duration {
+	return min(b.EqualJitter(max(m.ReceiveCount, 1)), maxVisibility)
+}
 
 // ReasonAttribute is the message attribute that carries a dead-lettered
 // message's reason.
@@ -52,6 +80,9 @@ type Config struct {
 	// Visibility is the visibility timeout asked on receive and renewed
 	// every Visibility/3 while a message is held (default 30 s).
 	Visibility time.Duration
+	// RetryBackoff sets the visibility of a message whose destination
+	// failed, by its receive count (default DefaultRetryBackoff).
+	RetryBackoff consume.Backoff
 }
 
 // Queue is an SQS queue as a consume.Source. Call Close when done, to stop
@@ -79,6 +110,9 @@ func New(api API, cfg Config, log *slog.Logger) *Queue {
 	}
 	if cfg.Visibility <= 0 {
 		cfg.Visibility = 30 * time.Second
+	}
+	if cfg.RetryBackoff.Base <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -206,24 +240,42 @@ func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
 	return errors.Join(errs...)
 }
 
-// Release makes messages visible again at once, for redelivery.
+// Release makes messages visible again at once, for redelivery (messages
+// not tried: shutdown, pacing cut short).
 func (q *Queue) Release(ctx context.Context, msgs []consume.Message) error {
 	q.forget(msgs)
 	return q.changeVisibility(ctx, msgs, 0)
 }
 
+// Retry gives back messages whose destination failed, each invisible for
+// RetryVisibility (growing with its ApproximateReceiveCount), so that an
+// outage does not spend maxReceiveCount faster than it lasts.
+func (q *Queue) Retry(ctx context.Context, msgs []consume.Message, _ string) error {
+	q.forget(msgs)
+	return ChangeVisibility(ctx, q.api, q.cfg.QueueURL, msgs, func(m consume.Message) time.Duration {
+		return RetryVisibility(q.cfg.RetryBackoff, m)
+	})
+}
+
 func (q *Queue) changeVisibility(ctx context.Context, msgs []consume.Message, d time.Duration) error {
+	return ChangeVisibility(ctx, q.api, q.cfg.QueueURL, msgs, func(consume.Message) time.Duration { return d })
+}
+
+// ChangeVisibility sets the visibility timeout of each message (by its
+// receipt handle) to vis(message), in batches of 10.
+func ChangeVisibility(ctx context.Context, api API, queueURL string, msgs []consume.Message, vis func(consume.Message) time.Duration) error {
 	var errs []error
 	for _, batch := range chunks(msgs) {
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
 		for i, m := range batch {
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m)), VisibilityTimeout: int32(d / time.Second),
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m)),
+				VisibilityTimeout: int32(min(max(vis(m), 0), maxVisibility) / time.Second),
 			}
 		}
-		out, err := q.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
+		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &queueURL, Entries: entries})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("change visibility of %d messages to %v: %w", len(batch), d, err))
+			errs = append(errs, fmt.Errorf("change visibility of %d messages: %w", len(batch), err))
 			continue
 		}
 		for _, f := range out.Failed {
@@ -253,9 +305,15 @@ func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
 	return err // unsent ones stay held until their visibility runs out: redelivered, never dropped
 }
 
+// OriginalIDAttribute is the message attribute that carries a
+// dead-lettered message's original id.
+const OriginalIDAttribute = "sluice-original-id"
+
 // SendDeadLetters sends poison messages to the dead-letter queue at url, each
-// with its reason in ReasonAttribute and its original id in
-// "sluice-original-id"; it returns the messages that were sent.
+// with its original message attributes, its reason in ReasonAttribute and
+// its original id in OriginalIDAttribute; it returns the messages that were
+// sent. SQS allows 10 attributes per message: of the original ones, the
+// first 8 by name are kept.
 func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.Poison) ([]consume.Message, error) {
 	var sent []consume.Message
 	var errs []error
@@ -266,13 +324,13 @@ func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.
 			if len(reason) > 1024 {
 				reason = reason[:1024]
 			}
+			attrs := deadLetterAttributes(p.Message.Attributes)
+			attrs[ReasonAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(reason)}
+			attrs[OriginalIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(p.Message.ID)}
 			entries[i] = types.SendMessageBatchRequestEntry{
-				Id:          aws.String(strconv.Itoa(i)),
-				MessageBody: aws.String(string(p.Message.Body)),
-				MessageAttributes: map[string]types.MessageAttributeValue{
-					ReasonAttribute:      {DataType: aws.String("String"), StringValue: aws.String(reason)},
-					"sluice-original-id": {DataType: aws.String("String"), StringValue: aws.String(p.Message.ID)},
-				},
+				Id:                aws.String(strconv.Itoa(i)),
+				MessageBody:       aws.String(string(p.Message.Body)),
+				MessageAttributes: attrs,
 			}
 		}
 		out, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
@@ -289,6 +347,23 @@ func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.
 		}
 	}
 	return sent, errors.Join(errs...)
+}
+
+// deadLetterAttributes copies up to 8 original attributes (by name), leaving
+// room for the reason and the original id.
+func deadLetterAttributes(orig map[string]string) map[string]types.MessageAttributeValue {
+	names := make([]string, 0, len(orig))
+	for k, v := range orig {
+		if k != ReasonAttribute && k != OriginalIDAttribute && v != "" {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	out := make(map[string]types.MessageAttributeValue, min(len(names), 8)+2)
+	for _, k := range names[:min(len(names), 8)] {
+		out[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(orig[k])}
+	}
+	return out
 }
 
 // Depth returns the approximate number of visible messages in the queue.

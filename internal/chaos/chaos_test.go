@@ -1,0 +1,70 @@
+package chaos_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/chaos"
+	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// TestChaosShort runs every SQS scenario with a few hundred messages and
+// durations / 20 (`make chaos` runs them at full size).
+func TestChaosShort(t *testing.T) {
+	ep := testenv.AWSEndpoint(t)
+	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := consumers.Env{AWSEndpoint: ep, SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), RIE: rie, Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	bins, err := chaos.Build(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range chaos.Scenarios(chaos.Short) {
+		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+			continue
+		}
+		t.Run(sc.Name+"/"+sc.Path, func(t *testing.T) {
+			r := chaos.Play(context.Background(), e, bins, sc)
+			t.Logf("%+v", r)
+			if !r.OK {
+				t.Errorf("%s on %s: not ok: sent %d, stored %d, poison %d, dead-lettered %d (with reason %d), healthy dead-lettered %d, missing %d, duplicates %d, deadline hits %d, error %q",
+					r.Name, r.Path, r.Sent, r.Stored, r.Poison, r.DeadLettered, r.PoisonWithReason, r.HealthyDeadLettered, r.Missing, r.Duplicates, r.LambdaDeadlineHits, r.Error)
+			}
+		})
+	}
+}
+
+// TestChaosKafkaShort runs the Kafka scenarios with a few hundred records on
+// the real broker.
+func TestChaosKafkaShort(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range chaos.KafkaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}) {
+		sc.Limit = 4 * time.Minute
+		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
+		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
+		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
+			t.Logf("%+v", r)
+			if !r.OK {
+				t.Errorf("%s: not ok: %+v", sc.Name, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,383 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// PathKafka is the Kafka worker's path: the worker's consumer
+// (consume.Consumer over kafkasource.Source and httpsink.Sink) in this
+// process, on the real broker.
+const PathKafka = "kafka-worker"
+
+// KafkaScenario is a fault on the Kafka path.
+type KafkaScenario struct {
+	Name     string
+	Messages int
+	// Stuck is the seq of a record the destination fails (503) on every
+	// try; -1 for none.
+	Stuck int
+	// Collisions is how many extra records reuse the id of an earlier one
+	// with another body.
+	Collisions int
+	// Partitions of the topic (default 4).
+	Partitions int32
+	// Rate is the allowed rate (default 1,000 msg/s): both runs of the
+	// throughput comparison are paced alike.
+	Rate float64
+	// RetryBackoff is the source's per-record backoff (zero: the
+	// source's default, 1 s doubling to 60 s).
+	RetryBackoff consume.Backoff
+	// Schedule is the HTTP destination's answers from the start.
+	Schedule []Phase
+	// Down stops a private MariaDB (the sink then) for this long once a
+	// third of the records are stored; 0 keeps the HTTP destination.
+	Down time.Duration
+	// Limit bounds the scenario (default 20 min).
+	Limit time.Duration
+}
+
+// kafkaRun is one run's state.
+type kafkaRun struct {
+	brokers []string
+	topic   string
+	dest    *Destination
+	db      *MariaDB // the sink when the scenario stops MySQL
+	cl      *kgo.Client
+	faults  []string
+}
+
+// PlayKafka runs sc; with a stuck record it runs it a second time without
+// one and reports the other records' throughput as a ratio of that run's.
+func PlayKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) Result {
+	if sc.Limit <= 0 {
+		sc.Limit = 20 * time.Minute
+	}
+	if sc.Partitions <= 0 {
+		sc.Partitions = 4
+	}
+	if sc.Rate <= 0 {
+		sc.Rate = 1000
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, sc.Limit)
+	defer cancel()
+	r, took, err := playKafka(ctx, root, brokers, sc)
+	if err == nil && sc.Stuck >= 0 {
+		base := sc
+		base.Stuck = -1
+		var baseTook time.Duration
+		if _, baseTook, err = playKafka(ctx, root, brokers, base); err == nil {
+			r.Extra["throughput_ratio"] = baseTook.Seconds() / took.Seconds()
+			r.Extra["seconds_with_stuck_record"], r.Extra["seconds_without"] = took.Seconds(), baseTook.Seconds()
+		}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.check()
+	if ratio, ok := r.Extra["throughput_ratio"].(float64); ok && ratio < 0.9 {
+		r.OK = false
+	}
+	return r
+}
+
+// playKafka produces, consumes until every healthy record is stored and
+// every poison one dead-lettered, and returns how long the healthy records
+// other than the stuck one took.
+func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) (Result, time.Duration, error) {
+	r := Result{Name: sc.Name, Path: PathKafka, Sent: sc.Messages + sc.Collisions, Extra: map[string]any{"collisions_dead_lettered": 0}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return r, 0, err
+	}
+	defer cl.Close()
+	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
+	if sc.Down > 0 {
+		if kr.db, err = privateMariaDB(ctx, root, kr.topic); err != nil {
+			return r, 0, err
+		}
+		defer kr.db.Close()
+	}
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
+		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)
+	}
+	if sc.Stuck >= 0 {
+		kr.dest.FailKey(kr.id(sc.Stuck))
+	}
+	poison, err := kr.produce(ctx, sc)
+	if err != nil {
+		return r, 0, err
+	}
+	r.Poison = poison
+	kr.dest.Restart(sc.Schedule)
+	start := time.Now()
+	took, err := kr.consume(ctx, sc, poison)
+	r.Faults = kr.faults
+	if err != nil {
+		return r, took, err
+	}
+	r.Extra["consumed_seconds"] = time.Since(start).Seconds()
+	return r, took, kr.tally(ctx, sc, &r)
+}
+
+func (k *kafkaRun) sinkName() string {
+	if k.db != nil {
+		return "mysql"
+	}
+	return "http"
+}
+
+func (k *kafkaRun) id(seq int) string { return k.topic + "-" + strconv.Itoa(seq) }
+
+// produce writes the records (2 % poison) and the collisions: records whose
+// message-id repeats an earlier healthy one's with another body. It returns
+// how many must be dead-lettered.
+func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
+	var recs []*kgo.Record
+	poison := 0
+	for i := range sc.Messages {
+		if IsPoison(i) {
+			poison++
+		}
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(bodyFor(k.sinkName(), i, IsPoison(i))),
+			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(i))}, {Key: "tenant", Value: []byte("acme")}}})
+	}
+	for c := range sc.Collisions {
+		seq := sc.Messages + c
+		victim := collisionVictim(c)
+		// The same key: the same partition, after the victim.
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(victim)), Value: []byte(Body(seq, false)),
+			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(victim))}, {Key: "tenant", Value: []byte("acme")}}})
+		poison++
+	}
+	if err := k.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
+	}
+	return poison, nil
+}
+
+// collisionVictim is the healthy record whose id collision c reuses.
+func collisionVictim(c int) int {
+	v := c*7 + 1
+	for IsPoison(v) {
+		v++
+	}
+	return v
+}
+
+// consume runs the worker's consumer until the destination has every
+// healthy record but the stuck one and the dead-letter topic every poison
+// one (and the stuck one); it returns when the healthy ones were done.
+func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (time.Duration, error) {
+	srv := httptest.NewServer(k.dest)
+	defer srv.Close()
+	rates := memqueue.NewRates()
+	rates.Put(loop.Rate{Loop: "chaos", PerSecond: sc.Rate})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, rates, nil, consume.WallClock{}, nil, nil)
+	// As the worker on Kafka: one inline retry, the rest by the source.
+	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
+	if k.db != nil {
+		db, err := sql.Open("mysql", k.db.DSN())
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		if err := mysqlsink.Migrate(ctx, db); err != nil {
+			return 0, fmt.Errorf("migrate: %w", err)
+		}
+		sink = mysqlsink.New(db)
+	}
+	cons := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
+	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer(),
+		RetryBackoff: sc.RetryBackoff})
+	if err != nil {
+		return 0, err
+	}
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); cons.Run(cctx, src) }()
+	defer func() { stop(); wg.Wait(); src.Close(context.Background()) }()
+	healthy := sc.Messages - (poison - sc.Collisions)
+	if sc.Stuck >= 0 {
+		healthy--
+	}
+	start := time.Now()
+	if sc.Down > 0 {
+		if err := k.outage(ctx, healthy/3, sc.Down); err != nil {
+			return 0, err
+		}
+	}
+	if err := until(ctx, func() bool { return len(k.stored(ctx)) >= healthy }); err != nil {
+		return 0, fmt.Errorf("waiting for %d healthy records: %w", healthy, err)
+	}
+	took := time.Since(start)
+	wantDead := int64(poison)
+	if sc.Stuck >= 0 {
+		wantDead++
+	}
+	if err := until(ctx, func() bool { return src.Stats().DeadLettered.Load() >= wantDead }); err != nil {
+		return took, fmt.Errorf("waiting for %d dead letters: %w", wantDead, err)
+	}
+	return took, nil
+}
+
+// outage stops the MariaDB once rows are stored, for d, then starts it.
+func (k *kafkaRun) outage(ctx context.Context, rows int, d time.Duration) error {
+	if err := until(ctx, func() bool { return k.db.Rows(ctx) >= rows }); err != nil {
+		return err
+	}
+	at := k.db.Rows(ctx)
+	k.db.Stop()
+	if err := sleep(ctx, d); err != nil {
+		return err
+	}
+	k.faults = append(k.faults, fmt.Sprintf("MariaDB stopped at %d rows for %v", at, d))
+	return k.db.Start(ctx)
+}
+
+// stored returns the stored seqs (with their copies) of the sink in use.
+func (k *kafkaRun) stored(ctx context.Context) map[int]int {
+	if k.db == nil {
+		return k.dest.Stored()
+	}
+	m, err := k.db.Stored(ctx)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// tally reads the dead-letter topic and the destination.
+func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error {
+	dead, err := k.readDLT(ctx)
+	if err != nil {
+		return err
+	}
+	stored := k.stored(ctx)
+	for seq := range sc.Messages + sc.Collisions {
+		collision := seq >= sc.Messages
+		bad := IsPoison(seq) || collision
+		switch n := stored[seq]; {
+		case bad || seq == sc.Stuck:
+		case n == 0:
+			r.Missing++
+		default:
+			r.Stored++
+		}
+		r.Duplicates += max(stored[seq]-1, 0)
+		reason, ok := dead[seq]
+		switch {
+		case !ok:
+		case bad:
+			r.DeadLettered++
+			if reason != "" {
+				r.PoisonWithReason++
+			}
+		case seq == sc.Stuck && strings.Contains(reason, "retries exhausted"):
+			r.Extra["stuck_dead_lettered"] = reason
+		default:
+			r.HealthyDeadLettered++
+		}
+		if collision && strings.Contains(reason, "id collision") {
+			r.Extra["collisions_dead_lettered"] = r.Extra["collisions_dead_lettered"].(int) + 1
+		}
+	}
+	if sc.Stuck >= 0 {
+		r.Stored++ // the stuck record is accounted for by its dead letter
+	}
+	if k.db == nil {
+		r.MaxAttempts = k.dest.MaxAttempts()
+		r.Answers = k.dest.Answers()
+	}
+	return nil
+}
+
+// readDLT returns the dead-lettered seqs with their reasons (the reason only
+// when the original headers were kept too).
+func (k *kafkaRun) readDLT(ctx context.Context) (map[int]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(k.topic+".dlt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, k.topic+".dlt")
+	if err != nil {
+		return nil, err
+	}
+	want := 0
+	ends.Each(func(o kadm.ListedOffset) { want += int(o.Offset) })
+	out := map[int]string{}
+	for got := 0; got < want; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("read %s.dlt: %d of %d: %w", k.topic, got, want, ctx.Err())
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			got++
+			reason, tenant := "", ""
+			for _, h := range rec.Headers {
+				switch h.Key {
+				case kafkasource.HeaderReason:
+					reason = string(h.Value)
+				case "tenant":
+					tenant = string(h.Value)
+				}
+			}
+			if tenant != "acme" {
+				reason = ""
+			}
+			if m := seqRE.FindSubmatch(rec.Value); m != nil {
+				seq, _ := strconv.Atoi(string(m[1]))
+				out[seq] = reason
+			}
+		})
+	}
+	return out, nil
+}
+
+// until polls cond every 100 ms until it holds or ctx ends.
+func until(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// KafkaHTTPAttempts is the HTTP sink's attempts per Store on the Kafka
+// worker (functions/worker uses the same): the source retries a failed
+// record after its own backoff, so the sink retries only once inline and
+// does not hold the rest of the batch.
+const KafkaHTTPAttempts = 2
+
+// KafkaScenarios returns the Kafka scenarios, sized by s.
+func KafkaScenarios(s Size) []KafkaScenario {
+	return []KafkaScenario{
+		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
+		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
+		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
+		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
+	}
+}

@@ -1,0 +1,256 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// Path names.
+const (
+	PathLambda    = "sqs-lambda"
+	PathSQSWorker = "sqs-worker"
+)
+
+// Scenario is one fault played on one path.
+type Scenario struct {
+	Name     string
+	Path     string
+	Messages int
+	// Rate is the allowed aggregate rate at the start (messages/s).
+	Rate float64
+	// Schedule is the destination's answers from the start.
+	Schedule []Phase
+	// Sink is "http" (the controlled destination, default) or "mysql" (a
+	// private MariaDB the scenario may stop).
+	Sink string
+	// FunctionTimeout is the Lambda's timeout (default 30 s).
+	FunctionTimeout time.Duration
+	// MaxReceive is the queue's maxReceiveCount (default 5).
+	MaxReceive int
+	// Fault runs beside the consumers once the messages are sent (set the
+	// rate, signal the worker); it returns the faults it injected.
+	Fault func(ctx context.Context, r *Run) ([]string, error)
+	// Limit bounds the scenario (default 30 min).
+	Limit time.Duration
+}
+
+// Run is a scenario in progress: what a Fault may act on.
+type Run struct {
+	Stack  *consumers.Stack
+	Dest   *Destination
+	DB     *MariaDB          // nil unless Sink is mysql
+	Worker *consumers.Worker // nil on the Lambda path
+}
+
+// SetRate writes the loop's RATE (a manual rate, as an operator's pause).
+func (r *Run) SetRate(ctx context.Context, perSecond float64) error {
+	now := time.Now()
+	return ddbstore.New(r.Stack.DDB, r.Stack.Table).WriteRate(ctx, loop.Rate{
+		Loop: r.Stack.Loop, PerSecond: perSecond, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour),
+	})
+}
+
+// Play runs sc on its path; bins holds the built "bootstrap" and "worker".
+func Play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scenario) Result {
+	if sc.Limit <= 0 {
+		sc.Limit = 30 * time.Minute
+	}
+	if sc.MaxReceive <= 0 {
+		sc.MaxReceive = 5
+	}
+	if sc.FunctionTimeout <= 0 {
+		sc.FunctionTimeout = 30 * time.Second
+	}
+	start := time.Now()
+	r := Result{Name: sc.Name, Path: sc.Path, Sent: sc.Messages}
+	ctx, cancel := context.WithTimeout(ctx, sc.Limit)
+	defer cancel()
+	if err := play(ctx, e, bins, sc, &r); err != nil {
+		r.Error = err.Error()
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.check()
+	return r
+}
+
+func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scenario, r *Result) error {
+	prefix := fmt.Sprintf("chaos-%s-%s-%d", sc.Name, sc.Path, time.Now().UnixNano()%1e9)
+	st, err := e.NewStack(ctx, prefix, sc.Rate, sc.MaxReceive)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dest := NewDestination(sc.Schedule)
+	srv := httptest.NewServer(dest)
+	defer srv.Close()
+	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	run := &Run{Stack: st, Dest: dest}
+	env := map[string]string{
+		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
+		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
+	}
+	if sc.Sink == "mysql" {
+		if run.DB, err = privateMariaDB(ctx, e.Root, prefix); err != nil {
+			return err
+		}
+		defer run.DB.Close()
+		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
+	}
+	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
+		return err
+	}
+	dest.Restart(sc.Schedule) // the schedule starts once the queue is full
+	stop, err := startPath(ctx, e, bins, sc, env, logf, run, r)
+	if err != nil {
+		return err
+	}
+	if sc.Fault != nil {
+		faults, err := sc.Fault(ctx, run)
+		r.Faults = append(r.Faults, faults...)
+		if err != nil {
+			stop()
+			return fmt.Errorf("fault: %w", err)
+		}
+	}
+	err = drained(ctx, st.SQS, st.QueueURL)
+	stop()
+	if err != nil {
+		return err
+	}
+	return tally(ctx, st, dest, run.DB, r)
+}
+
+// privateMariaDB starts a MariaDB of the scenario's own under the
+// checkout's .cache (never the shared one: the scenario stops it).
+func privateMariaDB(ctx context.Context, root, prefix string) (*MariaDB, error) {
+	port, err := consumers.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return StartMariaDB(ctx, filepath.Join(root, ".cache", "chaos", prefix), port)
+}
+
+// startPath starts the consumers of sc.Path and returns what stops them.
+func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc Scenario, env map[string]string, logf *os.File, run *Run, r *Result) (func(), error) {
+	switch sc.Path {
+	case PathLambda:
+		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = strconv.Itoa(int(sc.FunctionTimeout / time.Second))
+		fn, err := e.StartRIE(ctx, bins["bootstrap"], env, logf)
+		if err != nil {
+			return nil, err
+		}
+		mctx, mstop := context.WithCancel(ctx)
+		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: run.Stack.QueueARN, timeout: sc.FunctionTimeout}
+		done := make(chan struct{})
+		go func() { m.run(mctx, fn); close(done) }()
+		return func() {
+			mstop()
+			<-done
+			fn.Stop()
+			r.Invocations, r.LambdaDeadlineHits = m.invocations.Load(), int(m.deadlineHits.Load())
+		}, nil
+	case PathSQSWorker:
+		env["SOURCE"], env["SLUICE_HTTP_TIMEOUT"] = "sqs", "2s"
+		w, err := e.StartWorker(bins["worker"], env, logf)
+		if err != nil {
+			return nil, err
+		}
+		run.Worker = w
+		return func() {
+			if err := w.Terminate(time.Minute); err != nil {
+				r.Faults = append(r.Faults, "final stop: "+err.Error())
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown path %q", sc.Path)
+}
+
+// mapping is the SQS event source mapping (ReportBatchItemFailures) in front
+// of the function under the emulator; it counts the invocations that ran to
+// the function's deadline.
+type mapping struct {
+	sqs                       *sqs.Client
+	url, arn                  string
+	timeout                   time.Duration
+	invocations, deadlineHits atomic.Int64
+}
+
+func (m *mapping) run(ctx context.Context, fn *consumers.RIE) {
+	for ctx.Err() == nil {
+		out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &m.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			VisibilityTimeout:           int32((m.timeout + 5*time.Second) / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil || len(out.Messages) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{}
+		for _, msg := range out.Messages {
+			ev.Records = append(ev.Records, consumers.ToEvent(msg, m.arn))
+		}
+		m.invocations.Add(1)
+		start := time.Now()
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout+10*time.Second)
+		resp, err := fn.Invoke(ictx, ev)
+		cancel()
+		if time.Since(start) >= m.timeout-100*time.Millisecond || (err != nil && strings.Contains(err.Error(), "timed out")) {
+			m.deadlineHits.Add(1)
+		}
+		if err != nil {
+			continue // the whole batch comes back after its visibility timeout
+		}
+		m.settle(ctx, out.Messages, resp)
+	}
+}
+
+// settle deletes what the function did not report as failed.
+func (m *mapping) settle(ctx context.Context, msgs []types.Message, resp events.SQSEventResponse) {
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, msg := range msgs {
+		if !failed[aws.ToString(msg.MessageId)] {
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+		}
+	}
+	if len(del) > 0 {
+		m.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &m.url, Entries: del})
+	}
+}
+
+// Build compiles the SQS consumer's bootstrap and the worker into e.WorkDir.
+func Build(ctx context.Context, e consumers.Env) (map[string]string, error) {
+	bins := map[string]string{}
+	for name, pkg := range map[string]string{"bootstrap": "./functions/sqs-consumer", "worker": "./functions/worker"} {
+		bin, err := e.Build(ctx, pkg, name)
+		if err != nil {
+			return nil, err
+		}
+		bins[name] = bin
+	}
+	return bins, nil
+}
