@@ -160,16 +160,7 @@ func (c *Consumer) Pacer() *Pacer { return c.pacer }
 // refresh reads the allowed rate (cached) and sets the pacer to this
 // consumer's share.
 func (c *Consumer) refresh(ctx context.Context) Allowed {
-	a := c.rates.Allowed(ctx)
-	if a.Share != c.pacer.Rate() {
-		c.pacer.SetRate(a.Share)
-		burst := c.cfg.BatchSize
-		if !math.IsInf(a.Share, 1) {
-			burst = max(burst, int(math.Ceil(a.Share*c.cfg.BurstWindow.Seconds())))
-		}
-		c.pacer.SetBurst(burst)
-	}
-	return a
+	return sharePace(c.rates.Allowed(ctx), c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
 }
 
 // ReceiveSize is how many messages to receive now: BatchSize, or fewer at a
