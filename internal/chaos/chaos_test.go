@@ -59,7 +59,11 @@ func TestChaosKafkaShort(t *testing.T) {
 		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
 			continue
 		}
-		t.Run(sc.Name, func(t *testing.T) {
+		name := sc.Name
+		if sc.MySQL {
+			name += "-mysql"
+		}
+		t.Run(name, func(t *testing.T) {
 			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
 			t.Logf("%+v", r)
 			if !r.OK {

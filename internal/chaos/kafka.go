@@ -49,6 +49,9 @@ type KafkaScenario struct {
 	// Down stops a private MariaDB (the sink then) for this long once a
 	// third of the records are stored; 0 keeps the HTTP destination.
 	Down time.Duration
+	// MySQL makes a private MariaDB the destination (the default messages
+	// table and its inbox) without an outage.
+	MySQL bool
 	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
 }
@@ -110,12 +113,13 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	}
 	defer cl.Close()
 	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
-	if sc.Down > 0 {
+	if sc.Down > 0 || sc.MySQL {
 		if kr.db, err = privateMariaDB(ctx, root, kr.topic); err != nil {
 			return r, 0, err
 		}
 		defer kr.db.Close()
 	}
+	r.Extra["sink"] = kr.sinkName()
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
 		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)
 	}
@@ -304,6 +308,9 @@ func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error
 	if sc.Stuck >= 0 {
 		r.Stored++ // the stuck record is accounted for by its dead letter
 	}
+	if got := r.Extra["collisions_dead_lettered"].(int); got != sc.Collisions {
+		r.Error = fmt.Sprintf("%d of %d id collisions dead-lettered with the reason %q", got, sc.Collisions, "id collision")
+	}
 	if k.db == nil {
 		r.MaxAttempts = k.dest.MaxAttempts()
 		r.Answers = k.dest.Answers()
@@ -379,5 +386,6 @@ func KafkaScenarios(s Size) []KafkaScenario {
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
 		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
+		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},
 	}
 }
