@@ -396,17 +396,26 @@ func (s *Source) commitWait() (time.Duration, bool) {
 
 // message converts a record.
 func (s *Source) message(r *kgo.Record, led *ledger) consume.Message {
+	m := RecordMessage(r, s.cfg.IDHeader)
+	m.Handle = &handle{rec: r, led: led}
+	return m
+}
+
+// RecordMessage converts a record to a consumer message: the body is its
+// value, the id MessageID(r, idHeader), the attributes its headers and
+// "kafka.topic", "kafka.partition", "kafka.offset" and "kafka.key". Handle
+// is left for the caller.
+func RecordMessage(r *kgo.Record, idHeader string) consume.Message {
 	m := consume.Message{
 		Body:         r.Value,
 		ReceiveCount: 1,
 		SentAt:       r.Timestamp,
-		Handle:       &handle{rec: r, led: led},
 		Attributes:   make(map[string]string, len(r.Headers)+4),
 	}
 	for _, h := range r.Headers {
 		m.Attributes[h.Key] = string(h.Value)
 	}
-	m.ID = MessageID(r, s.cfg.IDHeader)
+	m.ID = MessageID(r, idHeader)
 	m.Attributes["kafka.topic"] = r.Topic
 	m.Attributes["kafka.partition"] = strconv.Itoa(int(r.Partition))
 	m.Attributes["kafka.offset"] = strconv.FormatInt(r.Offset, 10)
@@ -582,7 +591,7 @@ func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error 
 		if !ok {
 			return fmt.Errorf("dead-letter message %s: not from a kafka source", p.Message.ID)
 		}
-		recs = append(recs, s.deadRecord(h.rec, p.Message.ID, p.Reason))
+		recs = append(recs, DeadRecord(h.rec, s.cfg.DeadLetterTopic, p.Message.ID, p.Reason))
 		msgs = append(msgs, p.Message)
 	}
 	res := s.cl.ProduceSync(ctx, recs...)
@@ -608,8 +617,10 @@ func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error 
 	return errors.Join(errs...)
 }
 
-func (s *Source) deadRecord(r *kgo.Record, id, reason string) *kgo.Record {
-	topic := s.cfg.DeadLetterTopic
+// DeadRecord returns the dead-letter copy of r for topic ("" means
+// "<r's topic>.dlt"): its key, value, timestamp and headers, with the
+// reason, origin and message id in HeaderReason, HeaderOrigin and HeaderID.
+func DeadRecord(r *kgo.Record, topic, id, reason string) *kgo.Record {
 	if topic == "" {
 		topic = r.Topic + ".dlt"
 	}

@@ -1,0 +1,305 @@
+package kafkasource
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// DeadLetterSender sends poison messages with their reasons to a
+// dead-letter topic or queue and returns those it sent.
+type DeadLetterSender interface {
+	SendDeadLetters(ctx context.Context, poison []consume.Poison) ([]consume.Message, error)
+}
+
+// LambdaHandler is the consumer Lambda of a Kafka event source mapping
+// (Amazon MSK or self-managed Kafka): one invocation is one batch of
+// records, of one or more partitions, that the mapping's poller fetched.
+//
+// Lambda's Kafka mappings have no partial batch response: the offsets of
+// the whole batch are committed when the invocation succeeds, and a failed
+// invocation is retried with the whole batch. So Handle returns nil only
+// when every record was stored or dead-lettered. When the destination
+// failed, when the pacing slot of some records did not come before the
+// deadline (a rate of zero, an open circuit, a batch too large for the
+// share and the timeout), or when a dead letter could not be sent, it
+// returns an error after storing what it could; the idempotent sink
+// absorbs the records stored twice, and the handler remembers the records
+// it stored (the last RememberStored of them) so that the retry of the
+// batch on this instance does not spend pacing slots on them again.
+//
+// Poison records (malformed value, refused for good by the sink) are sent
+// by the handler to DeadLetters with their reason, and then count as done.
+type LambdaHandler struct {
+	Consumer *consume.Consumer
+	// DeadLetters receives poison records; nil fails every invocation that
+	// holds one (configure one).
+	DeadLetters DeadLetterSender
+	// IDHeader names the header carrying a producer-set message id
+	// (default "message-id"); without it a record's id is its
+	// topic/partition/offset.
+	IDHeader string
+	// PacingMargin is kept free before the invocation's deadline for
+	// sending dead letters and answering (default 2 s).
+	PacingMargin time.Duration
+	// RememberStored bounds how many stored records are remembered across
+	// invocations (default 100,000).
+	RememberStored int
+	Log            *slog.Logger
+	Loop           string
+
+	mu     sync.Mutex
+	stored *recentSet
+}
+
+// ErrNotAllStored is wrapped by the error Handle returns when some records
+// are neither stored nor dead-lettered: the mapping retries the batch.
+var ErrNotAllStored = errors.New("records not stored; the batch is retried")
+
+// LambdaRecord converts a record of a Lambda Kafka event (base64 key and
+// value, headers as lists of byte values) to a franz-go record.
+func LambdaRecord(r events.KafkaRecord) (*kgo.Record, error) {
+	rec := &kgo.Record{Topic: r.Topic, Partition: int32(r.Partition), Offset: r.Offset, Timestamp: r.Timestamp.Time}
+	var err error
+	if r.Key != "" {
+		if rec.Key, err = base64.StdEncoding.DecodeString(r.Key); err != nil {
+			return rec, fmt.Errorf("record %s: key is not base64: %w", Origin(rec), err)
+		}
+	}
+	if rec.Value, err = base64.StdEncoding.DecodeString(r.Value); err != nil {
+		return rec, fmt.Errorf("record %s: value is not base64: %w", Origin(rec), err)
+	}
+	for _, h := range r.Headers {
+		keys := make([]string, 0, len(h))
+		for k := range h {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(h[k])})
+		}
+	}
+	return rec, nil
+}
+
+// EventMessages returns the messages of ev in a stable order (partitions by
+// name, records by offset), each with its *kgo.Record as Handle; a record
+// that cannot be decoded is returned as poison.
+func EventMessages(ev events.KafkaEvent, idHeader string) ([]consume.Message, []consume.Poison) {
+	if idHeader == "" {
+		idHeader = "message-id"
+	}
+	parts := make([]string, 0, len(ev.Records))
+	for p := range ev.Records {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	var msgs []consume.Message
+	var poison []consume.Poison
+	for _, p := range parts {
+		recs := slices.Clone(ev.Records[p])
+		slices.SortFunc(recs, func(a, b events.KafkaRecord) int { return int(a.Offset - b.Offset) })
+		for _, r := range recs {
+			rec, err := LambdaRecord(r)
+			m := RecordMessage(rec, idHeader)
+			m.Handle = rec
+			if err != nil {
+				poison = append(poison, consume.Poison{Message: m, Reason: "malformed payload: " + err.Error()})
+				continue
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs, poison
+}
+
+// Handle processes one Kafka event; see LambdaHandler.
+func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error {
+	log := h.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	msgs, undecodable := EventMessages(ev, h.IDHeader)
+	todo, already := h.notStored(msgs)
+	pctx, cancel := h.pacingContext(ctx)
+	defer cancel()
+	rep := h.Consumer.Process(pctx, todo)
+	h.remember(rep.Stored)
+	poison := append(undecodable, rep.Poison...)
+	sent, dlErr := h.deadLetter(ctx, log, poison)
+	total, share, fallback := h.Consumer.Stats().AllowedRate()
+	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
+		"already_stored", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
+		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
+	return outcome(rep, len(poison)-sent, dlErr)
+}
+
+// outcome is the invocation's error: nil when nothing is left over.
+func outcome(rep consume.Report, unsent int, dlErr error) error {
+	var why []string
+	if len(rep.Retry) > 0 {
+		why = append(why, fmt.Sprintf("%d failed at the destination (%s)", len(rep.Retry), rep.Cause))
+	}
+	if len(rep.Deferred) > 0 {
+		cause := "no pacing slot before the deadline"
+		if rep.Paused {
+			cause = "allowed rate is zero"
+		}
+		why = append(why, fmt.Sprintf("%d deferred (%s)", len(rep.Deferred), cause))
+	}
+	if unsent > 0 {
+		why = append(why, fmt.Sprintf("%d poison not dead-lettered", unsent))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%w: %s", ErrNotAllStored, strings.Join(why, "; "))
+	if dlErr != nil {
+		err = fmt.Errorf("%w: %w", err, dlErr)
+	}
+	return err
+}
+
+// pacingContext ends PacingMargin before ctx's deadline, if it has one.
+func (h *LambdaHandler) pacingContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := h.PacingMargin
+	if margin <= 0 {
+		margin = 2 * time.Second
+	}
+	return context.WithDeadline(ctx, dl.Add(-margin))
+}
+
+// deadLetter sends the poison records and returns how many went.
+func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison []consume.Poison) (int, error) {
+	if len(poison) == 0 {
+		return 0, nil
+	}
+	for _, p := range poison {
+		log.WarnContext(ctx, "poison record", "id", p.Message.ID, "reason", p.Reason)
+	}
+	if h.DeadLetters == nil {
+		return 0, errors.New("no dead-letter destination configured")
+	}
+	sent, err := h.DeadLetters.SendDeadLetters(ctx, poison)
+	if err != nil {
+		err = fmt.Errorf("send dead letters: %w", err)
+		log.ErrorContext(ctx, "send dead letters; the batch is retried", "err", err)
+	}
+	return len(sent), err
+}
+
+// notStored drops the messages this instance stored before (a retried
+// batch) and returns the others and how many it dropped.
+func (h *LambdaHandler) notStored(msgs []consume.Message) ([]consume.Message, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stored == nil {
+		return msgs, 0
+	}
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if !h.stored.has(originOf(m)) {
+			out = append(out, m)
+		}
+	}
+	return out, len(msgs) - len(out)
+}
+
+// remember records stored messages for notStored.
+func (h *LambdaHandler) remember(msgs []consume.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stored == nil {
+		n := h.RememberStored
+		if n <= 0 {
+			n = 100_000
+		}
+		h.stored = newRecentSet(n)
+	}
+	for _, m := range msgs {
+		h.stored.add(originOf(m))
+	}
+}
+
+// originOf is a message's topic/partition/offset: the same record, even
+// when two records share a producer-set id.
+func originOf(m consume.Message) string {
+	if r, ok := m.Handle.(*kgo.Record); ok {
+		return Origin(r)
+	}
+	return m.ID
+}
+
+// recentSet remembers the last n keys added.
+type recentSet struct {
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentSet(n int) *recentSet {
+	return &recentSet{keys: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+func (s *recentSet) has(k string) bool { _, ok := s.keys[k]; return ok }
+
+func (s *recentSet) add(k string) {
+	if s.has(k) {
+		return
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.keys, old)
+	}
+	s.ring[s.next] = k
+	s.keys[k] = struct{}{}
+	s.next = (s.next + 1) % len(s.ring)
+}
+
+// TopicDeadLetters produces poison records to a dead-letter topic with
+// their reason, origin and id in headers (see DeadRecord), and waits for the
+// broker's acknowledgement.
+type TopicDeadLetters struct {
+	Client *kgo.Client
+	// Topic is the dead-letter topic; "" means "<record's topic>.dlt".
+	Topic string
+}
+
+var _ DeadLetterSender = TopicDeadLetters{}
+
+// SendDeadLetters produces the poison records and returns those the broker
+// took.
+func (t TopicDeadLetters) SendDeadLetters(ctx context.Context, poison []consume.Poison) ([]consume.Message, error) {
+	recs := make([]*kgo.Record, len(poison))
+	for i, p := range poison {
+		r, ok := p.Message.Handle.(*kgo.Record)
+		if !ok {
+			r = &kgo.Record{Topic: p.Message.Attributes["kafka.topic"], Value: p.Message.Body}
+		}
+		recs[i] = DeadRecord(r, t.Topic, p.Message.ID, p.Reason)
+	}
+	var sent []consume.Message
+	var errs []error
+	for i, res := range t.Client.ProduceSync(ctx, recs...) {
+		if res.Err != nil {
+			errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, res.Err))
+			continue
+		}
+		sent = append(sent, poison[i].Message)
+	}
+	return sent, errors.Join(errs...)
+}
