@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/testenv"
@@ -47,37 +45,6 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("loadConfig(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
 			}
 		})
-	}
-}
-
-// secretAPI is a Secrets Manager fake that records what it was asked.
-type secretAPI struct {
-	dsn   string
-	asked []string
-}
-
-func (f *secretAPI) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	f.asked = append(f.asked, aws.ToString(in.SecretId))
-	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(f.dsn)}, nil
-}
-
-// TestOpenMySQLFromSecret: the DSN comes from the secret, read once; with
-// SLUICE_MIGRATE=off nothing touches the database at start (its address
-// here is closed), while migrating at start fails against it.
-func TestOpenMySQLFromSecret(t *testing.T) {
-	api := &secretAPI{dsn: "u:p@tcp(127.0.0.1:1)/d?timeout=1s"}
-	c := config{MySQLSecret: "db-secret", MySQLDSN: "ignored:x@tcp(127.0.0.1:2)/d"}
-	db, err := openMySQL(context.Background(), c, api)
-	if err != nil {
-		t.Fatalf("openMySQL(migrate off) = %v; want no error", err)
-	}
-	db.Close()
-	if len(api.asked) != 1 || api.asked[0] != "db-secret" {
-		t.Errorf("secrets asked = %v; want [db-secret]", api.asked)
-	}
-	c.Migrate = true
-	if _, err := openMySQL(context.Background(), c, api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Errorf("openMySQL(migrate on) = %v; want the migration's connection error to the secret's address", err)
 	}
 }
 

@@ -134,8 +134,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	todo, already := h.notStored(msgs)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
-	rep := h.Consumer.Process(pctx, todo)
-	h.remember(rep.Stored)
+	rep := h.process(pctx, todo)
 	poison := append(undecodable, rep.Poison...)
 	sent, dlErr := h.deadLetter(ctx, log, poison)
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
@@ -143,6 +142,34 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 		"already_stored", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
 		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	return outcome(rep, len(poison)-sent, dlErr)
+}
+
+// process runs msgs through the consumer in chunks of its ReceiveSize (the
+// batch size, fewer at a low rate), so that a batch of thousands of
+// records goes to the destination at the paced rate and not as one burst
+// once the last slot came. After a chunk is deferred (the deadline, a rate
+// of zero, an open circuit) the rest is deferred without trying.
+func (h *LambdaHandler) process(ctx context.Context, msgs []consume.Message) consume.Report {
+	var rep consume.Report
+	for len(msgs) > 0 {
+		n := min(max(h.Consumer.ReceiveSize(ctx), 1), len(msgs))
+		r := h.Consumer.Process(ctx, msgs[:n])
+		msgs = msgs[n:]
+		h.remember(r.Stored)
+		rep.Stored = append(rep.Stored, r.Stored...)
+		rep.Retry = append(rep.Retry, r.Retry...)
+		rep.Poison = append(rep.Poison, r.Poison...)
+		rep.Deferred = append(rep.Deferred, r.Deferred...)
+		rep.Paused = rep.Paused || r.Paused
+		if r.Cause != "" {
+			rep.Cause = r.Cause
+		}
+		if len(r.Deferred) > 0 {
+			rep.Deferred = append(rep.Deferred, msgs...)
+			break
+		}
+	}
+	return rep
 }
 
 // outcome is the invocation's error: nil when nothing is left over.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +221,28 @@ func TestLambdaHandlerDeadlineShort(t *testing.T) {
 	}
 	if sink.Len() != 40 || sink.Redelivered() != 0 || attempts < 2 {
 		t.Errorf("stored %d (redelivered %d) in %d invocations; want 40 (0) in more than one", sink.Len(), sink.Redelivered(), attempts)
+	}
+}
+
+// TestLambdaHandlerPacesInChunks: a large batch goes to the destination in
+// paced chunks of at most the consumer's batch size, not as one burst once
+// the last record's slot came.
+func TestLambdaHandlerPacesInChunks(t *testing.T) {
+	var sizes []int
+	sink := memqueue.NewSink()
+	sink.OnStore = func(n int) { sizes = append(sizes, n) }
+	h := lambdaHandler(200, sink, &fakeDeadLetters{})
+	ev := events.KafkaEvent{Records: map[string][]events.KafkaRecord{}}
+	for off := int64(0); off < 50; off++ {
+		p := fmt.Sprintf("t-%d", off%2)
+		ev.Records[p] = append(ev.Records[p], events.KafkaRecord{Topic: "t", Partition: off % 2, Offset: off, Value: "e30="})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Handle(ctx, ev); err != nil {
+		t.Fatalf("Handle = %v; want nil", err)
+	}
+	if sink.Len() != 50 || len(sizes) < 5 || slices.Max(sizes) > 10 {
+		t.Errorf("stored %d in stores of %v; want 50 in stores of at most 10", sink.Len(), sizes)
 	}
 }

@@ -416,3 +416,16 @@ func (q *Queue) extendHeld() {
 		q.log.Warn("extend visibility", "messages", len(msgs), "err", err)
 	}
 }
+
+// DeadLetterQueue sends poison messages to the queue URL with their reason
+// (SendDeadLetters); it serves consumers whose source has no dead-letter
+// queue of its own, such as the Kafka Lambda.
+type DeadLetterQueue struct {
+	API API
+	URL string
+}
+
+// SendDeadLetters sends poison to the queue and returns those it took.
+func (q DeadLetterQueue) SendDeadLetters(ctx context.Context, poison []consume.Poison) ([]consume.Message, error) {
+	return SendDeadLetters(ctx, q.API, q.URL, poison)
+}

@@ -1,0 +1,206 @@
+// Package consumerenv is what the consumer Lambdas (functions/sqs-consumer,
+// functions/kafka-consumer) share: the configuration of the loop, its RATE
+// and the destination, read once from the environment, and the consumer
+// wired from it (DynamoDB RATE reader, rate cache, MySQL or HTTP sink).
+// Each function adds only what its event source needs.
+package consumerenv
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
+	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// Config is a consumer Lambda's loop, rate and sink configuration.
+type Config struct {
+	Loop          string        // SLUICE_LOOP: the loop whose RATE is read
+	Table         string        // SLUICE_TABLE: the DynamoDB table
+	SafeRate      float64       // SLUICE_SAFE_RATE: aggregate msg/s when RATE is missing or stale
+	RatePeriod    time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
+	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
+	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's concurrency)
+	Sink          string        // SLUICE_SINK: mysql or http
+	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
+	MySQLSecret   string        // SLUICE_MYSQL_SECRET: Secrets Manager secret (ARN or name) holding the DSN
+	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
+	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
+	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
+
+	// MySQL is the MySQL sink's statement, table prefix and inbox retention
+	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
+	// SLUICE_MYSQL_PREFIX, SLUICE_MYSQL_INBOX_RETENTION).
+	MySQL mysqlsink.Config
+}
+
+// Load reads the configuration from getenv (os.Getenv in a function),
+// with its defaults: loop "default", the default table, a safe rate of
+// 10 msg/s, one consumer, the MySQL sink.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Loop: getenv("SLUICE_LOOP"), Table: getenv("SLUICE_TABLE"), Sink: getenv("SLUICE_SINK"),
+		MySQLDSN: getenv("SLUICE_MYSQL_DSN"), MySQLSecret: getenv("SLUICE_MYSQL_SECRET"), Migrate: getenv("SLUICE_MIGRATE") != "off",
+		SafeRate: 10, RatePeriod: consume.DefaultRatePeriod, Consumers: 1,
+	}
+	def(&c.Loop, "default")
+	def(&c.Table, ddbstore.DefaultTable)
+	def(&c.Sink, "mysql")
+	if err := c.readRate(getenv); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
+		return c, err
+	}
+	if err := c.readHTTP(getenv); err != nil {
+		return c, err
+	}
+	switch c.Sink {
+	case "mysql":
+		if c.MySQLDSN == "" && c.MySQLSecret == "" {
+			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
+		}
+		if c.MySQL, err = mysqlsink.ConfigFromEnv(getenv); err != nil {
+			return c, err
+		}
+		c.MySQL.Loop = c.Loop
+	case "http":
+		if len(c.HTTPEndpoints) == 0 {
+			return c, fmt.Errorf("SLUICE_SINK=http needs SLUICE_HTTP_ENDPOINTS")
+		}
+	default:
+		return c, fmt.Errorf("SLUICE_SINK=%q: want mysql or http", c.Sink)
+	}
+	return c, nil
+}
+
+func def(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+// readRate reads the safe rate, the rate cache's period and the peers.
+func (c *Config) readRate(getenv func(string) string) error {
+	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("SLUICE_SAFE_RATE=%q: want a rate >= 0 in messages/s", v)
+		}
+		c.SafeRate = f
+	}
+	if v := getenv("SLUICE_RATE_PERIOD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("SLUICE_RATE_PERIOD=%q: want a positive duration such as 1s", v)
+		}
+		c.RatePeriod = d
+	}
+	if v := getenv("SLUICE_CONSUMERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("SLUICE_CONSUMERS=%q: want a count >= 1", v)
+		}
+		c.Consumers = n
+	}
+	return nil
+}
+
+// readHTTP reads the HTTP sink's endpoints and poison statuses.
+func (c *Config) readHTTP(getenv func(string) string) error {
+	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
+		eps, err := httpsink.ParseEndpoints(e)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
+		}
+		c.HTTPEndpoints = eps
+	}
+	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
+		st, err := httpsink.ParseStatuses(v)
+		if err != nil {
+			return fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
+		}
+		c.HTTPPoison = st
+	}
+	return nil
+}
+
+// Consumer wires the consumer: the sink, the DynamoDB RATE reader, the
+// lease that shares the rate among live peers (or SLUICE_CONSUMERS with
+// SLUICE_REPORT=off) and the rate cache. close releases the sink (the MySQL
+// pool).
+func Consumer(ctx context.Context, c Config, awsCfg aws.Config, log *slog.Logger) (cons *consume.Consumer, close func(), err error) {
+	rc := consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate}
+	sink, closer, err := Sink(ctx, c, &rc, secretsmanager.NewFromConfig(awsCfg), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	stats := &consume.Stats{}
+	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), c.Table)
+	peers := consume.LeaseOrFixed(c.Report, c.Loop, c.Consumers, store, stats, consume.WallClock{}, log)
+	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
+	return consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats), closer, nil
+}
+
+// Sink opens the destination: MySQL (OpenMySQL, secrets reading its DSN;
+// the statement prepared, so that one that cannot work stops the function
+// at start) or HTTP (its picker following RATE's weights, which it sets in
+// rc).
+func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets dsnsecret.API, log *slog.Logger) (consume.Sink, func(), error) {
+	if c.Sink == "http" {
+		picker, weights, err := httpsink.Balanced(c.HTTPEndpoints)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc.Weights = weights
+		return httpsink.New(httpsink.Config{PoisonStatus: c.HTTPPoison}, picker, nil, consume.WallClock{}), func() {}, nil
+	}
+	db, err := OpenMySQL(ctx, c, secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.MySQL.Log = log
+	s, err := mysqlsink.Prepare(ctx, db, c.MySQL)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return s, func() { db.Close() }, nil
+}
+
+// OpenMySQL opens the destination database: the DSN read once from Secrets
+// Manager (this runs once per container) or given in the environment, and
+// the schema migrated unless migrations are a separate step (SLUICE_MIGRATE
+// off: the runtime user then needs only INSERT and SELECT).
+func OpenMySQL(ctx context.Context, c Config, secrets dsnsecret.API) (*sql.DB, error) {
+	dsn := c.MySQLDSN
+	if c.MySQLSecret != "" {
+		var err error
+		if dsn, err = dsnsecret.Read(ctx, secrets, c.MySQLSecret); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	if c.Migrate {
+		if err := mysqlsink.MigratePrefix(ctx, db, c.MySQL.Prefix); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
