@@ -37,7 +37,9 @@ func TestLoadConfig(t *testing.T) {
 			}
 		})
 	}
-	c, _ := loadConfig(func(k string) string { return with("SLUICE_KAFKA_DLT", "t.dlt", "SLUICE_KAFKA_BROKERS", "b1:9092, b2:9092")[k] })
+	c, _ := loadConfig(func(k string) string {
+		return with("SLUICE_KAFKA_DLT", "t.dlt", "SLUICE_KAFKA_BROKERS", "b1:9092, b2:9092")[k]
+	})
 	if len(c.KafkaBrokers) != 2 || c.KafkaBrokers[1] != "b2:9092" || c.Loop != "default" {
 		t.Errorf("loadConfig brokers %q loop %q; want [b1:9092 b2:9092] default", c.KafkaBrokers, c.Loop)
 	}
