@@ -8,7 +8,11 @@
 //     batch events, and honours the partial batch response
 //     (ReportBatchItemFailures): it deletes what the function did not report
 //     as failed and leaves the failures to the visibility timeout and the
-//     queue's redrive policy, as the SQS event source mapping does.
+//     queue's redrive policy, as the SQS event source mapping does;
+//   - KafkaPoller reads Kafka topics with a consumer group and invokes a
+//     function with real Kafka events, committing a batch only after its
+//     invocation succeeded and retrying it after a failure, as Lambda's
+//     MSK and self-managed Kafka event source mappings do.
 package localaws
 
 import (

@@ -1,0 +1,271 @@
+package localaws
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaPoller is the Kafka event source mapping (Amazon MSK or
+// self-managed Kafka): a member of a consumer group that reads batches of
+// records, invokes the function with each as one real KafkaEvent (records
+// grouped by "topic-partition", base64 keys and values, headers as lists of
+// byte values), and commits the batch's offsets only after the invocation
+// succeeded. A failed invocation (a function error, a timeout) is retried
+// with the same batch after RetryWait, and the partitions wait meanwhile,
+// as Lambda does: there is no partial batch response. After MaxRetries
+// failed retries (when > 0) the batch is discarded as Lambda's on-failure
+// destination would receive it: reported with Discarded and committed.
+// MaxRetries 0 retries until success.
+//
+// The client must be a consumer-group member with autocommit disabled and
+// BlockRebalanceOnPoll (NewKafkaClient), so that a rebalance waits until
+// the batch in flight is committed or discarded.
+type KafkaPoller struct {
+	Client  *kgo.Client
+	Invoker Invoker
+	// BatchSize is the largest batch (default 100, Lambda's default).
+	BatchSize int
+	// Window is how long a batch may wait to fill once its first record
+	// came (MaximumBatchingWindowInSeconds; default 500 ms).
+	Window time.Duration
+	// RetryWait is the pause before a failed batch is invoked again
+	// (default 1 s).
+	RetryWait time.Duration
+	// MaxRetries bounds the retries of a failed batch; 0 retries until it
+	// succeeds (Lambda's default for Kafka: until the records expire).
+	MaxRetries int
+	// EventSource is "aws:kafka" (MSK, the default) or "SelfManagedKafka";
+	// SourceARN and BootstrapServers fill the event's fields.
+	EventSource, SourceARN, BootstrapServers string
+	Log                                      *slog.Logger
+	// OnBatch, when set, sees every batch's outcome.
+	OnBatch func(KafkaBatchResult)
+}
+
+// KafkaBatchResult is the outcome of one batch.
+type KafkaBatchResult struct {
+	// Records is the batch's size; Invocations how often it was invoked.
+	Records, Invocations int
+	// Origins are the records' topic/partition/offset.
+	Origins []string
+	// Committed is true when the batch's offsets were committed after a
+	// successful invocation; Discarded when MaxRetries ran out.
+	Committed, Discarded bool
+	// LastErr is the last invocation's error (nil when it succeeded).
+	LastErr error
+}
+
+// NewKafkaClient returns a consumer-group member for a KafkaPoller:
+// autocommit off, rebalances blocked while a batch is in flight, reading
+// from the earliest offset of a new group.
+func NewKafkaClient(brokers []string, group string, topics []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topics...),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10 * time.Second),
+	}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client for group %s: %w", group, err)
+	}
+	return cl, nil
+}
+
+func (p *KafkaPoller) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}
+
+// Run polls until ctx ends.
+func (p *KafkaPoller) Run(ctx context.Context) error {
+	if p.Client == nil || p.Invoker == nil {
+		return fmt.Errorf("kafka poller: Client and Invoker must be set")
+	}
+	for ctx.Err() == nil {
+		if _, err := p.PollOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log().WarnContext(ctx, "kafka poll", "err", err)
+			sleep(ctx, time.Second)
+		}
+	}
+	return nil
+}
+
+// PollOnce reads one batch, invokes the function with it until it succeeds
+// (or MaxRetries ran out, or ctx ends), then commits it. An empty poll
+// returns a zero result.
+func (p *KafkaPoller) PollOnce(ctx context.Context) (KafkaBatchResult, error) {
+	defer p.Client.AllowRebalance()
+	recs, err := p.poll(ctx)
+	if err != nil || len(recs) == 0 {
+		return KafkaBatchResult{}, err
+	}
+	res := KafkaBatchResult{Records: len(recs)}
+	for _, r := range recs {
+		res.Origins = append(res.Origins, fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset))
+	}
+	payload, err := json.Marshal(p.Event(recs))
+	if err != nil {
+		return res, fmt.Errorf("encode Kafka event: %w", err)
+	}
+	p.invoke(ctx, payload, &res)
+	if res.LastErr == nil || res.Discarded {
+		if err := p.Client.CommitRecords(ctx, recs...); err != nil {
+			p.report(res)
+			return res, fmt.Errorf("commit %d records: %w", len(recs), err)
+		}
+		res.Committed = res.LastErr == nil
+	}
+	p.report(res)
+	return res, nil
+}
+
+// invoke invokes until success, MaxRetries or the end of ctx.
+func (p *KafkaPoller) invoke(ctx context.Context, payload []byte, res *KafkaBatchResult) {
+	wait := p.RetryWait
+	if wait <= 0 {
+		wait = time.Second
+	}
+	for {
+		res.Invocations++
+		_, res.LastErr = p.Invoker.Invoke(ctx, payload)
+		if res.LastErr == nil || ctx.Err() != nil {
+			return
+		}
+		if p.MaxRetries > 0 && res.Invocations > p.MaxRetries {
+			res.Discarded = true
+			p.log().ErrorContext(ctx, "batch discarded after retries (on-failure destination)", "records", res.Records,
+				"invocations", res.Invocations, "first", res.Origins[0], "err", res.LastErr)
+			return
+		}
+		p.log().WarnContext(ctx, "invocation failed; retrying the batch", "records", res.Records,
+			"invocations", res.Invocations, "err", res.LastErr)
+		if sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// poll reads up to BatchSize records, waiting up to Window for the batch
+// to fill once the first record came.
+func (p *KafkaPoller) poll(ctx context.Context) ([]*kgo.Record, error) {
+	size, window := p.BatchSize, p.Window
+	if size <= 0 {
+		size = 100
+	}
+	if window <= 0 {
+		window = 500 * time.Millisecond
+	}
+	var recs []*kgo.Record
+	var wctx context.Context = ctx
+	for len(recs) < size {
+		fs := p.Client.PollRecords(wctx, size-len(recs))
+		if err := fetchErr(fs); err != nil {
+			return recs, err
+		}
+		recs = append(recs, fs.Records()...)
+		if wctx.Err() != nil || (fs.Empty() && len(recs) > 0) {
+			break
+		}
+		if len(recs) > 0 && wctx == ctx {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, window)
+			defer cancel()
+		}
+	}
+	return recs, nil
+}
+
+// fetchErr returns the first error of fs other than the end of the poll's
+// context.
+func fetchErr(fs kgo.Fetches) error {
+	for _, e := range fs.Errors() {
+		if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+			continue
+		}
+		if errors.Is(e.Err, kgo.ErrClientClosed) {
+			return e.Err
+		}
+		return fmt.Errorf("fetch %s/%d: %w", e.Topic, e.Partition, e.Err)
+	}
+	return nil
+}
+
+// Event builds the KafkaEvent Lambda sends for recs.
+func (p *KafkaPoller) Event(recs []*kgo.Record) events.KafkaEvent {
+	ev := events.KafkaEvent{EventSource: p.EventSource, EventSourceARN: p.SourceARN, BootstrapServers: p.BootstrapServers,
+		Records: map[string][]events.KafkaRecord{}}
+	if ev.EventSource == "" {
+		ev.EventSource = "aws:kafka"
+	}
+	for _, r := range recs {
+		key := r.Topic + "-" + strconv.Itoa(int(r.Partition))
+		ev.Records[key] = append(ev.Records[key], KafkaEventRecord(r))
+	}
+	return ev
+}
+
+// KafkaEventRecord encodes r as Lambda does.
+func KafkaEventRecord(r *kgo.Record) events.KafkaRecord {
+	kr := events.KafkaRecord{
+		Topic: r.Topic, Partition: int64(r.Partition), Offset: r.Offset,
+		Timestamp:     events.MilliSecondsEpochTime{Time: r.Timestamp},
+		TimestampType: "CREATE_TIME",
+		Value:         base64.StdEncoding.EncodeToString(r.Value),
+		Headers:       []map[string]events.JSONNumberBytes{},
+	}
+	if r.Attrs.TimestampType() == 1 {
+		kr.TimestampType = "LOG_APPEND_TIME"
+	}
+	if r.Key != nil {
+		kr.Key = base64.StdEncoding.EncodeToString(r.Key)
+	}
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, map[string]events.JSONNumberBytes{h.Key: events.JSONNumberBytes(h.Value)})
+	}
+	return kr
+}
+
+func (p *KafkaPoller) report(res KafkaBatchResult) {
+	p.log().Info("kafka batch", "records", res.Records, "invocations", res.Invocations, "committed", res.Committed,
+		"discarded", res.Discarded, "partitions", partitions(res.Origins))
+	if p.OnBatch != nil {
+		p.OnBatch(res)
+	}
+}
+
+// partitions lists the topic/partition of origins, once each.
+func partitions(origins []string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range origins {
+		tp := o[:strings.LastIndexByte(o, '/')]
+		if !seen[tp] {
+			seen[tp] = true
+			out = append(out, tp)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
