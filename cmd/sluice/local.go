@@ -31,6 +31,7 @@ func localCommands() []command {
 		{name: "controller", summary: "run the controller bootstrap under the RIE on a schedule against a table (--table T)", run: runLocalController},
 		{name: "scheduler", summary: "invoke the controller bootstrap under the RIE every tick (EventBridge schedule)", run: runLocalScheduler},
 		{name: "esm", summary: "poll SQS and invoke the consumer bootstrap under the RIE (SQS event source mapping)", run: runLocalESM},
+		{name: "kafka-esm", summary: "read Kafka with a consumer group and invoke the consumer bootstrap under the RIE (MSK / self-managed Kafka event source mapping)", run: runLocalKafkaESM},
 		{name: "cpu-publisher", summary: "publish MariaDB's CPU from /proc as AWS/RDS CPUUtilization", run: runLocalCPUPublisher},
 		{name: "load", summary: "external load on MariaDB (the disturbance), or install the per-message workload", run: runLocalLoad},
 	}
@@ -115,6 +116,59 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	for _, u := range urls {
 		p := &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn, Region: cfg.Region,
 			BatchSize: *batch, Wait: *wait, Log: log}
+		go func() { p.Run(ctx); done <- struct{}{} }()
+	}
+	for range urls {
+		<-done
+	}
+	return 0
+}
+
+func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
+	const name = "sluice local kafka-esm"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	usageWith(fs, name+" --topics T[,T...] [--brokers 127.0.0.1:9092] [--group G] --rie URL[,URL...] [--batch 100]",
+		"Read Kafka topics as a consumer group and invoke the Kafka consumer function under the\n"+
+			"emulator with real Kafka events (base64 keys and values, headers as byte lists), one group\n"+
+			"member per emulator: the partitions are shared among them, as Lambda's pollers share them.\n"+
+			"A batch's offsets are committed only after its invocation succeeded; a failed invocation is\n"+
+			"retried with the same batch after --retry-wait while its partitions wait (no partial batch\n"+
+			"response). With --max-retries N the batch is discarded and committed after N retries, as it\n"+
+			"would go to the mapping's on-failure destination.")
+	brokers := fs.String("brokers", envOr("SLUICE_KAFKA_BROKERS", "127.0.0.1:9092"), "comma-separated seed brokers")
+	topics := fs.String("topics", "", "comma-separated topics")
+	group := fs.String("group", "sluice-kafka-esm", "consumer group (the mapping's ConsumerGroupId)")
+	ries := fs.String("rie", "http://127.0.0.1:9000", "comma-separated emulator URLs")
+	batch := fs.Int("batch", 100, "batch size (BatchSize)")
+	window := fs.Duration("window", 500*time.Millisecond, "batching window (MaximumBatchingWindowInSeconds)")
+	retryWait := fs.Duration("retry-wait", time.Second, "pause before a failed batch is invoked again")
+	maxRetries := fs.Int("max-retries", 0, "retries before a failed batch is discarded (0: until it succeeds)")
+	selfManaged := fs.Bool("self-managed", false, "eventSource SelfManagedKafka instead of aws:kafka")
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
+	}
+	if *topics == "" {
+		fmt.Fprintf(stderr, "%s: --topics is required\n", name)
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+	source := "aws:kafka"
+	if *selfManaged {
+		source = "SelfManagedKafka"
+	}
+	urls := strings.Split(*ries, ",")
+	done := make(chan struct{}, len(urls))
+	for _, u := range urls {
+		cl, err := localaws.NewKafkaClient(strings.Split(*brokers, ","), *group, strings.Split(*topics, ","))
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		defer cl.Close()
+		p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: u}, BatchSize: *batch, Window: *window,
+			RetryWait: *retryWait, MaxRetries: *maxRetries, EventSource: source, BootstrapServers: *brokers, Log: log}
 		go func() { p.Run(ctx); done <- struct{}{} }()
 	}
 	for range urls {
