@@ -1,7 +1,9 @@
-// Package kafka runs the kafka-worker no-loss scenario of the consumers
-// benchmark (`make bench-consumers`): messages go into a Kafka topic, real
-// worker processes (functions/worker, SOURCE=kafka, SLUICE_SINK=mysql)
-// consume them into MariaDB while faults are injected, and the table, the
+// Package kafka runs the kafka-worker and kafka-lambda no-loss scenarios of
+// the consumers benchmark (`make bench-consumers`): messages go into a Kafka
+// topic, real worker processes (functions/worker, SOURCE=kafka,
+// SLUICE_SINK=mysql), or the real kafka-consumer Lambda bootstrap under the
+// emulator behind an emulated event source mapping (Config.Lambda), consume
+// them into MariaDB while faults are injected, and the table, the
 // dead-letter topic and the group's offsets are counted at the end.
 //
 // Faults, in order, each once a share of the messages is stored: a second
@@ -20,11 +22,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +49,10 @@ type Config struct {
 	DSN string
 	// WorkerBin is the functions/worker binary (see BuildWorker).
 	WorkerBin string
+	// Lambda, when set, runs the kafka-lambda path instead of the workers:
+	// the functions/kafka-consumer bootstrap under the emulator behind
+	// localaws.KafkaPoller (see lambda.go).
+	Lambda *Lambda
 	// Messages is how many messages are sent (default 10,000).
 	Messages int
 	// Partitions of the topic (default 4).
@@ -148,7 +152,10 @@ type scenario struct {
 	dsn    string
 	cl     *kgo.Client
 	adm    *kadm.Client
+	path   string
 	procs  []*exec.Cmd
+	// lambdas are the emulated mapping's members (kafka-lambda).
+	lambdas []*lambdaMember
 	faults []string
 }
 
@@ -158,31 +165,36 @@ type scenario struct {
 func NoLoss(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	start := time.Now()
-	if len(cfg.Brokers) == 0 || cfg.DSN == "" || cfg.WorkerBin == "" {
-		return Result{Path: Path}, fmt.Errorf("kafka no-loss: brokers, DSN and worker binary are required")
+	s := &scenario{cfg: cfg, run: fmt.Sprintf("%d", time.Now().UnixNano()), path: Path}
+	if cfg.Lambda != nil {
+		s.path = LambdaPath
 	}
-	s := &scenario{cfg: cfg, run: fmt.Sprintf("%d", time.Now().UnixNano())}
+	if len(cfg.Brokers) == 0 || cfg.DSN == "" || (cfg.WorkerBin == "" && cfg.Lambda == nil) {
+		return Result{Path: s.path}, fmt.Errorf("kafka no-loss: brokers, DSN and a worker binary or a Lambda are required")
+	}
 	s.topic = "sluice-bench-" + s.run
 	defer s.stopAll(syscall.SIGKILL)
+	defer s.stopLambdas()
 
 	dropDB, err := s.openDatabase(ctx)
 	if err != nil {
-		return Result{Path: Path}, err
+		return Result{Path: s.path}, err
 	}
 	defer dropDB()
 	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(s.topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond)); err != nil {
-		return Result{Path: Path}, fmt.Errorf("kafka client: %w", err)
+		return Result{Path: s.path}, fmt.Errorf("kafka client: %w", err)
 	}
 	defer s.cl.Close()
 	s.adm = kadm.NewClient(s.cl)
 	poisonSent, err := s.produce(ctx)
 	if err != nil {
-		return Result{Path: Path}, err
+		return Result{Path: s.path}, err
 	}
 
 	runErr := s.inject(ctx, poisonSent)
 	s.stopAll(syscall.SIGTERM)
+	s.stopLambdas()
 	res, err := s.count(ctx, poisonSent)
 	res.Seconds = time.Since(start).Seconds()
 	return res, errors.Join(runErr, err)
@@ -259,20 +271,31 @@ func (s *scenario) produce(ctx context.Context) (poison int, err error) {
 	return poison, nil
 }
 
+// start starts a worker process, or a member of the emulated mapping.
+func (s *scenario) start(name string) error {
+	if s.cfg.Lambda != nil {
+		return s.startLambda(name)
+	}
+	return s.startWorker(name)
+}
+
+// killFirst SIGKILLs the first worker (or the first mapping member's
+// emulator and function mid-batch) and returns the fault's name.
+func (s *scenario) killFirst() string {
+	if s.cfg.Lambda != nil {
+		s.killLambda(0)
+		return "SIGKILL the emulator and function of member w1 (its poller leaves uncommitted), then a new member"
+	}
+	_ = s.procs[0].Process.Signal(syscall.SIGKILL)
+	_ = s.procs[0].Wait()
+	return "SIGKILL worker w1, then restart it"
+}
+
 // startWorker starts a worker process.
 func (s *scenario) startWorker(name string) error {
 	cmd := exec.Command(s.cfg.WorkerBin)
-	env := append(os.Environ(),
-		"SOURCE=kafka", "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+s.dsn,
-		"SLUICE_KAFKA_BROKERS="+strings.Join(s.cfg.Brokers, ","), "SLUICE_KAFKA_TOPICS="+s.topic,
-		"SLUICE_KAFKA_GROUP="+s.topic, "SLUICE_LOOP=bench-"+s.run,
-		"SLUICE_SAFE_RATE="+strconv.FormatFloat(s.cfg.Rate, 'f', -1, 64), "SLUICE_CONSUMERS=2",
+	env := append(s.functionEnv(), "SOURCE=kafka", "SLUICE_KAFKA_TOPICS="+s.topic, "SLUICE_KAFKA_GROUP="+s.topic,
 		"SLUICE_BATCH_SIZE=50", "SLUICE_METRICS_ADDR=off")
-	if os.Getenv("AWS_ENDPOINT_URL") == "" {
-		// No local AWS: the RATE read fails at once and the safe rate holds.
-		env = append(env, "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_MAX_ATTEMPTS=1",
-			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
-	}
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = s.cfg.WorkerLog, s.cfg.WorkerLog
 	if err := cmd.Start(); err != nil {
@@ -334,25 +357,21 @@ func (s *scenario) inject(ctx context.Context, poison int) error {
 		s.faults = append(s.faults, f)
 		s.cfg.Log.Info("fault", "fault", f, "stored", s.stored(ctx))
 	}
-	if err := s.startWorker("w1"); err != nil {
+	if err := s.start("w1"); err != nil {
 		return err
 	}
 	if err := s.waitStored(ctx, valid*15/100, deadline); err != nil {
 		return err
 	}
-	fault("rebalance: second worker joins")
-	if err := s.startWorker("w2"); err != nil {
+	fault(map[bool]string{false: "rebalance: second worker joins", true: "rebalance: second mapping member joins"}[s.cfg.Lambda != nil])
+	if err := s.start("w2"); err != nil {
 		return err
 	}
 	if err := s.waitStored(ctx, valid*35/100, deadline); err != nil {
 		return err
 	}
-	fault("SIGKILL worker w1, then restart it")
-	if err := s.procs[0].Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("SIGKILL w1: %w", err)
-	}
-	_ = s.procs[0].Wait()
-	if err := s.startWorker("w1-restarted"); err != nil {
+	fault(s.killFirst())
+	if err := s.start("w1-restarted"); err != nil {
 		return err
 	}
 	if s.cfg.MariaDBCtl != "" {
@@ -430,7 +449,7 @@ func (s *scenario) deadLettered(ctx context.Context) (map[int]bool, error) {
 
 // count gathers the result after the workers stopped.
 func (s *scenario) count(ctx context.Context, poisonSent int) (Result, error) {
-	res := Result{Path: Path, Sent: s.cfg.Messages, PoisonSent: poisonSent, Faults: s.faults}
+	res := Result{Path: s.path, Sent: s.cfg.Messages, PoisonSent: poisonSent, Faults: s.faults}
 	dead, err := s.deadLettered(ctx)
 	if err != nil {
 		return res, err

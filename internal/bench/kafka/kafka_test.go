@@ -116,3 +116,37 @@ func TestNoLossFull(t *testing.T) {
 			res.Missing, res.Duplicates, res.Poison, res.PoisonSent, res.PoisonWithReason, res.Uncommitted)
 	}
 }
+
+// TestNoLossLambdaSmall runs the kafka-lambda path with 1,000 messages: the
+// real kafka-consumer bootstrap under the emulator behind the emulated
+// Kafka event source mapping, on the real broker, into MariaDB, with a
+// rebalance and a member SIGKILLed mid-batch: nothing missing, nothing
+// duplicated, every poison record dead-lettered once with its reason, every
+// offset committed.
+func TestNoLossLambdaSmall(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	dsn := testenv.MySQLDSN(t)
+	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	res, err := kafka.NoLoss(ctx, kafka.Config{
+		Brokers: strings.Split(brokers, ","), DSN: dsn, Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 50},
+		Messages: 1000, PoisonEvery: 100, Rate: 200, WorkerLog: &syncWriter{b: &logs},
+	})
+	t.Logf("result: %+v", res)
+	if err != nil {
+		t.Fatalf("NoLoss: %v\nfunction logs (tail):\n%s", err, tail(logs.String(), 3000))
+	}
+	if res.Path != kafka.LambdaPath || res.Sent != 1000 || res.Stored != 990 || res.Duplicates != 0 || res.Missing != 0 || res.Poison != 10 || res.PoisonSent != 10 {
+		t.Errorf("NoLoss = %s sent %d, stored %d, duplicates %d, missing %d, poison %d of %d; want kafka-lambda sent 1000, stored 990, duplicates 0, missing 0, poison 10 of 10",
+			res.Path, res.Sent, res.Stored, res.Duplicates, res.Missing, res.Poison, res.PoisonSent)
+	}
+	if res.Uncommitted != 0 || res.PoisonWithReason != res.Poison {
+		t.Errorf("NoLoss: %d offsets uncommitted, %d of %d dead letters with their reason; want 0 and all", res.Uncommitted, res.PoisonWithReason, res.Poison)
+	}
+}

@@ -5,7 +5,7 @@
 // first); the overhead ratio of pacing (paced at an unlimited rate over
 // unpaced, same sink, same run); the scaling row (instances 1 -> 8 -> 3, each
 // sharing RATE by the live leases in a DynamoDB table); and the no-loss scenarios (sqs-lambda,
-// sqs-worker, kafka-worker) into MariaDB with faults.
+// sqs-worker, kafka-worker, kafka-lambda) into MariaDB with faults.
 //
 // `make bench-consumers` starts the services (localstack/stack/up.sh), runs
 // this with the environment of localstack/stack/env.sh, and stops what it
@@ -50,24 +50,41 @@ func scenarios() []scenario {
 		{"sqs-lambda", consumers.SQSLambda},
 		{"sqs-worker", consumers.SQSWorker},
 		{kafka.Path, kafkaWorker},
+		{kafka.LambdaPath, kafkaLambda},
 	}
 }
 
 // kafkaWorker runs internal/bench/kafka's scenario (real worker processes on
 // the real broker at $SLUICE_KAFKA_BROKERS, into MariaDB) as a no-loss row.
 func kafkaWorker(ctx context.Context, e consumers.Env, o consumers.Options) (consumers.NoLoss, error) {
-	brokers := os.Getenv("SLUICE_KAFKA_BROKERS")
-	if brokers == "" {
-		return consumers.NoLoss{Path: kafka.Path}, errors.New("SLUICE_KAFKA_BROKERS is not set (start Kafka: localstack/stack/up.sh kafka)")
-	}
 	bin, err := kafka.BuildWorker(ctx, e.Root, e.WorkDir)
 	if err != nil {
 		return consumers.NoLoss{Path: kafka.Path}, err
 	}
-	r, err := kafka.NoLoss(ctx, kafka.Config{
-		Brokers: strings.Split(brokers, ","), DSN: e.MySQLDSN, WorkerBin: bin,
-		Messages: o.Messages, PoisonEvery: o.PoisonEvery, Rate: o.Rate, MariaDBCtl: e.MariaDBCtl, Log: e.Log,
-	})
+	return kafkaNoLoss(ctx, e, o, kafka.Config{WorkerBin: bin})
+}
+
+// kafkaLambda runs the same scenario on the kafka-lambda path: the real
+// kafka-consumer bootstrap under the emulator behind the emulated Kafka
+// event source mapping (localaws.KafkaPoller).
+func kafkaLambda(ctx context.Context, e consumers.Env, o consumers.Options) (consumers.NoLoss, error) {
+	bin, err := kafka.BuildLambda(ctx, e.Root, e.WorkDir)
+	if err != nil {
+		return consumers.NoLoss{Path: kafka.LambdaPath}, err
+	}
+	return kafkaNoLoss(ctx, e, o, kafka.Config{Lambda: &kafka.Lambda{Bootstrap: bin, RIE: e.RIE}})
+}
+
+// kafkaNoLoss runs internal/bench/kafka's scenario with cfg's consumers
+// and returns it as a no-loss row.
+func kafkaNoLoss(ctx context.Context, e consumers.Env, o consumers.Options, cfg kafka.Config) (consumers.NoLoss, error) {
+	brokers := os.Getenv("SLUICE_KAFKA_BROKERS")
+	if brokers == "" {
+		return consumers.NoLoss{}, errors.New("SLUICE_KAFKA_BROKERS is not set (start Kafka: localstack/stack/up.sh kafka)")
+	}
+	cfg.Brokers, cfg.DSN, cfg.MariaDBCtl, cfg.Log = strings.Split(brokers, ","), e.MySQLDSN, e.MariaDBCtl, e.Log
+	cfg.Messages, cfg.PoisonEvery, cfg.Rate = o.Messages, o.PoisonEvery, o.Rate
+	r, err := kafka.NoLoss(ctx, cfg)
 	return consumers.NoLoss{
 		Path: r.Path, Sent: r.Sent, Stored: r.Stored, Duplicates: r.Duplicates, Missing: r.Missing,
 		Poison: r.Poison, PoisonWithReason: r.PoisonWithReason, Faults: r.Faults, Seconds: r.Seconds,
@@ -113,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "pacing,overhead,scaling,noloss", "parts to run")
 	scaleList := fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
 	scaleRate := fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
-	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker", "no-loss paths to run")
+	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
