@@ -145,18 +145,18 @@ func BuildWorker(ctx context.Context, moduleDir, dir string) (string, error) {
 
 // scenario is one run's state.
 type scenario struct {
-	cfg    Config
-	run    string
-	topic  string
-	db     *sql.DB
-	dsn    string
-	cl     *kgo.Client
-	adm    *kadm.Client
-	path   string
-	procs  []*exec.Cmd
+	cfg   Config
+	run   string
+	topic string
+	db    *sql.DB
+	dsn   string
+	cl    *kgo.Client
+	adm   *kadm.Client
+	path  string
+	procs []*exec.Cmd
 	// lambdas are the emulated mapping's members (kafka-lambda).
 	lambdas []*lambdaMember
-	faults []string
+	faults  []string
 }
 
 // NoLoss runs the scenario and returns its counts. An error means the
