@@ -36,8 +36,9 @@ type DeadLetterSender interface {
 // share and the timeout), or when a dead letter could not be sent, it
 // returns an error after storing what it could; the idempotent sink
 // absorbs the records stored twice, and the handler remembers the records
-// it stored (the last RememberStored of them) so that the retry of the
-// batch on this instance does not spend pacing slots on them again.
+// it stored or dead-lettered (the last RememberStored of them) so that the
+// retry of the batch on this instance neither spends pacing slots on them
+// nor sends a poison record to the dead-letter destination twice.
 //
 // Poison records (malformed value, refused for good by the sink) are sent
 // by the handler to DeadLetters with their reason, and then count as done.
@@ -53,8 +54,8 @@ type LambdaHandler struct {
 	// PacingMargin is kept free before the invocation's deadline for
 	// sending dead letters and answering (default 2 s).
 	PacingMargin time.Duration
-	// RememberStored bounds how many stored records are remembered across
-	// invocations (default 100,000).
+	// RememberStored bounds how many stored or dead-lettered records are
+	// remembered across invocations (default 100,000).
 	RememberStored int
 	Log            *slog.Logger
 	Loop           string
@@ -131,7 +132,8 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 		log = slog.New(slog.DiscardHandler)
 	}
 	msgs, undecodable := EventMessages(ev, h.IDHeader)
-	todo, already := h.notStored(msgs)
+	todo, already := h.notDone(msgs)
+	undecodable = h.notDonePoison(undecodable)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
 	rep := h.process(pctx, todo)
@@ -223,6 +225,7 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison
 		return 0, errors.New("no dead-letter destination configured")
 	}
 	sent, err := h.DeadLetters.SendDeadLetters(ctx, poison)
+	h.remember(sent)
 	if err != nil {
 		err = fmt.Errorf("send dead letters: %w", err)
 		log.ErrorContext(ctx, "send dead letters; the batch is retried", "err", err)
@@ -230,9 +233,9 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison
 	return len(sent), err
 }
 
-// notStored drops the messages this instance stored before (a retried
-// batch) and returns the others and how many it dropped.
-func (h *LambdaHandler) notStored(msgs []consume.Message) ([]consume.Message, int) {
+// notDone drops the messages this instance stored or dead-lettered before
+// (a retried batch) and returns the others and how many it dropped.
+func (h *LambdaHandler) notDone(msgs []consume.Message) ([]consume.Message, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
@@ -247,7 +250,23 @@ func (h *LambdaHandler) notStored(msgs []consume.Message) ([]consume.Message, in
 	return out, len(msgs) - len(out)
 }
 
-// remember records stored messages for notStored.
+// notDonePoison drops the poison this instance dead-lettered before.
+func (h *LambdaHandler) notDonePoison(poison []consume.Poison) []consume.Poison {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stored == nil {
+		return poison
+	}
+	var out []consume.Poison
+	for _, p := range poison {
+		if !h.stored.has(originOf(p.Message)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// remember records stored or dead-lettered messages for notDone.
 func (h *LambdaHandler) remember(msgs []consume.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

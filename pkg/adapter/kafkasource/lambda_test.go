@@ -136,8 +136,8 @@ func TestLambdaHandlerDestinationDown(t *testing.T) {
 	if err := h.Handle(context.Background(), ev); err != nil {
 		t.Fatalf("retry = %v; want nil", err)
 	}
-	if sink.Len() != 2 || sink.Redelivered() != 0 {
-		t.Errorf("stored %d (redelivered %d); want 2 (0)", sink.Len(), sink.Redelivered())
+	if sink.Len() != 2 || sink.Redelivered() != 0 || len(dl.sent) != 1 {
+		t.Errorf("stored %d (redelivered %d), dead letters %d; want 2 (0), 1: the poison is not sent again", sink.Len(), sink.Redelivered(), len(dl.sent))
 	}
 }
 
