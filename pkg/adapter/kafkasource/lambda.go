@@ -141,7 +141,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	sent, dlErr := h.deadLetter(ctx, log, poison)
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
-		"already_stored", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
+		"already_done", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
 		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	return outcome(rep, len(poison)-sent, dlErr)
 }

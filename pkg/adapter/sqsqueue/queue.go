@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -313,25 +312,16 @@ const OriginalIDAttribute = "sluice-original-id"
 // with its original message attributes, its reason in ReasonAttribute and
 // its original id in OriginalIDAttribute; it returns the messages that were
 // sent. SQS allows 10 attributes per message: of the original ones, the
-// first 8 by name are kept.
+// first 8 by name are kept (7 when the body had to be encoded), those
+// whose names SQS accepts; a value that is not text SQS accepts goes as a
+// Binary attribute, and such a body as base64 with BodyEncodingAttribute.
 func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.Poison) ([]consume.Message, error) {
 	var sent []consume.Message
 	var errs []error
 	for _, batch := range chunks(poison) {
 		entries := make([]types.SendMessageBatchRequestEntry, len(batch))
 		for i, p := range batch {
-			reason := p.Reason
-			if len(reason) > 1024 {
-				reason = reason[:1024]
-			}
-			attrs := deadLetterAttributes(p.Message.Attributes)
-			attrs[ReasonAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(reason)}
-			attrs[OriginalIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(p.Message.ID)}
-			entries[i] = types.SendMessageBatchRequestEntry{
-				Id:                aws.String(strconv.Itoa(i)),
-				MessageBody:       aws.String(string(p.Message.Body)),
-				MessageAttributes: attrs,
-			}
+			entries[i] = deadLetterEntry(i, p)
 		}
 		out, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {
@@ -347,23 +337,6 @@ func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.
 		}
 	}
 	return sent, errors.Join(errs...)
-}
-
-// deadLetterAttributes copies up to 8 original attributes (by name), leaving
-// room for the reason and the original id.
-func deadLetterAttributes(orig map[string]string) map[string]types.MessageAttributeValue {
-	names := make([]string, 0, len(orig))
-	for k, v := range orig {
-		if k != ReasonAttribute && k != OriginalIDAttribute && v != "" {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	out := make(map[string]types.MessageAttributeValue, min(len(names), 8)+2)
-	for _, k := range names[:min(len(names), 8)] {
-		out[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(orig[k])}
-	}
-	return out
 }
 
 // Depth returns the approximate number of visible messages in the queue.
