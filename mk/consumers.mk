@@ -1,8 +1,10 @@
-# The consumers (issue 4): the SQS consumer Lambda, the ECS worker, the
-# consumer benchmark.
+# The consumers (issue 4): the SQS consumer Lambda, the Kafka consumer Lambda,
+# the ECS worker, the consumer benchmark.
 #
 #   make build-SqsConsumerFunction ARTIFACTS_DIR=dir   what `sam build` calls (arm64 bootstrap)
 #   make sqs-consumer-bootstrap                        bootstrap for this machine (for the RIE)
+#   make build-KafkaConsumerFunction ARTIFACTS_DIR=dir what `sam build` calls (arm64 bootstrap)
+#   make kafka-consumer-bootstrap                      the Kafka consumer's bootstrap for this machine
 #   make worker-image                                  docker build of infra/worker/Dockerfile
 #   make bench-consumers                               pacing, overhead, scaling (1 -> 8 -> 3), no-loss; JSON last line
 #
@@ -14,10 +16,12 @@
 SQS_CONSUMER_PKG := ./functions/sqs-consumer
 SQS_CONSUMER_HOST := $(BIN)/sqs-consumer-host/bootstrap
 SQS_CONSUMER_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
+KAFKA_CONSUMER_PKG := ./functions/kafka-consumer
+KAFKA_CONSUMER_HOST := $(BIN)/kafka-consumer-host/bootstrap
 ARTIFACTS_DIR ?= $(BIN)/sam-artifacts
 BENCH_CONSUMERS_FLAGS ?=
 
-.PHONY: build-SqsConsumerFunction sqs-consumer-bootstrap worker-image bench-consumers
+.PHONY: build-SqsConsumerFunction sqs-consumer-bootstrap build-KafkaConsumerFunction kafka-consumer-bootstrap worker-image bench-consumers
 
 ## build-SqsConsumerFunction: SAM's makefile build: the SQS consumer's bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
 build-SqsConsumerFunction:
@@ -28,6 +32,16 @@ build-SqsConsumerFunction:
 sqs-consumer-bootstrap:
 	mkdir -p $(dir $(SQS_CONSUMER_HOST))
 	CGO_ENABLED=0 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(SQS_CONSUMER_HOST) $(SQS_CONSUMER_PKG)
+
+## build-KafkaConsumerFunction: SAM's makefile build: the Kafka consumer's bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
+build-KafkaConsumerFunction:
+	mkdir -p $(ARTIFACTS_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap $(KAFKA_CONSUMER_PKG)
+
+## kafka-consumer-bootstrap: the Kafka consumer's bootstrap for this machine (to run under the RIE behind `sluice local kafka-esm`).
+kafka-consumer-bootstrap:
+	mkdir -p $(dir $(KAFKA_CONSUMER_HOST))
+	CGO_ENABLED=0 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(KAFKA_CONSUMER_HOST) $(KAFKA_CONSUMER_PKG)
 
 ## worker-image: the ECS worker's container image (needs Docker).
 worker-image:
