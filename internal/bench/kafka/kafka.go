@@ -156,6 +156,8 @@ type scenario struct {
 	procs []*exec.Cmd
 	// lambdas are the emulated mapping's members (kafka-lambda).
 	lambdas []*lambdaMember
+	// pacing is set in a pacing run (PaceLambda).
+	pacing bool
 	faults  []string
 }
 

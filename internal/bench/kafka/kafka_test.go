@@ -150,3 +150,33 @@ func TestNoLossLambdaSmall(t *testing.T) {
 		t.Errorf("NoLoss: %d offsets uncommitted, %d of %d dead letters with their reason; want 0 and all", res.Uncommitted, res.PoisonWithReason, res.Poison)
 	}
 }
+
+// TestPaceLambda measures the kafka-lambda path's pacing with 1 and 4
+// partitions (one emulated mapping member each) at 40 msg/s over short
+// windows: the functions store at the allowed rate, never above it by more
+// than a batch's burst. `make bench-consumers` measures longer windows.
+func TestPaceLambda(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	dsn := testenv.MySQLDSN(t)
+	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range []int32{1, 4} {
+		var logs strings.Builder
+		pt, err := kafka.PaceLambda(ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
+			Brokers: strings.Split(brokers, ","), DSN: dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
+			Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 20},
+		}})
+		t.Logf("pacing: %+v", pt)
+		if err != nil {
+			t.Fatalf("PaceLambda(%d partitions): %v\nfunction logs (tail):\n%s", parts, err, tail(logs.String(), 3000))
+		}
+		if pt.Achieved <= 0 || pt.ErrorPct > 15 {
+			t.Errorf("PaceLambda(%d partitions) achieved %.1f msg/s at 40 allowed (%+.1f %%); want paced at or below it", parts, pt.Achieved, pt.ErrorPct)
+		}
+	}
+}

@@ -95,13 +95,23 @@ func (s *scenario) functionEnv() []string {
 	env := append(os.Environ(),
 		"SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+s.dsn,
 		"SLUICE_KAFKA_BROKERS="+strings.Join(s.cfg.Brokers, ","), "SLUICE_LOOP=bench-"+s.run,
-		"SLUICE_SAFE_RATE="+strconv.FormatFloat(s.cfg.Rate, 'f', -1, 64), "SLUICE_CONSUMERS=2")
+		"SLUICE_SAFE_RATE="+strconv.FormatFloat(s.cfg.Rate, 'f', -1, 64), "SLUICE_CONSUMERS="+strconv.Itoa(s.peers()))
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
 		// No local AWS: the RATE read fails at once and the safe rate holds.
 		env = append(env, "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_MAX_ATTEMPTS=1",
 			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
 	}
 	return env
+}
+
+// peers is how many consumers share the rate: 2 in the no-loss scenario
+// (two workers or mapping members at most at a time), the partitions in a
+// pacing run (one invocation per partition, as Lambda runs them).
+func (s *scenario) peers() int {
+	if s.pacing {
+		return int(s.cfg.Partitions)
+	}
+	return 2
 }
 
 // killLambda SIGKILLs member i's emulator (and its function) and stops its
