@@ -19,6 +19,10 @@ import (
 // concurrent consumers over the windows after the first, against the
 // allowed rate.
 type PacingPoint struct {
+	// Path names what was paced: "in-process" (consume.Consumer.Run, the
+	// worker's loop, on an endless in-memory source), or a real path such as
+	// "kafka-lambda".
+	Path      string  `json:"path"`
 	Consumers int     `json:"consumers"`
 	Allowed   float64 `json:"allowed"`
 	Achieved  float64 `json:"achieved"`
@@ -104,7 +108,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	if r.Windows <= 0 {
 		r.Windows = 1
 	}
-	pt := PacingPoint{Consumers: r.Consumers, Allowed: r.Allowed}
+	pt := PacingPoint{Path: "in-process", Consumers: r.Consumers, Allowed: r.Allowed}
 	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`), prefix: fmt.Sprintf("r%d-", time.Now().UnixNano())}
 	rates, loopID := r.Rates, r.Loop
 	if rates == nil {

@@ -158,7 +158,7 @@ type scenario struct {
 	lambdas []*lambdaMember
 	// pacing is set in a pacing run (PaceLambda).
 	pacing bool
-	faults  []string
+	faults []string
 }
 
 // NoLoss runs the scenario and returns its counts. An error means the

@@ -91,6 +91,53 @@ func kafkaNoLoss(ctx context.Context, e consumers.Env, o consumers.Options, cfg 
 	}, err
 }
 
+// paceKafkaLambda adds the kafka-lambda pacing rows: the real bootstrap
+// under the emulator behind one emulated mapping member per partition, on
+// the real broker, into MariaDB. It returns false on a flag error.
+func paceKafkaLambda(ctx context.Context, rateList, partList string, window time.Duration, windows int, res *result, fail func(string, ...any)) bool {
+	rates, err := ints(rateList)
+	if err != nil {
+		fail("--kafka-lambda-rates: %v", err)
+		return false
+	}
+	partitions, err := ints(partList)
+	if err != nil {
+		fail("--kafka-lambda-partitions: %v", err)
+		return false
+	}
+	root, _ := os.Getwd()
+	work, err := os.MkdirTemp("", "bench-kafka-lambda-")
+	if err != nil {
+		fail("kafka-lambda pacing: %v", err)
+		return true
+	}
+	defer os.RemoveAll(work)
+	brokers, rie := os.Getenv("SLUICE_KAFKA_BROKERS"), os.Getenv("SLUICE_RIE_BIN")
+	if rie == "" {
+		rie = filepath.Join(root, ".cache/bin/aws-lambda-rie")
+	}
+	bin, err := kafka.BuildLambda(ctx, root, work)
+	if err != nil || brokers == "" {
+		fail("kafka-lambda pacing: %v (SLUICE_KAFKA_BROKERS=%q)", err, brokers)
+		return true
+	}
+	for _, n := range partitions {
+		for _, r := range rates {
+			pt, err := kafka.PaceLambda(ctx, kafka.Pacing{Window: window, Windows: windows, Config: kafka.Config{
+				Brokers: strings.Split(brokers, ","), DSN: os.Getenv("SLUICE_MYSQL_DSN"), Partitions: int32(n), Rate: float64(r),
+				Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie},
+			}})
+			if err != nil {
+				fail("pacing kafka-lambda %d partitions at %d/s: %v", n, r, err)
+				continue
+			}
+			res.Pacing = append(res.Pacing, consumers.PacingPoint{Path: pt.Path, Consumers: pt.Partitions, Allowed: pt.Allowed,
+				Achieved: math.Round(pt.Achieved*100) / 100, ErrorPct: math.Round(pt.ErrorPct*100) / 100})
+		}
+	}
+	return true
+}
+
 type result struct {
 	Pacing        []consumers.PacingPoint  `json:"pacing"`
 	Scaling       []consumers.ScalingPoint `json:"scaling,omitempty"`
@@ -131,6 +178,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scaleList := fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
 	scaleRate := fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
 	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
+	klRates := fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s")
+	klParts := fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -228,6 +277,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 				res.Pacing = append(res.Pacing, pt)
 			}
 		}
+	}
+	if parts["pacing"] && !paceKafkaLambda(ctx, *klRates, *klParts, *window, *windows, &res, fail) {
+		return 2
 	}
 	if parts["scaling"] {
 		phases, err := ints(*scaleList)
