@@ -72,3 +72,35 @@ func TestChaosKafkaShort(t *testing.T) {
 		})
 	}
 }
+
+// TestChaosKafkaLambdaShort runs the kafka-lambda path's scenarios
+// (mysql-down, http-answers, with poison records) with a few hundred
+// records: the real kafka-consumer bootstrap under the emulator behind the
+// emulated Kafka event source mapping, on the real broker.
+func TestChaosKafkaLambdaShort(t *testing.T) {
+	brokers := testenv.KafkaBrokers(t)
+	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := consumers.Env{Root: root, WorkDir: t.TempDir()}
+	bin, err := e.Build(context.Background(), "./functions/kafka-consumer", "kafka-bootstrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range chaos.KafkaLambdaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}, &chaos.KafkaLambda{Bootstrap: bin, RIE: rie}) {
+		sc.Limit = 4 * time.Minute
+		sc.Rate = 200
+		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
+			t.Logf("%+v", r)
+			if !r.OK || r.Path != chaos.PathKafkaLambda || r.DeadLettered != r.Poison || r.PoisonWithReason != r.Poison {
+				t.Errorf("%s on %s: not ok, or poison %d dead-lettered %d (with reason %d): %+v", sc.Name, r.Path, r.Poison, r.DeadLettered, r.PoisonWithReason, r)
+			}
+		})
+	}
+}

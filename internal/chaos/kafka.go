@@ -54,6 +54,9 @@ type KafkaScenario struct {
 	MySQL bool
 	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
+	// Lambda, when set, plays the scenario on the kafka-lambda path instead
+	// of the worker's consumer (see kafkalambda.go).
+	Lambda *KafkaLambda
 }
 
 // kafkaRun is one run's state.
@@ -106,7 +109,11 @@ func PlayKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 // every poison one dead-lettered, and returns how long the healthy records
 // other than the stuck one took.
 func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) (Result, time.Duration, error) {
-	r := Result{Name: sc.Name, Path: PathKafka, Sent: sc.Messages + sc.Collisions, Extra: map[string]any{"collisions_dead_lettered": 0}}
+	path := PathKafka
+	if sc.Lambda != nil {
+		path = PathKafkaLambda
+	}
+	r := Result{Name: sc.Name, Path: path, Sent: sc.Messages + sc.Collisions, Extra: map[string]any{"collisions_dead_lettered": 0}}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return r, 0, err
@@ -193,6 +200,9 @@ func collisionVictim(c int) int {
 func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (time.Duration, error) {
 	srv := httptest.NewServer(k.dest)
 	defer srv.Close()
+	if sc.Lambda != nil {
+		return k.consumeLambda(ctx, sc, poison, srv.URL)
+	}
 	rates := memqueue.NewRates()
 	rates.Put(loop.Rate{Loop: "chaos", PerSecond: sc.Rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, rates, nil, consume.WallClock{}, nil, nil)
@@ -220,6 +230,14 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	wg.Add(1)
 	go func() { defer wg.Done(); cons.Run(cctx, src) }()
 	defer func() { stop(); wg.Wait(); src.Close(context.Background()) }()
+	return k.await(ctx, sc, poison, func() int64 { return src.Stats().DeadLettered.Load() })
+}
+
+// await waits until the destination has every healthy record but the stuck
+// one and deadLettered counts every poison one (and the stuck one); it
+// returns how long the healthy ones took. It stops the private MariaDB on
+// the way when the scenario asks for it.
+func (k *kafkaRun) await(ctx context.Context, sc KafkaScenario, poison int, deadLettered func() int64) (time.Duration, error) {
 	healthy := sc.Messages - (poison - sc.Collisions)
 	if sc.Stuck >= 0 {
 		healthy--
@@ -238,7 +256,7 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	if sc.Stuck >= 0 {
 		wantDead++
 	}
-	if err := until(ctx, func() bool { return src.Stats().DeadLettered.Load() >= wantDead }); err != nil {
+	if err := until(ctx, func() bool { return deadLettered() >= wantDead }); err != nil {
 		return took, fmt.Errorf("waiting for %d dead letters: %w", wantDead, err)
 	}
 	return took, nil

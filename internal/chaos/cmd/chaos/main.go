@@ -64,6 +64,17 @@ func run(only, paths string, size chaos.Size, log *slog.Logger) error {
 			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafka, "messages", sc.Messages)
 			results = append(results, chaos.PlayKafka(ctx, root, strings.Split(brokers, ","), sc))
 		}
+		lambda, err := kafkaLambda(ctx, e)
+		if err != nil {
+			return err
+		}
+		for _, sc := range chaos.KafkaLambdaScenarios(size, lambda) {
+			if only != "" && !contains(only, sc.Name) {
+				continue
+			}
+			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafkaLambda, "messages", sc.Messages)
+			results = append(results, chaos.PlayKafka(ctx, root, strings.Split(brokers, ","), sc))
+		}
 	}
 	log.Info("logs", "dir", work)
 	fmt.Println(chaos.JSON(results))
@@ -96,6 +107,20 @@ func runSQS(ctx context.Context, e consumers.Env, only, paths string, size chaos
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// kafkaLambda builds the Kafka consumer's bootstrap for the kafka-lambda
+// path; the function's output goes to a log in the work directory.
+func kafkaLambda(ctx context.Context, e consumers.Env) (*chaos.KafkaLambda, error) {
+	bin, err := e.Build(ctx, "./functions/kafka-consumer", "kafka-bootstrap")
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(e.WorkDir, "kafka-lambda.log"))
+	if err != nil {
+		return nil, err
+	}
+	return &chaos.KafkaLambda{Bootstrap: bin, RIE: e.RIE, Log: logf}, nil
 }
 
 func contains(list, name string) bool {
