@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-dev/sluice/internal/consumerenv"
+	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
