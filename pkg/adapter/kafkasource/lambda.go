@@ -143,7 +143,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
 		"already_done", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
 		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
-	return outcome(rep, len(poison)-sent, dlErr)
+	return outcome(rep, h.Consumer.Breaker().State() == consume.CircuitOpen, len(poison)-sent, dlErr)
 }
 
 // process runs msgs through the consumer in chunks of its ReceiveSize (the
@@ -175,15 +175,19 @@ func (h *LambdaHandler) process(ctx context.Context, msgs []consume.Message) con
 }
 
 // outcome is the invocation's error: nil when nothing is left over.
-func outcome(rep consume.Report, unsent int, dlErr error) error {
+// circuitOpen tells why records were deferred when the rate was not zero.
+func outcome(rep consume.Report, circuitOpen bool, unsent int, dlErr error) error {
 	var why []string
 	if len(rep.Retry) > 0 {
 		why = append(why, fmt.Sprintf("%d failed at the destination (%s)", len(rep.Retry), rep.Cause))
 	}
 	if len(rep.Deferred) > 0 {
 		cause := "no pacing slot before the deadline"
-		if rep.Paused {
+		switch {
+		case rep.Paused:
 			cause = "allowed rate is zero"
+		case circuitOpen:
+			cause = "the destination's circuit is open"
 		}
 		why = append(why, fmt.Sprintf("%d deferred (%s)", len(rep.Deferred), cause))
 	}

@@ -246,3 +246,19 @@ func TestLambdaHandlerPacesInChunks(t *testing.T) {
 		t.Errorf("stored %d in stores of %v; want 50 in stores of at most 10", sink.Len(), sizes)
 	}
 }
+
+// TestLambdaHandlerCircuitOpen: once the destination failed batches in a
+// row, the circuit opens and the invocation fails at once, saying why,
+// without trying the destination.
+func TestLambdaHandlerCircuitOpen(t *testing.T) {
+	sink := memqueue.NewSink()
+	sink.SetDown(true)
+	h := lambdaHandler(1000, sink, &fakeDeadLetters{})
+	var err error
+	for i := 0; i < 6 && (err == nil || !strings.Contains(err.Error(), "circuit is open")); i++ {
+		err = h.Handle(context.Background(), goldenEvent(t))
+	}
+	if !errors.Is(err, kafkasource.ErrNotAllStored) || !strings.Contains(err.Error(), "2 deferred (the destination's circuit is open)") {
+		t.Errorf("Handle with the destination down = %v; want the circuit named", err)
+	}
+}
