@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -65,7 +66,7 @@ func build(ctx context.Context, c config, log *slog.Logger) (*kafkasource.Lambda
 	if err != nil {
 		return nil, nil, err
 	}
-	h := &kafkasource.LambdaHandler{Consumer: cons, IDHeader: c.IDHeader, Log: log, Loop: c.Loop}
+	h := &kafkasource.LambdaHandler{Consumer: cons, IDHeader: c.IDHeader, Log: log, Metrics: os.Stdout, Loop: c.Loop}
 	if c.DeadLetterURL != "" {
 		h.DeadLetters = sqsqueue.DeadLetterQueue{API: sqs.NewFromConfig(aws), URL: c.DeadLetterURL}
 		return h, closeSink, nil

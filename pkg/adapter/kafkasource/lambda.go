@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -58,7 +59,13 @@ type LambdaHandler struct {
 	// remembered across invocations (default 100,000).
 	RememberStored int
 	Log            *slog.Logger
-	Loop           string
+	// Metrics receives one CloudWatch Embedded Metric Format line per
+	// invocation when non-nil (os.Stdout in Lambda): the SQS consumer's
+	// metrics (consume.BatchMetrics) in Namespace (default
+	// consume.DefaultNamespace).
+	Metrics   io.Writer
+	Namespace string
+	Loop      string
 
 	mu     sync.Mutex
 	stored *recentSet
@@ -136,13 +143,22 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	undecodable = h.notDonePoison(undecodable)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
+	paced := h.Consumer.Stats().Paced()
 	rep := h.process(pctx, todo)
+	paced = h.Consumer.Stats().Paced() - paced
 	poison := append(undecodable, rep.Poison...)
 	sent, dlErr := h.deadLetter(ctx, log, poison)
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
 		"already_done", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
 		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
+	if h.Metrics != nil {
+		rep.Poison = poison
+		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs) + len(undecodable), Report: rep, DeadLettered: sent, Paced: paced, Stats: h.Consumer.Stats()}
+		if err := m.WriteEMF(h.Metrics, h.Namespace); err != nil {
+			log.WarnContext(ctx, "metrics", "err", err)
+		}
+	}
 	return outcome(rep, h.Consumer.Breaker().State() == consume.CircuitOpen, len(poison)-sent, dlErr)
 }
 

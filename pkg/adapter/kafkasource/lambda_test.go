@@ -74,10 +74,16 @@ func goldenEvent(t *testing.T) events.KafkaEvent {
 func TestLambdaHandlerGolden(t *testing.T) {
 	sink, dl := memqueue.NewSink(), &fakeDeadLetters{}
 	h := lambdaHandler(1000, sink, dl)
+	var emf bytes.Buffer
+	h.Metrics = &emf
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := h.Handle(ctx, goldenEvent(t)); err != nil {
 		t.Fatalf("Handle = %v; want nil", err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(emf.Bytes(), &line); err != nil || line["_aws"] == nil || line["Consumed"] != 3.0 || line["Stored"] != 2.0 || line["DeadLettered"] != 1.0 || line["Loop"] != "orders" {
+		t.Errorf("EMF line %s (err %v); want _aws, Consumed 3, Stored 2, DeadLettered 1, Loop orders", emf.String(), err)
 	}
 	for _, id := range []string{"o-1001", "orders/1/7"} {
 		if !sink.Has(id) {

@@ -2,11 +2,8 @@ package sqsqueue
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"strconv"
 	"time"
 
@@ -117,7 +114,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		"retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused, "poison", len(rep.Poison),
 		"dead_lettered", deadLettered, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	if h.Metrics != nil {
-		h.emit(len(msgs), rep, deadLettered, paced, total, share, fallback)
+		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs), Report: rep, DeadLettered: deadLettered, Paced: paced, Stats: h.Consumer.Stats()}
+		if err := m.WriteEMF(h.Metrics, h.Namespace); err != nil {
+			log.WarnContext(ctx, "metrics", "err", err)
+		}
 	}
 	return events.SQSEventResponse{BatchItemFailures: failures}, nil
 }
@@ -183,51 +183,4 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 	if err != nil {
 		log.WarnContext(ctx, "set visibility of messages handed back; they return after the queue's timeout", "err", err)
 	}
-}
-
-// emit writes one Embedded Metric Format line.
-func (h *Handler) emit(consumed int, rep consume.Report, deadLettered int, paced time.Duration, allowed, share float64, fallback bool) {
-	ns := h.Namespace
-	if ns == "" {
-		ns = "Sluice/Consumer"
-	}
-	if math.IsInf(allowed, 1) {
-		allowed, share = -1, -1 // unlimited; JSON has no infinity
-	}
-	fb := b2i(fallback)
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": time.Now().UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  ns,
-				"Dimensions": [][]string{{"Loop"}},
-				"Metrics": []map[string]string{
-					{"Name": "Consumed", "Unit": "Count"}, {"Name": "Stored", "Unit": "Count"},
-					{"Name": "Failed", "Unit": "Count"}, {"Name": "Retried", "Unit": "Count"},
-					{"Name": "Released", "Unit": "Count"}, {"Name": "Poison", "Unit": "Count"},
-					{"Name": "DeadLettered", "Unit": "Count"}, {"Name": "Paused", "Unit": "Count"},
-					{"Name": "CircuitOpen", "Unit": "Count"}, {"Name": "PacedSeconds", "Unit": "Seconds"},
-					{"Name": "AllowedRate", "Unit": "Count/Second"}, {"Name": "ShareRate", "Unit": "Count/Second"},
-					{"Name": "RateFallback", "Unit": "Count"},
-				},
-			}},
-		},
-		"Loop": h.Loop, "Consumed": consumed, "Stored": len(rep.Stored), "Failed": len(rep.Retry) + len(rep.Deferred),
-		"Retried": len(rep.Retry), "Released": len(rep.Deferred), "Poison": len(rep.Poison), "DeadLettered": deadLettered,
-		"Paused": b2i(rep.Paused), "CircuitOpen": b2i(h.Consumer.Breaker().State() != consume.CircuitClosed),
-		"PacedSeconds": paced.Seconds(), "DeadLetteredByReason": h.Consumer.Stats().DeadLettered(),
-		"AllowedRate": allowed, "ShareRate": share, "RateFallback": fb,
-	}
-	b, err := json.Marshal(line)
-	if err != nil {
-		return
-	}
-	fmt.Fprintln(h.Metrics, string(b))
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
