@@ -21,7 +21,7 @@ import (
 
 func main() {
 	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
-	paths := flag.String("paths", "", "comma-separated paths to run: sqs-lambda, sqs-worker, kafka-worker (default: all)")
+	paths := flag.String("paths", "", "comma-separated paths to run: sqs-lambda, sqs-worker, kafka-worker, kafka-lambda (default: all)")
 	lambdaMsgs := flag.Int("lambda-messages", chaos.Full.Lambda, "messages per run on the Lambda path")
 	workerMsgs := flag.Int("worker-messages", chaos.Full.Worker, "messages per run on the worker path")
 	scale := flag.Float64("scale", chaos.Full.Scale, "multiplies the scenarios' durations (1: the issue's)")
@@ -56,25 +56,12 @@ func run(only, paths string, size chaos.Size, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" && (paths == "" || contains(paths, chaos.PathKafka)) {
-		for _, sc := range chaos.KafkaScenarios(size) {
-			if only != "" && !contains(only, sc.Name) {
-				continue
-			}
-			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafka, "messages", sc.Messages)
-			results = append(results, chaos.PlayKafka(ctx, root, strings.Split(brokers, ","), sc))
-		}
-		lambda, err := kafkaLambda(ctx, e)
+	if brokers := os.Getenv("SLUICE_KAFKA_BROKERS"); brokers != "" {
+		kr, err := runKafka(ctx, e, strings.Split(brokers, ","), only, paths, size, log)
 		if err != nil {
 			return err
 		}
-		for _, sc := range chaos.KafkaLambdaScenarios(size, lambda) {
-			if only != "" && !contains(only, sc.Name) {
-				continue
-			}
-			log.Info("scenario", "name", sc.Name, "path", chaos.PathKafkaLambda, "messages", sc.Messages)
-			results = append(results, chaos.PlayKafka(ctx, root, strings.Split(brokers, ","), sc))
-		}
+		results = append(results, kr...)
 	}
 	log.Info("logs", "dir", work)
 	fmt.Println(chaos.JSON(results))
@@ -105,6 +92,35 @@ func runSQS(ctx context.Context, e consumers.Env, only, paths string, size chaos
 		log.Info("result", "name", r.Name, "path", r.Path, "ok", r.OK, "stored", r.Stored, "missing", r.Missing,
 			"healthy_dead_lettered", r.HealthyDeadLettered, "deadline_hits", r.LambdaDeadlineHits, "seconds", r.Seconds, "err", r.Error)
 		results = append(results, r)
+	}
+	return results, nil
+}
+
+// runKafka plays the Kafka scenarios on the kafka-worker and kafka-lambda
+// paths that paths selects.
+func runKafka(ctx context.Context, e consumers.Env, brokers []string, only, paths string, size chaos.Size, log *slog.Logger) ([]chaos.Result, error) {
+	var scs []chaos.KafkaScenario
+	if paths == "" || contains(paths, chaos.PathKafka) {
+		scs = append(scs, chaos.KafkaScenarios(size)...)
+	}
+	if paths == "" || contains(paths, chaos.PathKafkaLambda) {
+		lambda, err := kafkaLambda(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		scs = append(scs, chaos.KafkaLambdaScenarios(size, lambda)...)
+	}
+	var results []chaos.Result
+	for _, sc := range scs {
+		if only != "" && !contains(only, sc.Name) {
+			continue
+		}
+		path := chaos.PathKafka
+		if sc.Lambda != nil {
+			path = chaos.PathKafkaLambda
+		}
+		log.Info("scenario", "name", sc.Name, "path", path, "messages", sc.Messages)
+		results = append(results, chaos.PlayKafka(ctx, e.Root, brokers, sc))
 	}
 	return results, nil
 }
