@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -27,6 +28,9 @@ type config struct {
 	DeadLetterURL   string
 	DeadLetterTopic string
 	KafkaBrokers    []string
+	// KafkaAuth is how the dead-letter topic's producer connects
+	// (SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ...; see kafkaauth).
+	KafkaAuth kafkaauth.Config
 	// IDHeader (SLUICE_KAFKA_ID_HEADER, default message-id) names the
 	// header carrying a producer-set message id.
 	IDHeader string
@@ -51,8 +55,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("want a dead-letter destination for poison records: SLUICE_DLQ_URL (SQS) or SLUICE_KAFKA_DLT (topic)")
 	case c.DeadLetterTopic != "" && len(c.KafkaBrokers) == 0:
 		return c, fmt.Errorf("SLUICE_KAFKA_DLT=%s needs SLUICE_KAFKA_BROKERS", c.DeadLetterTopic)
+	case c.DeadLetterTopic != "":
+		c.KafkaAuth, err = kafkaauth.Load(getenv)
 	}
-	return c, nil
+	return c, err
 }
 
 // build wires the handler: the consumer (RATE reader, cache, sink) and the
@@ -71,7 +77,12 @@ func build(ctx context.Context, c config, log *slog.Logger) (*kafkasource.Lambda
 		h.DeadLetters = sqsqueue.DeadLetterQueue{API: sqs.NewFromConfig(aws), URL: c.DeadLetterURL}
 		return h, closeSink, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBrokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	auth, err := c.KafkaAuth.Opts(aws.Credentials)
+	if err != nil {
+		closeSink()
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(append(auth, kgo.SeedBrokers(c.KafkaBrokers...), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		closeSink()
 		return nil, nil, fmt.Errorf("kafka client for %s: %w", c.DeadLetterTopic, err)

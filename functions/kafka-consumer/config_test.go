@@ -27,6 +27,8 @@ func TestLoadConfig(t *testing.T) {
 		{"no dead-letter destination", with(), "want a dead-letter destination"},
 		{"both dead-letter destinations", with("SLUICE_DLQ_URL", "http://sqs/q", "SLUICE_KAFKA_DLT", "t.dlt", "SLUICE_KAFKA_BROKERS", "b:9092"), "not both"},
 		{"topic without brokers", with("SLUICE_KAFKA_DLT", "t.dlt"), "SLUICE_KAFKA_BROKERS"},
+		{"topic over MSK IAM", with("SLUICE_KAFKA_DLT", "t.dlt", "SLUICE_KAFKA_BROKERS", "b:9098", "SLUICE_KAFKA_TLS", "on", "SLUICE_KAFKA_SASL", "aws-msk-iam"), ""},
+		{"topic with a bad SASL", with("SLUICE_KAFKA_DLT", "t.dlt", "SLUICE_KAFKA_BROKERS", "b:9092", "SLUICE_KAFKA_SASL", "plain"), "SLUICE_KAFKA_SASL"},
 		{"shared settings checked", with("SLUICE_DLQ_URL", "http://sqs/q", "SLUICE_SAFE_RATE", "-1"), "SLUICE_SAFE_RATE"},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -14,28 +15,28 @@ import (
 
 // config is the worker's configuration, read once from the environment.
 type config struct {
-	Source        string        // SOURCE: sqs or kafka
-	Loop          string        // SLUICE_LOOP
-	Table         string        // SLUICE_TABLE
-	SafeRate      float64       // SLUICE_SAFE_RATE (aggregate msg/s)
-	RatePeriod    time.Duration // SLUICE_RATE_PERIOD
-	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
-	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
-	BatchSize     int           // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
-	Sink          string        // SLUICE_SINK: mysql or http
-	MySQLDSN      string        // SLUICE_MYSQL_DSN
-	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
-	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS
-	HTTPTimeout   time.Duration // SLUICE_HTTP_TIMEOUT: one request (default 5s)
-	QueueURL      string        // SLUICE_QUEUE_URL (sqs)
-	DeadLetterURL string        // SLUICE_DLQ_URL (sqs; empty: redrive policy)
-	Visibility    time.Duration // SLUICE_VISIBILITY (sqs, default 30s)
-	KafkaBrokers  []string      // SLUICE_KAFKA_BROKERS (kafka)
-	KafkaTopics   []string      // SLUICE_KAFKA_TOPICS
-	KafkaGroup    string        // SLUICE_KAFKA_GROUP
-	KafkaDLT      string        // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
-	KafkaAuth     kafkaAuth     // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (kafkaauth.go)
-	MetricsAddr   string        // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
+	Source        string           // SOURCE: sqs or kafka
+	Loop          string           // SLUICE_LOOP
+	Table         string           // SLUICE_TABLE
+	SafeRate      float64          // SLUICE_SAFE_RATE (aggregate msg/s)
+	RatePeriod    time.Duration    // SLUICE_RATE_PERIOD
+	Report        bool             // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
+	Consumers     int              // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
+	BatchSize     int              // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
+	Sink          string           // SLUICE_SINK: mysql or http
+	MySQLDSN      string           // SLUICE_MYSQL_DSN
+	HTTPPoison    []int            // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
+	HTTPEndpoints []string         // SLUICE_HTTP_ENDPOINTS
+	HTTPTimeout   time.Duration    // SLUICE_HTTP_TIMEOUT: one request (default 5s)
+	QueueURL      string           // SLUICE_QUEUE_URL (sqs)
+	DeadLetterURL string           // SLUICE_DLQ_URL (sqs; empty: redrive policy)
+	Visibility    time.Duration    // SLUICE_VISIBILITY (sqs, default 30s)
+	KafkaBrokers  []string         // SLUICE_KAFKA_BROKERS (kafka)
+	KafkaTopics   []string         // SLUICE_KAFKA_TOPICS
+	KafkaGroup    string           // SLUICE_KAFKA_GROUP
+	KafkaDLT      string           // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
+	KafkaAuth     kafkaauth.Config // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (functions/internal/kafkaauth)
+	MetricsAddr   string           // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -121,7 +122,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("SOURCE=kafka needs SLUICE_KAFKA_BROKERS and SLUICE_KAFKA_TOPICS")
 		}
 		var err error
-		if c.KafkaAuth, err = loadKafkaAuth(getenv); err != nil {
+		if c.KafkaAuth, err = kafkaauth.Load(getenv); err != nil {
 			return c, err
 		}
 	default:

@@ -93,7 +93,7 @@ func (s kafkaSource) depth(ctx context.Context) (int, error) {
 // buildSource connects to SQS or joins the Kafka group.
 func buildSource(cfg config, awsCfg aws.Config, pacer *consume.Pacer, log *slog.Logger) (source, error) {
 	if cfg.Source == "kafka" {
-		auth, err := cfg.KafkaAuth.opts(awsCfg.Credentials)
+		auth, err := cfg.KafkaAuth.Opts(awsCfg.Credentials)
 		if err != nil {
 			return nil, err
 		}

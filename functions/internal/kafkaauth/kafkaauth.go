@@ -1,4 +1,7 @@
-package main
+// Package kafkaauth is how the consumer functions connect to Kafka (the
+// worker's source, the Kafka Lambda's dead-letter topic), read from the
+// environment: TLS with an optional CA, SASL/SCRAM or MSK IAM.
+package kafkaauth
 
 import (
 	"context"
@@ -13,14 +16,14 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// kafkaAuth is how the worker connects to Kafka, read from the environment:
+// Config is how a consumer function connects to Kafka, read from the environment:
 // SLUICE_KAFKA_TLS ("on": TLS 1.2 or later, the system's roots plus
 // SLUICE_KAFKA_CA_FILE when set), SLUICE_KAFKA_SASL ("", scram-sha-256,
 // scram-sha-512 or aws-msk-iam), SLUICE_KAFKA_USER and
 // SLUICE_KAFKA_PASSWORD (SCRAM; inject the password from Secrets Manager,
 // never as plain task environment). MSK IAM signs with the task role's
 // credentials and needs TLS (MSK's IAM listener, port 9098).
-type kafkaAuth struct {
+type Config struct {
 	TLS      bool
 	CAFile   string
 	SASL     string
@@ -28,8 +31,9 @@ type kafkaAuth struct {
 	Password string
 }
 
-func loadKafkaAuth(getenv func(string) string) (kafkaAuth, error) {
-	a := kafkaAuth{CAFile: getenv("SLUICE_KAFKA_CA_FILE"), SASL: getenv("SLUICE_KAFKA_SASL"),
+// Load reads the configuration from getenv and checks it.
+func Load(getenv func(string) string) (Config, error) {
+	a := Config{CAFile: getenv("SLUICE_KAFKA_CA_FILE"), SASL: getenv("SLUICE_KAFKA_SASL"),
 		User: getenv("SLUICE_KAFKA_USER"), Password: getenv("SLUICE_KAFKA_PASSWORD")}
 	switch v := getenv("SLUICE_KAFKA_TLS"); v {
 	case "", "off":
@@ -57,9 +61,9 @@ func loadKafkaAuth(getenv func(string) string) (kafkaAuth, error) {
 	return a, nil
 }
 
-// opts returns the franz-go options of a; creds signs MSK IAM
+// Opts returns the franz-go options of a; creds signs MSK IAM
 // authentication (the AWS SDK's credential chain).
-func (a kafkaAuth) opts(creds awssdk.CredentialsProvider) ([]kgo.Opt, error) {
+func (a Config) Opts(creds awssdk.CredentialsProvider) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	if a.TLS {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -90,7 +94,7 @@ func (a kafkaAuth) opts(creds awssdk.CredentialsProvider) ([]kgo.Opt, error) {
 			if err != nil {
 				return aws.Auth{}, fmt.Errorf("MSK IAM: AWS credentials: %w", err)
 			}
-			return aws.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken, UserAgent: "sluice-worker"}, nil
+			return aws.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken, UserAgent: "sluice"}, nil
 		})))
 	}
 	return opts, nil

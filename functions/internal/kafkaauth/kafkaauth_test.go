@@ -1,4 +1,4 @@
-package main
+package kafkaauth
 
 import (
 	"context"
@@ -37,9 +37,9 @@ func TestLoadKafkaAuth(t *testing.T) {
 		{map[string]string{"SLUICE_KAFKA_CA_FILE": "/ca.pem"}, "needs SLUICE_KAFKA_TLS=on"},
 	}
 	for _, tt := range tests {
-		_, err := loadKafkaAuth(func(k string) string { return tt.env[k] })
+		_, err := Load(func(k string) string { return tt.env[k] })
 		if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("loadKafkaAuth(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
+			t.Errorf("Load(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
 		}
 	}
 }
@@ -67,9 +67,9 @@ func selfSigned(t *testing.T) (tls.Certificate, string) {
 }
 
 // ping connects with auth's options to the cluster and returns the error.
-func ping(t *testing.T, c *kfake.Cluster, a kafkaAuth) error {
+func ping(t *testing.T, c *kfake.Cluster, a Config) error {
 	t.Helper()
-	opts, err := a.opts(credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""))
+	opts, err := a.Opts(credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestKafkaAuthTLSAndSCRAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	good := kafkaAuth{TLS: true, CAFile: caFile, SASL: "scram-sha-256", User: "sluice", Password: "correct-horse"}
+	good := Config{TLS: true, CAFile: caFile, SASL: "scram-sha-256", User: "sluice", Password: "correct-horse"}
 	if err := ping(t, c, good); err != nil {
 		t.Errorf("TLS + SCRAM with the right CA and password: %v; want connected", err)
 	}
