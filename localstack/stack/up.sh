@@ -258,6 +258,9 @@ kafka_start() {
 up_kafka() {
 	mkdir -p "$KAFKA_HOME"
 	maven_jars kafka "$STACK_ROOT/localstack/kafka/pom.xml" "$KAFKA_HOME/libs"
+	# The command-line tools (localstack/kafka/kafka-cli.sh), apart from the
+	# broker's jars so that fetching them never touches a running broker.
+	maven_jars kafka-tools "$STACK_ROOT/localstack/kafka/tools/pom.xml" "$STACK_ROOT/.cache/kafka-tools"
 	local holder
 	holder=$(port_holder "$KAFKA_CONTROLLER_PORT")
 	if [[ -n $holder ]] && ! pidfile_pid kafka >/dev/null && [[ ! $(pid_cmd "$holder") =~ kafka\.Kafka ]]; then
