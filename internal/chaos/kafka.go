@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
@@ -370,8 +371,7 @@ func (k *kafkaRun) readDLT(ctx context.Context) (map[int]string, error) {
 			if tenant != "acme" {
 				reason = ""
 			}
-			if m := seqRE.FindSubmatch(rec.Value); m != nil {
-				seq, _ := strconv.Atoi(string(m[1]))
+			if seq, ok := consumers.Seq(rec.Value); ok {
 				out[seq] = reason
 			}
 		})

@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -184,35 +182,20 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	res := NoLoss{Path: "sqs-lambda", Sent: o.Messages}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
+	rg, err := e.newRig(ctx, "lambda", o)
+	defer rg.Close()
 	if err != nil {
 		return res, err
 	}
-	defer drop()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	prefix := fmt.Sprintf("sl-lambda-%d", time.Now().UnixNano())
-	st, err := e.NewStack(ctx, prefix, o.Rate, 3)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
+	db, st := rg.db, rg.st
 	bin, err := e.Build(ctx, "./functions/sqs-consumer", "bootstrap")
 	if err != nil {
 		return res, err
 	}
-	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
 	fn, err := e.StartRIE(ctx, bin, map[string]string{
-		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": dsn,
+		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": rg.dsn,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_SAFE_RATE": "50", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
-	}, logf)
+	}, rg.log)
 	if err != nil {
 		return res, err
 	}
@@ -231,14 +214,11 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, &res); err != nil {
 		return res, err
 	}
-	err = waitUntil(ctx, func() (bool, error) {
-		n, err := InFlight(ctx, st.SQS, st.QueueURL)
-		return err == nil && n == 0, nil
-	})
+	err = rg.drained(ctx)
 	mstop()
 	<-done
 	if err != nil {
-		return res, fmt.Errorf("queue not drained: %w", err)
+		return res, err
 	}
 	return finish(ctx, e, db, st, o, poison, res, start)
 }
@@ -270,9 +250,13 @@ func rows(ctx context.Context, db *sql.DB) int {
 
 // finish counts the table and the DLQ.
 func finish(ctx context.Context, e Env, db *sql.DB, st *Stack, o Options, poison map[int]bool, res NoLoss, start time.Time) (NoLoss, error) {
-	dead, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL)
+	copies, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL, HasReason)
 	if err != nil {
 		return res, err
+	}
+	dead := map[int]bool{}
+	for seq := range copies {
+		dead[seq] = true
 	}
 	var c mysqltest.Counts
 	if err := waitUntil(ctx, func() (bool, error) {

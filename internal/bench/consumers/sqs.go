@@ -83,37 +83,50 @@ func InFlight(ctx context.Context, c *sqs.Client, url string) (int, error) {
 	return total, nil
 }
 
-var seqRE = regexp.MustCompile(`seq=(\d+)`)
+// seqRE finds the sequence number in a body: "seq=N" in a poison one,
+// "seq":N in JSON.
+var seqRE = regexp.MustCompile(`"?seq"?[=:](\d+)`)
 
-// DeadLetters drains the DLQ and returns the poison sequence numbers found
-// and how many carried a reason (ReasonAttribute, set by Sluice; messages
-// moved by SQS redrive carry none).
-func DeadLetters(ctx context.Context, c *sqs.Client, url string) (map[int]bool, int, error) {
-	seqs := map[int]bool{}
-	withReason := 0
+// Seq returns the sequence number a message body carries.
+func Seq(body []byte) (int, bool) {
+	m := seqRE.FindSubmatch(body)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n, true
+}
+
+// HasReason says whether m carries the reason attribute Sluice sets on a
+// dead letter (messages moved by SQS redrive carry none).
+func HasReason(m types.Message) bool {
+	a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]
+	return ok && aws.ToString(a.StringValue) != ""
+}
+
+// DeadLetters drains the DLQ and returns how many copies of each sequence
+// number it held, and how many of its messages counted says to count
+// (HasReason, for instance).
+func DeadLetters(ctx context.Context, c *sqs.Client, url string, counted func(types.Message) bool) (map[int]int, int, error) {
+	seqs := map[int]int{}
+	n := 0
 	for empty := 0; empty < 2; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 60})
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 600})
 		if err != nil {
-			return seqs, withReason, fmt.Errorf("receive DLQ: %w", err)
+			return seqs, n, fmt.Errorf("receive DLQ: %w", err)
 		}
 		if len(out.Messages) == 0 {
 			empty++
 			continue
 		}
 		for _, m := range out.Messages {
-			if mm := seqRE.FindStringSubmatch(aws.ToString(m.Body)); mm != nil {
-				n, _ := strconv.Atoi(mm[1])
-				seqs[n] = true
-			} else {
-				var v struct{ Seq *int }
-				if json.Unmarshal([]byte(aws.ToString(m.Body)), &v) == nil && v.Seq != nil {
-					seqs[*v.Seq] = true
-				}
+			if seq, ok := Seq([]byte(aws.ToString(m.Body))); ok {
+				seqs[seq]++
 			}
-			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && aws.ToString(a.StringValue) != "" {
-				withReason++
+			if counted(m) {
+				n++
 			}
 		}
 	}
-	return seqs, withReason, nil
+	return seqs, n, nil
 }

@@ -2,14 +2,11 @@ package consumers
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
-	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -152,22 +148,12 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	res := NoLoss{Path: "sqs-worker", Sent: o.Messages}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
+	rg, err := e.newRig(ctx, "worker", o)
+	defer rg.Close()
 	if err != nil {
 		return res, err
 	}
-	defer drop()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	prefix := fmt.Sprintf("sl-worker-%d", time.Now().UnixNano())
-	st, err := e.NewStack(ctx, prefix, o.Rate, 3)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
+	db, st := rg.db, rg.st
 	svc := &FaultyService{sink: mysqlsink.New(db), SlowFor: 1500 * time.Millisecond}
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
@@ -175,11 +161,6 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	if err != nil {
 		return res, err
 	}
-	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
 	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
 	if err != nil {
 		return res, err
@@ -188,7 +169,7 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 		"SOURCE": "sqs", "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_DLQ_URL": st.DLQURL, "SLUICE_VISIBILITY": "6s",
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_HTTP_TIMEOUT": "1s", "SLUICE_SAFE_RATE": "50",
-	}, logf)
+	}, rg.log)
 	if err != nil {
 		return res, err
 	}
@@ -213,12 +194,8 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	if err := w.Restart(); err != nil {
 		return res, err
 	}
-	err = waitUntil(ctx, func() (bool, error) {
-		n, err := InFlight(ctx, st.SQS, st.QueueURL)
-		return err == nil && n == 0, nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("queue not drained: %w", err)
+	if err := rg.drained(ctx); err != nil {
+		return res, err
 	}
 	metrics, err := w.Scrape(ctx)
 	if err != nil || !strings.Contains(metrics, "sluice_consumer_stored_total") {

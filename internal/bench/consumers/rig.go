@@ -1,0 +1,66 @@
+package consumers
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
+)
+
+// rig is what every no-loss scenario stands on: a private MariaDB database,
+// the AWS stack (table, queue, DLQ) and a log file for the binary under test.
+type rig struct {
+	prefix  string
+	dsn     string
+	db      *sql.DB
+	st      *Stack
+	log     *os.File
+	closers []func()
+}
+
+// newRig creates the database, the stack and the log file, named
+// "sl-<name>-<nanoseconds>". Close releases them, also after an error.
+func (e Env) newRig(ctx context.Context, name string, o Options) (*rig, error) {
+	r := &rig{prefix: fmt.Sprintf("sl-%s-%d", name, time.Now().UnixNano())}
+	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
+	if err != nil {
+		return r, err
+	}
+	r.dsn, r.closers = dsn, append(r.closers, drop)
+	if r.db, err = sql.Open("mysql", dsn); err != nil {
+		return r, err
+	}
+	r.closers = append(r.closers, func() { r.db.Close() })
+	if r.st, err = e.NewStack(ctx, r.prefix, o.Rate, 3); err != nil {
+		return r, err
+	}
+	r.closers = append(r.closers, r.st.Close)
+	if r.log, err = os.Create(filepath.Join(e.WorkDir, r.prefix+".log")); err != nil {
+		return r, err
+	}
+	r.closers = append(r.closers, func() { r.log.Close() })
+	return r, nil
+}
+
+// Close releases what newRig made, last made first.
+func (r *rig) Close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// drained waits until the queue holds no message, visible or in flight.
+func (r *rig) drained(ctx context.Context) error {
+	err := waitUntil(ctx, func() (bool, error) {
+		n, err := InFlight(ctx, r.st.SQS, r.st.QueueURL)
+		return err == nil && n == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue not drained: %w", err)
+	}
+	return nil
+}
