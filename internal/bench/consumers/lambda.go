@@ -133,18 +133,9 @@ type Mapping struct {
 // Run polls until ctx ends.
 func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 	for ctx.Err() == nil {
-		out, err := m.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: &m.QueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			VisibilityTimeout:           int32(m.Visibility / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		if err != nil || len(out.Messages) == 0 {
+		msgs, ev, ok := ReceiveEvent(ctx, m.SQS, m.QueueURL, m.ARN, m.Visibility)
+		if !ok {
 			continue
-		}
-		ev := events.SQSEvent{}
-		for _, msg := range out.Messages {
-			ev.Records = append(ev.Records, ToEvent(msg, m.ARN))
 		}
 		m.Invocations.Add(1)
 		ictx, cancel := context.WithTimeout(ctx, 2*m.Visibility)
@@ -154,20 +145,7 @@ func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 			m.FunctionErrors.Add(1)
 			continue // the whole batch comes back after its visibility timeout
 		}
-		failed := map[string]bool{}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		m.Failures.Add(int64(len(failed)))
-		var del []types.DeleteMessageBatchRequestEntry
-		for i, msg := range out.Messages {
-			if !failed[aws.ToString(msg.MessageId)] {
-				del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
-			}
-		}
-		if len(del) > 0 {
-			m.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &m.QueueURL, Entries: del})
-		}
+		m.Failures.Add(int64(Settle(ctx, m.SQS, m.QueueURL, msgs, resp)))
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -129,4 +131,43 @@ func DeadLetters(ctx context.Context, c *sqs.Client, url string, counted func(ty
 		}
 	}
 	return seqs, n, nil
+}
+
+// ReceiveEvent receives up to 10 messages from url, invisible for
+// visibility, and the SQS event the Lambda service would build from them
+// for the queue arn; ok is false when none came.
+func ReceiveEvent(ctx context.Context, c *sqs.Client, url, arn string, visibility time.Duration) (msgs []types.Message, ev events.SQSEvent, ok bool) {
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		VisibilityTimeout:           int32(visibility / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil || len(out.Messages) == 0 {
+		return nil, ev, false
+	}
+	for _, msg := range out.Messages {
+		ev.Records = append(ev.Records, ToEvent(msg, arn))
+	}
+	return out.Messages, ev, true
+}
+
+// Settle deletes from url the messages the function did not report in its
+// batchItemFailures, as the event source mapping does, and returns how
+// many it reported.
+func Settle(ctx context.Context, c *sqs.Client, url string, msgs []types.Message, resp events.SQSEventResponse) int {
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, msg := range msgs {
+		if !failed[aws.ToString(msg.MessageId)] {
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+		}
+	}
+	if len(del) > 0 {
+		c.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: del})
+	}
+	return len(failed)
 }
