@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -84,26 +83,16 @@ func IsPoison(seq int) bool { return seq%100 == 17 || seq%100 == 42 }
 // letters keep it); it returns how many are poison.
 func Produce(ctx context.Context, c *sqs.Client, url, sink string, n int) (int, error) {
 	poison := 0
-	for start := 0; start < n; start += 10 {
-		var entries []types.SendMessageBatchRequestEntry
-		for i := start; i < min(start+10, n); i++ {
-			if IsPoison(i) {
-				poison++
-			}
-			entries = append(entries, types.SendMessageBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(bodyFor(sink, i, IsPoison(i))),
-				MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
-			})
+	err := consumers.SendAll(ctx, c, url, n, func(i int) types.SendMessageBatchRequestEntry {
+		if IsPoison(i) {
+			poison++
 		}
-		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
-		if err != nil {
-			return poison, fmt.Errorf("send batch at %d: %w", start, err)
+		return types.SendMessageBatchRequestEntry{
+			MessageBody:       aws.String(bodyFor(sink, i, IsPoison(i))),
+			MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
 		}
-		if len(out.Failed) > 0 {
-			return poison, fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
-		}
-	}
-	return poison, nil
+	})
+	return poison, err
 }
 
 // reasoned says whether a dead letter carries its reason and kept the

@@ -160,17 +160,13 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	res := NoLoss{Path: "sqs-lambda", Sent: o.Messages}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rg, err := e.newRig(ctx, "lambda", o)
+	rg, err := e.newRig(ctx, "lambda", "./functions/sqs-consumer", "bootstrap", o)
 	defer rg.Close()
 	if err != nil {
 		return res, err
 	}
 	db, st := rg.db, rg.st
-	bin, err := e.Build(ctx, "./functions/sqs-consumer", "bootstrap")
-	if err != nil {
-		return res, err
-	}
-	fn, err := e.StartRIE(ctx, bin, map[string]string{
+	fn, err := e.StartRIE(ctx, rg.bin, map[string]string{
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": rg.dsn,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_SAFE_RATE": "50", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
 	}, rg.log)

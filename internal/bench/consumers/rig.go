@@ -12,9 +12,10 @@ import (
 )
 
 // rig is what every no-loss scenario stands on: a private MariaDB database,
-// the AWS stack (table, queue, DLQ) and a log file for the binary under test.
+// the AWS stack (table, queue, DLQ), the binary under test and its log file.
 type rig struct {
 	prefix  string
+	bin     string
 	dsn     string
 	db      *sql.DB
 	st      *Stack
@@ -23,8 +24,9 @@ type rig struct {
 }
 
 // newRig creates the database, the stack and the log file, named
-// "sl-<name>-<nanoseconds>". Close releases them, also after an error.
-func (e Env) newRig(ctx context.Context, name string, o Options) (*rig, error) {
+// "sl-<name>-<nanoseconds>", and builds the binary bin of package pkg.
+// Close releases them, also after an error.
+func (e Env) newRig(ctx context.Context, name, pkg, bin string, o Options) (*rig, error) {
 	r := &rig{prefix: fmt.Sprintf("sl-%s-%d", name, time.Now().UnixNano())}
 	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
 	if err != nil {
@@ -43,7 +45,8 @@ func (e Env) newRig(ctx context.Context, name string, o Options) (*rig, error) {
 		return r, err
 	}
 	r.closers = append(r.closers, func() { r.log.Close() })
-	return r, nil
+	r.bin, err = e.Build(ctx, pkg, bin)
+	return r, err
 }
 
 // Close releases what newRig made, last made first.

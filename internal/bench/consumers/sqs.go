@@ -48,24 +48,35 @@ func Body(seq int, poison bool) string {
 // sequence numbers of the poison ones.
 func Produce(ctx context.Context, c *sqs.Client, url string, n, poisonEvery int) (map[int]bool, error) {
 	poison := map[int]bool{}
+	err := SendAll(ctx, c, url, n, func(i int) types.SendMessageBatchRequestEntry {
+		p := poisonEvery > 0 && i%poisonEvery == poisonEvery-1
+		if p {
+			poison[i] = true
+		}
+		return types.SendMessageBatchRequestEntry{MessageBody: aws.String(Body(i, p))}
+	})
+	return poison, err
+}
+
+// SendAll sends messages 0 to n-1, ten to a batch, message i as entry(i)
+// with the Id i.
+func SendAll(ctx context.Context, c *sqs.Client, url string, n int, entry func(i int) types.SendMessageBatchRequestEntry) error {
 	for start := 0; start < n; start += 10 {
 		var entries []types.SendMessageBatchRequestEntry
 		for i := start; i < min(start+10, n); i++ {
-			p := poisonEvery > 0 && i%poisonEvery == poisonEvery-1
-			if p {
-				poison[i] = true
-			}
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(Body(i, p))})
+			e := entry(i)
+			e.Id = aws.String(strconv.Itoa(i))
+			entries = append(entries, e)
 		}
 		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {
-			return poison, fmt.Errorf("send batch at %d: %w", start, err)
+			return fmt.Errorf("send batch at %d: %w", start, err)
 		}
 		if len(out.Failed) > 0 {
-			return poison, fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
+			return fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
 		}
 	}
-	return poison, nil
+	return nil
 }
 
 // InFlight returns the visible plus in-flight messages of a queue.

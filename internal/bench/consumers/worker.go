@@ -148,7 +148,7 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	res := NoLoss{Path: "sqs-worker", Sent: o.Messages}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rg, err := e.newRig(ctx, "worker", o)
+	rg, err := e.newRig(ctx, "worker", "./functions/worker", "worker", o)
 	defer rg.Close()
 	if err != nil {
 		return res, err
@@ -157,15 +157,11 @@ func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	svc := &FaultyService{sink: mysqlsink.New(db), SlowFor: 1500 * time.Millisecond}
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
-	bin, err := e.Build(ctx, "./functions/worker", "worker")
-	if err != nil {
-		return res, err
-	}
 	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
 	if err != nil {
 		return res, err
 	}
-	w, err := e.StartWorker(bin, map[string]string{
+	w, err := e.StartWorker(rg.bin, map[string]string{
 		"SOURCE": "sqs", "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_DLQ_URL": st.DLQURL, "SLUICE_VISIBILITY": "6s",
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_HTTP_TIMEOUT": "1s", "SLUICE_SAFE_RATE": "50",
