@@ -117,6 +117,29 @@ func TestNoLossFull(t *testing.T) {
 	}
 }
 
+// lambdaRig is what the kafka-lambda tests run on: the broker, the
+// database, the emulator and the kafka-consumer bootstrap built for it.
+type lambdaRig struct {
+	ctx       context.Context
+	brokers   []string
+	dsn       string
+	bootstrap string
+	rie       string
+}
+
+// newLambdaRig builds the bootstrap; the rig's context ends after 5 minutes.
+func newLambdaRig(t *testing.T) lambdaRig {
+	r := lambdaRig{brokers: strings.Split(testenv.KafkaBrokers(t), ","), dsn: testenv.MySQLDSN(t), rie: testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ctx, r.bootstrap = ctx, bin
+	return r
+}
+
 // TestNoLossLambdaSmall runs the kafka-lambda path with 1,000 messages: the
 // real kafka-consumer bootstrap under the emulator behind the emulated
 // Kafka event source mapping, on the real broker, into MariaDB, with a
@@ -124,18 +147,10 @@ func TestNoLossFull(t *testing.T) {
 // duplicated, every poison record dead-lettered once with its reason, every
 // offset committed.
 func TestNoLossLambdaSmall(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
-	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLambdaRig(t)
 	var logs strings.Builder
-	res, err := kafka.NoLoss(ctx, kafka.Config{
-		Brokers: strings.Split(brokers, ","), DSN: dsn, Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 50},
+	res, err := kafka.NoLoss(r.ctx, kafka.Config{
+		Brokers: r.brokers, DSN: r.dsn, Lambda: &kafka.Lambda{Bootstrap: r.bootstrap, RIE: r.rie, BatchSize: 50},
 		Messages: 1000, PoisonEvery: 100, Rate: 200, WorkerLog: &syncWriter{b: &logs},
 	})
 	t.Logf("result: %+v", res)
@@ -156,20 +171,12 @@ func TestNoLossLambdaSmall(t *testing.T) {
 // windows: the functions store at the allowed rate, never above it by more
 // than a batch's burst. `make bench-consumers` measures longer windows.
 func TestPaceLambda(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
-	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newLambdaRig(t)
 	for _, parts := range []int32{1, 4} {
 		var logs strings.Builder
-		pt, err := kafka.PaceLambda(ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
-			Brokers: strings.Split(brokers, ","), DSN: dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
-			Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 20},
+		pt, err := kafka.PaceLambda(r.ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
+			Brokers: r.brokers, DSN: r.dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
+			Lambda: &kafka.Lambda{Bootstrap: r.bootstrap, RIE: r.rie, BatchSize: 20},
 		}})
 		t.Logf("pacing: %+v", pt)
 		if err != nil {
