@@ -17,7 +17,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
@@ -106,6 +105,19 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
 }
 
+// start opens the real plant under a context that an interrupt ends; when
+// it cannot, it tells why on stderr and returns no plant. stop releases
+// both.
+func (f *realPlantFlags) start(name string, stderr io.Writer) (ctx context.Context, rp *realPlant, stop func()) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	rp, err := f.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ctx, nil, cancel
+	}
+	return ctx, rp, func() { rp.db.Close(); cancel() }
+}
+
 func (f *realPlantFlags) lab(rp *realPlant, prefix string, stderr io.Writer) *dbload.Lab {
 	l := &dbload.Lab{
 		Plant: &dbload.Plant{DB: rp.db, Prefix: prefix, Workers: f.workers, BatchSize: f.batch},
@@ -161,20 +173,14 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
-			return 2
-		}
+	if badPlotPath(name, *plotPath, stderr) {
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, rp, stop := rf.start(name, stderr)
 	defer stop()
-	rp, err := rf.open(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if rp == nil {
 		return 1
 	}
-	defer rp.db.Close()
 	l := rf.lab(rp, fmt.Sprintf("step-%d", time.Now().UnixNano()), stderr)
 	d, err := l.StepTest(ctx, sim.StepTest{From: *from, To: *to, At: *at, Duration: *duration})
 	if err != nil {
@@ -322,20 +328,14 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
 		return 2
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
-			return 2
-		}
+	if badPlotPath(name, *plotPath, stderr) {
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, rp, stop := rf.start(name, stderr)
 	defer stop()
-	rp, err := rf.open(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if rp == nil {
 		return 1
 	}
-	defer rp.db.Close()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, name+": "+format+"\n", a...) }
 
 	// 1. The model.
