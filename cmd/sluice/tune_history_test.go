@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
-	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/internal/testenv/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
@@ -148,18 +144,8 @@ func TestDemoHistoryOut(t *testing.T) {
 
 // tune --from-history --loop reads the HIST items and PARAMS of the table.
 func TestTuneFromHistoryTable(t *testing.T) {
-	testenv.AWSEndpoint(t)
+	client, table := ddbtest.Table(t, "sluice-tune")
 	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-tune-%d", time.Now().UnixNano())
-	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	if err := ddbstore.New(client, table).WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
 		t.Fatal(err)
 	}
