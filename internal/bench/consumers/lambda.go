@@ -155,29 +155,25 @@ func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 // stored (when MariaDBCtl is set); every PoisonEvery-th message is malformed
 // and must end in the DLQ with its reason.
 func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
-	o = o.withDefaults()
-	start := time.Now()
-	res := NoLoss{Path: "sqs-lambda", Sent: o.Messages}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	rg, err := e.newRig(ctx, "lambda", "./functions/sqs-consumer", "bootstrap", o)
-	defer rg.Close()
-	if err != nil {
-		return res, err
-	}
+	return e.noLoss(ctx, o, "sqs-lambda", "lambda", "./functions/sqs-consumer", "bootstrap", e.sqsLambda)
+}
+
+// sqsLambda sends the messages, runs the mapping and restarts MariaDB
+// until the queue is drained; it returns the poison sequence numbers.
+func (e Env) sqsLambda(ctx context.Context, rg *rig, o Options, res *NoLoss) (map[int]bool, error) {
 	db, st := rg.db, rg.st
 	fn, err := e.StartRIE(ctx, rg.bin, map[string]string{
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": rg.dsn,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_SAFE_RATE": "50", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
 	}, rg.log)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer fn.Stop()
 
 	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	mctx, mstop := context.WithCancel(ctx)
 	defer mstop()
@@ -185,16 +181,16 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	done := make(chan struct{})
 	go func() { mp.Run(mctx, fn); close(done) }()
 
-	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, &res); err != nil {
-		return res, err
+	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, res); err != nil {
+		return nil, err
 	}
 	err = rg.drained(ctx)
 	mstop()
 	<-done
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	return finish(ctx, e, db, st, o, poison, res, start)
+	return poison, nil
 }
 
 // restartMariaDBAfter waits until n rows are stored, then restarts MariaDB

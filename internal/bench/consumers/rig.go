@@ -67,3 +67,25 @@ func (r *rig) drained(ctx context.Context) error {
 	}
 	return nil
 }
+
+// noLoss runs a no-loss scenario: on a fresh rig (named name, the binary
+// bin built from pkg) and under o.Timeout, run sends the messages, injects
+// the faults and returns the poison ones; noLoss then counts the table and
+// the DLQ.
+func (e Env) noLoss(ctx context.Context, o Options, path, name, pkg, bin string, run func(context.Context, *rig, Options, *NoLoss) (map[int]bool, error)) (NoLoss, error) {
+	o = o.withDefaults()
+	start := time.Now()
+	res := NoLoss{Path: path, Sent: o.Messages}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	rg, err := e.newRig(ctx, name, pkg, bin, o)
+	defer rg.Close()
+	if err != nil {
+		return res, err
+	}
+	poison, err := run(ctx, rg, o, &res)
+	if err != nil {
+		return res, err
+	}
+	return finish(ctx, e, rg.db, rg.st, o, poison, res, start)
+}
