@@ -20,9 +20,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/internal/testenv/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -179,6 +179,7 @@ func TestBrowserDemo(t *testing.T) {
 // of history.
 func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
+	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-dash")
 	ctx := context.Background()
 	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)

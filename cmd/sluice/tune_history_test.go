@@ -13,9 +13,10 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
-	"github.com/sluice-dev/sluice/internal/testenv/ddbtest"
+	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
@@ -144,6 +145,7 @@ func TestDemoHistoryOut(t *testing.T) {
 
 // tune --from-history --loop reads the HIST items and PARAMS of the table.
 func TestTuneFromHistoryTable(t *testing.T) {
+	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-tune")
 	ctx := context.Background()
 	if err := ddbstore.New(client, table).WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
