@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
@@ -477,16 +478,8 @@ func mean(x []float64) float64 {
 	return s / float64(len(x))
 }
 
-func restFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// restFor waits d or until ctx ends.
+var restFor = consume.WallClock{}.Sleep
 
 // measureDisturbance returns the CPU the load generator adds: the mean
 // over d with it running minus the mean over d without.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // Size sets how big the scenarios are.
@@ -25,14 +27,7 @@ var Short = Size{Lambda: 200, Worker: 300, Scale: 0.05}
 func (s Size) d(d time.Duration) time.Duration { return time.Duration(float64(d) * s.Scale) }
 
 // sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+var sleep = consume.WallClock{}.Sleep
 
 // Scenarios returns the scenarios of the issue that run on SQS, sized by s.
 func Scenarios(s Size) []Scenario {
