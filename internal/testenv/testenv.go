@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -129,4 +130,24 @@ func Binary(t testing.TB, env, name string) string {
 		return ""
 	}
 	return p
+}
+
+// ModuleRoot returns the directory of the module's go.mod, the nearest
+// above the test's working directory.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }

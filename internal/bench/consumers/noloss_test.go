@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,10 +16,7 @@ func env(t *testing.T) consumers.Env {
 	ep, sqsEP := testenv.AWSEndpoint(t), testenv.SQSEndpoint(t)
 	dsn := testenv.MySQLDSN(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot(t)
 	return consumers.Env{
 		AWSEndpoint: ep, SQSEndpoint: sqsEP, MySQLDSN: dsn, RIE: rie, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
 		Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),

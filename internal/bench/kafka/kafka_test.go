@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,24 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/bench/kafka"
 	"github.com/sluice-dev/sluice/internal/testenv"
 )
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
 
 // TestNoLossSmall runs the kafka-worker scenario, smaller, against the real
 // broker and MariaDB: real worker processes, a rebalance, a SIGKILL and a
@@ -41,7 +22,7 @@ func TestNoLossSmall(t *testing.T) {
 	dsn := testenv.MySQLDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
+	bin, err := kafka.BuildWorker(ctx, testenv.ModuleRoot(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +81,7 @@ func TestNoLossFull(t *testing.T) {
 	dsn := testenv.MySQLDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
+	bin, err := kafka.BuildWorker(ctx, testenv.ModuleRoot(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +113,7 @@ func newLambdaRig(t *testing.T) lambdaRig {
 	r := lambdaRig{brokers: strings.Split(testenv.KafkaBrokers(t), ","), dsn: testenv.MySQLDSN(t), rie: testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
+	bin, err := kafka.BuildLambda(ctx, testenv.ModuleRoot(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
