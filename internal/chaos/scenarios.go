@@ -56,27 +56,25 @@ func httpAnswers(s Size) []Phase {
 // pause sets the loop's rate to 0 (an operator's manual pause) for d, then
 // back to 100.
 func pause(d time.Duration) func(context.Context, *Run) ([]string, error) {
-	return func(ctx context.Context, r *Run) ([]string, error) {
-		if err := r.SetRate(ctx, 0); err != nil {
-			return nil, err
-		}
-		if err := sleep(ctx, d); err != nil {
-			return nil, err
-		}
-		return []string{fmt.Sprintf("rate 0 for %v", d)}, r.SetRate(ctx, 100)
-	}
+	return holdRate(0, d, "rate 0")
 }
 
 // trickle sets an aggregate rate of 0.1 msg/s for d, then 100.
 func trickle(d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return holdRate(0.1, d, "rate 0.1 msg/s")
+}
+
+// holdRate sets the loop's rate to rate for d, then back to 100; what names
+// the fault.
+func holdRate(rate float64, d time.Duration, what string) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
-		if err := r.SetRate(ctx, 0.1); err != nil {
+		if err := r.SetRate(ctx, rate); err != nil {
 			return nil, err
 		}
 		if err := sleep(ctx, d); err != nil {
 			return nil, err
 		}
-		return []string{fmt.Sprintf("rate 0.1 msg/s for %v", d)}, r.SetRate(ctx, 100)
+		return []string{fmt.Sprintf("%s for %v", what, d)}, r.SetRate(ctx, 100)
 	}
 }
 
