@@ -49,6 +49,7 @@ func addRealPlantFlags(fs *flag.FlagSet) *realPlantFlags {
 	fs.IntVar(&f.batch, "batch", 1, "messages per insert (1: a smooth load; 10: SQS batches)")
 	fs.DurationVar(&f.sample, "sample", time.Second, "sampling period of the database's CPU")
 	fs.BoolVar(&f.verbose, "v", false, "print every sample to stderr")
+	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	return f
 }
 
@@ -106,17 +107,21 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
 }
 
-// start opens the real plant under a context that an interrupt ends; when
-// it cannot, it tells why on stderr and returns no plant. stop releases
-// both.
-func (f *realPlantFlags) start(name string, stderr io.Writer) (ctx context.Context, rp *realPlant, stop func()) {
+// start checks --plot (plotPath) and opens the real plant under a context
+// that an interrupt ends. When it cannot, it tells why on stderr and
+// returns no plant and the exit code: 2 for a bad --plot, 1 when the plant
+// does not open. stop releases what it opened.
+func (f *realPlantFlags) start(name, plotPath string, stderr io.Writer) (ctx context.Context, rp *realPlant, stop func(), code int) {
+	if badPlotPath(name, plotPath, stderr) {
+		return context.Background(), nil, func() {}, 2
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	rp, err := f.open(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return ctx, nil, cancel
+		return ctx, nil, cancel, 1
 	}
-	return ctx, rp, func() { rp.db.Close(); cancel() }
+	return ctx, rp, func() { rp.db.Close(); cancel() }, 0
 }
 
 func (f *realPlantFlags) lab(rp *realPlant, prefix string, stderr io.Writer) *dbload.Lab {
@@ -170,17 +175,13 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the model as JSON")
 	plotPath := fs.String("plot", "", "write a plot of the test and the fit (.svg or .png)")
 	csvPath := fs.String("csv", "", "also write the step test to this CSV file (t_s,input,output)")
-	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	if badPlotPath(name, *plotPath, stderr) {
-		return 2
-	}
-	ctx, rp, stop := rf.start(name, stderr)
+	ctx, rp, stop, code := rf.start(name, *plotPath, stderr)
 	defer stop()
 	if rp == nil {
-		return 1
+		return code
 	}
 	l := rf.lab(rp, fmt.Sprintf("step-%d", time.Now().UnixNano()), stderr)
 	d, err := l.StepTest(ctx, sim.StepTest{From: *from, To: *to, At: *at, Duration: *duration})
@@ -320,7 +321,6 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 	rest := fs.Duration("rest", 15*time.Second, "pause between runs, so the database returns to idle")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "write a plot of every run (.svg or .png)")
-	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -329,13 +329,10 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
 		return 2
 	}
-	if badPlotPath(name, *plotPath, stderr) {
-		return 2
-	}
-	ctx, rp, stop := rf.start(name, stderr)
+	ctx, rp, stop, code := rf.start(name, *plotPath, stderr)
 	defer stop()
 	if rp == nil {
-		return 1
+		return code
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, name+": "+format+"\n", a...) }
 
