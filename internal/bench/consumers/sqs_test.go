@@ -7,18 +7,13 @@ import (
 )
 
 func TestSeq(t *testing.T) {
-	for _, tt := range []struct {
-		body string
-		want int
-		ok   bool
-	}{
-		{consumers.Body(42, false), 42, true},
-		{consumers.Body(7, true), 7, true},
-		{`{"seq":3,"reject":true}`, 3, true},
-		{`{"order":"o-1"}`, 0, false},
-	} {
-		if got, ok := consumers.Seq([]byte(tt.body)); got != tt.want || ok != tt.ok {
-			t.Errorf("Seq(%q) = %d, %v; want %d, %v", tt.body, got, ok, tt.want, tt.ok)
+	bodies := map[string]int{consumers.Body(42, false): 42, consumers.Body(7, true): 7, `{"seq":3,"reject":true}`: 3}
+	for body, want := range bodies {
+		if got, ok := consumers.Seq([]byte(body)); !ok || got != want {
+			t.Errorf("Seq(%q) = %d, %v; want %d, true", body, got, ok, want)
 		}
+	}
+	if got, ok := consumers.Seq([]byte(`{"order":"o-1"}`)); ok {
+		t.Errorf("Seq of a body without seq = %d, true; want false", got)
 	}
 }
