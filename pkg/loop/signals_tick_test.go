@@ -66,19 +66,17 @@ func (r *replicaRig) step(i int) loop.Report {
 
 // replicaSlows: the replica takes 2,000 messages/s (the CPU limits, at
 // 1,200), slows to 800 between minutes 60 and 120 (the lag takes over),
-// and recovers between minutes 200 and 260 (the CPU takes over again).
+// and recovers between minutes 200 and 260 (the CPU takes over again):
+// straight lines between the breakpoints (minute, capacity).
 func replicaSlows(i int) float64 {
-	switch {
-	case i < 60:
-		return 2000
-	case i < 120:
-		return 2000 - 20*float64(i-60)
-	case i < 200:
-		return 800
-	case i < 260:
-		return 800 + 20*float64(i-200)
+	bp := [][2]float64{{0, 2000}, {60, 2000}, {120, 800}, {200, 800}, {260, 2000}}
+	m := float64(i)
+	for k := 1; k < len(bp); k++ {
+		if a, b := bp[k-1], bp[k]; m < b[0] {
+			return a[1] + (b[1]-a[1])*(m-a[0])/(b[0]-a[0])
+		}
 	}
-	return 2000
+	return bp[len(bp)-1][1]
 }
 
 func signal(rep loop.Report, name string) loop.SignalReport {
