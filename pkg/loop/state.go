@@ -56,6 +56,10 @@ type State struct {
 	// Demand is what the consumers reported at the last tick: the
 	// processed rate and each instance's count (peers.go).
 	Demand Demand `json:"demand,omitzero"`
+	// Mapping is the event source mapping's concurrency as last set, the
+	// last update and its error, and the consumers' batch counts, for a
+	// loop that owns one (mapping.go).
+	Mapping MappingState `json:"mapping,omitzero"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -135,6 +139,7 @@ func (s State) Clone() State {
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
 	s.Demand.Stored = maps.Clone(s.Demand.Stored)
+	s.Mapping = s.Mapping.Clone()
 	if s.Params != nil {
 		p := s.Params.Clone()
 		s.Params = &p
@@ -153,6 +158,10 @@ func (p Params) Clone() Params {
 	if p.Feedforward != nil {
 		m := *p.Feedforward
 		p.Feedforward = &m
+	}
+	if p.Mapping != nil {
+		m := *p.Mapping
+		p.Mapping = &m
 	}
 	return p
 }
