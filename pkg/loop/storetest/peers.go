@@ -74,7 +74,14 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	if len(got["a"]) != 3 || got["a"]["i-1"] != 1<<60 || got["a#b"]["i-4"] != 9 || len(got["a#b"]) != 2 {
 		t.Errorf("LoadLoops leases = %v; want a: i-1, i-2, i-3 and a#b: i-4, i-5", got)
 	}
+	stateRoundTrips(t, s, at)
+}
 
+// stateRoundTrips checks that what STATE keeps of the consumers' reports
+// (Demand, and the event source mapping's MappingState) reads back as
+// written.
+func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
+	ctx := context.Background()
 	t.Run("demand round trip in STATE", func(t *testing.T) {
 		st := loop.State{Loop: "a", Version: 1, TickAt: at, Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
 		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
