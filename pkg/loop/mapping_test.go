@@ -119,6 +119,9 @@ func TestTickMappingFollowsTheAllowedRate(t *testing.T) {
 			t.Errorf("after %d min at %v msg/s: MaximumConcurrency %d; want %d", seg.minutes, seg.rate, m.value, seg.want)
 		}
 	}
+	for _, s := range m.sets {
+		t.Logf("minute %3.0f: MaximumConcurrency %d", s.at.Sub(m.sets[0].at).Minutes(), s.n)
+	}
 	for i, s := range m.sets {
 		if s.n < 2 || s.n > 1000 {
 			t.Errorf("set %d: MaximumConcurrency %d; want within 2..1000", i, s.n)
