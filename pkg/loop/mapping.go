@@ -106,6 +106,9 @@ type BatchCount struct {
 
 // MappingState is what STATE remembers of a loop's event source mapping.
 type MappingState struct {
+	// UUID is the mapping the rest is about: an edit of esm_uuid starts
+	// over (the batch means stay, they are the consumers').
+	UUID string `json:"uuid,omitempty"`
 	// Concurrency is the mapping's MaximumConcurrency as last set or read
 	// (0: not known yet).
 	Concurrency int `json:"concurrency,omitempty"`
@@ -213,6 +216,9 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	var prev MappingState
 	if w.snap.State != nil {
 		prev = w.snap.State.Mapping
+	}
+	if prev.UUID != p.UUID {
+		prev = MappingState{UUID: p.UUID, BatchSeconds: prev.BatchSeconds, BatchSize: prev.BatchSize, Counts: prev.Counts}
 	}
 	m := measureBatches(w.snap.Peers, prev, now)
 	m.Target = 0

@@ -98,7 +98,7 @@ func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
 	})
 
 	t.Run("mapping round trip in STATE", func(t *testing.T) {
-		m := loop.MappingState{Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
+		m := loop.MappingState{UUID: "esm-1", Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
 			BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]loop.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
 		st := loop.State{Loop: "a#b", Version: 1, TickAt: at, Mapping: m}
 		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
@@ -109,7 +109,7 @@ func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
 			t.Fatal(err)
 		}
 		g := back.Mapping
-		if g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
+		if g.UUID != "esm-1" || g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
 			!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] {
 			t.Errorf("STATE mapping = %+v; want %+v", g, m)
 		}
