@@ -258,7 +258,7 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 		cur, err := t.Mappings.MaximumConcurrency(ctx, p.UUID)
 		if err != nil {
 			m.AttemptAt = now
-			return false, fmt.Errorf("read event source mapping %s: %w", p.UUID, err)
+			return false, fmt.Errorf("read MaximumConcurrency: %w", err)
 		}
 		m.Concurrency = cur
 	}
@@ -267,7 +267,7 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 	}
 	m.AttemptAt = now
 	if err := t.Mappings.SetMaximumConcurrency(ctx, p.UUID, m.Target); err != nil {
-		return false, fmt.Errorf("set MaximumConcurrency of event source mapping %s to %d: %w", p.UUID, m.Target, err)
+		return false, fmt.Errorf("set MaximumConcurrency to %d: %w", m.Target, err)
 	}
 	m.Concurrency, m.UpdatedAt = m.Target, now
 	return true, nil
