@@ -66,7 +66,9 @@ const (
 )
 
 // Presets lists the named scenarios, in the order of the docs.
-func Presets() []string { return []string{PresetReference, PresetIdleBurst, PresetDiurnal, PresetReplica} }
+func Presets() []string {
+	return []string{PresetReference, PresetIdleBurst, PresetDiurnal, PresetReplica}
+}
 
 // Preset returns the named scenario: reference (docs/lab.md's reference
 // scenario), idle-burst (producers at 400 msg/s with no backlog, 300,000
