@@ -111,3 +111,104 @@ func TestReplicaValidate(t *testing.T) {
 		}
 	}
 }
+
+// limiter is a policy that reports which signal limits: cpu until 10 min,
+// then lag, then cpu again from 20 min.
+type limiter struct {
+	rate float64
+	now  time.Duration
+	seen []Observation
+}
+
+func (l *limiter) Rate(o Observation) float64 { l.now = o.Now; l.seen = append(l.seen, o); return l.rate }
+
+func (l *limiter) Limiting() string {
+	if l.now >= 10*time.Minute && l.now < 20*time.Minute {
+		return SignalLag
+	}
+	return SignalCPU
+}
+
+func TestRunWithReplica(t *testing.T) {
+	s := ReplicaLagScenario()
+	s.Duration = 30 * time.Minute
+	p := &limiter{rate: 1200}
+	r, err := Run(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser := r.Series
+	if len(ser.Lag) != len(ser.T) || len(ser.LagMeasured) != len(ser.T) || len(ser.Limiting) != len(ser.T) {
+		t.Fatalf("series lengths: t %d, lag %d, measured %d, limiting %d", len(ser.T), len(ser.Lag), len(ser.LagMeasured), len(ser.Limiting))
+	}
+	// The consumers start one step late; then 200 msg/s over capacity.
+	if got, want := ser.Lag[len(ser.Lag)-1], 0.2*(30*60-2); math.Abs(got-want) > 0.5 {
+		t.Fatalf("lag after 30 min at 1200 msg/s = %v; want about %v", got, want)
+	}
+	// Every tick sees the lag's newest published datapoint, never the truth.
+	for _, o := range p.seen {
+		if len(o.Signals) != 1 || o.Signals[0].Name != SignalLag || o.Signals[0].Setpoint != 10 || !o.Signals[0].OK {
+			t.Fatalf("tick at %v: signals %+v; want the lag with setpoint 10", o.Now, o.Signals)
+		}
+		if age := o.Now - o.Signals[0].Datapoint.End(); age < s.Replica.MetricDelay {
+			t.Fatalf("tick at %v saw a lag datapoint %v old; want at least the publication delay", o.Now, age)
+		}
+	}
+	if ser.Limiting[0] != SignalCPU || ser.Limiting[15*60] != SignalLag || ser.Limiting[25*60] != SignalCPU {
+		t.Fatalf("limiting at 0, 15, 25 min: %q %q %q", ser.Limiting[0], ser.Limiting[15*60], ser.Limiting[25*60])
+	}
+	if got := LimitingSwitches(ser); got != 2 {
+		t.Fatalf("LimitingSwitches = %d; want 2", got)
+	}
+	// A scenario without a replica has no lag series and its observations no
+	// extra signal.
+	q := &limiter{rate: 1200}
+	s.Replica = nil
+	r, err = Run(s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Series.Lag != nil || q.seen[3].Signals != nil {
+		t.Fatalf("no replica: lag series %d long, signals %+v", len(r.Series.Lag), q.seen[3].Signals)
+	}
+}
+
+func TestSignalMetrics(t *testing.T) {
+	s := ReplicaLagScenario()
+	s.Duration = 9 * time.Second
+	s.Step = time.Second
+	ser := Series{
+		T:        []float64{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		Setpoint: []float64{70, 70, 70, 70, 70, 70, 70, 70, 70},
+		CPU:      []float64{60, 70, 73, 72, 71, 69, 70, 70, 70},
+		Lag:      []float64{0, 5, 8, 13, 11, 10, 9, 10, 11},
+		Limiting: []string{"cpu", "cpu", "cpu", "lag", "lag", "lag", "lag", "lag", "lag"},
+	}
+	got := SignalMeasures(s, ser)
+	if len(got) != 2 || got[0].Name != SignalCPU || got[1].Name != SignalLag {
+		t.Fatalf("signals %+v; want cpu then lag", got)
+	}
+	cpu, lag := got[0], got[1]
+	// Settled after a third of the run: from t = 3 s on, the samples that
+	// end after it (t = 4..9).
+	if cpu.SettleS != 3 || math.Abs(cpu.MeanAfterSettle-(72+71+69+70+70+70)/6.0) > 1e-9 || cpu.Max != 73 {
+		t.Fatalf("cpu %+v", cpu)
+	}
+	// CPU limits for the first 3 s: |70-60| + 0 + 3; above 70 + 2 once.
+	if cpu.IAELimiting != 13 || cpu.AboveBandS != 1 || cpu.LimitingS != 3 {
+		t.Fatalf("cpu IAE while limiting %v, above band %v s, limiting %v s; want 13, 1, 3", cpu.IAELimiting, cpu.AboveBandS, cpu.LimitingS)
+	}
+	if lag.Setpoint != 10 || lag.Band != 2 || lag.Max != 13 || math.Abs(lag.MeanAfterSettle-64.0/6) > 1e-9 {
+		t.Fatalf("lag %+v", lag)
+	}
+	if lag.IAELimiting != 3+1+0+1+0+1 || lag.AboveBandS != 1 || lag.LimitingS != 6 {
+		t.Fatalf("lag IAE while limiting %v, above band %v, limiting %v; want 6, 1, 6", lag.IAELimiting, lag.AboveBandS, lag.LimitingS)
+	}
+	// Without a replica and without Limiting, the CPU limits throughout.
+	s.Replica = nil
+	ser.Lag, ser.Limiting = nil, nil
+	got = SignalMeasures(s, ser)
+	if len(got) != 1 || got[0].LimitingS != 9 || got[0].IAELimiting != 10+0+3+2+1+1 {
+		t.Fatalf("one signal: %+v", got)
+	}
+}
