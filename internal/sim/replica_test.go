@@ -120,7 +120,11 @@ type limiter struct {
 	seen []Observation
 }
 
-func (l *limiter) Rate(o Observation) float64 { l.now = o.Now; l.seen = append(l.seen, o); return l.rate }
+func (l *limiter) Rate(o Observation) float64 {
+	l.now = o.Now
+	l.seen = append(l.seen, o)
+	return l.rate
+}
 
 func (l *limiter) Limiting() string {
 	if l.now >= 10*time.Minute && l.now < 20*time.Minute {
