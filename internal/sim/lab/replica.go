@@ -92,14 +92,18 @@ func LagGains(capacity float64, theta time.Duration) (kp, ki float64) {
 // overridePolicy runs the override loop in the lab: the CPU's controller and
 // the lag's, selected by control.Override.
 type overridePolicy struct {
-	o        overrideSel
+	o        control.Override
 	limiting string
 }
 
 func (p *overridePolicy) Rate(o sim.Observation) float64 {
-	in := []signalInput{{Name: sim.SignalCPU, Input: input(o)}}
+	in := []control.SignalInput{{Name: sim.SignalCPU, Input: input(o)}}
 	for _, sig := range o.Signals {
-		in = append(in, signalInput{Name: sig.Name, Input: signalIn(o, sig)})
+		x := signalIn(o, sig)
+		if c := p.o.Controllers[sig.Name]; x.Measurement <= 0 && c.Config.Kp > 0 {
+			x.Setpoint = x.Measurement + c.Config.Max/c.Config.Kp
+		}
+		in = append(in, control.SignalInput{Name: sig.Name, Input: x})
 	}
 	out := p.o.Update(in)
 	p.limiting = out.Limiting
@@ -138,7 +142,7 @@ func newOverride(s sim.Scenario, p Plant, g Gains) (sim.Policy, map[string]float
 		return nil, nil, fmt.Errorf("override: lag: %w", err)
 	}
 	tun["lag_kp"], tun["lag_ki"], tun["lag_dead_time_s"] = kp, ki, LagDeadTime(s).Seconds()
-	return &overridePolicy{o: overrideSel{Controllers: map[string]*control.Controller{
+	return &overridePolicy{o: control.Override{Controllers: map[string]*control.Controller{
 		sim.SignalCPU: {Config: cpu},
 		sim.SignalLag: {Config: lag},
 	}}}, tun, nil
