@@ -111,6 +111,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printCompare(stdout, rep)
+	printSignals(stdout, rep)
 	printPlantChanges(stdout, rep)
 	if *plotPath != "" {
 		fmt.Fprintf(stdout, "\nplot: %s\n", *plotPath)
@@ -135,6 +136,22 @@ func printCompare(w io.Writer, rep lab.Report) {
 		fmt.Fprintf(w, "%-13s %10.0f %6.2f %6.2f %9.2f %8.0f %9s %9s %9s %11d %5d %7.1f\n",
 			r.Controller, r.IAE, r.IAERatio, r.IAEFloorRatio, r.StartOvershootPP, r.ViolationS,
 			sec(r.SettlingS.Start), sec(r.SettlingS.Disturbance), sec(r.SettlingS.Setpoint), r.Processed, r.Lost, r.MaxCPU)
+	}
+}
+
+// printSignals prints each signal's measures when the scenario has more
+// than the CPU.
+func printSignals(w io.Writer, rep lab.Report) {
+	if rep.Scenario.Replica == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%-13s %-6s %9s %11s %9s %12s %10s %12s %9s\n",
+		"controller", "signal", "setpoint", "mean_settled", "max", "iae_limiting", "limiting_s", "above_band_s", "switches")
+	for _, r := range rep.Results {
+		for _, g := range r.Signals {
+			fmt.Fprintf(w, "%-13s %-6s %9.1f %11.2f %9.1f %12.0f %10.0f %12.0f %9d\n",
+				r.Controller, g.Name, g.Setpoint, g.MeanAfterSettle, g.Max, g.IAELimiting, g.LimitingS, g.AboveBandS, r.LimitingSwitches)
+		}
 	}
 }
 
