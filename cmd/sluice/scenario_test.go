@@ -71,15 +71,7 @@ func TestParseDisturbance(t *testing.T) {
 }
 
 func TestScenarioFlags(t *testing.T) {
-	parse := func(args ...string) (sim.Scenario, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := addScenarioFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return sim.Scenario{}, err
-		}
-		return f.Scenario()
-	}
+	parse := parseScenarioFlags
 	s, err := parse()
 	if err != nil {
 		t.Fatal(err)
@@ -132,15 +124,7 @@ func FuzzParseDisturbance(f *testing.F) {
 }
 
 func TestScenarioPresetAndTrafficFlags(t *testing.T) {
-	parse := func(args ...string) (sim.Scenario, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := addScenarioFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return sim.Scenario{}, err
-		}
-		return f.Scenario()
-	}
+	parse := parseScenarioFlags
 	s, err := parse("--setpoint", "60", "--scenario", "idle-burst", "--burst", "10m=5,20m=6", "--producer-change", "30m=100")
 	if err != nil {
 		t.Fatal(err)
@@ -163,15 +147,7 @@ func TestScenarioPresetAndTrafficFlags(t *testing.T) {
 }
 
 func TestScenarioReplicaFlags(t *testing.T) {
-	parse := func(args ...string) (sim.Scenario, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := addScenarioFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return sim.Scenario{}, err
-		}
-		return f.Scenario()
-	}
+	parse := parseScenarioFlags
 	s, err := parse("--scenario", "replica-lag")
 	if err != nil || s.Replica == nil || *s.Replica != *sim.ReplicaLagScenario().Replica {
 		t.Fatalf("replica-lag: %+v, %v; want the preset's replica", s.Replica, err)
@@ -196,4 +172,15 @@ func TestScenarioReplicaFlags(t *testing.T) {
 			t.Errorf("flags %q: no error; want one", bad)
 		}
 	}
+}
+
+// parseScenarioFlags parses args as the scenario flags of a command.
+func parseScenarioFlags(args ...string) (sim.Scenario, error) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addScenarioFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return sim.Scenario{}, err
+	}
+	return f.Scenario()
 }
