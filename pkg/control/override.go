@@ -32,6 +32,12 @@ type Override struct {
 	// Limiting is the name of the signal whose output was applied at the
 	// last update ("" before the first).
 	Limiting string `json:"limiting,omitempty"`
+	// Asked is what each signal asked for at the last update (its
+	// Output.Rate). A signal whose controller holds asks for what its
+	// stale policy makes of it: hold keeps asking the same, so that a
+	// signal that did not limit does not start limiting because it went
+	// blind. Missing: the controller's last output.
+	Asked map[string]float64 `json:"asked,omitempty"`
 }
 
 // SignalInput is one signal's input to an Override update.
@@ -64,7 +70,7 @@ type OverrideOutput struct {
 // Update runs every signal's controller on its own input, applies the
 // lowest output, and makes the controllers that were not selected track it.
 // A signal whose controller holds (Output.Held) asks for what its stale
-// policy allows. On a tie the signal that limited at the last update keeps
+// policy makes of what it asked at the last update (Asked). On a tie the signal that limited at the last update keeps
 // limiting, else the first in the order of in. Inputs whose name has no
 // controller are ignored; with no usable input the rate is NaN and
 // Limiting "".
@@ -77,7 +83,11 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 		}
 		out := c.Update(s.Input)
 		if out.Held {
-			out.Rate = s.Stale.Apply(out.Rate, s.StaleFor, s.Input.SamplingInterval)
+			last := out.Rate
+			if a, ok := o.Asked[s.Name]; ok && !math.IsNaN(a) {
+				last = clamp(a, c.Config.Min, c.Config.Max)
+			}
+			out.Rate = s.Stale.Apply(last, s.StaleFor, s.Input.SamplingInterval)
 		}
 		res.Outputs[s.Name] = out
 		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
@@ -87,8 +97,10 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 	if res.Limiting == "" {
 		return res
 	}
+	o.Asked = make(map[string]float64, len(res.Outputs))
 	for _, s := range in {
 		if out, ok := res.Outputs[s.Name]; ok {
+			o.Asked[s.Name] = out.Rate
 			o.Controllers[s.Name].trackSelected(res.Rate, out, s.Name == res.Limiting)
 		}
 	}

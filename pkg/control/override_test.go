@@ -161,6 +161,24 @@ func TestOverrideStaleSignalFollowsItsPolicy(t *testing.T) {
 	}
 }
 
+// A signal that did not limit and goes blind with hold keeps asking what it
+// asked: it does not take over, and the other signal keeps the rate.
+func TestOverrideStaleHoldDoesNotTakeOver(t *testing.T) {
+	o := newOverride()
+	runOverride(o, 60, capacityDrop) // the CPU limits, the lag asks for more
+	asked := o.Asked["lag"]
+	for range 5 {
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 69, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: math.NaN(), SamplingInterval: time.Minute},
+				Stale: StalePolicy{Action: StaleHold}, StaleFor: time.Minute},
+		})
+		if out.Limiting != "cpu" || out.Outputs["lag"].Rate != asked {
+			t.Fatalf("blind lag with hold: limiting %s, lag asks %v; want cpu and %v as before", out.Limiting, out.Outputs["lag"].Rate, asked)
+		}
+	}
+}
+
 func TestOverrideRoundTripsThroughJSON(t *testing.T) {
 	a := newOverride()
 	runOverride(a, 50, capacityDrop)
