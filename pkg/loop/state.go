@@ -163,5 +163,16 @@ func (p Params) Clone() Params {
 		m := *p.Mapping
 		p.Mapping = &m
 	}
+	if p.Signals != nil {
+		p.Signals = slices.Clone(p.Signals)
+		for i := range p.Signals {
+			s := &p.Signals[i]
+			s.Metric.Dimensions = maps.Clone(s.Metric.Dimensions)
+			if s.Feedforward != nil {
+				m := *s.Feedforward
+				s.Feedforward = &m
+			}
+		}
+	}
 	return p
 }
