@@ -56,6 +56,10 @@ type State struct {
 	// Demand is what the consumers reported at the last tick: the
 	// processed rate and each instance's count (peers.go).
 	Demand Demand `json:"demand,omitzero"`
+	// Mapping is the event source mapping's concurrency as last set, the
+	// last update and its error, and the consumers' batch counts, for a
+	// loop that owns one (mapping.go).
+	Mapping MappingState `json:"mapping,omitzero"`
 	// Limiting names the signal whose controller's output was the rate at
 	// the last tick, and Signals is every signal's record, in
 	// Params.SignalNames order: for a loop with several signals (override
@@ -168,6 +172,7 @@ func (s State) Clone() State {
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
 	s.Demand.Stored = maps.Clone(s.Demand.Stored)
+	s.Mapping = s.Mapping.Clone()
 	s.Signals = slices.Clone(s.Signals)
 	for i := range s.Signals {
 		c := &s.Signals[i].Controller
@@ -191,6 +196,10 @@ func (p Params) Clone() Params {
 	if p.Feedforward != nil {
 		m := *p.Feedforward
 		p.Feedforward = &m
+	}
+	if p.Mapping != nil {
+		m := *p.Mapping
+		p.Mapping = &m
 	}
 	if p.Signals != nil {
 		p.Signals = slices.Clone(p.Signals)

@@ -101,6 +101,9 @@ type Report struct {
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`
 	DepthKnown bool    `json:"depth_known"`
+	// Mapping is what the tick did with the loop's event source mapping;
+	// nil for a loop that owns none (mapping.go).
+	Mapping *MappingReport `json:"mapping,omitempty"`
 	// Limiting names the signal whose controller set the rate and Signals
 	// reports each signal: for a loop with several signals (signals.go).
 	Limiting string         `json:"limiting,omitempty"`
@@ -123,6 +126,10 @@ type Ticker struct {
 	Now func() time.Time
 	// Concurrency bounds the commits in flight (default 16).
 	Concurrency int
+	// Mappings sets the concurrency of the event source mappings that
+	// loops own (PARAMS esm_uuid); nil: such a loop records the failure
+	// and its consumers keep pacing alone.
+	Mappings MappingScaler
 }
 
 // due is a loop whose tick runs now.
@@ -271,6 +278,7 @@ func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []status
 		r := &reports[w.report]
 		c := t.compute(w, now, r)
 		g.Go(func() error {
+			t.scaleMapping(ctx, w, &c, r) // issue 18: the coarse actuator (mapping.go)
 			t.commit(ctx, c, r)
 			return nil
 		})
