@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -142,6 +143,17 @@ func mappingAttrs(r loop.Report) ([]slog.Attr, bool) {
 		slog.String("mapping_fallback", "the consumers keep pacing in the Lambda at the mapping's concurrency; retried after esm_update_interval")), true
 }
 
+// signalsMeasured maps each signal with a fresh measurement to it.
+func signalsMeasured(r loop.Report) map[string]float64 {
+	m := make(map[string]float64, len(r.Signals))
+	for _, s := range r.Signals {
+		if !s.Stale && !math.IsNaN(s.Measured) {
+			m[s.Name] = s.Measured
+		}
+	}
+	return m
+}
+
 func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
@@ -166,6 +178,11 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 		if len(r.NodesMissing) > 0 {
 			attrs = append(attrs, slog.Any("nodes_missing", r.NodesMissing))
 		}
+	}
+	if r.Limiting != "" {
+		// Several signals (override control): which one set the rate,
+		// and each one's fresh measurement.
+		attrs = append(attrs, slog.String("limiting", r.Limiting), slog.Any("signals", signalsMeasured(r)))
 	}
 	if r.ModelDrift {
 		// The plant moved away from the loop's model (loop.DriftState):
