@@ -93,6 +93,23 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("params after store round trip = %+v; want %+v", back, p)
 	}
+	// A loop with a further signal: a map of maps with numbers.
+	a := p.Attrs()
+	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)"}}
+	sp, err := loop.DecodeParams("z", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteParams(ctx, "z", sp.Attrs()); err != nil {
+		t.Fatalf("WriteParams with signals: %v", err)
+	}
+	if raw, err = s.ReadParams(ctx, "z"); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = loop.DecodeParams("z", raw); err != nil || !reflect.DeepEqual(back, sp) {
+		t.Errorf("params with signals after store round trip = %+v, %v; want %+v", back.Signals, err, sp.Signals)
+	}
 }
 
 func testLoadLoops(t *testing.T, s Store) {
