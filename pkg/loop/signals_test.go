@@ -199,3 +199,18 @@ func fromDynamoJSON(t *testing.T, v any) any {
 	t.Fatalf("unexpected DynamoDB JSON %v", v)
 	return nil
 }
+
+// `sluice params set` and the dashboard's form give signals as JSON text.
+func TestParseParamValueSignals(t *testing.T) {
+	v, err := loop.ParseParamValue("signals", `{"lag": {"setpoint": 10, "unit": "s", "kp": 20, "metric_source": "prometheus", "metric_promql": "max(lag)"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { a["signals"] = v }))
+	if err != nil || len(p.Signals) != 1 || p.Signals[0].Setpoint != 10 {
+		t.Fatalf("decoded %+v, %v", p.Signals, err)
+	}
+	if _, err := loop.ParseParamValue("signals", `lag=10`); err == nil {
+		t.Error("ParseParamValue accepted text that is not a JSON object")
+	}
+}
