@@ -100,10 +100,7 @@ func (p *overridePolicy) Rate(o sim.Observation) float64 {
 	in := []control.SignalInput{{Name: sim.SignalCPU, Input: input(o)}}
 	for _, sig := range o.Signals {
 		x := signalIn(o, sig)
-		if c := p.o.Controllers[sig.Name]; x.Measurement <= 0 && c.Config.Kp > 0 {
-			x.Setpoint = x.Measurement + c.Config.Max/c.Config.Kp
-		}
-		in = append(in, control.SignalInput{Name: sig.Name, Input: x})
+		in = append(in, control.SignalInput{Name: sig.Name, Input: x, AtFloor: sig.OK && x.Measurement <= 0})
 	}
 	out := p.o.Update(in)
 	p.limiting = out.Limiting
