@@ -54,7 +54,7 @@ type CostOptions struct {
 	// each (default 30).
 	Emulators int
 	// StoreLatency is the destination's answer time per message (an HTTP
-	// service; default 100 ms, 8 requests of a batch at once).
+	// service; default 500 ms; the sink sends 8 requests of a batch at once, so a batch of 10 takes about 1 s).
 	StoreLatency time.Duration
 	// Points are the allowed rates as fractions of the unpaced drain
 	// (default 0.1 and 0.5).
@@ -72,7 +72,7 @@ func (o CostOptions) withDefaults() CostOptions {
 		o.Emulators = 30
 	}
 	if o.StoreLatency <= 0 {
-		o.StoreLatency = 100 * time.Millisecond
+		o.StoreLatency = 500 * time.Millisecond
 	}
 	if len(o.Points) == 0 {
 		o.Points = []float64{0.1, 0.5}

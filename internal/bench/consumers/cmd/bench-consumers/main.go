@@ -183,7 +183,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	klParts := fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
 	var co consumers.CostOptions
 	fs.IntVar(&co.Emulators, "cost-emulators", 30, "lambda_cost: the unpaced concurrency (one RIE each)")
-	fs.DurationVar(&co.StoreLatency, "cost-latency", 100*time.Millisecond, "lambda_cost: the HTTP destination's answer time per message")
+	fs.DurationVar(&co.StoreLatency, "cost-latency", 500*time.Millisecond, "lambda_cost: the HTTP destination's answer time per message")
 	fs.DurationVar(&co.Warmup, "cost-warmup", 25*time.Second, "lambda_cost: warm-up before each window (longer than a lease's TTL, 15 s)")
 	fs.DurationVar(&co.Window, "cost-window", 60*time.Second, "lambda_cost: measured window per row")
 	if err := fs.Parse(args); err != nil {
