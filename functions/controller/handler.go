@@ -117,10 +117,29 @@ func problem(r loop.Report) string {
 		return "params refused: " + r.ParamsReason
 	case r.Outcome == loop.OutcomeNoParams:
 		return "params refused earlier: the loop has no valid PARAMS (its PARAMS_STATUS item gives the reason)"
+	case r.Mapping != nil && r.Mapping.Err != "":
+		return "event source mapping not updated (the consumers keep pacing in the Lambda): " + r.Mapping.Err
 	case r.Err != nil:
 		return "metric: " + r.Err.Error()
 	}
 	return ""
+}
+
+// mappingAttrs are the log attributes of a loop's event source mapping
+// (none for a loop that owns none), and whether they call for a warning.
+func mappingAttrs(r loop.Report) ([]slog.Attr, bool) {
+	m := r.Mapping
+	if m == nil {
+		return nil, false
+	}
+	attrs := []slog.Attr{slog.String("mapping_uuid", m.UUID), slog.Int("mapping_concurrency", m.Concurrency),
+		slog.Int("mapping_target", m.Target), slog.Bool("mapping_updated", m.Updated),
+		slog.Float64("batch_seconds", m.BatchSeconds), slog.Float64("batch_size", m.BatchSize)}
+	if m.Err == "" {
+		return attrs, false
+	}
+	return append(attrs, slog.String("mapping_error", m.Err),
+		slog.String("mapping_fallback", "the consumers keep pacing in the Lambda at the mapping's concurrency; retried after esm_update_interval")), true
 }
 
 func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
@@ -153,6 +172,12 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 		// a warning until the model is edited.
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
+	}
+	if m, warn := mappingAttrs(r); m != nil {
+		attrs = append(attrs, m...)
+		if warn {
+			level = slog.LevelWarn
+		}
 	}
 	if r.ParamsStatus != "" {
 		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // slowSink stores everything and takes per batch of the fake clock.
@@ -57,30 +55,5 @@ func TestProcessDoesNotCountDeferredBatches(t *testing.T) {
 	rep := c.Process(ctx, msgs(`{"a":1}`))
 	if len(rep.Deferred) != 1 || c.Stats().Batches.Load() != 0 {
 		t.Errorf("deferred %d, batches %d; want the batch deferred and not counted", len(rep.Deferred), c.Stats().Batches.Load())
-	}
-}
-
-func TestLeaseReportsTheBatchCounts(t *testing.T) {
-	ctx := context.Background()
-	clk := newFakeClock()
-	store := memstore.New()
-	stats := &consume.Stats{}
-	l := consume.NewLease(consume.LeaseConfig{Loop: "l", Instance: "i-1"}, store, stats, clk, nil)
-	stats.AddBatch(10, 500*time.Millisecond)
-	stats.AddBatch(10, 500*time.Millisecond)
-	stats.AddBatch(5, 500*time.Millisecond)
-	if err := store.WriteParams(ctx, "l", map[string]any{"setpoint": 70.0}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Live(ctx); err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := store.LoadLoops(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := loop.BatchCount{Batches: 3, Messages: 25, Working: 1500 * time.Millisecond}
-	if len(snaps) != 1 || len(snaps[0].Peers) != 1 || snaps[0].Peers[0].BatchCount() != want {
-		t.Errorf("snapshots %+v; want i-1's lease with %+v", snaps, want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -34,14 +33,6 @@ const (
 	// MappingHysteresis is the smallest change the tick makes, relative
 	// to the current concurrency (and at least 1).
 	MappingHysteresis = 0.2
-)
-
-// Attribute names of a loop's event source mapping.
-const (
-	AttrESMUUID           = "esm_uuid"
-	AttrESMUpdateInterval = "esm_update_interval"
-	AttrESMMinConcurrency = "esm_min_concurrency"
-	AttrESMMaxConcurrency = "esm_max_concurrency"
 )
 
 // MappingConfig is the event source mapping a loop owns (PARAMS esm_*).
@@ -106,6 +97,9 @@ type BatchCount struct {
 
 // MappingState is what STATE remembers of a loop's event source mapping.
 type MappingState struct {
+	// UUID is the mapping the rest is about: an edit of esm_uuid starts
+	// over (the batch means stay, they are the consumers').
+	UUID string `json:"uuid,omitempty"`
 	// Concurrency is the mapping's MaximumConcurrency as last set or read
 	// (0: not known yet).
 	Concurrency int `json:"concurrency,omitempty"`
@@ -214,6 +208,9 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	if w.snap.State != nil {
 		prev = w.snap.State.Mapping
 	}
+	if prev.UUID != p.UUID {
+		prev = MappingState{UUID: p.UUID, BatchSeconds: prev.BatchSeconds, BatchSize: prev.BatchSize, Counts: prev.Counts}
+	}
 	m := measureBatches(w.snap.Peers, prev, now)
 	m.Target = 0
 	if m.BatchSeconds > 0 {
@@ -252,7 +249,7 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 		cur, err := t.Mappings.MaximumConcurrency(ctx, p.UUID)
 		if err != nil {
 			m.AttemptAt = now
-			return false, fmt.Errorf("read event source mapping %s: %w", p.UUID, err)
+			return false, fmt.Errorf("read MaximumConcurrency: %w", err)
 		}
 		m.Concurrency = cur
 	}
@@ -261,7 +258,7 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 	}
 	m.AttemptAt = now
 	if err := t.Mappings.SetMaximumConcurrency(ctx, p.UUID, m.Target); err != nil {
-		return false, fmt.Errorf("set MaximumConcurrency of event source mapping %s to %d: %w", p.UUID, m.Target, err)
+		return false, fmt.Errorf("set MaximumConcurrency to %d: %w", m.Target, err)
 	}
 	m.Concurrency, m.UpdatedAt = m.Target, now
 	return true, nil
@@ -271,96 +268,4 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 func (m MappingState) Clone() MappingState {
 	m.Counts = maps.Clone(m.Counts)
 	return m
-}
-
-// The esm_* attributes (paramTable). esm_uuid creates Params.Mapping with
-// the defaults; the others need it.
-
-var esmUUID = codec{
-	func(d *decoder, p *Params, name string) {
-		if !d.present(name) {
-			return
-		}
-		p.Mapping = &MappingConfig{UUID: d.str(name, ""), UpdateInterval: DefaultMappingUpdateInterval,
-			Min: MinMappingConcurrency, Max: MaxMappingConcurrency}
-	},
-	func(p Params, a map[string]any, name string) {
-		if p.Mapping != nil {
-			a[name] = p.Mapping.UUID
-		}
-	},
-}
-
-// needsMapping reports whether an esm_* attribute can be read: refused when
-// the loop owns no mapping.
-func needsMapping(d *decoder, p *Params, name string) bool {
-	if p.Mapping != nil {
-		return true
-	}
-	if d.present(name) {
-		d.fail(name, "the loop owns no event source mapping; set %s first", AttrESMUUID)
-	}
-	return false
-}
-
-var esmUpdateInterval = codec{
-	func(d *decoder, p *Params, name string) {
-		if needsMapping(d, p, name) {
-			p.Mapping.UpdateInterval = d.duration(name, DefaultMappingUpdateInterval)
-		}
-	},
-	func(p Params, a map[string]any, name string) {
-		if p.Mapping != nil {
-			a[name] = p.Mapping.UpdateInterval.String()
-		}
-	},
-}
-
-func esmConcurrency(f func(*MappingConfig) *int, def int) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) {
-			if !needsMapping(d, p, name) {
-				return
-			}
-			v := d.number(name, float64(def))
-			switch {
-			case v != math.Trunc(v):
-				d.fail(name, "%v is not a whole number of instances", v)
-			case v < MinMappingConcurrency || v > MaxMappingConcurrency:
-				d.fail(name, "%v is outside %d..%d, the MaximumConcurrency an SQS event source mapping accepts", v, MinMappingConcurrency, MaxMappingConcurrency)
-			default:
-				*f(p.Mapping) = int(v)
-			}
-		},
-		func(p Params, a map[string]any, name string) {
-			if p.Mapping != nil {
-				a[name] = float64(*f(p.Mapping))
-			}
-		},
-	}
-}
-
-// checkMapping checks the event source mapping's settings.
-func (p Params) checkMapping(fail failFunc) {
-	m := p.Mapping
-	if m == nil {
-		return
-	}
-	if strings.TrimSpace(m.UUID) == "" {
-		fail(AttrESMUUID, "empty; want the event source mapping's UUID (aws lambda list-event-source-mappings)")
-	}
-	if m.UpdateInterval <= 0 {
-		fail(AttrESMUpdateInterval, "%v must be positive", m.UpdateInterval)
-	}
-	for _, b := range []struct {
-		name string
-		v    int
-	}{{AttrESMMinConcurrency, m.Min}, {AttrESMMaxConcurrency, m.Max}} {
-		if b.v < MinMappingConcurrency || b.v > MaxMappingConcurrency {
-			fail(b.name, "%d is outside %d..%d, the MaximumConcurrency an SQS event source mapping accepts", b.v, MinMappingConcurrency, MaxMappingConcurrency)
-		}
-	}
-	if m.Min > m.Max {
-		fail(AttrESMMinConcurrency, "%d is above esm_max_concurrency %d", m.Min, m.Max)
-	}
 }

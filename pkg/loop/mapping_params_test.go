@@ -91,3 +91,16 @@ func TestDecodeParamsMappingRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the measurements say (NaN, infinities, negative or huge
+// figures), the concurrency is within what a mapping accepts.
+func FuzzMappingConcurrency(f *testing.F) {
+	f.Add(400.0, 0.5, 10.0, 0.25)
+	f.Add(1e300, 1e300, 1e-300, 1e300)
+	f.Add(-1.0, -1.0, -1.0, -1.0)
+	f.Fuzz(func(t *testing.T, rate, secs, size, headroom float64) {
+		if n := loop.MappingConcurrency(rate, secs, size, headroom); n < 2 || n > 1000 {
+			t.Errorf("MappingConcurrency(%v, %v, %v, %v) = %d; want within 2..1000", rate, secs, size, headroom, n)
+		}
+	})
+}

@@ -119,6 +119,9 @@ func TestTickMappingFollowsTheAllowedRate(t *testing.T) {
 			t.Errorf("after %d min at %v msg/s: MaximumConcurrency %d; want %d", seg.minutes, seg.rate, m.value, seg.want)
 		}
 	}
+	for _, s := range m.sets {
+		t.Logf("minute %3.0f: MaximumConcurrency %d", s.at.Sub(m.sets[0].at).Minutes(), s.n)
+	}
 	for i, s := range m.sets {
 		if s.n < 2 || s.n > 1000 {
 			t.Errorf("set %d: MaximumConcurrency %d; want within 2..1000", i, s.n)
@@ -203,5 +206,28 @@ func TestTickMappingLeftAloneInShadowAndWithoutOne(t *testing.T) {
 	}
 	if m.gets+len(m.sets) != 0 {
 		t.Errorf("%d reads, %d updates; want none in shadow mode", m.gets, len(m.sets))
+	}
+}
+
+// An edit of esm_uuid names another mapping: its value is read before
+// anything is set, without waiting for the interval of the other mapping.
+func TestTickMappingEditOfTheUUIDStartsOver(t *testing.T) {
+	r, m := mappingRig(t, 10)
+	r.allow(400)
+	var inst loop.BatchCount
+	r.tick("orders")
+	r.batches("i-1", &inst, 240, 10, 0.5)
+	if rep := r.tick("orders"); !rep.Mapping.Updated || m.value != 25 {
+		t.Fatalf("report mapping %+v, mapping %d; want 25 set", rep.Mapping, m.value)
+	}
+	m.value = 25 // the other mapping happens to run at 25 already
+	r.params("orders", func(a map[string]any) {
+		a["mode"], a["manual_rate"], a["min_rate"], a["max_rate"] = "manual", 800.0, 0.0, 100000.0
+		a["esm_uuid"] = "esm-2"
+	})
+	r.batches("i-1", &inst, 240, 10, 0.5)
+	rep := r.tick("orders")
+	if !rep.Mapping.Updated || rep.Mapping.UUID != "esm-2" || m.value != 50 || m.gets != 2 {
+		t.Errorf("report mapping %+v, mapping %d after %d reads; want esm-2 read and set to 50 at once", rep.Mapping, m.value, m.gets)
 	}
 }

@@ -160,7 +160,7 @@ func getInt(item map[string]types.AttributeValue, name string) (int64, error) {
 // counts) in the attribute `mapping`, as JSON; absent for a loop that owns
 // no mapping.
 func encodeMapping(item map[string]types.AttributeValue, m loop.MappingState) error {
-	if m.Concurrency == 0 && m.Target == 0 && m.AttemptAt.IsZero() && m.Counts == nil && m.BatchSeconds == 0 {
+	if m.UUID == "" && m.Concurrency == 0 && m.Target == 0 && m.AttemptAt.IsZero() && m.Counts == nil && m.BatchSeconds == 0 {
 		return nil
 	}
 	return setJSON(item, "mapping", m)

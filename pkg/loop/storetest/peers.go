@@ -74,37 +74,32 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	if len(got["a"]) != 3 || got["a"]["i-1"] != 1<<60 || got["a#b"]["i-4"] != 9 || len(got["a#b"]) != 2 {
 		t.Errorf("LoadLoops leases = %v; want a: i-1, i-2, i-3 and a#b: i-4, i-5", got)
 	}
+	stateRoundTrips(t, s, at)
+}
 
-	t.Run("demand round trip in STATE", func(t *testing.T) {
-		st := loop.State{Loop: "a", Version: 1, TickAt: at, Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
-			t.Fatal(err)
-		}
-		back, err := s.ReadState(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := back.Demand
-		if d.Processed != 412.5 || !d.Known || d.Live != 2 || !d.Limited || d.Stored["i-1"] != 1<<60 || d.Stored["i-3"] != 7 {
-			t.Errorf("STATE demand = %+v; want %+v", d, st.Demand)
-		}
-	})
-
-	t.Run("mapping round trip in STATE", func(t *testing.T) {
-		m := loop.MappingState{Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
-			BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]loop.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
-		st := loop.State{Loop: "a#b", Version: 1, TickAt: at, Mapping: m}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
-			t.Fatal(err)
-		}
-		back, err := s.ReadState(ctx, "a#b")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := back.Mapping
-		if g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
-			!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] {
-			t.Errorf("STATE mapping = %+v; want %+v", g, m)
-		}
-	})
+// stateRoundTrips checks that what STATE keeps of the consumers' reports
+// (Demand, and the event source mapping's MappingState) reads back as
+// written.
+func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
+	ctx := context.Background()
+	m := loop.MappingState{UUID: "esm-1", Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
+		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]loop.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
+	st := loop.State{Loop: "a", Version: 1, TickAt: at, Mapping: m,
+		Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
+	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := s.ReadState(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := back.Demand
+	if d.Processed != 412.5 || !d.Known || d.Live != 2 || !d.Limited || d.Stored["i-1"] != 1<<60 || d.Stored["i-3"] != 7 {
+		t.Errorf("STATE demand = %+v; want %+v", d, st.Demand)
+	}
+	g := back.Mapping
+	if g.UUID != "esm-1" || g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
+		!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] {
+		t.Errorf("STATE mapping = %+v; want %+v", g, m)
+	}
 }
