@@ -20,7 +20,7 @@ func TestLambdaCostShort(t *testing.T) {
 	}
 	e := env(t)
 	rows, err := consumers.LambdaCost(context.Background(), e, consumers.CostOptions{
-		Emulators: 8, StoreLatency: 50 * time.Millisecond, Points: []float64{0.5}, Warmup: 17 * time.Second, Window: 12 * time.Second,
+		Emulators: 8, StoreLatency: 200 * time.Millisecond, Points: []float64{0.5}, Warmup: 17 * time.Second, Window: 12 * time.Second,
 	})
 	if err != nil {
 		t.Fatalf("LambdaCost: %v", err)
