@@ -91,29 +91,28 @@ func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[stri
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error) {
-	item, err := s.get(ctx, loopID, SortParamsStatus)
-	if err != nil {
-		return loop.ParamsStatus{}, err
-	}
-	st, err := decodeStatus(item)
-	if err != nil {
-		return st, wrap("decode PARAMS_STATUS", loopID, err)
-	}
-	return st, nil
+	return read(ctx, s, loopID, SortParamsStatus, decodeStatus)
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadState(ctx context.Context, loopID string) (loop.State, error) {
-	item, err := s.get(ctx, loopID, SortState)
+	return read(ctx, s, loopID, SortState, decodeState)
+}
+
+// read gets the item sk of loopID and decodes it; a decoding error names
+// the item ("decode STATE").
+func read[T any](ctx context.Context, s *Store, loopID, sk string, decode func(map[string]types.AttributeValue) (T, error)) (T, error) {
+	item, err := s.get(ctx, loopID, sk)
 	if err != nil {
-		return loop.State{}, err
+		var zero T
+		return zero, err
 	}
-	st, err := decodeState(item)
+	v, err := decode(item)
 	if err != nil {
-		return st, wrap("decode STATE", loopID, err)
+		return v, wrap("decode "+sk, loopID, err)
 	}
-	return st, nil
+	return v, nil
 }
 
 func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.AttributeValue, error) {
