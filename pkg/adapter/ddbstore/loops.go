@@ -377,81 +377,30 @@ func optBool(item map[string]types.AttributeValue, name string) (bool, error) {
 func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	var st loop.State
 	var err error
-	var v float64
-	var mode, ctrl, params string
 	if st.Loop, err = getS(item, "pk"); err != nil {
 		return st, err
 	}
-	errs := []error{}
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
+	r := &itemReader{item: item}
+	st.Version = int64(r.n("version"))
+	st.TickAt, st.MetricAt = r.optTS("tick_at"), r.optTS("metric_at")
+	st.Measured = r.optN("measured", math.NaN())
+	st.Setpoint, st.Rate = r.optN("setpoint", 0), r.optN("rate", 0)
+	st.Mode = loop.Mode(r.optS("mode"))
+	st.Stale, st.StaleSince = r.optBool("stale"), r.optTS("stale_since")
+	st.Terms.P, st.Terms.I, st.Terms.D, st.Terms.FF = r.optN("p", 0), r.optN("i", 0), r.optN("d", 0), r.optN("ff", 0)
+	st.Terms.Saturated, st.Terms.Rate = r.optBool("saturated"), st.Rate
+	if ctrl := r.optS("controller"); ctrl != "" {
+		r.add(json.Unmarshal([]byte(ctrl), &st.Controller))
 	}
-	v, err = getN(item, "version")
-	add(err)
-	st.Version = int64(v)
-	st.TickAt, err = optTime(item, "tick_at")
-	add(err)
-	st.MetricAt, err = optTime(item, "metric_at")
-	add(err)
-	st.Measured, err = optNum(item, "measured", math.NaN())
-	add(err)
-	st.Setpoint, err = optNum(item, "setpoint", 0)
-	add(err)
-	st.Rate, err = optNum(item, "rate", 0)
-	add(err)
-	mode, err = optS(item, "mode")
-	add(err)
-	st.Mode = loop.Mode(mode)
-	st.Stale, err = optBool(item, "stale")
-	add(err)
-	st.StaleSince, err = optTime(item, "stale_since")
-	add(err)
-	st.Terms.P, err = optNum(item, "p", 0)
-	add(err)
-	st.Terms.I, err = optNum(item, "i", 0)
-	add(err)
-	st.Terms.D, err = optNum(item, "d", 0)
-	add(err)
-	st.Terms.FF, err = optNum(item, "ff", 0)
-	add(err)
-	st.Terms.Saturated, err = optBool(item, "saturated")
-	add(err)
-	st.Terms.Rate = st.Rate
-	ctrl, err = optS(item, "controller")
-	add(err)
-	if ctrl != "" {
-		add(json.Unmarshal([]byte(ctrl), &st.Controller))
+	var p loop.Params
+	if r.optJSON("params_valid", &p) {
+		st.Params = &p
 	}
-	params, err = optS(item, "params_valid")
-	add(err)
-	if params != "" {
-		var p loop.Params
-		if err := json.Unmarshal([]byte(params), &p); err != nil {
-			add(fmt.Errorf("params_valid: %w", err))
-		} else {
-			st.Params = &p
-		}
-	}
-	st.ParamsFingerprint, err = optS(item, "params_fingerprint")
-	add(err)
-	bal, err := optS(item, "balance")
-	add(err)
-	if bal != "" {
-		if err := json.Unmarshal([]byte(bal), &st.Balance); err != nil {
-			add(fmt.Errorf("balance: %w", err))
-		}
-	}
-	drift, err := optS(item, "drift")
-	add(err)
-	if drift != "" {
-		if err := json.Unmarshal([]byte(drift), &st.Drift); err != nil {
-			add(fmt.Errorf("drift: %w", err))
-		}
-	}
-	add(decodeDemand(item, &st.Demand))
-	return st, errors.Join(errs...)
+	st.ParamsFingerprint = r.optS("params_fingerprint")
+	r.optJSON("balance", &st.Balance)
+	r.optJSON("drift", &st.Drift)
+	r.add(decodeDemand(item, &st.Demand))
+	return st, r.err()
 }
 
 func encodeStatus(st loop.ParamsStatus) map[string]types.AttributeValue {
@@ -470,28 +419,8 @@ func encodeStatus(st loop.ParamsStatus) map[string]types.AttributeValue {
 }
 
 func decodeStatus(item map[string]types.AttributeValue) (loop.ParamsStatus, error) {
-	var st loop.ParamsStatus
-	var err error
-	errs := []error{}
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
-	}
-	st.Loop, err = getS(item, "pk")
-	add(err)
-	st.Status, err = getS(item, "status")
-	add(err)
-	st.Reason, err = optS(item, "reason")
-	add(err)
-	st.InForce, err = optS(item, "in_force")
-	add(err)
-	st.Fingerprint, err = optS(item, "fingerprint")
-	add(err)
-	st.CheckedAt, err = optTime(item, "checked_at")
-	add(err)
-	t, err := optNum(item, "tick", 0)
-	add(err)
-	st.Tick = int64(t)
-	return st, errors.Join(errs...)
+	r := &itemReader{item: item}
+	st := loop.ParamsStatus{Loop: r.s("pk"), Status: r.s("status"), Reason: r.optS("reason"), InForce: r.optS("in_force"),
+		Fingerprint: r.optS("fingerprint"), CheckedAt: r.optTS("checked_at"), Tick: int64(r.optN("tick", 0))}
+	return st, r.err()
 }

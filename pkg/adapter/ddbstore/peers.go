@@ -3,7 +3,6 @@ package ddbstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -103,27 +102,10 @@ func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
 }
 
 func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
-	var p loop.Peer
-	var errs []error
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
-	}
-	var err error
-	p.Loop, err = getS(item, "loop")
-	add(err)
-	p.Instance, err = getS(item, "instance")
-	add(err)
-	p.Stored, err = getInt(item, "stored")
-	add(err)
-	p.StartedAt, err = getTime(item, "started_at")
-	add(err)
-	p.ReportedAt, err = getTime(item, "reported_at")
-	add(err)
-	p.ExpiresAt, err = getTime(item, "expires_at")
-	add(err)
-	return p, errors.Join(errs...)
+	r := &itemReader{item: item}
+	p := loop.Peer{Loop: r.s("loop"), Instance: r.s("instance"), Stored: r.whole("stored"),
+		StartedAt: r.ts("started_at"), ReportedAt: r.ts("reported_at"), ExpiresAt: r.ts("expires_at")}
+	return p, r.err()
 }
 
 // getInt reads the whole number attribute name of item (not through
