@@ -30,57 +30,36 @@ func (r *itemReader) add(err error) {
 func (r *itemReader) err() error { return errors.Join(r.errs...) }
 
 // s reads a required string.
-func (r *itemReader) s(name string) string {
-	v, err := getS(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) s(name string) string { return read1(r, name, getS) }
 
 // optS reads a string that may be missing ("").
-func (r *itemReader) optS(name string) string {
-	v, err := optS(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) optS(name string) string { return read1(r, name, optS) }
 
 // n reads a required number.
-func (r *itemReader) n(name string) float64 {
-	v, err := getN(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) n(name string) float64 { return read1(r, name, getN) }
 
 // optN reads a number that may be missing (def).
 func (r *itemReader) optN(name string, def float64) float64 {
-	v, err := optNum(r.item, name, def)
-	r.add(err)
-	return v
+	return read1(r, name, func(item map[string]types.AttributeValue, name string) (float64, error) {
+		return optNum(item, name, def)
+	})
 }
 
 // whole reads a required whole number exactly.
-func (r *itemReader) whole(name string) int64 {
-	v, err := getInt(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) whole(name string) int64 { return read1(r, name, getInt) }
 
 // ts reads a required RFC 3339 time.
-func (r *itemReader) ts(name string) time.Time {
-	v, err := getTime(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) ts(name string) time.Time { return read1(r, name, getTime) }
 
 // optTS reads an RFC 3339 time that may be missing (zero).
-func (r *itemReader) optTS(name string) time.Time {
-	v, err := optTime(r.item, name)
-	r.add(err)
-	return v
-}
+func (r *itemReader) optTS(name string) time.Time { return read1(r, name, optTime) }
 
 // optBool reads a boolean that may be missing (false).
-func (r *itemReader) optBool(name string) bool {
-	v, err := optBool(r.item, name)
+func (r *itemReader) optBool(name string) bool { return read1(r, name, optBool) }
+
+// read1 reads the attribute name with get and keeps its error.
+func read1[T any](r *itemReader, name string, get func(map[string]types.AttributeValue, string) (T, error)) T {
+	v, err := get(r.item, name)
 	r.add(err)
 	return v
 }
