@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,4 +60,17 @@ func Bootstrap(ctx context.Context, t *testing.T, pkg, sqsEndpoint string, env m
 	}
 	t.Cleanup(fn.Stop)
 	return fn, logs
+}
+
+// With returns a copy of the environment base with the pairs kv (name,
+// value, name, value, ...) set.
+func With(base map[string]string, kv ...string) map[string]string {
+	env := maps.Clone(base)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return env
 }
