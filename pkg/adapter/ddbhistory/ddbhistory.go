@@ -18,6 +18,8 @@
 //	stale     BOOL  metric stale or missing
 //	depth     N|NULL queue depth or lag, messages
 //	mode      S     auto, manual or shadow
+//	limiting  S     the signal whose controller set the rate (override control; absent for one signal)
+//	signals   S     every signal's setpoint and measurement, as JSON (absent for one signal)
 //	ttl       N     expiry, unix seconds (the table's TTL attribute)
 //
 // Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
@@ -27,6 +29,7 @@ package ddbhistory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -96,11 +99,18 @@ func SortKey(t time.Time) string {
 // Item returns the DynamoDB item of p for the loop.
 func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeValue {
 	ms := p.T.UnixMilli()
+	var signals string
+	if len(p.Signals) > 0 {
+		// Every signal's setpoint and measurement, as JSON (null: none).
+		if b, err := json.Marshal(p.Signals); err == nil {
+			signals = string(b)
+		}
+	}
 	it, err := attributevalue.MarshalMap(item{
 		PK: loopID, SK: SortKey(p.T), T: &ms, Setpoint: nullable(p.Setpoint), Measured: nullable(p.Measured),
 		Rate: nullable(p.Rate), Consumed: nullable(p.Consumed), P: nullable(p.P), I: nullable(p.I), FF: nullable(p.FF),
 		Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
-		Depth: nullable(p.Depth), Mode: p.Mode, TTL: p.T.Add(s.retention).Unix(),
+		Depth: nullable(p.Depth), Mode: p.Mode, Limiting: p.Limiting, Signals: signals, TTL: p.T.Add(s.retention).Unix(),
 	})
 	if err != nil {
 		panic(fmt.Sprintf("ddbhistory: marshal item: %v", err)) // item's fields all marshal
@@ -193,12 +203,18 @@ func decode(av map[string]types.AttributeValue) (history.Point, error) {
 		}
 		it.T = &ms
 	}
-	return history.Point{
+	p := history.Point{
 		T: time.UnixMilli(*it.T).UTC(), Setpoint: float64(it.Setpoint), Measured: float64(it.Measured),
 		Rate: float64(it.Rate), Consumed: float64(it.Consumed), P: float64(it.P), I: float64(it.I), FF: float64(it.FF),
 		Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
-		Depth: float64(it.Depth), Mode: it.Mode,
-	}, nil
+		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting,
+	}
+	if it.Signals != "" {
+		if err := json.Unmarshal([]byte(it.Signals), &p.Signals); err != nil {
+			return p, fmt.Errorf("history item signals: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // Loops lists the loops of the table: the partition keys of its PARAMS

@@ -28,6 +28,8 @@ type item struct {
 	ModelDrift bool     `dynamodbav:"model_drift,omitempty"`
 	Depth      nullable `dynamodbav:"depth"`
 	Mode       string   `dynamodbav:"mode"`
+	Limiting   string   `dynamodbav:"limiting,omitempty"`
+	Signals    string   `dynamodbav:"signals,omitempty"` // JSON of history.Point.Signals
 	TTL        int64    `dynamodbav:"ttl"`
 }
 

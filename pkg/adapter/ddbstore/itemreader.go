@@ -1,9 +1,7 @@
 package ddbstore
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -64,16 +62,13 @@ func read1[T any](r *itemReader, name string, get func(map[string]types.Attribut
 	return v
 }
 
-// optJSON decodes a JSON string attribute that may be missing into v,
-// reporting whether it was there and decoded.
+// optJSON decodes the JSON string attribute name that may be missing into
+// v (see getJSON), reporting whether it was there and decoded.
 func (r *itemReader) optJSON(name string, v any) bool {
-	s := r.optS(name)
-	if s == "" {
+	if r.optS(name) == "" {
 		return false
 	}
-	if err := json.Unmarshal([]byte(s), v); err != nil {
-		r.add(fmt.Errorf("%s: %w", name, err))
-		return false
-	}
-	return true
+	err := getJSON(r.item, name, v)
+	r.add(err)
+	return err == nil
 }

@@ -338,6 +338,12 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	if err := encodeDemand(item, st.Demand); err != nil {
 		return nil, err
 	}
+	if err := encodeMapping(item, st.Mapping); err != nil {
+		return nil, err
+	}
+	if err := encodeSignals(item, st); err != nil {
+		return nil, err
+	}
 	return item, nil
 }
 
@@ -400,6 +406,8 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	r.optJSON("balance", &st.Balance)
 	r.optJSON("drift", &st.Drift)
 	r.add(decodeDemand(item, &st.Demand))
+	r.add(decodeMapping(item, &st.Mapping))
+	r.add(decodeSignals(item, &st))
 	return st, r.err()
 }
 
