@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -32,7 +33,21 @@ func (s *Store) ReadParams(ctx context.Context, loopID string) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	a := fromItem(item)
+	a, err := paramsAttrs(item)
+	if err != nil {
+		return nil, wrap("decode PARAMS", loopID, err)
+	}
+	return a, nil
+}
+
+// paramsAttrs converts a PARAMS item, without its keys, to the Go values
+// loop.DecodeParams reads: attributevalue's string (S), float64 (N), bool
+// (BOOL), map[string]any (M), []any (L), nil (NULL), []byte (B).
+func paramsAttrs(item map[string]types.AttributeValue) (map[string]any, error) {
+	var a map[string]any
+	if err := attributevalue.UnmarshalMap(item, &a); err != nil {
+		return nil, err
+	}
 	delete(a, "pk")
 	delete(a, "sk")
 	return a, nil
@@ -154,10 +169,11 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 			if err != nil {
 				continue
 			}
-			a := fromItem(item)
-			delete(a, "pk")
-			delete(a, "sk")
-			snaps = append(snaps, loop.Snapshot{Loop: id, Params: a})
+			sn := loop.Snapshot{Loop: id}
+			if sn.Params, err = paramsAttrs(item); err != nil {
+				sn.Err = wrap("decode PARAMS", id, err)
+			}
+			snaps = append(snaps, sn)
 		}
 	}
 	byLoop := make(map[string]int, len(snaps))
