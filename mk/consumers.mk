@@ -7,13 +7,16 @@
 #   make kafka-consumer-bootstrap                      the Kafka consumer's bootstrap for this machine
 #   make worker-image                                  docker build of infra/worker/Dockerfile
 #   make bench-consumers                               pacing (in-process, kafka-lambda), overhead, scaling (1 -> 8 -> 3),
-#                                                      no-loss (sqs-lambda, sqs-worker, kafka-worker, kafka-lambda); JSON last line
+#                                                      no-loss (sqs-lambda, sqs-worker, kafka-worker, kafka-lambda),
+#                                                      lambda_cost (GB-s per million, paced and fixed); JSON last line
 #
 # BENCH_CONSUMERS_FLAGS passes flags to the benchmark, e.g.
 #   make bench-consumers BENCH_CONSUMERS_FLAGS='--window=10s --messages=1000'
 # The default (60 s windows, 10,000 messages per no-loss path) takes about
 # 40 minutes (the kafka-lambda pacing rows, 1 and 4 partitions at 10 and
-# 100 msg/s, add 8). SQS is ElasticMQ's (SLUICE_SQS=moto: moto's, far slower).
+# 100 msg/s, add 8; the lambda_cost rows, 30 RIEs, five 85 s windows, add 8:
+# BENCH_CONSUMERS_FLAGS='--only=cost' runs them alone). SQS is ElasticMQ's
+# (SLUICE_SQS=moto: moto's, far slower).
 
 SQS_CONSUMER_PKG := ./functions/sqs-consumer
 SQS_CONSUMER_HOST := $(BIN)/sqs-consumer-host/bootstrap

@@ -63,29 +63,9 @@ func TestParseDisturbance(t *testing.T) {
 	})
 }
 
-// parseScenario parses args as the scenario flags of a command.
-func parseScenario(args ...string) (sim.Scenario, error) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f := addScenarioFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return sim.Scenario{}, err
-	}
-	return f.Scenario()
-}
-
-// testBadFlags checks that each set of flags is refused.
-func testBadFlags(t *testing.T, bad [][]string) {
-	t.Helper()
-	for _, args := range bad {
-		if _, err := parseScenario(args...); err == nil {
-			t.Errorf("flags %q: no error; want one", args)
-		}
-	}
-}
-
 func TestScenarioFlags(t *testing.T) {
-	s, err := parseScenario()
+	parse := parseScenarioFlags
+	s, err := parse()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +73,7 @@ func TestScenarioFlags(t *testing.T) {
 	if s.Plant != ref.Plant || s.Setpoint != 70 || len(s.SetpointChanges) != 1 || len(s.Disturbances) != 1 || s.MetricDelay != 90*time.Second {
 		t.Fatalf("defaults = %+v; want the reference scenario %+v", s, ref)
 	}
-	s, err = parseScenario("--gain", "0.08", "--tau", "30s", "--dead-time", "10s", "--setpoint-change", "30m=60,90m=40",
+	s, err = parse("--gain", "0.08", "--tau", "30s", "--dead-time", "10s", "--setpoint-change", "30m=60,90m=40",
 		"--setpoint-change", "100m=55", "--disturbance", "none", "--metric-delay", "3m")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +113,8 @@ func FuzzParseDisturbance(f *testing.F) {
 }
 
 func TestScenarioPresetAndTrafficFlags(t *testing.T) {
-	s, err := parseScenario("--setpoint", "60", "--scenario", "idle-burst", "--burst", "10m=5,20m=6", "--producer-change", "30m=100")
+	parse := parseScenarioFlags
+	s, err := parse("--setpoint", "60", "--scenario", "idle-burst", "--burst", "10m=5,20m=6", "--producer-change", "30m=100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +124,54 @@ func TestScenarioPresetAndTrafficFlags(t *testing.T) {
 	if len(s.Bursts) != 2 || s.Bursts[1] != (sim.Burst{At: 20 * time.Minute, N: 6}) || len(s.ProducerChanges) != 1 || s.ProducerChanges[0].Rate != 100 {
 		t.Errorf("bursts %+v, producer changes %+v; want the flags' values", s.Bursts, s.ProducerChanges)
 	}
-	s, err = parseScenario("--scenario", "idle-burst", "--burst", "none")
+	s, err = parse("--scenario", "idle-burst", "--burst", "none")
 	if err != nil || len(s.Bursts) != 0 {
 		t.Errorf("--burst none: %+v, %v; want no burst", s.Bursts, err)
 	}
 	testBadFlags(t, [][]string{{"--scenario", "nope"}, {"--burst", "10m"}, {"--burst", "10m=-1"}, {"--producer-change", "5m=NaN"}, {"--burst", "x=1"}})
+}
+
+func TestScenarioReplicaFlags(t *testing.T) {
+	parse := parseScenarioFlags
+	s, err := parse("--scenario", "replica-lag")
+	if err != nil || s.Replica == nil || *s.Replica != *sim.ReplicaLagScenario().Replica {
+		t.Fatalf("replica-lag: %+v, %v; want the preset's replica", s.Replica, err)
+	}
+	s, err = parse("--scenario", "replica-lag", "--replica-capacity", "900", "--lag-setpoint", "5", "--lag-band", "1",
+		"--lag-metric-period", "15s", "--lag-metric-delay", "15s")
+	want := sim.Replica{Capacity: 900, Setpoint: 5, Band: 1, MetricPeriod: 15 * time.Second, MetricDelay: 15 * time.Second}
+	if err != nil || s.Replica == nil || *s.Replica != want {
+		t.Fatalf("replica flags: %+v, %v; want %+v", s.Replica, err, want)
+	}
+	// A replica flag on a scenario without one adds the preset's replica
+	// with that value.
+	s, err = parse("--replica-capacity", "800")
+	if err != nil || s.Replica == nil || s.Replica.Capacity != 800 || s.Replica.Setpoint != 10 || len(s.Disturbances) != 1 {
+		t.Fatalf("--replica-capacity on the reference: %+v, %v; want the reference with a replica of 800 messages/s", s.Replica, err)
+	}
+	if s, err = parse(); err != nil || s.Replica != nil {
+		t.Fatalf("reference: replica %+v, %v; want none", s.Replica, err)
+	}
+	testBadFlags(t, [][]string{{"--replica-capacity", "0"}, {"--lag-setpoint", "-1"}, {"--lag-metric-period", "0s"}, {"--lag-band", "NaN"}})
+}
+
+// testBadFlags checks that each set of scenario flags is refused.
+func testBadFlags(t *testing.T, bad [][]string) {
+	t.Helper()
+	for _, args := range bad {
+		if _, err := parseScenarioFlags(args...); err == nil {
+			t.Errorf("flags %q: no error; want one", args)
+		}
+	}
+}
+
+// parseScenarioFlags parses args as the scenario flags of a command.
+func parseScenarioFlags(args ...string) (sim.Scenario, error) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addScenarioFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return sim.Scenario{}, err
+	}
+	return f.Scenario()
 }

@@ -103,6 +103,10 @@ type Report struct {
 	// the current rate, or until the circuit half-opens (0 when unknown or
 	// paused).
 	DeferFor time.Duration
+	// Working is the time the batch took without its pacing wait
+	// (validation, the store): counted in Stats.AddBatch unless the batch
+	// was deferred whole.
+	Working time.Duration
 }
 
 // Consumer runs batches: read the allowed rate, pace, validate, store,
@@ -196,6 +200,8 @@ func (c *Consumer) ReceiveSize(ctx context.Context) int {
 // deadline.
 func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	var rep Report
+	start := c.clock.Now()
+	var paced time.Duration
 	c.stats.Consumed.Add(int64(len(msgs)))
 	valid := c.validate(msgs, &rep)
 	switch {
@@ -204,6 +210,7 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		rep.Deferred, rep.DeferFor = valid, c.breaker.Wait()
 	default:
 		n, err := c.pace(ctx, len(valid), &rep)
+		paced = c.clock.Now().Sub(start)
 		if err != nil {
 			c.log.InfoContext(ctx, "pacing cut short; deferring batch", "messages", len(valid)-n, "err", err)
 		}
@@ -218,6 +225,10 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		}
 	}
 	c.stats.count(rep)
+	rep.Working = max(c.clock.Now().Sub(start)-paced, 0)
+	if settled := len(msgs) - len(rep.Deferred); settled > 0 {
+		c.stats.AddBatch(settled, rep.Working)
+	}
 	c.stats.setCircuit(c.breaker.State())
 	return rep
 }
@@ -265,9 +276,13 @@ func (c *Consumer) pace(ctx context.Context, n int, rep *Report) (int, error) {
 }
 
 // paceBy lets through the part of n messages that can be paced and stored
-// before dl, and returns at once with none at a rate of zero.
+// before dl, and returns at once with none at a rate of zero. It waits in
+// slices of at most one rate period and re-reads the rate after each: a
+// share that rises while it waits (the controller's next rate, or fewer
+// peers once the event source mapping scaled down) shortens the wait, and a
+// pause hands the batch back at once, instead of sleeping, billed, to a slot
+// computed from a stale share.
 func (c *Consumer) paceBy(ctx context.Context, n int, dl time.Time, rep *Report) (int, error) {
-	c.refresh(ctx)
 	per := time.Duration(c.perMessage.Load())
 	left := dl.Sub(c.clock.Now()) - c.cfg.StoreReserve
 	if per > 0 {
@@ -276,12 +291,18 @@ func (c *Consumer) paceBy(ctx context.Context, n int, dl time.Time, rep *Report)
 	if n == 0 {
 		return 0, nil
 	}
-	k, err := c.pacer.WaitBy(ctx, n, dl.Add(-c.cfg.StoreReserve-per*time.Duration(n)))
-	if errors.Is(err, ErrPaused) {
-		rep.Paused = true
-		return 0, nil
+	by := dl.Add(-c.cfg.StoreReserve - per*time.Duration(n))
+	for {
+		c.refresh(ctx)
+		k, done, err := c.pacer.waitSlice(ctx, n, by, c.rates.Period())
+		if errors.Is(err, ErrPaused) {
+			rep.Paused = true
+			return 0, nil
+		}
+		if done || err != nil {
+			return k, err
+		}
 	}
-	return k, err
 }
 
 // store stores msgs and sorts them into rep; it tells the breaker whether

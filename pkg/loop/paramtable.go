@@ -59,7 +59,13 @@ var paramTable = []param{
 		text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
 	{AttrManualRate, kindNumber, false, "required in manual", "rate in manual mode, messages/s, within [`min_rate`, `max_rate`]",
 		manualRate},
-	{AttrSetpoint, kindNumber, true, "required", "CPU utilization to hold, percent, in (0, 100]",
+	{AttrSignal, kindString, false, "`cpu`", "name of the signal the top-level metric, setpoint, gains and stale attributes describe (`[a-z0-9_-]{1,32}`); further signals go in `signals`",
+		text(func(p *Params) *string { return &p.SignalName }, "", unlessZero)},
+	{AttrUnit, kindString, false, "`%` (top level), none (in `signals`)", "the signal's unit as shown (`%`, `s`, `ms`); a signal in `%` must measure in [0, 100] and has the `ceiling` cut, any other only >= 0",
+		text(func(p *Params) *string { return &p.Unit }, "", unlessZero)},
+	{AttrDirection, kindString, false, "`ceiling`", "`ceiling`: above its setpoint the signal lowers the rate (CPU, lag, latency); the only direction supported",
+		text(func(p *Params) *string { return (*string)(&p.Direction) }, "", unlessZero)},
+	{AttrSetpoint, kindNumber, true, "required", "value to hold: for a signal in `%` (CPU utilization) in (0, 100], else > 0 in its unit",
 		number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
 	{AttrKp, kindNumber, true, "required", "proportional gain, messages/s per point of CPU, >= 0",
 		number(func(p *Params) *float64 { return &p.Kp }, 0, always)},
@@ -127,6 +133,14 @@ var paramTable = []param{
 		duration(func(p *Params) *time.Duration { return &p.StaleAfter }, DefaultStaleAfter, always)},
 	{AttrDepthQueue, kindString, false, "none", "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart",
 		text(func(p *Params) *string { return &p.DepthQueue }, "", unlessZero)},
+	{AttrESMUUID, kindString, false, "none", "UUID of the SQS event source mapping of the loop's consumer Lambda: the controller then sets its `MaximumConcurrency` from the allowed rate and the consumers' measured batch time (the coarse actuator; the pacer in each instance holds the rate); absent: the loop owns no mapping (ECS worker, Kafka)",
+		esmUUID},
+	{AttrESMUpdateInterval, kindDuration, false, "`5m`", "least time between two updates of the mapping (a failed update is retried after it); needs `esm_uuid`",
+		esmUpdateInterval},
+	{AttrESMMinConcurrency, kindNumber, false, "2", "lowest `MaximumConcurrency` the controller sets, a whole number in 2..1000; needs `esm_uuid`",
+		esmConcurrency(func(m *MappingConfig) *int { return &m.Min }, MinMappingConcurrency)},
+	{AttrESMMaxConcurrency, kindNumber, false, "1000", "highest `MaximumConcurrency` the controller sets, a whole number in 2..1000, >= `esm_min_concurrency`; needs `esm_uuid`",
+		esmConcurrency(func(m *MappingConfig) *int { return &m.Max }, MaxMappingConcurrency)},
 	{AttrNodes, kindNodes, false, "none", "the destination's nodes for the balancer: node name → `{\"endpoint\": S, \"metric\": S}`. `endpoint` is the URL the consumers' HTTP sink posts to (RATE's `weights` are keyed by it; unique per node); `metric` is the node's CloudWatch dimensions (`Name=value[,Name2=value2]`, merged over `metric_dimensions`, or a bare value for its single dimension, `DBInstanceIdentifier` when there is none) or, with `metric_source` `prometheus`, the node's PromQL. At most 100 nodes",
 		nodes},
 	{AttrRegulate, kindString, false, "`max`", "with nodes: what the rate loop holds at `setpoint`, `max` (the hottest node with a fresh metric) or `mean`",
@@ -141,6 +155,8 @@ var paramTable = []param{
 		balanceNumber(func(c *balance.Config) *float64 { return &c.MaxShare })},
 	{AttrBalanceMinMean, kindNumber, false, "1", "fleet mean utilization, percent, below which the weights are held",
 		balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
+	{AttrSignals, kindSignals, false, "none", "further signals (override control): signal name (`[a-z0-9_-]{1,32}`, at most 8 signals in all) → a map of its own `setpoint` and `kp` (required), `unit`, `direction`, `ki`, `kd`, `derivative_filter`, `noise_band`, `setpoint_filter`, `anti_windup`, `tracking_time`, `delay_aware`, `ff_*`, `metric_*` and `stale_policy`, `stale_decay`, `stale_grace`, `stale_after`, meaning what they mean at the top level. Each signal has its own controller; the rate is the lowest output, the others track it; a stale signal follows its own policy, and the loop fails closed to `min_rate` if the signal limiting the rate goes stale",
+		codec{}}, // set by signals.go's init
 }
 
 // omit says whether an attribute is left out of the item for its value.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +14,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -35,24 +34,11 @@ type historyStore interface {
 	AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error
 }
 
-var tableSeq atomic.Int64
-
 // newTable creates a fresh table (pk, sk) on the local AWS endpoint.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
-	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	name := strings.ToLower(fmt.Sprintf("sluice-hist-%d-%d", time.Now().UnixNano(), tableSeq.Add(1)))
-	if err := ddbstore.CreateTable(ctx, client, name); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
-	return client, name
+	return ddbtest.Table(t, "sluice-hist")
 }
 
 func point(t0 time.Time, k int) history.Point {
@@ -64,6 +50,10 @@ func point(t0 time.Time, k int) history.Point {
 	if p.Stale {
 		p.Measured = math.NaN()
 	}
+	if k%2 == 1 {
+		p.Limiting = "lag"
+		p.Signals = []history.SignalPoint{{Name: "cpu", Unit: "%", Setpoint: 70, Measured: p.Measured}, {Name: "lag", Unit: "s", Setpoint: 10, Measured: math.NaN()}}
+	}
 	return p
 }
 
@@ -72,7 +62,11 @@ func same(a, b history.Point) bool {
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
 		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
-		a.ModelDrift == b.ModelDrift
+		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && len(a.Signals) == len(b.Signals) &&
+		!slices.ContainsFunc(a.Signals, func(s history.SignalPoint) bool {
+			i := slices.IndexFunc(b.Signals, func(t history.SignalPoint) bool { return t.Name == s.Name })
+			return i < 0 || b.Signals[i].Unit != s.Unit || !eq(b.Signals[i].Setpoint, s.Setpoint) || !eq(b.Signals[i].Measured, s.Measured)
+		})
 }
 
 // contract is the suite every historyStore implementation passes.
