@@ -33,13 +33,14 @@ func TestDecodeParamsDefaults(t *testing.T) {
 		t.Fatalf("DecodeParams(valid) = %v", err)
 	}
 	want := loop.Params{
-		Loop: "orders", Enabled: true, Mode: loop.ModeAuto, Setpoint: 70, Kp: 2, Ki: 0.05,
-		AntiWindup: control.AntiWindupConditional, MinRate: 10, MaxRate: 1000,
+		Loop: "orders", Enabled: true, Mode: loop.ModeAuto,
+		Controls: loop.Controls{Setpoint: 70, Kp: 2, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
+		MinRate:  10, MaxRate: 1000,
 		TickPeriod: time.Minute, RateTTL: 3 * time.Minute,
-		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
 			Dimensions: map[string]string{"DBInstanceIdentifier": "orders-db"}, Statistic: "Average", Period: time.Minute},
-		Stale:          control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
-		StaleAfter:     5 * time.Minute,
+			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
+			StaleAfter: 5 * time.Minute},
 		DemandHeadroom: loop.DefaultDemandHeadroom, Ceiling: loop.DefaultCeiling,
 	}
 	if !reflect.DeepEqual(p, want) {

@@ -43,10 +43,11 @@ func TestDecodeSignals(t *testing.T) {
 		t.Fatalf("SignalNames = %v", got)
 	}
 	lag := p.Signals[0]
-	want := loop.Signal{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional,
-		Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
-		Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
-		StaleAfter: 2 * time.Minute}
+	want := loop.Signal{Name: "lag",
+		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional},
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+			Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
+			StaleAfter: 2 * time.Minute}}
 	if !reflect.DeepEqual(lag, want) {
 		t.Errorf("lag signal\n got %+v\nwant %+v", lag, want)
 	}

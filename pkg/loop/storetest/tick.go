@@ -159,9 +159,10 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	bc := loop.DefaultBalanceConfig(time.Minute)
 	p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
 	p.Balance, p.Regulate = &bc, loop.RegulateMean
-	p.Signals = []loop.Signal{{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional,
-		Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
-		Stale:  control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}
+	p.Signals = []loop.Signal{{Name: "lag",
+		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+			Stale: control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}}
 	st := loop.State{
 		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
