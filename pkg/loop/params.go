@@ -313,27 +313,30 @@ func (d *decoder) number(name string, def float64) float64 {
 	return f
 }
 
-func (d *decoder) str(name, def string) string {
+// attr returns attribute name as a T. ok is false when the attribute is
+// absent, or of another type: then it is refused, as not what want (a kind
+// or a text) says.
+func attr[T any](d *decoder, name string, want any) (x T, ok bool) {
 	v, ok := d.attrs[name]
 	if !ok {
-		return def
+		return x, false
 	}
-	s, ok := v.(string)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindString, describe(v))
-		return def
+	if x, ok = v.(T); !ok {
+		d.fail(name, "want %s, got %s", want, describe(v))
 	}
-	return s
+	return x, ok
+}
+
+func (d *decoder) str(name, def string) string {
+	if s, ok := attr[string](d, name, kindString); ok {
+		return s
+	}
+	return def
 }
 
 func (d *decoder) duration(name string, def time.Duration) time.Duration {
-	v, ok := d.attrs[name]
+	s, ok := attr[string](d, name, kindDuration)
 	if !ok {
-		return def
-	}
-	s, ok := v.(string)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindDuration, describe(v))
 		return def
 	}
 	dur, err := time.ParseDuration(s)
@@ -349,26 +352,15 @@ func (d *decoder) duration(name string, def time.Duration) time.Duration {
 }
 
 func (d *decoder) boolean(name string, def bool) bool {
-	v, ok := d.attrs[name]
-	if !ok {
-		return def
+	if b, ok := attr[bool](d, name, kindBool); ok {
+		return b
 	}
-	b, ok := v.(bool)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindBool, describe(v))
-		return def
-	}
-	return b
+	return def
 }
 
 func (d *decoder) stringMap(name string) map[string]string {
-	v, ok := d.attrs[name]
+	m, ok := attr[map[string]any](d, name, kindStringMap)
 	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindStringMap, describe(v))
 		return nil
 	}
 	out := make(map[string]string, len(m))

@@ -181,13 +181,8 @@ func (p Params) percent() bool { return p.Unit == "" || p.Unit == "%" }
 // map of the attributes in signalAttrs, decoded by their entries in
 // paramTable. Field errors name the signal: signals.<name>.<attribute>.
 func (d *decoder) decodeSignals(loopID string) []Signal {
-	v, ok := d.attrs[AttrSignals]
+	m, ok := attr[map[string]any](d, AttrSignals, kindSignals)
 	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(AttrSignals, "want %s, got %s", kindSignals, describe(v))
 		return nil
 	}
 	if len(m)+1 > MaxSignals {
