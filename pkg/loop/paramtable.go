@@ -17,7 +17,8 @@ import (
 // Params.Attrs, ParamsAttributes, ParseParamValue (so `sluice params` and the
 // dashboard's form) and the parameter table of docs/controller.md
 // (ParamsMarkdown) all come from paramTable. Adding a parameter means adding
-// its entry here, its field to Params, and the code that uses it.
+// its entry here, its field to Params (to Controls or Sensing, and its name
+// to signalAttrs, when each signal has its own), and the code that uses it.
 type param struct {
 	name     string
 	kind     kind
