@@ -199,10 +199,24 @@ func TestStateJSONRoundTrip(t *testing.T) {
 		return Input{Setpoint: 70 - float64(k/40)*20, Measurement: y, MeasurementAge: 150 * time.Second,
 			MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
 	}
-	orig := Controller{Config: cfg}
-	var restored Controller
-	for k := range 120 {
-		if k == 60 {
+	wantRestoredAlike[Controller](t, Controller{Config: cfg}, inputs, 60, 120)
+}
+
+// updater is a controller whose memory is saved as JSON: *Controller,
+// *SmithPredictor.
+type updater[C any] interface {
+	*C
+	Update(Input) Output
+}
+
+// wantRestoredAlike updates orig with in(k) for ticks ticks, restores a copy
+// from its JSON at tick at, and fails unless the copy's every output from
+// then on is the original's.
+func wantRestoredAlike[C any, P updater[C]](t *testing.T, orig C, in func(k int) Input, at, ticks int) {
+	t.Helper()
+	var restored C
+	for k := range ticks {
+		if k == at {
 			b, err := json.Marshal(orig)
 			if err != nil {
 				t.Fatal(err)
@@ -211,10 +225,9 @@ func TestStateJSONRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a := orig.Update(inputs(k))
-		if k >= 60 {
-			b := restored.Update(inputs(k))
-			if a != b {
+		a := P(&orig).Update(in(k))
+		if k >= at {
+			if b := P(&restored).Update(in(k)); a != b {
 				t.Fatalf("tick %d: restored controller gave %+v; original %+v", k, b, a)
 			}
 		}

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -40,26 +39,8 @@ func TestSmithPredictorHoldsOnBadMeasurement(t *testing.T) {
 
 func TestSmithStateJSONRoundTrip(t *testing.T) {
 	cfg := SmithConfig{Kp: 2, Ki: 0.02, Min: 0, Max: 3000, Slew: 300, Model: testModel}
-	orig := SmithPredictor{Config: cfg}
-	var restored SmithPredictor
 	in := func(k int) Input {
 		return Input{Setpoint: 70, Measurement: 50 + 20*math.Sin(float64(k)/5), SamplingInterval: time.Minute}
 	}
-	for k := range 80 {
-		if k == 30 {
-			b, err := json.Marshal(orig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &restored); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a := orig.Update(in(k))
-		if k >= 30 {
-			if b := restored.Update(in(k)); a != b {
-				t.Fatalf("tick %d: restored %+v; original %+v", k, b, a)
-			}
-		}
-	}
+	wantRestoredAlike[SmithPredictor](t, SmithPredictor{Config: cfg}, in, 30, 80)
 }

@@ -55,7 +55,7 @@ func TestDriftSlope(t *testing.T) {
 func TestTrackDrift(t *testing.T) {
 	model := control.FOPDT{Gain: 0.05, Base: 10}
 	run := func(trueGain float64) DriftState {
-		p := Params{Feedforward: &model, DelayAware: true}
+		p := Params{Feedforward: &model, Controls: Controls{DelayAware: true}}
 		cfg := control.Config{Kp: 1, Ki: 0.2, Max: 3000, MeasurementMax: 100, Feedforward: &model, DelayAware: true,
 			SetpointFilter: 80 * time.Second, AntiWindup: control.AntiWindupConditional}
 		c := control.Controller{Config: cfg}
@@ -84,7 +84,7 @@ func TestTrackDrift(t *testing.T) {
 	}
 	other := model
 	other.Gain = 0.1
-	p := Params{Feedforward: &other, DelayAware: true}
+	p := Params{Feedforward: &other, Controls: Controls{DelayAware: true}}
 	cs := control.State{Applied: []control.Segment{{At: 0, Value: 1}}, Clock: time.Hour}
 	if got := trackDrift(d, p, cs, control.Input{Measurement: math.NaN()}, false, time.Now()); got.ModelDrift || len(got.Samples) != 0 || got.Model != other {
 		t.Errorf("after a model edit: %+v; want a fresh record for the new model", got)

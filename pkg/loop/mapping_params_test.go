@@ -1,8 +1,6 @@
 package loop_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,16 +76,7 @@ func TestDecodeParamsMappingRefusals(t *testing.T) {
 					a[k] = v
 				}
 			}))
-			var pe *loop.ParamsError
-			if !errors.As(err, &pe) {
-				t.Fatalf("DecodeParams = %v; want a *ParamsError", err)
-			}
-			for _, f := range pe.Fields {
-				if f.Field == c.field && strings.Contains(f.Reason, c.says) {
-					return
-				}
-			}
-			t.Errorf("DecodeParams = %v; want field %s refused saying %q", err, c.field, c.says)
+			wantRefused(t, err, c.field, c.says)
 		})
 	}
 }

@@ -137,13 +137,8 @@ func nodeDimensions(loopDims map[string]string, text string) (map[string]string,
 // decodeNodes reads the nodes attribute: a map (M) of node name to a map
 // with endpoint (S) and metric (S).
 func (d *decoder) decodeNodes() []Node {
-	v, ok := d.attrs[AttrNodes]
+	m, ok := attr[map[string]any](d, AttrNodes, "a map (M) of node name to {endpoint, metric}")
 	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(AttrNodes, "want a map (M) of node name to {endpoint, metric}, got %s", describe(v))
 		return nil
 	}
 	if len(m) > MaxNodes {

@@ -53,34 +53,13 @@ type Params struct {
 	// Mode is auto, manual or shadow; ManualRate is the rate in manual mode.
 	Mode       Mode    `json:"mode"`
 	ManualRate float64 `json:"manual_rate,omitempty"`
-	// SignalName names the first signal, whose metric, setpoint, gains and
-	// stale policy are the top-level fields ("" means DefaultSignal, cpu);
-	// Unit is its unit ("" means %) and Direction its direction ("" means
-	// ceiling). See signals.go.
-	SignalName string    `json:"signal,omitempty"`
-	Unit       string    `json:"unit,omitempty"`
-	Direction  Direction `json:"direction,omitempty"`
-	// Setpoint is the value to hold: for a signal in % (CPU utilization)
-	// in (0, 100], otherwise > 0 in the signal's unit.
-	Setpoint float64 `json:"setpoint"`
-	// Kp (messages/s per point), Ki (per second) and Kd (seconds) are the
-	// gains of control.Config.
-	Kp float64 `json:"kp"`
-	Ki float64 `json:"ki"`
-	Kd float64 `json:"kd"`
-	// DerivativeFilter is the time constant of the derivative filter.
-	DerivativeFilter time.Duration `json:"derivative_filter,omitempty"`
-	// AntiWindup is conditional, back-calculation or none.
-	AntiWindup control.AntiWindup `json:"anti_windup,omitempty"`
-	// TrackingTime is the back-calculation tracking time constant.
-	TrackingTime time.Duration `json:"tracking_time,omitempty"`
-	// SetpointFilter is the time constant of the setpoint filter.
-	SetpointFilter time.Duration `json:"setpoint_filter,omitempty"`
-	// DelayAware makes the integrator delay-aware (control.Config.DelayAware;
-	// needs Feedforward); NoiseBand makes the integral gain depend on the
-	// error's size (control.Config.NoiseBand, points of CPU).
-	DelayAware bool    `json:"delay_aware,omitempty"`
-	NoiseBand  float64 `json:"noise_band,omitempty"`
+	// SignalName names the first signal, whose setpoint, controller, metric
+	// and stale policy are the top-level fields ("" means DefaultSignal,
+	// cpu). See signals.go.
+	SignalName string `json:"signal,omitempty"`
+	// Controls are the first signal's unit, direction, setpoint and
+	// controller settings.
+	Controls
 	// DemandHeadroom and Ceiling are control.DemandConfig's Headroom and
 	// Ceiling: the hold of a demand-limited loop near what the consumers
 	// took, and the decisive cut at a measurement that cannot show the
@@ -93,8 +72,8 @@ type Params struct {
 	// Mapping is the SQS event source mapping the loop owns (esm_uuid):
 	// the tick sets its MaximumConcurrency (mapping.go). Nil when none.
 	Mapping *MappingConfig `json:"mapping,omitempty"`
-	// Feedforward is the identified plant model for reference feedforward;
-	// nil when none.
+	// Feedforward is the first signal's identified plant model for reference
+	// feedforward; nil when none.
 	Feedforward *control.FOPDT `json:"feedforward,omitempty"`
 	// MinRate and MaxRate bound the rate, messages/s; SlewLimit is the largest
 	// change per tick (0: none).
@@ -105,13 +84,9 @@ type Params struct {
 	TickPeriod time.Duration `json:"tick_period"`
 	// RateTTL is how long a written RATE stays valid.
 	RateTTL time.Duration `json:"rate_ttl"`
-	// Metric is the measurement.
-	Metric MetricQuery `json:"metric"`
-	// Stale is what the loop does while its metric is stale or missing;
-	// StaleAfter is the age (after the datapoint's period ends) beyond which
-	// the newest datapoint is stale. For fail-closed the safe rate is MinRate.
-	Stale      control.StalePolicy `json:"stale"`
-	StaleAfter time.Duration       `json:"stale_after"`
+	// Sensing is the first signal's metric and stale policy. For
+	// fail-closed the safe rate is MinRate.
+	Sensing
 	// Nodes are the destination's nodes for the balancer, sorted by name;
 	// nil for a loop with one node (no balancing). See nodes.go.
 	Nodes []Node `json:"nodes,omitempty"`
@@ -338,27 +313,30 @@ func (d *decoder) number(name string, def float64) float64 {
 	return f
 }
 
-func (d *decoder) str(name, def string) string {
+// attr returns attribute name as a T. ok is false when the attribute is
+// absent, or of another type: then it is refused, as not what want (a kind
+// or a text) says.
+func attr[T any](d *decoder, name string, want any) (x T, ok bool) {
 	v, ok := d.attrs[name]
 	if !ok {
-		return def
+		return x, false
 	}
-	s, ok := v.(string)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindString, describe(v))
-		return def
+	if x, ok = v.(T); !ok {
+		d.fail(name, "want %s, got %s", want, describe(v))
 	}
-	return s
+	return x, ok
+}
+
+func (d *decoder) str(name, def string) string {
+	if s, ok := attr[string](d, name, kindString); ok {
+		return s
+	}
+	return def
 }
 
 func (d *decoder) duration(name string, def time.Duration) time.Duration {
-	v, ok := d.attrs[name]
+	s, ok := attr[string](d, name, kindDuration)
 	if !ok {
-		return def
-	}
-	s, ok := v.(string)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindDuration, describe(v))
 		return def
 	}
 	dur, err := time.ParseDuration(s)
@@ -374,26 +352,15 @@ func (d *decoder) duration(name string, def time.Duration) time.Duration {
 }
 
 func (d *decoder) boolean(name string, def bool) bool {
-	v, ok := d.attrs[name]
-	if !ok {
-		return def
+	if b, ok := attr[bool](d, name, kindBool); ok {
+		return b
 	}
-	b, ok := v.(bool)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindBool, describe(v))
-		return def
-	}
-	return b
+	return def
 }
 
 func (d *decoder) stringMap(name string) map[string]string {
-	v, ok := d.attrs[name]
+	m, ok := attr[map[string]any](d, name, kindStringMap)
 	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(name, "want %s, got %s", kindStringMap, describe(v))
 		return nil
 	}
 	out := make(map[string]string, len(m))

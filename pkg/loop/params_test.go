@@ -3,6 +3,7 @@ package loop_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -27,19 +28,46 @@ func valid(edit func(a map[string]any)) map[string]any {
 	return a
 }
 
+// wantRefused fails t unless err is a *loop.ParamsError that refuses field
+// with a reason that says says.
+func wantRefused(t *testing.T, err error, field, says string) {
+	t.Helper()
+	var pe *loop.ParamsError
+	if !errors.As(err, &pe) {
+		t.Fatalf("DecodeParams = %v; want a *ParamsError", err)
+	}
+	if !slices.ContainsFunc(pe.Fields, func(f loop.FieldError) bool { return f.Field == field && strings.Contains(f.Reason, says) }) {
+		t.Errorf("DecodeParams = %v; want field %s refused saying %q", err, field, says)
+	}
+}
+
+// wantRoundTrip fails t unless p's attributes decode to p again; what names
+// p in a failure.
+func wantRoundTrip(t *testing.T, what string, p loop.Params) {
+	t.Helper()
+	back, err := loop.DecodeParams(p.Loop, p.Attrs())
+	if err != nil {
+		t.Fatalf("%s: DecodeParams(Attrs()) = %v", what, err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Fatalf("%s: DecodeParams(Attrs()) =\n%+v\nwant\n%+v", what, back, p)
+	}
+}
+
 func TestDecodeParamsDefaults(t *testing.T) {
 	p, err := loop.DecodeParams("orders", valid(nil))
 	if err != nil {
 		t.Fatalf("DecodeParams(valid) = %v", err)
 	}
 	want := loop.Params{
-		Loop: "orders", Enabled: true, Mode: loop.ModeAuto, Setpoint: 70, Kp: 2, Ki: 0.05,
-		AntiWindup: control.AntiWindupConditional, MinRate: 10, MaxRate: 1000,
+		Loop: "orders", Enabled: true, Mode: loop.ModeAuto,
+		Controls: loop.Controls{Setpoint: 70, Kp: 2, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
+		MinRate:  10, MaxRate: 1000,
 		TickPeriod: time.Minute, RateTTL: 3 * time.Minute,
-		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
 			Dimensions: map[string]string{"DBInstanceIdentifier": "orders-db"}, Statistic: "Average", Period: time.Minute},
-		Stale:          control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
-		StaleAfter:     5 * time.Minute,
+			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
+			StaleAfter: 5 * time.Minute},
 		DemandHeadroom: loop.DefaultDemandHeadroom, Ceiling: loop.DefaultCeiling,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -87,13 +115,7 @@ func TestParamsAttrsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("item %d: DecodeParams = %v", i, err)
 		}
-		back, err := loop.DecodeParams("l", p.Attrs())
-		if err != nil {
-			t.Fatalf("item %d: DecodeParams(Attrs()) = %v", i, err)
-		}
-		if !reflect.DeepEqual(back, p) {
-			t.Errorf("item %d: DecodeParams(Attrs()) =\n%+v\nwant\n%+v", i, back, p)
-		}
+		wantRoundTrip(t, fmt.Sprintf("item %d", i), p)
 	}
 }
 
@@ -347,13 +369,7 @@ func FuzzDecodeParams(f *testing.F) {
 			if verr := p.Validate(); verr != nil {
 				t.Fatalf("DecodeParams accepted %s but Validate refuses: %v", data, verr)
 			}
-			back, err := loop.DecodeParams("fuzz", p.Attrs())
-			if err != nil {
-				t.Fatalf("DecodeParams(Attrs()) of accepted %s: %v", data, err)
-			}
-			if !reflect.DeepEqual(back, p) {
-				t.Fatalf("round trip of %s: %+v; want %+v", data, back, p)
-			}
+			wantRoundTrip(t, string(data), p)
 			return
 		}
 		var pe *loop.ParamsError

@@ -17,7 +17,8 @@ import (
 // Params.Attrs, ParamsAttributes, ParseParamValue (so `sluice params` and the
 // dashboard's form) and the parameter table of docs/controller.md
 // (ParamsMarkdown) all come from paramTable. Adding a parameter means adding
-// its entry here, its field to Params, and the code that uses it.
+// its entry here, its field to Params (to Controls or Sensing, and its name
+// to signalAttrs, when each signal has its own), and the code that uses it.
 type param struct {
 	name     string
 	kind     kind
@@ -167,48 +168,41 @@ const (
 	unlessZero omit = true  // left out at its zero value
 )
 
-func number(f func(*Params) *float64, def float64, o omit) codec {
+// field is the codec of the Params field f points to: read reads it (def
+// when absent) and write gives its value in the item, left out at its zero
+// value when o says so.
+func field[T comparable](f func(*Params) *T, read func(d *decoder, name string, def T) T, write func(T) any, def T, o omit) codec {
 	return codec{
-		func(d *decoder, p *Params, name string) { *f(p) = d.number(name, def) },
+		func(d *decoder, p *Params, name string) { *f(p) = read(d, name, def) },
 		func(p Params, a map[string]any, name string) {
-			if v := *f(&p); v != 0 || o == always {
-				a[name] = v
+			var zero T
+			if v := *f(&p); v != zero || o == always {
+				a[name] = write(v)
 			}
 		},
 	}
+}
+
+// asIs writes a value as it is: numbers, strings and booleans.
+func asIs[T any](v T) any { return v }
+
+// durationText writes a duration as the text DynamoDB keeps ("1m30s").
+func durationText(v time.Duration) any { return v.String() }
+
+func number(f func(*Params) *float64, def float64, o omit) codec {
+	return field(f, (*decoder).number, asIs[float64], def, o)
 }
 
 func text(f func(*Params) *string, def string, o omit) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) { *f(p) = d.str(name, def) },
-		func(p Params, a map[string]any, name string) {
-			if v := *f(&p); v != "" || o == always {
-				a[name] = v
-			}
-		},
-	}
+	return field(f, (*decoder).str, asIs[string], def, o)
 }
 
 func duration(f func(*Params) *time.Duration, def time.Duration, o omit) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) { *f(p) = d.duration(name, def) },
-		func(p Params, a map[string]any, name string) {
-			if v := *f(&p); v != 0 || o == always {
-				a[name] = v.String()
-			}
-		},
-	}
+	return field(f, (*decoder).duration, durationText, def, o)
 }
 
 func boolean(f func(*Params) *bool, def bool, o omit) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) { *f(p) = d.boolean(name, def) },
-		func(p Params, a map[string]any, name string) {
-			if v := *f(&p); v || o == always {
-				a[name] = v
-			}
-		},
-	}
+	return field(f, (*decoder).boolean, asIs[bool], def, o)
 }
 
 // The attributes whose default or presence depends on other attributes.
@@ -271,34 +265,30 @@ var ffGain = codec{
 	},
 }
 
-func ffNumber(f func(*control.FOPDT) *float64) codec {
+// ffField is the codec of the feedforward model's field f points to (0
+// when absent), read and written as field's are.
+func ffField[T any](f func(*control.FOPDT) *T, read func(d *decoder, name string, def T) T, write func(T) any) codec {
 	return codec{
 		func(d *decoder, p *Params, name string) {
 			if m := d.model(p); m != nil {
-				*f(m) = d.number(name, 0)
+				var zero T
+				*f(m) = read(d, name, zero)
 			}
 		},
 		func(p Params, a map[string]any, name string) {
 			if p.Feedforward != nil {
-				a[name] = *f(p.Feedforward)
+				a[name] = write(*f(p.Feedforward))
 			}
 		},
 	}
 }
 
+func ffNumber(f func(*control.FOPDT) *float64) codec {
+	return ffField(f, (*decoder).number, asIs[float64])
+}
+
 func ffDuration(f func(*control.FOPDT) *time.Duration) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) {
-			if m := d.model(p); m != nil {
-				*f(m) = d.duration(name, 0)
-			}
-		},
-		func(p Params, a map[string]any, name string) {
-			if p.Feedforward != nil {
-				a[name] = f(p.Feedforward).String()
-			}
-		},
-	}
+	return ffField(f, (*decoder).duration, durationText)
 }
 
 // rateTTL defaults to DefaultRateTTLTicks tick periods (when the tick period

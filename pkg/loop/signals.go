@@ -62,34 +62,63 @@ var signalAttrs = []string{
 	AttrStalePolicy, AttrStaleDecay, AttrStaleGrace, AttrStaleAfter,
 }
 
+// Controls are what a signal holds and how its controller moves the rate:
+// the settings of control.Config that are the signal's own. Params embeds
+// the first signal's, Signal a further signal's.
+type Controls struct {
+	// Unit is the measurement's unit as shown (`%`, `s`, `ms`; "" means %
+	// for the first signal); only a signal in `%` has its measurement
+	// checked against [0, 100] and the ceiling cut (`ceiling`). Direction
+	// is the side the signal limits the rate on ("" means ceiling).
+	Unit      string    `json:"unit,omitempty"`
+	Direction Direction `json:"direction,omitempty"`
+	// Setpoint is the value to hold: for a signal in % (CPU utilization)
+	// in (0, 100], otherwise > 0 in the signal's unit.
+	Setpoint float64 `json:"setpoint"`
+	// Kp (messages/s per point), Ki (per second) and Kd (seconds) are the
+	// gains of control.Config.
+	Kp float64 `json:"kp"`
+	Ki float64 `json:"ki"`
+	Kd float64 `json:"kd"`
+	// DerivativeFilter is the time constant of the derivative filter.
+	DerivativeFilter time.Duration `json:"derivative_filter,omitempty"`
+	// AntiWindup is conditional, back-calculation or none.
+	AntiWindup control.AntiWindup `json:"anti_windup,omitempty"`
+	// TrackingTime is the back-calculation tracking time constant.
+	TrackingTime time.Duration `json:"tracking_time,omitempty"`
+	// SetpointFilter is the time constant of the setpoint filter.
+	SetpointFilter time.Duration `json:"setpoint_filter,omitempty"`
+	// DelayAware makes the integrator delay-aware (control.Config.DelayAware;
+	// needs Feedforward); NoiseBand makes the integral gain depend on the
+	// error's size (control.Config.NoiseBand, points of CPU).
+	DelayAware bool    `json:"delay_aware,omitempty"`
+	NoiseBand  float64 `json:"noise_band,omitempty"`
+}
+
+// Sensing is how a signal is measured and what its loop does while the
+// measurement is stale or missing. Params embeds the first signal's, Signal
+// a further signal's.
+type Sensing struct {
+	// Metric is the measurement.
+	Metric MetricQuery `json:"metric"`
+	// Stale is what the loop does while the metric is stale or missing;
+	// StaleAfter is the age (after the datapoint's period ends) beyond which
+	// the newest datapoint is stale. A further signal's Stale.SafeRate is
+	// zero: the safe rate is the loop's.
+	Stale      control.StalePolicy `json:"stale"`
+	StaleAfter time.Duration       `json:"stale_after"`
+}
+
 // Signal is one further signal of a loop (Params.Signals): a metric with
 // its setpoint, its controller and its stale policy. The fields mean what
 // Params' fields of the same names mean for the first signal.
 type Signal struct {
 	// Name names the signal (`[a-z0-9_-]{1,32}`): the key in `signals`.
 	Name string `json:"name"`
-	// Unit is the measurement's unit as shown (`%`, `s`, `ms`); only a
-	// signal in `%` has its measurement checked against [0, 100] and the
-	// ceiling cut (`ceiling`).
-	Unit      string    `json:"unit,omitempty"`
-	Direction Direction `json:"direction,omitempty"`
-	Setpoint  float64   `json:"setpoint"`
-	Kp        float64   `json:"kp"`
-	Ki        float64   `json:"ki"`
-	Kd        float64   `json:"kd"`
-	NoiseBand float64   `json:"noise_band,omitempty"`
-	// DerivativeFilter, SetpointFilter, AntiWindup, TrackingTime,
-	// DelayAware and Feedforward configure the signal's controller as
-	// Params' fields do the first signal's.
-	DerivativeFilter time.Duration       `json:"derivative_filter,omitempty"`
-	SetpointFilter   time.Duration       `json:"setpoint_filter,omitempty"`
-	AntiWindup       control.AntiWindup  `json:"anti_windup,omitempty"`
-	TrackingTime     time.Duration       `json:"tracking_time,omitempty"`
-	DelayAware       bool                `json:"delay_aware,omitempty"`
-	Feedforward      *control.FOPDT      `json:"feedforward,omitempty"`
-	Metric           MetricQuery         `json:"metric"`
-	Stale            control.StalePolicy `json:"stale"`
-	StaleAfter       time.Duration       `json:"stale_after"`
+	Controls
+	// Feedforward is the signal's plant model; nil when none.
+	Feedforward *control.FOPDT `json:"feedforward,omitempty"`
+	Sensing
 }
 
 // FirstSignal returns the name of the loop's first signal (the top-level
@@ -116,35 +145,26 @@ func (p Params) SignalNames() []string {
 func (p Params) ForSignal(s Signal) Params {
 	q := p.Clone()
 	q.Signals, q.Nodes, q.Regulate = nil, nil, ""
-	q.SignalName, q.Unit, q.Direction = s.Name, s.Unit, s.Direction
+	q.SignalName, q.Controls = s.Name, s.Controls
 	if q.Unit == "" {
 		q.Unit = unitNone
 	}
-	q.Setpoint, q.Kp, q.Ki, q.Kd, q.NoiseBand = s.Setpoint, s.Kp, s.Ki, s.Kd, s.NoiseBand
-	q.DerivativeFilter, q.TrackingTime = s.DerivativeFilter, s.TrackingTime
-	q.SetpointFilter, q.AntiWindup, q.DelayAware = s.SetpointFilter, s.AntiWindup, s.DelayAware
 	q.Feedforward = nil
 	if s.Feedforward != nil {
 		m := *s.Feedforward
 		q.Feedforward = &m
 	}
-	q.Metric = s.Metric
+	safeRate := q.Stale.SafeRate // the loop's
+	q.Sensing = s.Sensing
 	q.Metric.Dimensions = maps.Clone(s.Metric.Dimensions)
-	q.Stale.Action, q.Stale.DecayTime, q.Stale.Grace = s.Stale.Action, s.Stale.DecayTime, s.Stale.Grace
-	q.StaleAfter = s.StaleAfter
+	q.Stale.SafeRate = safeRate
 	return q
 }
 
 // signalOf is the inverse of ForSignal: the signal named name that q
 // describes.
 func signalOf(name string, q Params) Signal {
-	s := Signal{
-		Name: name, Unit: q.Unit, Direction: q.Direction,
-		Setpoint: q.Setpoint, Kp: q.Kp, Ki: q.Ki, Kd: q.Kd, NoiseBand: q.NoiseBand,
-		DerivativeFilter: q.DerivativeFilter, TrackingTime: q.TrackingTime,
-		SetpointFilter: q.SetpointFilter, AntiWindup: q.AntiWindup, DelayAware: q.DelayAware,
-		Feedforward: q.Feedforward, Metric: q.Metric, Stale: q.Stale, StaleAfter: q.StaleAfter,
-	}
+	s := Signal{Name: name, Controls: q.Controls, Feedforward: q.Feedforward, Sensing: q.Sensing}
 	s.Stale.SafeRate = 0 // the loop's
 	return s
 }
@@ -161,13 +181,8 @@ func (p Params) percent() bool { return p.Unit == "" || p.Unit == "%" }
 // map of the attributes in signalAttrs, decoded by their entries in
 // paramTable. Field errors name the signal: signals.<name>.<attribute>.
 func (d *decoder) decodeSignals(loopID string) []Signal {
-	v, ok := d.attrs[AttrSignals]
+	m, ok := attr[map[string]any](d, AttrSignals, kindSignals)
 	if !ok {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(AttrSignals, "want %s, got %s", kindSignals, describe(v))
 		return nil
 	}
 	if len(m)+1 > MaxSignals {

@@ -2,7 +2,6 @@ package loop_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"reflect"
 	"strconv"
@@ -43,10 +42,11 @@ func TestDecodeSignals(t *testing.T) {
 		t.Fatalf("SignalNames = %v", got)
 	}
 	lag := p.Signals[0]
-	want := loop.Signal{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional,
-		Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
-		Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
-		StaleAfter: 2 * time.Minute}
+	want := loop.Signal{Name: "lag",
+		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional},
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+			Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
+			StaleAfter: 2 * time.Minute}}
 	if !reflect.DeepEqual(lag, want) {
 		t.Errorf("lag signal\n got %+v\nwant %+v", lag, want)
 	}
@@ -63,13 +63,7 @@ func TestDecodeSignals(t *testing.T) {
 		t.Errorf("lag controller bounds %v..%v slew %v; want the loop's", cc.Min, cc.Max, cc.Slew)
 	}
 	// Encoding and decoding again gives the same parameters.
-	again, err := loop.DecodeParams("orders", p.Attrs())
-	if err != nil {
-		t.Fatalf("decode Attrs: %v", err)
-	}
-	if !reflect.DeepEqual(again, p) {
-		t.Errorf("round trip\n got %+v\nwant %+v", again.Signals, p.Signals)
-	}
+	wantRoundTrip(t, "signals", p)
 }
 
 func TestDecodeSignalsRefusals(t *testing.T) {
@@ -115,16 +109,7 @@ func TestDecodeSignalsRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loop.DecodeParams("orders", valid(tc.edit))
-			var pe *loop.ParamsError
-			if !errors.As(err, &pe) {
-				t.Fatalf("DecodeParams = %v; want a *ParamsError", err)
-			}
-			for _, f := range pe.Fields {
-				if f.Field == tc.field && strings.Contains(f.Reason, tc.says) {
-					return
-				}
-			}
-			t.Errorf("refusal %v; want field %s saying %q", err, tc.field, tc.says)
+			wantRefused(t, err, tc.field, tc.says)
 		})
 	}
 }

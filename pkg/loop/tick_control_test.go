@@ -171,7 +171,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	// Room to grow in place, as a slice that was appended to has.
 	cs.Applied = append(make([]control.Segment, 0, len(cs.Applied)+8), cs.Applied...)
 	cs.Reference = append(make([]control.Segment, 0, len(cs.Reference)+8), cs.Reference...)
-	p := loop.Params{Loop: "a", Feedforward: &ff, Metric: loop.MetricQuery{Dimensions: map[string]string{"k": "v"}}, Nodes: []loop.Node{{Name: "n"}}}
+	p := loop.Params{Loop: "a", Feedforward: &ff, Sensing: loop.Sensing{Metric: loop.MetricQuery{Dimensions: map[string]string{"k": "v"}}}, Nodes: []loop.Node{{Name: "n"}}}
 	orig := loop.State{Loop: "a", Controller: cs, Params: &p}
 	before, err := json.Marshal(orig)
 	if err != nil {

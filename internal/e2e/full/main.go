@@ -571,14 +571,15 @@ func (r *run) tune() (loop.Params, error) {
 	tc := lab.IntegralTime(s, lab.Plant{Model: m})
 	ff := m
 	p := loop.Params{
-		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, Setpoint: c.setpoint,
-		Kp: g.Kp, Ki: 1 / (m.Gain * tc.Seconds()),
-		AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
-		DelayAware: true, Feedforward: &ff,
-		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
-		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto,
+		Controls: loop.Controls{Setpoint: c.setpoint, Kp: g.Kp, Ki: 1 / (m.Gain * tc.Seconds()),
+			AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
+			DelayAware: true},
+		Feedforward: &ff,
+		MinRate:     3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick,
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
 	}
 	if p.SetpointFilter < time.Second {
 		p.SetpointFilter = time.Second

@@ -71,28 +71,9 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	if err := s.WriteParams(ctx, "x", attrs); err != nil {
 		t.Fatalf("WriteParams: %v", err)
 	}
-	got, err := s.ReadParams(ctx, "x")
-	if err != nil {
-		t.Fatalf("ReadParams: %v", err)
-	}
-	if !reflect.DeepEqual(got, attrs) {
-		t.Errorf("ReadParams = %#v; want %#v", got, attrs)
-	}
+	wantRead(t, "ReadParams", s.ReadParams, "x", attrs)
 	p := SampleParams("y")
-	if err := s.WriteParams(ctx, "y", p.Attrs()); err != nil {
-		t.Fatalf("WriteParams: %v", err)
-	}
-	raw, err := s.ReadParams(ctx, "y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := loop.DecodeParams("y", raw)
-	if err != nil {
-		t.Fatalf("DecodeParams(ReadParams(Attrs())): %v", err)
-	}
-	if !reflect.DeepEqual(back, p) {
-		t.Errorf("params after store round trip = %+v; want %+v", back, p)
-	}
+	paramsThroughStore(t, s, p)
 	// A loop with a further signal: a map of maps with numbers.
 	a := p.Attrs()
 	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
@@ -101,14 +82,40 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WriteParams(ctx, "z", sp.Attrs()); err != nil {
-		t.Fatalf("WriteParams with signals: %v", err)
+	paramsThroughStore(t, s, sp)
+}
+
+// paramsThroughStore writes p's attributes as the PARAMS of loop p.Loop and
+// fails t unless what it reads back decodes to p.
+func paramsThroughStore(t *testing.T, s Store, p loop.Params) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.WriteParams(ctx, p.Loop, p.Attrs()); err != nil {
+		t.Fatalf("WriteParams(%s): %v", p.Loop, err)
 	}
-	if raw, err = s.ReadParams(ctx, "z"); err != nil {
+	raw, err := s.ReadParams(ctx, p.Loop)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if back, err = loop.DecodeParams("z", raw); err != nil || !reflect.DeepEqual(back, sp) {
-		t.Errorf("params with signals after store round trip = %+v, %v; want %+v", back.Signals, err, sp.Signals)
+	back, err := loop.DecodeParams(p.Loop, raw)
+	if err != nil {
+		t.Fatalf("DecodeParams(ReadParams(Attrs())): %v", err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Errorf("params after store round trip = %+v; want %+v", back, p)
+	}
+}
+
+// wantRead reads item id with read and fails t unless it is want; name
+// names read in a failure.
+func wantRead[T any](t *testing.T, name string, read func(context.Context, string) (T, error), id string, want T) {
+	t.Helper()
+	got, err := read(context.Background(), id)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s = %+v\nwant %+v", name, got, want)
 	}
 }
 
@@ -159,9 +166,10 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	bc := loop.DefaultBalanceConfig(time.Minute)
 	p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
 	p.Balance, p.Regulate = &bc, loop.RegulateMean
-	p.Signals = []loop.Signal{{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional,
-		Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
-		Stale:  control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}
+	p.Signals = []loop.Signal{{Name: "lag",
+		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+			Stale: control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}}
 	st := loop.State{
 		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
@@ -195,25 +203,13 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st, Rate: &rate, Status: &status}); err != nil {
 		t.Fatalf("CommitTick: %v", err)
 	}
-	got, err := s.ReadState(ctx, "l")
-	if err != nil {
-		t.Fatalf("ReadState: %v", err)
-	}
-	if !reflect.DeepEqual(got, st) {
-		t.Errorf("ReadState = %+v\nwant        %+v", got, st)
-	}
+	wantRead(t, "ReadState", s.ReadState, "l", st)
 	gotRate, err := s.ReadRate(ctx, "l")
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertRate(t, gotRate, rate)
-	gotStatus, err := s.ReadStatus(ctx, "l")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotStatus, status) {
-		t.Errorf("ReadStatus = %+v; want %+v", gotStatus, status)
-	}
+	wantRead(t, "ReadStatus", s.ReadStatus, "l", status)
 
 	// A commit without rate or status leaves them as they were.
 	st2 := loop.State{Loop: "l", Version: 2, TickAt: at.Add(time.Minute), Measured: math.NaN()}
