@@ -62,3 +62,19 @@ func TestModelDrift(t *testing.T) {
 		t.Errorf("gain halved at 15m: model_drift set at %v; want within 10 ticks (by 25m)", at)
 	}
 }
+
+// Issue 20 on the reference scenario with noise 1: the plant's gain doubles
+// or halves at 30 min; model_drift is set within 10 ticks of the change.
+func TestModelDriftReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 41 virtual minutes, twice")
+	}
+	for _, g := range []float64{0.1, 0.025} {
+		s := sim.Reference()
+		s.Noise, s.Duration = 1, 41*time.Minute
+		s.PlantChanges = []sim.PlantChange{{At: 30 * time.Minute, Gain: g}}
+		if at := firstDrift(t, s); at < 30*time.Minute || at > 40*time.Minute {
+			t.Errorf("gain %v from 30m: model_drift set at %v; want within 10 ticks (by 40m)", g, at)
+		}
+	}
+}

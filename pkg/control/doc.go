@@ -17,7 +17,9 @@
 //	if out.Held { c.Override(policy.Apply(out.Rate, staleFor, interval)) } // what was really sent
 //
 // The age and period let the controller integrate each datapoint once and,
-// with Config.DelayAware, predict what the rate already sent will still do.
+// with Config.DelayAware, predict what the rate already sent will still do;
+// Config.AdaptGain then re-identifies the plant's gain from the datapoints
+// when it moved away from the model's (adapt.go).
 //
 // Tuning: gains come from an identified model (pkg/ident) through a rule
 // (pkg/tuning), usually SIMC (S. Skogestad, "Simple analytic rules for model

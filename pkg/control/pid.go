@@ -86,6 +86,13 @@ type Config struct {
 	// the plant's own dead time; the measurement pipeline's delay comes from
 	// Input.MeasurementAge and Input.MeasurementPeriod.
 	Feedforward *FOPDT `json:"ff,omitempty"`
+	// AdaptGain makes the delay-aware integrator re-identify the plant's
+	// gain online (needs DelayAware; adapt.go): the feedforward, the
+	// prediction and the integral gain use the model's gain times the
+	// estimated scale, so that a plant whose gain moved away from the model
+	// is neither over- nor under-corrected. Changes of the scale are
+	// bumpless (the integrator takes up the feedforward's jump).
+	AdaptGain bool `json:"ag,omitempty"`
 	// DelayAware makes the integrator delay-aware (needs Feedforward): it
 	// integrates the error that would remain once every output already sent
 	// has shown in the measurement, projected through the model and the
@@ -167,6 +174,9 @@ func (c Config) Validate() error {
 	if err := c.validateDemand(); err != nil {
 		return err
 	}
+	if c.AdaptGain && !c.DelayAware {
+		return errors.New("gain adaptation needs the delay-aware integrator")
+	}
 	if c.DelayAware && c.Feedforward == nil {
 		return errors.New("a delay-aware integrator needs the feedforward model")
 	}
@@ -215,6 +225,8 @@ type State struct {
 	// Applied is the history of the output, oldest first (delay-aware
 	// integrator).
 	Applied []Segment `json:"applied,omitempty"`
+	// Adapt is the gain estimator's memory (Config.AdaptGain).
+	Adapt Adaptation `json:"adapt,omitzero"`
 }
 
 // Input is one update's input.
@@ -414,7 +426,7 @@ func (c *Controller) filterSetpoint(in Input) {
 func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, dt time.Duration) {
 	cfg, s := &c.Config, &c.State
 	ffPrev := 0.0
-	if m := cfg.Feedforward; m != nil {
+	if m := c.model(); m != nil {
 		ffPrev = saturate(m.Input(prevSetpoint))
 		if len(s.Reference) == 0 {
 			s.Reference = []Segment{{At: s.Clock - dt - 24*time.Hour, Value: prevSetpoint}}
@@ -436,17 +448,19 @@ func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, dt time
 func (c *Controller) reference(out *Output, in Input, valid bool) (ref, predicted float64) {
 	cfg, s := &c.Config, &c.State
 	ref, predicted = s.FilteredSetpoint, math.NaN()
-	m := cfg.Feedforward
+	m := c.model()
 	if m == nil {
 		return ref, predicted
 	}
-	out.FF = saturate(m.Input(s.FilteredSetpoint))
 	end := s.Clock - in.MeasurementAge
 	ref = m.expected(s.Reference, end-in.MeasurementPeriod, end)
 	if cfg.DelayAware && valid {
-		seen := m.Base + m.Gain*m.expected(s.Applied, end-in.MeasurementPeriod, end)
+		applied := m.expected(s.Applied, end-in.MeasurementPeriod, end)
+		m = c.adapt(in.Measurement, cfg.Feedforward.Gain*applied, end)
+		seen := m.Base + m.Gain*applied
 		predicted = in.Measurement + m.Output(s.Output) - seen
 	}
+	out.FF = saturate(m.Input(s.FilteredSetpoint))
 	s.Reference = appendSegment(s.Reference, Segment{At: s.Clock, Value: s.FilteredSetpoint})
 	s.Reference = pruneSegments(s.Reference, s.Clock-historyHorizon(m, in))
 	return ref, predicted
@@ -541,7 +555,7 @@ func (c *Controller) integrate(out *Output, smp sample, eI float64, limited bool
 	cfg, s := &c.Config, &c.State
 	step := 0.0
 	if smp.isNew && cfg.Ki != 0 {
-		step = cfg.Ki * eI * smp.dt.Seconds()
+		step = cfg.Ki / c.scale() * eI * smp.dt.Seconds()
 		out.Integrated = true
 	}
 	if out.Integrated && limited && eI > 0 && cfg.AntiWindup != AntiWindupNone {

@@ -30,6 +30,10 @@ const (
 	// one datapoint that moved with the prediction carries the slope
 	// alone, and a noise spike then looks like a gain error.
 	DriftVotes = 2
+	// DriftStrong: a slope beyond DriftStrong times both DriftGainError
+	// and DriftSignificance standard errors decides on one datapoint (a
+	// noise spike that carries the slope alone stays within it).
+	DriftStrong = 2.0
 	// DriftMinExcitation is the least change of the prediction over the
 	// window, points (root of the summed squared changes), for a verdict:
 	// at a steady rate a gain error cannot be told from a load.
@@ -55,6 +59,10 @@ type DriftState struct {
 	// row that said the gain moved.
 	Since time.Time `json:"since,omitzero"`
 	Votes int       `json:"votes,omitempty"`
+	// Pinned is set once a datapoint was at the ceiling, PinnedEnd is the
+	// end of the last one: the datapoint after it is left out too.
+	Pinned    bool          `json:"pinned,omitempty"`
+	PinnedEnd time.Duration `json:"pinned_end,omitempty"`
 	// Model is the model the samples were predicted with.
 	Model control.FOPDT `json:"model,omitzero"`
 }
@@ -88,7 +96,19 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 	}
 	end := cs.Clock - in.MeasurementAge
 	last := len(d.Samples) - 1
-	if !fresh || in.Measurement >= driftPinned-p.NoiseBand || (last >= 0 && end <= d.Samples[last].End) {
+	if last >= 0 && end <= d.Samples[last].End {
+		return d
+	}
+	if in.Measurement >= driftPinned-p.NoiseBand { // pinned, valid or not (noise took it above 100)
+		d.Pinned, d.PinnedEnd = true, end
+		return d
+	}
+	if !fresh {
+		return d
+	}
+	if d.Pinned && end-in.MeasurementPeriod <= d.PinnedEnd {
+		// The datapoint right after a pinned one: the pinning may have
+		// ended during its period, and its average is cut too.
 		return d
 	}
 	z := m.Gain * m.Expected(cs.Applied, end-in.MeasurementPeriod, end)
@@ -102,9 +122,12 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 		return d
 	}
 	d.GainRatio, d.SlopeSE = 1+slope, se
-	if math.Abs(slope) > DriftGainError && math.Abs(slope) > DriftSignificance*se {
+	switch a := math.Abs(slope); {
+	case a > DriftStrong*DriftGainError && a > DriftStrong*DriftSignificance*se:
+		d.Votes = DriftVotes // beyond doubt: one datapoint decides
+	case a > DriftGainError && a > DriftSignificance*se:
 		d.Votes++
-	} else {
+	default:
 		d.Votes = 0
 	}
 	if !d.ModelDrift && d.Votes >= DriftVotes {

@@ -93,3 +93,23 @@ func TestTrackDrift(t *testing.T) {
 		t.Errorf("without a model: %+v; want an empty record", got)
 	}
 }
+
+// A datapoint at the ceiling is left out, and so is the next one, whose
+// period may have held the pinning's end (its average is cut too).
+func TestTrackDriftSkipsAfterPinned(t *testing.T) {
+	m := control.FOPDT{Gain: 0.05, Base: 10}
+	p := Params{Feedforward: &m, DelayAware: true}
+	var d DriftState
+	for k, y := range []float64{70, 70, 100.4, 95, 80} {
+		cs := control.State{Applied: []control.Segment{{At: -time.Hour, Value: 1200}}, Clock: time.Duration(k+1) * time.Minute}
+		in := control.Input{Measurement: y, MeasurementPeriod: time.Minute}
+		d = trackDrift(d, p, cs, in, y <= 100, time.Unix(int64(60*k), 0))
+	}
+	var ends []time.Duration
+	for _, s := range d.Samples {
+		ends = append(ends, s.End)
+	}
+	if len(ends) != 3 || ends[2] != 5*time.Minute || !d.Pinned || d.PinnedEnd != 3*time.Minute {
+		t.Fatalf("samples at %v, pinned %v at %v; want 1m, 2m, 5m and the pinned one at 3m", ends, d.Pinned, d.PinnedEnd)
+	}
+}

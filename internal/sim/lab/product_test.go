@@ -23,7 +23,13 @@ func TestTuneProductIsTheLabsController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Kp != cfg.Kp || got.Ki != cfg.Ki || got.SetpointFilter != cfg.SetpointFilter || got.NoiseBand != cfg.NoiseBand || got.Feedforward != *cfg.Feedforward {
+	// The lab's controller adapts its gain online (AdaptGain), which
+	// lets its integrator be faster than the product's default: Tc is half
+	// the loop dead time instead of three quarters.
+	if !cfg.AdaptGain || math.Abs(got.Ki*3/2-cfg.Ki) > 1e-12*cfg.Ki {
+		t.Fatalf("lab ki %v (adapt %v); want TuneProduct's %v x 3/2 with AdaptGain", cfg.Ki, cfg.AdaptGain, got.Ki)
+	}
+	if got.Kp != cfg.Kp || got.SetpointFilter != cfg.SetpointFilter || got.NoiseBand != cfg.NoiseBand || got.Feedforward != *cfg.Feedforward {
 		t.Fatalf("TuneProduct = %+v; want the lab's kp %v ki %v filter %v band %v ff %+v", got, cfg.Kp, cfg.Ki, cfg.SetpointFilter, cfg.NoiseBand, *cfg.Feedforward)
 	}
 }

@@ -74,9 +74,11 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 			ff := m
 			cfg.Feedforward = &ff
 			// Delay-aware integrator: tuned for the loop without the
-			// measurement delay it predicts.
+			// measurement delay it predicts, with the plant's gain
+			// re-identified online, which lets it be faster.
 			cfg.DelayAware = true
-			tc := IntegralTime(s, p)
+			cfg.AdaptGain = true
+			tc := AdaptiveIntegralTime(s, p)
 			cfg.Ki = 1 / (m.Gain * tc.Seconds())
 			if g.Ki != nil {
 				cfg.Ki = *g.Ki
@@ -142,6 +144,15 @@ const NoiseBandFactor = tuning.NoiseBandFactor
 // loop dead time.
 func IntegralTime(s sim.Scenario, p Plant) time.Duration {
 	return tuning.IntegralTime(tuning.LoopModel(p.Model, s.PipelineDelay()))
+}
+
+// AdaptiveIntegralTime is Tc of the delay-aware integrator when it adapts
+// the model's gain online (control.Config.AdaptGain, the lab's
+// pi-aw-spf-ff): half the loop dead time. Without adaptation a faster
+// integrator rings on a plant whose gain doubled (IntegralTime keeps three
+// quarters); with it the gain error is corrected after a few datapoints.
+func AdaptiveIntegralTime(s sim.Scenario, p Plant) time.Duration {
+	return tuning.LoopModel(p.Model, s.PipelineDelay()).DeadTime / 2
 }
 
 func override(t tuning.Gains, g Gains) (kp, ki, kd float64) {
