@@ -98,7 +98,7 @@ func TestTrackDrift(t *testing.T) {
 // period may have held the pinning's end (its average is cut too).
 func TestTrackDriftSkipsAfterPinned(t *testing.T) {
 	m := control.FOPDT{Gain: 0.05, Base: 10}
-	p := Params{Feedforward: &m, DelayAware: true}
+	p := Params{Feedforward: &m, Controls: Controls{DelayAware: true}}
 	var d DriftState
 	for k, y := range []float64{70, 70, 100.4, 95, 80} {
 		cs := control.State{Applied: []control.Segment{{At: -time.Hour, Value: 1200}}, Clock: time.Duration(k+1) * time.Minute}
