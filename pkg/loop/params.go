@@ -154,6 +154,7 @@ const (
 	AttrTrackingTime     = "tracking_time"
 	AttrSetpointFilter   = "setpoint_filter"
 	AttrDelayAware       = "delay_aware"
+	AttrAdaptGain        = "adapt_gain"
 	AttrNoiseBand        = "noise_band"
 	AttrDemandHeadroom   = "demand_headroom"
 	AttrCeiling          = "ceiling"
@@ -531,6 +532,9 @@ func (p Params) checkGains(fail failFunc) {
 	if p.DelayAware && p.Feedforward == nil {
 		fail(AttrDelayAware, "the delay-aware integrator needs the feedforward model (ff_gain, ff_base, ff_tau, ff_dead_time)")
 	}
+	if p.AdaptGain && !p.DelayAware {
+		fail(AttrAdaptGain, "gain adaptation works in the delay-aware integrator: set delay_aware=true (and the feedforward model)")
+	}
 	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
 		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)
 	}
@@ -631,6 +635,7 @@ func (p Params) ControlConfig() control.Config {
 		TrackingTime:     p.TrackingTime,
 		SetpointFilter:   p.SetpointFilter,
 		DelayAware:       p.DelayAware,
+		AdaptGain:        p.AdaptGain,
 		NoiseBand:        p.NoiseBand,
 		DemandConfig:     control.DemandConfig{Headroom: p.DemandHeadroom, Ceiling: p.Ceiling},
 		// Only a percentage has a ceiling to cut at.

@@ -421,3 +421,22 @@ func TestDecodeParamsIgnoresEditVersion(t *testing.T) {
 		t.Errorf("ParamsVersion = %d; want 3", v)
 	}
 }
+
+// adapt_gain turns on the controller's gain adaptation, round-trips, and
+// needs the delay-aware integrator.
+func TestDecodeParamsAdaptGain(t *testing.T) {
+	model := func(a map[string]any) {
+		a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"] = 0.05, 10.0, "15s", "5s"
+		a["adapt_gain"] = true
+	}
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { model(a); a["delay_aware"] = true }))
+	if err != nil {
+		t.Fatalf("DecodeParams(adapt_gain, delay_aware) = %v", err)
+	}
+	if !p.AdaptGain || !p.ControlConfig().AdaptGain {
+		t.Errorf("AdaptGain = %v, ControlConfig().AdaptGain = %v; want both true", p.AdaptGain, p.ControlConfig().AdaptGain)
+	}
+	wantRoundTrip(t, "adapt_gain", p)
+	_, err = loop.DecodeParams("orders", valid(model))
+	wantRefused(t, err, loop.AttrAdaptGain, "delay_aware=true")
+}

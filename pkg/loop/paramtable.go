@@ -84,6 +84,8 @@ var paramTable = []param{
 		duration(func(p *Params) *time.Duration { return &p.SetpointFilter }, 0, unlessZero)},
 	{AttrDelayAware, kindBool, false, "false", "the integrator predicts the effect of rate changes the metric cannot show yet (needs `ff_gain`); Ki may then be tuned for the delay-free loop (`sluice tune`)",
 		boolean(func(p *Params) *bool { return &p.DelayAware }, false, unlessZero)},
+	{AttrAdaptGain, kindBool, false, "false", "the delay-aware integrator re-identifies the plant's gain online from its datapoints (a load from outside cancels out) and, once it is more than 30 % off the model, corrects the feedforward, the prediction and Ki with it, without a jump in the rate (needs `delay_aware`): for a plant whose gain drifts (docs/tuning.md)",
+		boolean(func(p *Params) *bool { return &p.AdaptGain }, false, unlessZero)},
 	{AttrNoiseBand, kindNumber, false, "0 (off)", "errors within this band, points of CPU, are integrated slowly (about 3× the metric's noise)",
 		number(func(p *Params) *float64 { return &p.NoiseBand }, 0, unlessZero)},
 	{AttrDemandHeadroom, kindNumber, false, "0.5", "while the consumers take clearly less than allowed (an empty queue), the rate is held at most at what they took × (1 + this), or at the controller's estimate of the setpoint's rate (FF + I) if higher, so that a burst starts there and not at `max_rate`; needs consumers that report (`SLUICE_REPORT`); 0: off",

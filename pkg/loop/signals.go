@@ -55,7 +55,7 @@ const DirectionCeiling Direction = "ceiling"
 // loop's.
 var signalAttrs = []string{
 	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
-	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware,
+	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain,
 	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
 	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
 	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
@@ -93,6 +93,9 @@ type Controls struct {
 	// error's size (control.Config.NoiseBand, points of CPU).
 	DelayAware bool    `json:"delay_aware,omitempty"`
 	NoiseBand  float64 `json:"noise_band,omitempty"`
+	// AdaptGain makes the delay-aware integrator re-identify the plant's
+	// gain online (control.Config.AdaptGain; needs DelayAware).
+	AdaptGain bool `json:"adapt_gain,omitempty"`
 }
 
 // Sensing is how a signal is measured and what its loop does while the
