@@ -4,12 +4,13 @@
 # touches the stack's MariaDB on 3306.
 #
 #   replica.sh start    start (initialising on first use) the primary on
-#                       127.0.0.1:3316, the replica on 127.0.0.1:3317, the
-#                       replica's CPU cap (cpulimit) and a private Prometheus
-#                       on 127.0.0.1:9097 scraping the replica's lag
-#                       exporter (127.0.0.1:9318, served by the e2e harness)
-#                       and the stack's process exporter (:9256)
-#   replica.sh stop     stop all four (clean shutdown); the data stays
+#                       127.0.0.1:3316, the replica on 127.0.0.1:3317 and a
+#                       private Prometheus on 127.0.0.1:9097 scraping the
+#                       replica's lag exporter (127.0.0.1:9318, served by
+#                       the e2e harness) and the stack's process exporter
+#   replica.sh cap      cap the replica's CPU (cpulimit, below)
+#   replica.sh uncap    remove the cap (the harness loads its schema uncapped)
+#   replica.sh stop     stop them all (clean shutdown); the data stays
 #   replica.sh reset    stop, then remove the data directories
 #   replica.sh status   exit 0 when both answer and the replica's IO and SQL
 #                       threads run
@@ -164,17 +165,25 @@ start() {
 			START SLAVE;" || die "replica: CHANGE MASTER TO failed"
 		wait_ready "$R" 30 "" replicating || die "replica: not replicating (SHOW SLAVE STATUS on 127.0.0.1:$REPLICA_PORT)"
 	fi
-	pidfile_pid "$CAP" >/dev/null || cap_start
 	up "$PROM" "$REPLICA_PROM_PORT" prom_ready prom_start
-	log "replica: primary 127.0.0.1:$PRIMARY_PORT, replica 127.0.0.1:$REPLICA_PORT (cpulimit $REPLICA_CPU %), prometheus 127.0.0.1:$REPLICA_PROM_PORT"
+	log "replica: primary 127.0.0.1:$PRIMARY_PORT, replica 127.0.0.1:$REPLICA_PORT (replica.sh cap: cpulimit $REPLICA_CPU %), prometheus 127.0.0.1:$REPLICA_PROM_PORT"
+}
+
+uncap() {
+	local pid
+	if pid=$(pidfile_pid "$CAP"); then
+		stop_pid "$CAP" "$pid" 10
+	fi
+	rm -f "$STACK_RUN/$CAP.pid"
+	# cpulimit resumes the process it stops when it exits; make sure.
+	if pid=$(pidfile_pid "$R"); then kill -CONT "$pid" 2>/dev/null || true; fi
 }
 
 stop() {
 	local svc pid
-	for svc in "$PROM" "$CAP" "$R" "$P"; do
+	uncap
+	for svc in "$PROM" "$R" "$P"; do
 		if pid=$(pidfile_pid "$svc"); then
-			# A replica that cpulimit left stopped cannot shut down.
-			[[ $svc == "$R" ]] && kill -CONT "$pid" 2>/dev/null
 			stop_pid "$svc" "$pid" 60
 		fi
 		rm -f "$STACK_RUN/$svc.pid"
@@ -195,9 +204,15 @@ reset)
 	stop
 	rm -rf "$REPLICA_DIR"
 	;;
+cap)
+	uncap
+	cap_start
+	log "replica: CPU capped at $REPLICA_CPU % of one core (cpulimit)"
+	;;
+uncap) uncap ;;
 status) ready_primary && ready_replica && replicating ;;
 *)
-	echo "usage: $0 start|stop|reset|status" >&2
+	echo "usage: $0 start|cap|uncap|stop|reset|status" >&2
 	exit 2
 	;;
 esac
