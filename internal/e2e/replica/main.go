@@ -1,0 +1,740 @@
+// Command replica is `make e2e-replica`: the Sluice loop with two signals,
+// the CPU of a MariaDB primary and the replication lag of its replica,
+// against a real primary and replica on loopback (issue 19).
+//
+// It starts moto, the SQS server and the Lambda RIE with
+// localstack/stack/up.sh (stopping at the end what it started), and the
+// private primary (127.0.0.1:3316) and replica (127.0.0.1:3317) with their
+// Prometheus (127.0.0.1:9097) with localstack/stack/replica.sh: binary log
+// in ROW format and GTID, single-threaded apply on the replica, whose CPU is
+// capped by cpulimit. The consumers store orders in the primary; each
+// order costs the primary CPU (internal/dbload's aggregate, which the
+// replica never runs) and writes line items that the replica applies one
+// transaction after the other.
+//
+// The harness measures the replica's lag pt-heartbeat style (heartbeat.go)
+// and serves it to Prometheus; the primary's CPU is published as
+// AWS/RDS CPUUtilization to CloudWatch (moto) by internal/cpupub, as in make
+// e2e. Before the loop starts it measures the primary's write capacity and
+// the replica's apply capacity. The loop's PARAMS name two signals: `cpu`
+// (CloudWatch, the top-level attributes) with a setpoint above the CPU the
+// replica lets the loop reach, and `lag` (Prometheus) with its own
+// setpoint. Producers keep a backlog in the queue for the run; the run
+// checks that the limiting signal (STATE's `limiting`) switches to `lag`
+// and stays there, that the lag's mean after settling is within its band,
+// then drains the queue and checks that every order was stored exactly once
+// in the primary and reached the replica.
+//
+// Its last line on stdout is one JSON object; it exits 1 when a check
+// fails.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// Result is the JSON last line.
+type Result struct {
+	LagSetpoint        float64 `json:"lag_setpoint"`
+	LagBand            float64 `json:"lag_band"`
+	MeanLagAfterSettle float64 `json:"mean_lag_after_settle"`
+	MaxLagAfterSettle  float64 `json:"max_lag_after_settle"`
+	MaxLag             float64 `json:"max_lag"`
+	// SecondsAboveBand counts the 1-s lag readings after settling above
+	// setpoint + band.
+	SecondsAboveBand   int     `json:"seconds_above_band"`
+	CPUSetpoint        float64 `json:"cpu_setpoint"`
+	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
+	MaxCPUAfterSettle  float64 `json:"max_cpu_after_settle"`
+	// LimitingSwitches counts the changes of STATE's limiting signal;
+	// LagLimitingAtS is when lag first limited, LagLimitingShare the share
+	// of the readings after settling where it did.
+	LimitingSwitches  int     `json:"limiting_switches"`
+	LagLimitingAtS    float64 `json:"lag_limiting_at_s"`
+	LagLimitingShare  float64 `json:"lag_limiting_share"`
+	MeanRateSettled   float64 `json:"mean_rate_after_settle"`
+	Sent              int     `json:"sent"`
+	Stored            int     `json:"stored"`
+	ReplicaStored     int     `json:"replica_stored"`
+	Missing           int     `json:"missing"`
+	Duplicates        int     `json:"duplicates"`
+	PrimaryCapacity   float64 `json:"primary_write_capacity"`
+	ReplicaCapacity   float64 `json:"replica_apply_capacity"`
+	ReplicaUncapped   float64 `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit   float64 `json:"replica_cpu_limit"`
+	CPUGain           float64 `json:"cpu_gain"`
+	Lines             int     `json:"lines_per_order"`
+	Ticks             int     `json:"ticks"`
+	TickErrors        int     `json:"tick_errors"`
+	Gains             gains   `json:"gains"`
+	Seconds           float64 `json:"seconds"`
+	OK                bool    `json:"ok"`
+	Failures          []string `json:"failures"`
+}
+
+type gains struct {
+	CPUKp float64 `json:"cpu_kp"`
+	CPUKi float64 `json:"cpu_ki"`
+	LagKp float64 `json:"lag_kp"`
+	LagKi float64 `json:"lag_ki"`
+}
+
+type config struct {
+	controller, consumer, rie string
+	tick                      time.Duration
+	lagSetpoint, lagBand      float64
+	cpuSetpoint, maxRate      float64
+	replicaCPU                float64
+	consumers, lines          int
+	scanRows, dataRows        int
+	duration, settle          time.Duration
+	keep                      bool
+	logDir, root              string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
+	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	flag.DurationVar(&c.tick, "tick", 3*time.Second, "controller tick and CPU metric period")
+	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
+	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
+	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 30, "primary CPU setpoint, percent of the machine")
+	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
+	flag.Float64Var(&c.replicaCPU, "replica-cpu", 6, "the replica's CPU cap, percent of one core (cpulimit)")
+	flag.IntVar(&c.consumers, "consumers", 4, "consumer emulators")
+	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
+	flag.IntVar(&c.scanRows, "scan-rows", 150_000, "rows each order's aggregate reads on the primary (its CPU cost)")
+	flag.IntVar(&c.dataRows, "data-rows", 200_000, "rows of the workload's data table")
+	flag.DurationVar(&c.duration, "duration", 170*time.Second, "how long the producers keep a backlog")
+	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
+	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
+	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
+	flag.Parse()
+	c.root, _ = os.Getwd()
+	r := &run{cfg: c, start: time.Now()}
+	r.res.Failures = []string{}
+	code := r.main()
+	r.res.Seconds = math.Round(time.Since(r.start).Seconds())
+	r.res.OK = code == 0
+	b, _ := json.Marshal(r.res)
+	fmt.Println(string(b))
+	os.Exit(code)
+}
+
+type run struct {
+	cfg   config
+	start time.Time
+	res   Result
+	ctx   context.Context
+
+	id, table, loopID, instance, dbName string
+	queueURL, queueARN                  string
+	primary, replica                    *sql.DB
+	dsn                                 string
+	ddb                                 *dynamodb.Client
+	sqs                                 *sqs.Client
+	sampler                             *cpupub.Sampler
+	cleanups                            []func()
+
+	mu       sync.Mutex
+	cpu      []point // 1-s CPU of the primary
+	lag      []point // 1-s heartbeat lag of the replica
+	limiting []limitingPoint
+	rate     []point
+	sent     atomic.Int64
+	ticks    atomic.Int64
+	tickErr  atomic.Int64
+}
+
+type point struct {
+	t time.Duration
+	v float64
+}
+
+type limitingPoint struct {
+	t   time.Duration
+	sig string
+}
+
+func (r *run) logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "e2e-replica %6.1fs: %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+func (r *run) fail(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	r.logf("FAIL: %s", msg)
+	r.res.Failures = append(r.res.Failures, msg)
+}
+
+func (r *run) main() int {
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, 15*time.Minute)
+	defer cancel()
+	r.ctx = ctx
+	defer r.cleanup()
+	if err := r.setup(); err != nil {
+		r.fail("setup: %v", err)
+		return 1
+	}
+	if err := r.scenario(); err != nil {
+		r.fail("%v", err)
+	}
+	if len(r.res.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func (r *run) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func (r *run) defer_(f func()) { r.cleanups = append(r.cleanups, f) }
+
+func (r *run) now() time.Duration { return time.Since(r.start) }
+
+func (r *run) sleep(d time.Duration) {
+	select {
+	case <-r.ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// stack runs a localstack/stack script with the harness' output on stderr.
+func (r *run) stack(script string, env []string, args ...string) error {
+	cmd := exec.CommandContext(r.ctx, "bash", append([]string{"localstack/stack/" + script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("localstack/stack/%s %s: %w", script, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// Ports of localstack/stack/replica.sh.
+const (
+	primaryAddr    = "127.0.0.1:3316"
+	replicaAddr    = "127.0.0.1:3317"
+	prometheusURL  = "http://127.0.0.1:9097"
+	lagExporterAdr = "127.0.0.1:9318"
+)
+
+func (r *run) setup() error {
+	setDefaultEnv()
+	c := r.cfg
+	r.id = fmt.Sprintf("%d", time.Now().Unix())
+	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
+	r.dbName = "sluice_replica_" + r.id
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
+	if err := r.startStack(); err != nil {
+		return err
+	}
+	if err := r.setupDatabases(); err != nil {
+		return err
+	}
+	if err := r.measureCapacity(200); err != nil {
+		return err
+	}
+	if err := r.setupAWS(); err != nil {
+		return err
+	}
+	return r.startLoop()
+}
+
+// startStack starts moto, the SQS server, the RIE, and the primary/replica
+// pair, each stopped at the end only if this run started it.
+func (r *run) startStack() error {
+	rec := filepath.Join(r.cfg.logDir, "stack-started-"+r.id)
+	services := []string{"moto", "rie"}
+	if os.Getenv("SLUICE_SQS") != "moto" {
+		services = append(services, "elasticmq")
+	}
+	if err := r.stack("up.sh", nil, append([]string{"--record", rec}, services...)...); err != nil {
+		return err
+	}
+	r.defer_(func() {
+		b, _ := os.ReadFile(rec)
+		os.Remove(rec)
+		if svc := strings.Fields(string(b)); len(svc) > 0 {
+			r.logf("stopping what this run started: %v", svc)
+			down := exec.Command("bash", append([]string{"localstack/stack/down.sh"}, svc...)...)
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			_ = down.Run()
+		}
+	})
+	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
+	if err := r.stack("replica.sh", nil, "start"); err != nil {
+		return err
+	}
+	if !running && !r.cfg.keep {
+		r.defer_(func() {
+			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			_ = down.Run()
+		})
+	}
+	// The schema loads uncapped (the workload's data table replicates).
+	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
+		return err
+	}
+	r.defer_(func() { exec.Command("bash", "localstack/stack/replica.sh", "uncap").Run() })
+	return nil
+}
+
+func dsn(addr, db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "sluice", "sluice", "tcp", addr, db
+	cfg.ParseTime = true
+	return cfg.FormatDSN()
+}
+
+// setupDatabases creates the run's database on the primary (it
+// replicates), installs the workload and the orders, waits until the
+// replica has it all, starts the heartbeat, the lag exporter and the CPU
+// sampler.
+func (r *run) setupDatabases() error {
+	c := r.cfg
+	admin, err := sql.Open("mysql", dsn(primaryAddr, ""))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(r.ctx, "CREATE DATABASE "+r.dbName); err != nil {
+		return fmt.Errorf("create database %s on the primary: %w", r.dbName, err)
+	}
+	if !c.keep {
+		r.defer_(func() {
+			if db, err := sql.Open("mysql", dsn(primaryAddr, "")); err == nil {
+				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
+				db.Close()
+			}
+		})
+	}
+	r.dsn = dsn(primaryAddr, r.dbName)
+	if r.primary, err = sql.Open("mysql", r.dsn); err != nil {
+		return err
+	}
+	r.primary.SetMaxOpenConns(16)
+	r.defer_(func() { r.primary.Close() })
+	if r.replica, err = sql.Open("mysql", dsn(replicaAddr, r.dbName)); err != nil {
+		return err
+	}
+	r.replica.SetMaxOpenConns(4)
+	r.defer_(func() { r.replica.Close() })
+	if err := dbload.Install(r.ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+		return err
+	}
+	if err := installOrders(r.ctx, r.primary, c.lines); err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(r.ctx)
+	var wg sync.WaitGroup
+	r.defer_(func() { stop(); wg.Wait() })
+	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
+	wg.Add(1)
+	go func() { defer wg.Done(); hb.Run(bg) }()
+	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
+		return fmt.Errorf("the replica did not load the schema: %w", err)
+	}
+	r.logf("the replica has database %s", r.dbName)
+
+	exp := &LagExporter{Period: time.Second, MaxAge: 3 * time.Second, Now: time.Now,
+		Read: func(ctx context.Context) (LagReading, error) { return readLag(ctx, r.replica) },
+		OnReading: func(at time.Time, l LagReading) {
+			r.mu.Lock()
+			r.lag = append(r.lag, point{t: at.Sub(r.start), v: l.Lag})
+			r.mu.Unlock()
+		}}
+	ln, err := net.Listen("tcp", lagExporterAdr)
+	if err != nil {
+		return fmt.Errorf("the lag exporter (Prometheus scrapes %s): %w", lagExporterAdr, err)
+	}
+	srv := &http.Server{Handler: exp}
+	wg.Add(2)
+	go func() { defer wg.Done(); exp.Run(bg) }()
+	go func() { defer wg.Done(); srv.Serve(ln) }()
+	r.defer_(func() { srv.Close() })
+
+	pid, err := listenerPID(primaryAddr)
+	if err != nil {
+		return err
+	}
+	cores, err := cpupub.Cores(os.ReadFile, pid)
+	if err != nil {
+		return err
+	}
+	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
+	return nil
+}
+
+// listenerPID is the pid of the process listening on addr.
+func listenerPID(addr string) (int, error) {
+	_, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command("ss", "-Hltnp", "sport = :"+port).Output()
+	if err == nil {
+		if _, rest, ok := strings.Cut(string(out), "pid="); ok {
+			var pid int
+			if _, err := fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &pid); err == nil {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no process listens on %s (ss: %v)", addr, err)
+}
+
+// waitCaughtUp waits until the heartbeat lag is below maxLag seconds.
+func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) && r.ctx.Err() == nil {
+		l, err := readLag(r.ctx, r.replica)
+		if err == nil && l.Lag < maxLag {
+			return nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("lag %.1f s", l.Lag)
+		}
+		r.sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("still behind after %v: %v", within, last)
+}
+
+// recordCPU samples the primary's CPU every second.
+func (r *run) recordCPU(ctx context.Context) {
+	prev, err := r.sampler.Sample()
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, err := r.sampler.Sample()
+		if err != nil {
+			continue
+		}
+		if u, err := r.sampler.Utilization(prev, cur); err == nil {
+			r.mu.Lock()
+			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.start), v: u})
+			r.mu.Unlock()
+		}
+		prev = cur
+	}
+}
+
+// measureCapacity measures, with n orders of negative ids written by as
+// many connections as there are consumers, the primary's write capacity
+// (while the replica's SQL thread is stopped), the primary's CPU per
+// order, then the replica's apply capacity: capped, and uncapped for
+// comparison.
+func (r *run) measureCapacity(n int) error {
+	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap"); err != nil {
+		return err
+	}
+	r.res.ReplicaCPULimit = r.cfg.replicaCPU
+	var err error
+	if r.res.PrimaryCapacity, r.res.ReplicaCapacity, err = r.capacityOnce(-1, n, true); err != nil {
+		return err
+	}
+	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
+		return err
+	}
+	if _, r.res.ReplicaUncapped, err = r.capacityOnce(-1-n, n, false); err != nil {
+		return err
+	}
+	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
+		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
+	r.logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
+		r.res.PrimaryCapacity, r.cfg.consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
+	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
+		return err
+	}
+	return r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap")
+}
+
+// capacityOnce writes orders from first down to first-n+1 with the replica's
+// SQL thread stopped, then restarts it and times the apply.
+func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, err error) {
+	if _, err := r.replica.ExecContext(r.ctx, "STOP SLAVE SQL_THREAD"); err != nil {
+		return 0, 0, fmt.Errorf("stop the replica's SQL thread: %w", err)
+	}
+	restart := func() error {
+		_, err := r.replica.ExecContext(context.WithoutCancel(r.ctx), "START SLAVE SQL_THREAD")
+		return err
+	}
+	s0, err := r.sampler.Sample()
+	if err != nil {
+		restart()
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var werr atomic.Value
+	for range r.cfg.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				id := first - int(i)
+				if _, err := r.primary.ExecContext(r.ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
+					werr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wrote := time.Since(t0)
+	s1, _ := r.sampler.Sample()
+	if err, ok := werr.Load().(error); ok {
+		restart()
+		return 0, 0, fmt.Errorf("capacity test: %w", err)
+	}
+	if gain {
+		if u, err := r.sampler.Utilization(s0, s1); err == nil {
+			r.res.CPUGain = round(u / (float64(n) / wrote.Seconds()))
+		}
+	}
+	var before int
+	if err := r.replica.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&before); err != nil {
+		restart()
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	if err := restart(); err != nil {
+		return 0, 0, fmt.Errorf("start the replica's SQL thread: %w", err)
+	}
+	for time.Since(t1) < 3*time.Minute && r.ctx.Err() == nil {
+		var got int
+		if err := r.replica.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&got); err == nil && got == n {
+			return float64(n) / wrote.Seconds(), float64(n-before) / time.Since(t1).Seconds(), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, 0, fmt.Errorf("the replica did not apply the capacity test's %d orders in 3 minutes", n)
+}
+
+// round keeps two decimals.
+func round(x float64) float64 { return math.Round(x*100) / 100 }
+
+// setDefaultEnv sets the local stack's AWS environment
+// (localstack/stack/env.sh) where the caller did not.
+func setDefaultEnv() {
+	sqsEndpoint := "http://127.0.0.1:9324"
+	if os.Getenv("SLUICE_SQS") == "moto" {
+		sqsEndpoint = "http://127.0.0.1:4566"
+	}
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_PAGER": "", "MOTO_ACCOUNT_ID": "000000000000",
+	} {
+		if _, ok := os.LookupEnv(k); !ok {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+// setupAWS creates the table (the project's init script, its default loop
+// disabled) and the queue.
+func (r *run) setupAWS() error {
+	awsCfg, err := awsconf.Load(r.ctx)
+	if err != nil {
+		return err
+	}
+	r.ddb = dynamodb.NewFromConfig(awsCfg)
+	r.sqs = sqs.NewFromConfig(awsCfg)
+	initScript := exec.CommandContext(r.ctx, "bash", "localstack/init/10-controller.sh")
+	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
+	if out, err := initScript.CombinedOutput(); err != nil {
+		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
+	}
+	if err := r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key("placeholder-"+r.id, "PARAMS"),
+		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+		return err
+	}
+	if !r.cfg.keep {
+		r.defer_(func() { r.aws("dynamodb", "delete-table", "--table-name", r.table) })
+	}
+	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
+		Attributes: map[string]string{"VisibilityTimeout": "60"}})
+	if err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	r.queueURL = aws.ToString(q.QueueUrl)
+	if r.queueARN, err = localaws.LookupQueueARN(r.ctx, r.sqs, r.queueURL); err != nil {
+		return err
+	}
+	if !r.cfg.keep {
+		r.defer_(func() { r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)}) })
+	}
+	return nil
+}
+
+// startLoop writes PARAMS and starts the controller and consumer
+// bootstraps under the RIE, the schedule, the event source mappings and
+// the CPU publisher.
+func (r *run) startLoop() error {
+	c := r.cfg
+	if err := r.putParams(); err != nil {
+		return err
+	}
+	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
+	if c.rie != "" {
+		rie, err = c.rie, nil
+	}
+	if err != nil {
+		return err
+	}
+	logDir := filepath.Join(c.logDir, r.id)
+	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
+	ctl, err := harness.StartRIE(r.ctx, rie, c.controller, logDir, "controller", append(env, "SLUICE_PROMETHEUS_URL="+prometheusURL))
+	if err != nil {
+		return err
+	}
+	r.defer_(ctl.Stop)
+	var consumers []*harness.RIE
+	for i := range c.consumers {
+		ce, err := harness.StartRIE(r.ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
+			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_MYSQL_STATEMENT="+ordersStatement,
+			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"))
+		if err != nil {
+			return err
+		}
+		r.defer_(ce.Stop)
+		consumers = append(consumers, ce)
+	}
+	r.logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
+	awsCfg, err := awsconf.Load(r.ctx)
+	if err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(r.ctx)
+	var wg sync.WaitGroup
+	r.defer_(func() { stop(); wg.Wait() })
+	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
+		OnInvocation: func(inv localaws.Invocation) {
+			r.ticks.Add(1)
+			if inv.Err != nil {
+				r.tickErr.Add(1)
+				r.logf("tick error: %v", inv.Err)
+			}
+		}}
+	wg.Add(1)
+	go func() { defer wg.Done(); sched.Run(bg) }()
+	for _, ce := range consumers {
+		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, QueueARN: r.queueARN,
+			Region: awsCfg.Region, BatchSize: 10, Wait: time.Second}
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Run(bg) }()
+	}
+	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
+		Period: c.tick, Clock: consume.WallClock{}}
+	wg.Add(2)
+	go func() { defer wg.Done(); pub.Run(bg) }()
+	go func() { defer wg.Done(); r.recordState(bg) }()
+	return nil
+}
+
+// recordState reads STATE's limiting signal and RATE every second.
+func (r *run) recordState(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := r.item("STATE")
+		if err != nil {
+			continue
+		}
+		rate, _ := r.item("RATE")
+		r.mu.Lock()
+		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
+			r.limiting = append(r.limiting, limitingPoint{t: r.now(), sig: v.Value})
+		}
+		if v, ok := rate["rate"].(*ddbtypes.AttributeValueMemberN); ok {
+			var x float64
+			fmt.Sscan(v.Value, &x)
+			r.rate = append(r.rate, point{t: r.now(), v: x})
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *run) item(sk string) (map[string]ddbtypes.AttributeValue, error) {
+	out, err := r.ddb.GetItem(r.ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+func key(pk, sk string) string { return fmt.Sprintf(`{"pk":{"S":%q},"sk":{"S":%q}}`, pk, sk) }
+
+// aws runs the AWS CLI against the local endpoint.
+func (r *run) aws(args ...string) error {
+	cmd := exec.CommandContext(r.ctx, "aws", append([]string{"--endpoint-url", os.Getenv("AWS_ENDPOINT_URL"), "--output", "json"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("aws %s: %w: %s", strings.Join(args[:2], " "), err, out)
+	}
+	return nil
+}
+
+// setParam edits one PARAMS attribute with update-item.
+func (r *run) setParam(name, ddbValue string) error {
+	return r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key(r.loopID, "PARAMS"),
+		"--update-expression", "SET #a = :v", "--expression-attribute-names", fmt.Sprintf(`{"#a":%q}`, name),
+		"--expression-attribute-values", fmt.Sprintf(`{":v":%s}`, ddbValue))
+}
