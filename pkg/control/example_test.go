@@ -50,3 +50,30 @@ func ExampleStalePolicy() {
 	fmt.Printf("held %v, rate %.0f\n", out.Held, c.State.Output)
 	// Output: held true, rate 20
 }
+
+// Override control: one controller per constraint, the lowest output is
+// applied, and the controller not selected tracks it (its output is the
+// applied rate plus its own proportional action), so that it does not wind
+// up and takes over bumplessly when its measurement reaches its setpoint.
+func ExampleOverride() {
+	cfg := control.Config{Min: 10, Max: 3000, Slew: 100, AntiWindup: control.AntiWindupConditional}
+	cpu, lag := cfg, cfg
+	cpu.Kp, cpu.Ki = 2, 0.02
+	lag.Kp, lag.Ki = 10, 0.03
+	o := control.Override{Controllers: map[string]*control.Controller{"cpu": {Config: cpu}, "lag": {Config: lag}}}
+	tick := func(cpuNow, lagNow float64) {
+		out := o.Update([]control.SignalInput{
+			{Name: "cpu", Input: control.Input{Setpoint: 70, Measurement: cpuNow, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: control.Input{Setpoint: 10, Measurement: lagNow, SamplingInterval: time.Minute}},
+		})
+		fmt.Printf("rate %.0f limited by %s (cpu asks %.0f, lag asks %.0f)\n",
+			out.Rate, out.Limiting, out.Outputs["cpu"].Rate, out.Outputs["lag"].Rate)
+	}
+	tick(60, 0)  // both below their setpoints: the CPU asks for the smaller increase
+	tick(62, 0)  // the lag, not selected, asks for the applied 32 + Kp e = 132
+	tick(63, 11) // the lag is above its setpoint: it takes over and cuts
+	// Output:
+	// rate 32 limited by cpu (cpu asks 32, lag asks 100)
+	// rate 38 limited by cpu (cpu asks 38, lag asks 132)
+	// rate 26 limited by lag (cpu asks 44, lag asks 26)
+}

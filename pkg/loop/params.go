@@ -53,7 +53,15 @@ type Params struct {
 	// Mode is auto, manual or shadow; ManualRate is the rate in manual mode.
 	Mode       Mode    `json:"mode"`
 	ManualRate float64 `json:"manual_rate,omitempty"`
-	// Setpoint is the CPU utilization to hold, percent, in (0, 100].
+	// SignalName names the first signal, whose metric, setpoint, gains and
+	// stale policy are the top-level fields ("" means DefaultSignal, cpu);
+	// Unit is its unit ("" means %) and Direction its direction ("" means
+	// ceiling). See signals.go.
+	SignalName string    `json:"signal,omitempty"`
+	Unit       string    `json:"unit,omitempty"`
+	Direction  Direction `json:"direction,omitempty"`
+	// Setpoint is the value to hold: for a signal in % (CPU utilization)
+	// in (0, 100], otherwise > 0 in the signal's unit.
 	Setpoint float64 `json:"setpoint"`
 	// Kp (messages/s per point), Ki (per second) and Kd (seconds) are the
 	// gains of control.Config.
@@ -110,6 +118,10 @@ type Params struct {
 	// Regulate is what the rate loop of a loop with nodes holds at the
 	// setpoint: max (the hottest node; "" means max) or mean.
 	Regulate Regulate `json:"regulate,omitempty"`
+	// Signals are the loop's further signals, sorted by name; nil for a
+	// loop with one signal. The rate is the lowest of every signal's
+	// controller's output (override control; signals.go).
+	Signals []Signal `json:"signals,omitempty"`
 }
 
 // FieldError says why one PARAMS attribute was refused.
@@ -201,6 +213,7 @@ const (
 	kindBool
 	kindStringMap
 	kindNodes
+	kindSignals
 )
 
 func (k kind) String() string {
@@ -215,6 +228,8 @@ func (k kind) String() string {
 		return "a boolean (BOOL)"
 	case kindNodes:
 		return "a map (M) of node name to a map {endpoint (S), metric (S)}"
+	case kindSignals:
+		return "a map (M) of signal name to a map (M) of its attributes"
 	default:
 		return "a map of strings (M)"
 	}
@@ -222,7 +237,7 @@ func (k kind) String() string {
 
 // short is the kind as the docs' table shows it.
 func (k kind) short() string {
-	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S duration", kindBool: "BOOL", kindStringMap: "M of S", kindNodes: "M of M"}[k]
+	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S duration", kindBool: "BOOL", kindStringMap: "M of S", kindNodes: "M of M", kindSignals: "M of M"}[k]
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
@@ -473,6 +488,7 @@ func (p Params) check() []FieldError {
 	p.checkMetric(fail)
 	p.checkStale(fail)
 	p.checkNodes(fail)
+	p.checkSignals(fail)
 	return errs
 }
 
@@ -499,8 +515,12 @@ func (p Params) checkMode(fail failFunc) {
 // checkGains checks the setpoint and the controller's gains, filters,
 // anti-windup and feedforward model.
 func (p Params) checkGains(fail failFunc) {
-	if !finite(p.Setpoint) || p.Setpoint <= 0 || p.Setpoint > 100 {
-		fail(AttrSetpoint, "%v is outside (0, 100] percent", p.Setpoint)
+	if lo, hi := p.measurementRange(); !finite(p.Setpoint) || p.Setpoint <= lo || p.Setpoint > hi {
+		if p.percent() {
+			fail(AttrSetpoint, "%v is outside (0, 100] percent", p.Setpoint)
+		} else {
+			fail(AttrSetpoint, "%v must be a finite number > 0", p.Setpoint)
+		}
 	}
 	for _, g := range []struct {
 		name string
@@ -641,11 +661,14 @@ func (p Params) ControlConfig() control.Config {
 		DelayAware:       p.DelayAware,
 		NoiseBand:        p.NoiseBand,
 		DemandConfig:     control.DemandConfig{Headroom: p.DemandHeadroom, Ceiling: p.Ceiling},
-		MeasurementMin:   0,
-		MeasurementMax:   100,
+		// Only a percentage has a ceiling to cut at.
 		// After a missed schedule a datapoint stands for at most three
 		// tick periods of integration.
 		MaxGap: 3 * p.TickPeriod,
+	}
+	c.MeasurementMin, c.MeasurementMax = p.measurementRange()
+	if !p.percent() {
+		c.Ceiling = 0
 	}
 	if p.Feedforward != nil {
 		m := *p.Feedforward
@@ -729,6 +752,12 @@ func ParseParamValue(name, text string) (any, error) {
 			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not true or false", truncate(text))}
 		}
 		return b, nil
+	case kindSignals:
+		var m map[string]any
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			return nil, &FieldError{Field: name, Reason: fmt.Sprintf(`not a JSON object {"lag": {"setpoint": 10, "kp": 20, ...}}: %v`, err)}
+		}
+		return m, nil
 	case kindNodes:
 		var raw map[string]map[string]string
 		if err := json.Unmarshal([]byte(text), &raw); err != nil {

@@ -59,7 +59,13 @@ var paramTable = []param{
 		text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
 	{AttrManualRate, kindNumber, false, "required in manual", "rate in manual mode, messages/s, within [`min_rate`, `max_rate`]",
 		manualRate},
-	{AttrSetpoint, kindNumber, true, "required", "CPU utilization to hold, percent, in (0, 100]",
+	{AttrSignal, kindString, false, "`cpu`", "name of the signal the top-level metric, setpoint, gains and stale attributes describe (`[a-z0-9_-]{1,32}`); further signals go in `signals`",
+		text(func(p *Params) *string { return &p.SignalName }, "", unlessZero)},
+	{AttrUnit, kindString, false, "`%` (top level), none (in `signals`)", "the signal's unit as shown (`%`, `s`, `ms`); a signal in `%` must measure in [0, 100] and has the `ceiling` cut, any other only >= 0",
+		text(func(p *Params) *string { return &p.Unit }, "", unlessZero)},
+	{AttrDirection, kindString, false, "`ceiling`", "`ceiling`: above its setpoint the signal lowers the rate (CPU, lag, latency); the only direction supported",
+		text(func(p *Params) *string { return (*string)(&p.Direction) }, "", unlessZero)},
+	{AttrSetpoint, kindNumber, true, "required", "value to hold: for a signal in `%` (CPU utilization) in (0, 100], else > 0 in its unit",
 		number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
 	{AttrKp, kindNumber, true, "required", "proportional gain, messages/s per point of CPU, >= 0",
 		number(func(p *Params) *float64 { return &p.Kp }, 0, always)},
@@ -141,6 +147,8 @@ var paramTable = []param{
 		balanceNumber(func(c *balance.Config) *float64 { return &c.MaxShare })},
 	{AttrBalanceMinMean, kindNumber, false, "1", "fleet mean utilization, percent, below which the weights are held",
 		balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
+	{AttrSignals, kindSignals, false, "none", "further signals (override control): signal name (`[a-z0-9_-]{1,32}`, at most 8 signals in all) → a map of its own `setpoint` and `kp` (required), `unit`, `direction`, `ki`, `kd`, `noise_band`, `setpoint_filter`, `anti_windup`, `delay_aware`, `ff_*`, `metric_*` and `stale_policy`, `stale_decay`, `stale_grace`, `stale_after`, meaning what they mean at the top level. Each signal has its own controller; the rate is the lowest output, the others track it; a stale signal follows its own policy, and the loop fails closed to `min_rate` if the signal limiting the rate goes stale",
+		codec{}}, // set by signals.go's init
 }
 
 // omit says whether an attribute is left out of the item for its value.

@@ -154,5 +154,16 @@ func (p Params) Clone() Params {
 		m := *p.Feedforward
 		p.Feedforward = &m
 	}
+	if p.Signals != nil {
+		p.Signals = slices.Clone(p.Signals)
+		for i := range p.Signals {
+			s := &p.Signals[i]
+			s.Metric.Dimensions = maps.Clone(s.Metric.Dimensions)
+			if s.Feedforward != nil {
+				m := *s.Feedforward
+				s.Feedforward = &m
+			}
+		}
+	}
 	return p
 }

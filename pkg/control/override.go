@@ -1,0 +1,121 @@
+package control
+
+import (
+	"math"
+	"time"
+)
+
+// Override is override (selector) control over several constraints: one
+// Controller per signal (CPU, replication lag, latency), each with its own
+// setpoint and gains, and the actuator gets the lowest of their outputs
+// (Astrom & Hagglund, Advanced PID Control, 2006, sec. 3.6 "Selector
+// control"; Shinskey, Process Control Systems, 1996, ch. 6).
+//
+// The controllers that are not selected track the rate really applied by
+// external reset feedback: after each update the integrator of every
+// controller that was not selected is reset so that its output is the
+// applied rate plus its own proportional action (u = applied + Kp e, the
+// position form of Shinskey's external reset). A constraint far below its
+// setpoint (e > 0) therefore asks for more than is applied by Kp e and no
+// more, whatever time passes: its integrator does not wind up while another
+// signal limits; and it takes over exactly when its error turns negative
+// (its measurement crosses the setpoint), from the rate in force, so that
+// the hand-over is bumpless. Every controller is also told the applied rate
+// (Controller.Override), so that its slew limit and its delay-aware
+// prediction start from what was really sent.
+//
+// Override is plain data: Controllers and Limiting round-trip through
+// encoding/json like a Controller.
+type Override struct {
+	// Controllers are the signals' controllers by name.
+	Controllers map[string]*Controller `json:"controllers"`
+	// Limiting is the name of the signal whose output was applied at the
+	// last update ("" before the first).
+	Limiting string `json:"limiting,omitempty"`
+	// Asked is what each signal asked for at the last update (its
+	// Output.Rate). A signal whose controller holds asks for what its
+	// stale policy makes of it: hold keeps asking the same, so that a
+	// signal that did not limit does not start limiting because it went
+	// blind. Missing: the controller's last output.
+	Asked map[string]float64 `json:"asked,omitempty"`
+}
+
+// SignalInput is one signal's input to an Override update.
+type SignalInput struct {
+	// Name is the signal's name, a key of Override.Controllers.
+	Name string
+	// Input is its controller's input (Measurement NaN when missing).
+	Input Input
+	// Stale is what the signal allows while its controller holds (an
+	// unusable measurement): Stale.Apply of the held rate, StaleFor and
+	// Input.SamplingInterval. The zero value holds.
+	Stale StalePolicy
+	// StaleFor is how long the measurement has been unusable, this update
+	// included.
+	StaleFor time.Duration
+}
+
+// OverrideOutput is the result of an Override update.
+type OverrideOutput struct {
+	// Rate is the applied rate: the lowest of the signals' outputs.
+	Rate float64 `json:"rate"`
+	// Limiting names the signal whose output was applied.
+	Limiting string `json:"limiting"`
+	// Outputs are each signal's own output, before the selection (Rate is
+	// what that signal asked for; for a held signal, what its stale policy
+	// allows).
+	Outputs map[string]Output `json:"outputs"`
+}
+
+// Update runs every signal's controller on its own input, applies the
+// lowest output, and makes the controllers that were not selected track it.
+// A signal whose controller holds (Output.Held) asks for what its stale
+// policy makes of what it asked at the last update (Asked). On a tie the signal that limited at the last update keeps
+// limiting, else the first in the order of in. Inputs whose name has no
+// controller are ignored; with no usable input the rate is NaN and
+// Limiting "".
+func (o *Override) Update(in []SignalInput) OverrideOutput {
+	res := OverrideOutput{Rate: math.NaN(), Outputs: make(map[string]Output, len(in))}
+	for _, s := range in {
+		c := o.Controllers[s.Name]
+		if c == nil {
+			continue
+		}
+		out := c.Update(s.Input)
+		if out.Held {
+			last := out.Rate
+			if a, ok := o.Asked[s.Name]; ok && !math.IsNaN(a) {
+				last = clamp(a, c.Config.Min, c.Config.Max)
+			}
+			out.Rate = s.Stale.Apply(last, s.StaleFor, s.Input.SamplingInterval)
+		}
+		res.Outputs[s.Name] = out
+		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
+			res.Rate, res.Limiting = out.Rate, s.Name
+		}
+	}
+	if res.Limiting == "" {
+		return res
+	}
+	o.Asked = make(map[string]float64, len(res.Outputs))
+	for _, s := range in {
+		if out, ok := res.Outputs[s.Name]; ok {
+			o.Asked[s.Name] = out.Rate
+			o.Controllers[s.Name].trackSelected(res.Rate, out, s.Name == res.Limiting)
+		}
+	}
+	o.Limiting = res.Limiting
+	return res
+}
+
+// trackSelected is the external reset feedback of a controller under
+// override: it records the applied rate u as what was sent (Override), and
+// a controller that was not selected and did not hold resets its integrator
+// so that its output would be u plus its proportional term: u = FF + P + I +
+// D with I = u - FF - D. A selected controller keeps its integrator.
+func (c *Controller) trackSelected(u float64, out Output, selected bool) {
+	if !selected && !out.Held && c.Config.Mode != ModeManual {
+		c.State.Integral = finite(u-out.FF-out.D, c.State.Integral)
+	}
+	c.Override(u)
+}

@@ -1,0 +1,201 @@
+package control
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// twoConstraints is a plant with two outputs: a CPU that follows the rate at
+// once (10 % + 0.05 points per message/s) and the lag of a replica that
+// applies capacity messages/s: the lag (seconds) is an integrating process
+// that grows while the rate exceeds the capacity and shrinks while it is
+// below, never below 0.
+type twoConstraints struct {
+	capacity float64
+	cpu, lag float64
+}
+
+func (p *twoConstraints) step(rate float64, dt time.Duration) {
+	p.cpu = 10 + 0.05*rate
+	p.lag = math.Max(0, p.lag+(rate-p.capacity)/p.capacity*dt.Seconds())
+}
+
+func newOverride() *Override {
+	base := Config{Min: 10, Max: 3000, Slew: 100, AntiWindup: AntiWindupConditional}
+	cpu, lag := base, base
+	cpu.Kp, cpu.Ki = 2, 0.02
+	lag.Kp, lag.Ki = 10, 0.03
+	return &Override{Controllers: map[string]*Controller{"cpu": {Config: cpu}, "lag": {Config: lag}}}
+}
+
+type overrideTick struct {
+	out      OverrideOutput
+	prevRate float64
+	cpu, lag float64
+}
+
+// runOverride runs n one-minute ticks; capacity(i) is the replica's apply
+// capacity at tick i.
+func runOverride(o *Override, n int, capacity func(int) float64) []overrideTick {
+	plant := &twoConstraints{}
+	rate := 10.0
+	var ticks []overrideTick
+	for i := range n {
+		plant.capacity = capacity(i)
+		plant.step(rate, time.Minute)
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: plant.lag, SamplingInterval: time.Minute}},
+		})
+		ticks = append(ticks, overrideTick{out: out, prevRate: rate, cpu: plant.cpu, lag: plant.lag})
+		rate = out.Rate
+	}
+	return ticks
+}
+
+// capacityDrop: the replica takes 2,000 messages/s (the CPU limits, at
+// 1,200), slows to 800 between minutes 60 and 120 (the lag takes over),
+// and recovers to 2,000 between minutes 200 and 260 (the CPU takes over
+// again).
+func capacityDrop(i int) float64 {
+	switch {
+	case i < 60:
+		return 2000
+	case i < 120:
+		return 2000 - 20*float64(i-60)
+	case i < 200:
+		return 800
+	case i < 260:
+		return 800 + 20*float64(i-200)
+	}
+	return 2000
+}
+
+func TestOverrideSelectsLowestAndHandsOverBumplessly(t *testing.T) {
+	ticks := runOverride(newOverride(), 300, capacityDrop)
+	switches := 0
+	for i, k := range ticks {
+		lowest := math.Inf(1)
+		for _, o := range k.out.Outputs {
+			lowest = math.Min(lowest, o.Rate)
+		}
+		if k.out.Rate != lowest {
+			t.Fatalf("tick %d: applied %v, lowest output %v", i, k.out.Rate, lowest)
+		}
+		if i > 0 && k.out.Limiting != ticks[i-1].out.Limiting {
+			switches++
+			if d := math.Abs(k.out.Rate - k.prevRate); d > 100+1e-9 {
+				t.Errorf("tick %d: switch %s -> %s moved the rate by %.1f, more than the slew limit 100", i, ticks[i-1].out.Limiting, k.out.Limiting, d)
+			}
+		}
+	}
+	if switches < 2 {
+		t.Fatalf("%d switches of the limiting signal; want cpu -> lag and lag -> cpu", switches)
+	}
+	// The lag is held at its setpoint while the replica limits, the CPU at
+	// its own after.
+	if k := ticks[190]; k.out.Limiting != "lag" || math.Abs(k.lag-10) > 1 || k.cpu > 70 {
+		t.Errorf("minute 190: limiting %s, lag %.2f s (setpoint 10), cpu %.1f %%", k.out.Limiting, k.lag, k.cpu)
+	}
+	if k := ticks[299]; k.out.Limiting != "cpu" || math.Abs(k.cpu-70) > 0.5 {
+		t.Errorf("minute 299: limiting %s, cpu %.2f %% (setpoint 70)", k.out.Limiting, k.cpu)
+	}
+}
+
+// While the lag limits, the CPU controller (20 points below its setpoint)
+// asks for the applied rate plus its proportional action, and no
+// more however long it waits: its integrator does not wind up.
+func TestOverrideNonSelectedDoesNotWindUp(t *testing.T) {
+	o := newOverride()
+	ticks := runOverride(o, 200, capacityDrop)
+	kp, ki := o.Controllers["cpu"].Config.Kp, o.Controllers["cpu"].Config.Ki
+	lagTicks := 0
+	for i, k := range ticks[1:] {
+		if ticks[i].out.Limiting != "lag" {
+			continue
+		}
+		lagTicks++
+		cpu := k.out.Outputs["cpu"]
+		e := 70 - k.cpu
+		if over := cpu.Rate - k.prevRate; over > kp*e+ki*e*60+1e-6 {
+			t.Fatalf("tick %d: cpu controller asks %.1f above the applied rate, more than Kp e + Ki e dt = %.1f: it winds up", i+1, over, kp*e+ki*e*60)
+		}
+	}
+	if lagTicks < 100 {
+		t.Fatalf("the lag limited %d ticks; the scenario wants it in charge most of the time", lagTicks)
+	}
+	// Without tracking (the plain minimum of the controllers) the CPU
+	// controller's integrator runs to the maximum rate: the test above
+	// would fail.
+	naive := newOverride()
+	plant := &twoConstraints{capacity: 800}
+	rate := 10.0
+	for range 200 {
+		plant.step(rate, time.Minute)
+		c := naive.Controllers["cpu"].Update(Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute})
+		l := naive.Controllers["lag"].Update(Input{Setpoint: 10, Measurement: plant.lag, SamplingInterval: time.Minute})
+		rate = math.Min(c.Rate, l.Rate)
+	}
+	if got := naive.Controllers["cpu"].State.Output; got < 2900 {
+		t.Errorf("untracked cpu controller at %.0f; the windup this guards against did not show", got)
+	}
+}
+
+// A held signal asks for what its stale policy allows: a fail-closed lag
+// drops the rate to the safe rate and limits.
+func TestOverrideStaleSignalFollowsItsPolicy(t *testing.T) {
+	o := newOverride()
+	runOverride(o, 60, capacityDrop)
+	out := o.Update([]SignalInput{
+		{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 50, SamplingInterval: time.Minute}},
+		{Name: "lag", Input: Input{Setpoint: 10, Measurement: math.NaN(), SamplingInterval: time.Minute},
+			Stale: StalePolicy{Action: StaleFailClosed, SafeRate: 10}, StaleFor: time.Minute},
+	})
+	if out.Limiting != "lag" || out.Rate != 10 || !out.Outputs["lag"].Held {
+		t.Fatalf("stale fail-closed lag: rate %v limiting %q held %v; want 10, lag, true", out.Rate, out.Limiting, out.Outputs["lag"].Held)
+	}
+	if got := o.Controllers["cpu"].State.Output; got != 10 {
+		t.Errorf("cpu controller not told the applied rate: its output %v", got)
+	}
+}
+
+// A signal that did not limit and goes blind with hold keeps asking what it
+// asked: it does not take over, and the other signal keeps the rate.
+func TestOverrideStaleHoldDoesNotTakeOver(t *testing.T) {
+	o := newOverride()
+	runOverride(o, 60, capacityDrop) // the CPU limits, the lag asks for more
+	asked := o.Asked["lag"]
+	for range 5 {
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 69, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: math.NaN(), SamplingInterval: time.Minute},
+				Stale: StalePolicy{Action: StaleHold}, StaleFor: time.Minute},
+		})
+		if out.Limiting != "cpu" || out.Outputs["lag"].Rate != asked {
+			t.Fatalf("blind lag with hold: limiting %s, lag asks %v; want cpu and %v as before", out.Limiting, out.Outputs["lag"].Rate, asked)
+		}
+	}
+}
+
+func TestOverrideRoundTripsThroughJSON(t *testing.T) {
+	a := newOverride()
+	runOverride(a, 50, capacityDrop)
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Override
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	in := []SignalInput{
+		{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 52, SamplingInterval: time.Minute}},
+		{Name: "lag", Input: Input{Setpoint: 10, Measurement: 9, SamplingInterval: time.Minute}},
+	}
+	x, y := a.Update(in), c.Update(in)
+	if x.Rate != y.Rate || x.Limiting != y.Limiting {
+		t.Errorf("restored override: %v %s; original %v %s", y.Rate, y.Limiting, x.Rate, x.Limiting)
+	}
+}

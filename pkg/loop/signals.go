@@ -1,0 +1,287 @@
+package loop
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// Signals: a loop may regulate several constraints at once (override
+// control, issue 19): CPU, the replication lag of a replica, a latency. The
+// top-level attributes of PARAMS are the first signal, named by `signal`
+// (cpu by default), so that an item written for one metric is a one-signal
+// loop unchanged; further signals go in the map `signals`, each with its own
+// metric, setpoint, gains or model, and stale policy, under the same
+// attribute names. Every signal has its own controller; the rate applied is
+// the lowest of their outputs, and the controllers not selected track it
+// (control.Override).
+
+// Attribute names of a loop's signals.
+const (
+	AttrSignal    = "signal"
+	AttrUnit      = "unit"
+	AttrDirection = "direction"
+	AttrSignals   = "signals"
+)
+
+// DefaultSignal is the name of the first signal when `signal` is absent.
+const DefaultSignal = "cpu"
+
+// MaxSignals bounds the signals of one loop, the first included: each is
+// one metric query and one controller per tick.
+const MaxSignals = 8
+
+// signalNameRE is what a signal's name must match: it keys STATE, the
+// dashboard's charts and the history's points.
+var signalNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+// Direction says which side of its setpoint a signal limits the rate on.
+type Direction string
+
+// DirectionCeiling: the measurement must stay at or below the setpoint (CPU,
+// lag, latency); above it the signal's controller lowers the rate. The only
+// direction for now ("" means ceiling).
+const DirectionCeiling Direction = "ceiling"
+
+// signalAttrs are the attributes a signal of the `signals` map may set:
+// the first signal's attributes of the same names. The others (mode, rates,
+// slew limit, tick period, RATE's lifetime, safe rate, nodes, ...) are the
+// loop's.
+var signalAttrs = []string{
+	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrNoiseBand,
+	AttrSetpointFilter, AttrAntiWindup, AttrDelayAware,
+	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
+	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
+	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
+	AttrStalePolicy, AttrStaleDecay, AttrStaleGrace, AttrStaleAfter,
+}
+
+// Signal is one further signal of a loop (Params.Signals): a metric with
+// its setpoint, its controller and its stale policy. The fields mean what
+// Params' fields of the same names mean for the first signal.
+type Signal struct {
+	// Name names the signal (`[a-z0-9_-]{1,32}`): the key in `signals`.
+	Name string `json:"name"`
+	// Unit is the measurement's unit as shown (`%`, `s`, `ms`); only a
+	// signal in `%` has its measurement checked against [0, 100] and the
+	// ceiling cut (`ceiling`).
+	Unit      string    `json:"unit,omitempty"`
+	Direction Direction `json:"direction,omitempty"`
+	Setpoint  float64   `json:"setpoint"`
+	Kp        float64   `json:"kp"`
+	Ki        float64   `json:"ki"`
+	Kd        float64   `json:"kd"`
+	NoiseBand float64   `json:"noise_band,omitempty"`
+	// SetpointFilter, AntiWindup, DelayAware and Feedforward configure the
+	// signal's controller as Params' fields do the first signal's.
+	SetpointFilter time.Duration       `json:"setpoint_filter,omitempty"`
+	AntiWindup     control.AntiWindup  `json:"anti_windup,omitempty"`
+	DelayAware     bool                `json:"delay_aware,omitempty"`
+	Feedforward    *control.FOPDT      `json:"feedforward,omitempty"`
+	Metric         MetricQuery         `json:"metric"`
+	Stale          control.StalePolicy `json:"stale"`
+	StaleAfter     time.Duration       `json:"stale_after"`
+}
+
+// FirstSignal returns the name of the loop's first signal (the top-level
+// attributes).
+func (p Params) FirstSignal() string {
+	if p.SignalName == "" {
+		return DefaultSignal
+	}
+	return p.SignalName
+}
+
+// SignalNames returns the names of the loop's signals, the first one first.
+func (p Params) SignalNames() []string {
+	names := []string{p.FirstSignal()}
+	for _, s := range p.Signals {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// ForSignal returns the loop's parameters as seen by signal s: the loop's
+// with s's metric, setpoint, controller and stale policy in place of the
+// first signal's. Its ControlConfig and StalePolicy are s's.
+func (p Params) ForSignal(s Signal) Params {
+	q := p.Clone()
+	q.Signals, q.Nodes, q.Regulate = nil, nil, ""
+	q.SignalName, q.Unit, q.Direction = s.Name, s.Unit, s.Direction
+	if q.Unit == "" {
+		q.Unit = unitNone
+	}
+	q.Setpoint, q.Kp, q.Ki, q.Kd, q.NoiseBand = s.Setpoint, s.Kp, s.Ki, s.Kd, s.NoiseBand
+	q.DerivativeFilter, q.TrackingTime = 0, 0
+	q.SetpointFilter, q.AntiWindup, q.DelayAware = s.SetpointFilter, s.AntiWindup, s.DelayAware
+	q.Feedforward = nil
+	if s.Feedforward != nil {
+		m := *s.Feedforward
+		q.Feedforward = &m
+	}
+	q.Metric = s.Metric
+	q.Metric.Dimensions = maps.Clone(s.Metric.Dimensions)
+	q.Stale.Action, q.Stale.DecayTime, q.Stale.Grace = s.Stale.Action, s.Stale.DecayTime, s.Stale.Grace
+	q.StaleAfter = s.StaleAfter
+	return q
+}
+
+// signalOf is the inverse of ForSignal: the signal named name that q
+// describes.
+func signalOf(name string, q Params) Signal {
+	s := Signal{
+		Name: name, Unit: q.Unit, Direction: q.Direction,
+		Setpoint: q.Setpoint, Kp: q.Kp, Ki: q.Ki, Kd: q.Kd, NoiseBand: q.NoiseBand,
+		SetpointFilter: q.SetpointFilter, AntiWindup: q.AntiWindup, DelayAware: q.DelayAware,
+		Feedforward: q.Feedforward, Metric: q.Metric, Stale: q.Stale, StaleAfter: q.StaleAfter,
+	}
+	s.Stale.SafeRate = 0 // the loop's
+	return s
+}
+
+// unitNone is the unit ForSignal gives a further signal without one: not a
+// percentage.
+const unitNone = "1"
+
+// percent reports whether the signal is a percentage (CPU): the first
+// signal without a unit, or any in %.
+func (p Params) percent() bool { return p.Unit == "" || p.Unit == "%" }
+
+// decodeSignals reads the signals attribute: a map (M) of signal name to a
+// map of the attributes in signalAttrs, decoded by their entries in
+// paramTable. Field errors name the signal: signals.<name>.<attribute>.
+func (d *decoder) decodeSignals(loopID string) []Signal {
+	v, ok := d.attrs[AttrSignals]
+	if !ok {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(AttrSignals, "want %s, got %s", kindSignals, describe(v))
+		return nil
+	}
+	if len(m)+1 > MaxSignals {
+		d.fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(m), MaxSignals)
+		return nil
+	}
+	var out []Signal
+	for _, name := range sortedKeys(m) {
+		field := AttrSignals + "." + name
+		attrs, ok := m[name].(map[string]any)
+		if !ok {
+			d.fail(field, "want a map (M) of the signal's attributes (%s, ...), got %s", AttrSetpoint, describe(m[name]))
+			continue
+		}
+		sd := &decoder{attrs: attrs, loopID: loopID}
+		for _, k := range sortedKeys(attrs) {
+			if !slices.Contains(signalAttrs, k) {
+				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalAttrs, ", "))
+			}
+		}
+		q := Params{Loop: loopID}
+		for _, f := range paramTable {
+			if !slices.Contains(signalAttrs, f.name) {
+				continue
+			}
+			if (f.name == AttrSetpoint || f.name == AttrKp) && !sd.present(f.name) {
+				sd.fail(f.name, "missing; required: %s", f.plainDoc())
+			}
+			f.decode(sd, &q, f.name)
+		}
+		for _, e := range sd.errs {
+			d.fail(field+"."+e.Field, "%s", e.Reason)
+		}
+		if len(sd.errs) == 0 {
+			out = append(out, signalOf(name, q))
+		}
+	}
+	return out
+}
+
+// checkSignals checks the signals: their names and number, their
+// directions, and each further signal as the first one is checked (gains,
+// model, metric, stale policy), its fields named signals.<name>.<attribute>.
+func (p Params) checkSignals(fail failFunc) {
+	if !signalNameRE.MatchString(p.FirstSignal()) {
+		fail(AttrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
+	}
+	checkDirection(AttrDirection, p.Direction, fail)
+	if len(p.Signals)+1 > MaxSignals {
+		fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
+	}
+	seen := map[string]bool{p.FirstSignal(): true}
+	for _, s := range p.Signals {
+		field := AttrSignals + "." + s.Name
+		if !signalNameRE.MatchString(s.Name) {
+			fail(AttrSignals+"."+fmt.Sprintf("%q", truncate(s.Name)), "a signal's name is 1 to 32 of a-z, 0-9, _ and -")
+			continue
+		}
+		if seen[s.Name] {
+			fail(field, "a second signal named %s (the top-level attributes are the signal named by %s, default %s)", s.Name, AttrSignal, DefaultSignal)
+			continue
+		}
+		seen[s.Name] = true
+		checkDirection(field+"."+AttrDirection, s.Direction, fail)
+		q := p.ForSignal(s)
+		sub := func(f, format string, args ...any) {
+			if slices.Contains(signalAttrs, f) {
+				fail(field+"."+f, format, args...)
+			}
+		}
+		q.checkGains(sub)
+		q.checkMetric(sub)
+		q.checkStale(sub)
+	}
+}
+
+func checkDirection(field string, d Direction, fail failFunc) {
+	if d != "" && d != DirectionCeiling {
+		fail(field, "%q: only %s is supported (the signal limits the rate while its measurement is above its setpoint); a floor (a signal that must stay above its setpoint) is not", truncate(string(d)), DirectionCeiling)
+	}
+}
+
+// The signals attribute's codec decodes its signals by paramTable's own
+// entries: it is set at init, out of paramTable's initialization.
+func init() {
+	i := slices.IndexFunc(paramTable, func(p param) bool { return p.name == AttrSignals })
+	paramTable[i].codec = codec{
+		func(d *decoder, p *Params, _ string) { p.Signals = d.decodeSignals(p.Loop) },
+		encodeSignals,
+	}
+}
+
+// encodeSignals writes the signals attribute.
+func encodeSignals(p Params, a map[string]any, name string) {
+	if len(p.Signals) == 0 {
+		return
+	}
+	m := make(map[string]any, len(p.Signals))
+	for _, s := range p.Signals {
+		q := p.ForSignal(s)
+		q.Unit = s.Unit
+		all := q.Attrs()
+		sa := make(map[string]any, len(signalAttrs))
+		for _, k := range signalAttrs {
+			if v, ok := all[k]; ok {
+				sa[k] = v
+			}
+		}
+		m[s.Name] = sa
+	}
+	a[name] = m
+}
+
+// measurementRange returns the valid range of a signal's measurement:
+// [0, 100] for a percentage, [0, MaxFloat64] otherwise.
+func (p Params) measurementRange() (lo, hi float64) {
+	if p.percent() {
+		return 0, 100
+	}
+	return 0, math.MaxFloat64
+}

@@ -1,0 +1,144 @@
+package loop_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// lagSignal is a replication-lag signal read from Prometheus.
+func lagSignal(edit func(s map[string]any)) map[string]any {
+	s := map[string]any{
+		"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)",
+		"stale_policy": "fail-closed", "stale_after": "2m",
+	}
+	if edit != nil {
+		edit(s)
+	}
+	return s
+}
+
+func TestDecodeSignals(t *testing.T) {
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
+		a["signals"] = map[string]any{
+			"lag": lagSignal(nil),
+			"p99": map[string]any{"setpoint": 250.0, "unit": "ms", "kp": 2.0, "metric_name": "TargetResponseTime",
+				"metric_namespace": "AWS/ApplicationELB", "metric_statistic": "p99",
+				"metric_dimensions": map[string]any{"LoadBalancer": "app/orders"}},
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.SignalNames(); !reflect.DeepEqual(got, []string{"cpu", "lag", "p99"}) {
+		t.Fatalf("SignalNames = %v", got)
+	}
+	lag := p.Signals[0]
+	want := loop.Signal{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional,
+		Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+		Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
+		StaleAfter: 2 * time.Minute}
+	if !reflect.DeepEqual(lag, want) {
+		t.Errorf("lag signal\n got %+v\nwant %+v", lag, want)
+	}
+	if p.Signals[1].Metric.Statistic != "p99" || p.Signals[1].Metric.Period != time.Minute {
+		t.Errorf("p99 signal's CloudWatch query: %+v", p.Signals[1].Metric)
+	}
+	// A signal in seconds is not a percentage: 150 s of lag is a valid
+	// measurement, and the ceiling cut is off.
+	cc := p.ForSignal(lag).ControlConfig()
+	if !cc.ValidMeasurement(150) || cc.ValidMeasurement(-1) || cc.Ceiling != 0 {
+		t.Errorf("lag controller: valid(150) %v, valid(-1) %v, ceiling %v", cc.ValidMeasurement(150), cc.ValidMeasurement(-1), cc.Ceiling)
+	}
+	if cc.Min != p.MinRate || cc.Max != p.MaxRate || cc.Slew != p.SlewLimit {
+		t.Errorf("lag controller bounds %v..%v slew %v; want the loop's", cc.Min, cc.Max, cc.Slew)
+	}
+	// Encoding and decoding again gives the same parameters.
+	again, err := loop.DecodeParams("orders", p.Attrs())
+	if err != nil {
+		t.Fatalf("decode Attrs: %v", err)
+	}
+	if !reflect.DeepEqual(again, p) {
+		t.Errorf("round trip\n got %+v\nwant %+v", again.Signals, p.Signals)
+	}
+}
+
+func TestDecodeSignalsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(a map[string]any)
+		field string
+		says  string
+	}{
+		{"two signals with one name", func(a map[string]any) { a["signals"] = map[string]any{"cpu": lagSignal(nil)} }, "signals.cpu", "second signal named cpu"},
+		{"named first signal", func(a map[string]any) {
+			a["signal"] = "lag"
+			a["signals"] = map[string]any{"lag": lagSignal(nil)}
+		}, "signals.lag", "second signal"},
+		{"no setpoint", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { delete(s, "setpoint") })}
+		}, "signals.lag.setpoint", "missing"},
+		{"no kp", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { delete(s, "kp") })}
+		}, "signals.lag.kp", "missing"},
+		{"bad name", func(a map[string]any) { a["signals"] = map[string]any{"Lag!": lagSignal(nil)} }, `signals."Lag!"`, "a-z"},
+		{"bad first name", func(a map[string]any) { a["signal"] = "CPU load" }, "signal", "a-z"},
+		{"floor", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["direction"] = "floor" })}
+		}, "signals.lag.direction", "only ceiling"},
+		{"loop-wide attribute", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["max_rate"] = 5.0 })}
+		}, "signals.lag.max_rate", "loop-wide"},
+		{"bad promql", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["metric_promql"] = " " })}
+		}, "signals.lag.metric_promql", "PromQL"},
+		{"bad gain", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["ki"] = -1.0 })}
+		}, "signals.lag.ki", ">= 0"},
+		{"not a map", func(a map[string]any) { a["signals"] = "lag" }, "signals", "map"},
+		{"too many", func(a map[string]any) {
+			m := map[string]any{}
+			for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+				m[n] = lagSignal(nil)
+			}
+			a["signals"] = m
+		}, "signals", "at most 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loop.DecodeParams("orders", valid(tc.edit))
+			var pe *loop.ParamsError
+			if !errors.As(err, &pe) {
+				t.Fatalf("DecodeParams = %v; want a *ParamsError", err)
+			}
+			for _, f := range pe.Fields {
+				if f.Field == tc.field && strings.Contains(f.Reason, tc.says) {
+					return
+				}
+			}
+			t.Errorf("refusal %v; want field %s saying %q", err, tc.field, tc.says)
+		})
+	}
+}
+
+// An item without signal attributes decodes to a one-signal loop named cpu:
+// what it decoded to before signals existed.
+func TestDecodeOneSignalUnchanged(t *testing.T) {
+	p, err := loop.DecodeParams("orders", valid(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Signals != nil || p.SignalName != "" || p.Unit != "" || p.FirstSignal() != "cpu" {
+		t.Errorf("one-signal item: signals %v, name %q, unit %q", p.Signals, p.SignalName, p.Unit)
+	}
+	for _, k := range []string{"signal", "unit", "direction", "signals"} {
+		if _, ok := p.Attrs()[k]; ok {
+			t.Errorf("Attrs writes %s for a one-signal item", k)
+		}
+	}
+}
