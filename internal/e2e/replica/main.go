@@ -79,27 +79,27 @@ type Result struct {
 	// LimitingSwitches counts the changes of STATE's limiting signal;
 	// LagLimitingAtS is when lag first limited, LagLimitingShare the share
 	// of the readings after settling where it did.
-	LimitingSwitches  int     `json:"limiting_switches"`
-	LagLimitingAtS    float64 `json:"lag_limiting_at_s"`
-	LagLimitingShare  float64 `json:"lag_limiting_share"`
-	MeanRateSettled   float64 `json:"mean_rate_after_settle"`
-	Sent              int     `json:"sent"`
-	Stored            int     `json:"stored"`
-	ReplicaStored     int     `json:"replica_stored"`
-	Missing           int     `json:"missing"`
-	Duplicates        int     `json:"duplicates"`
-	PrimaryCapacity   float64 `json:"primary_write_capacity"`
-	ReplicaCapacity   float64 `json:"replica_apply_capacity"`
-	ReplicaUncapped   float64 `json:"replica_apply_capacity_uncapped"`
-	ReplicaCPULimit   float64 `json:"replica_cpu_limit"`
-	CPUGain           float64 `json:"cpu_gain"`
-	Lines             int     `json:"lines_per_order"`
-	Ticks             int     `json:"ticks"`
-	TickErrors        int     `json:"tick_errors"`
-	Gains             gains   `json:"gains"`
-	Seconds           float64 `json:"seconds"`
-	OK                bool    `json:"ok"`
-	Failures          []string `json:"failures"`
+	LimitingSwitches int      `json:"limiting_switches"`
+	LagLimitingAtS   float64  `json:"lag_limiting_at_s"`
+	LagLimitingShare float64  `json:"lag_limiting_share"`
+	MeanRateSettled  float64  `json:"mean_rate_after_settle"`
+	Sent             int      `json:"sent"`
+	Stored           int      `json:"stored"`
+	ReplicaStored    int      `json:"replica_stored"`
+	Missing          int      `json:"missing"`
+	Duplicates       int      `json:"duplicates"`
+	PrimaryCapacity  float64  `json:"primary_write_capacity"`
+	ReplicaCapacity  float64  `json:"replica_apply_capacity"`
+	ReplicaUncapped  float64  `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit  float64  `json:"replica_cpu_limit"`
+	CPUGain          float64  `json:"cpu_gain"`
+	Lines            int      `json:"lines_per_order"`
+	Ticks            int      `json:"ticks"`
+	TickErrors       int      `json:"tick_errors"`
+	Gains            gains    `json:"gains"`
+	Seconds          float64  `json:"seconds"`
+	OK               bool     `json:"ok"`
+	Failures         []string `json:"failures"`
 }
 
 type gains struct {
@@ -173,9 +173,11 @@ type run struct {
 	lag      []point // 1-s heartbeat lag of the replica
 	limiting []limitingPoint
 	rate     []point
-	sent     atomic.Int64
-	ticks    atomic.Int64
-	tickErr  atomic.Int64
+	// settledFor is how long the run lasted after settling.
+	settledFor time.Duration
+	sent       atomic.Int64
+	ticks      atomic.Int64
+	tickErr    atomic.Int64
 }
 
 type point struct {
@@ -561,8 +563,14 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	return 0, 0, fmt.Errorf("the replica did not apply the capacity test's %d orders in 3 minutes", n)
 }
 
-// round keeps two decimals.
-func round(x float64) float64 { return math.Round(x*100) / 100 }
+// round keeps two decimals; NaN (no reading in the window) is -1, which
+// JSON can carry.
+func round(x float64) float64 {
+	if math.IsNaN(x) {
+		return -1
+	}
+	return math.Round(x*100) / 100
+}
 
 // setDefaultEnv sets the local stack's AWS environment
 // (localstack/stack/env.sh) where the caller did not.
@@ -613,7 +621,9 @@ func (r *run) setupAWS() error {
 		return err
 	}
 	if !r.cfg.keep {
-		r.defer_(func() { r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)}) })
+		r.defer_(func() {
+			r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
+		})
 	}
 	return nil
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"math"
+	"time"
+)
+
+// analyse computes the run's figures from the 1-s records up to end: when
+// lag first limited, the switches, and the lag, CPU and rate after settling
+// (from lag's first turn + settle to end).
+func (r *run) analyse(end time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cfg
+	r.res.LagSetpoint, r.res.LagBand, r.res.CPUSetpoint, r.res.Lines = c.lagSetpoint, c.lagBand, c.cpuSetpoint, c.lines
+	lagAt := time.Duration(-1)
+	prev := ""
+	for _, p := range r.limiting {
+		if p.t > end || p.sig == "" {
+			continue
+		}
+		if prev != "" && p.sig != prev {
+			r.res.LimitingSwitches++
+		}
+		prev = p.sig
+		if p.sig == "lag" && lagAt < 0 {
+			lagAt = p.t
+		}
+	}
+	for _, p := range r.lag {
+		if p.t <= end {
+			r.res.MaxLag = math.Max(r.res.MaxLag, round(p.v))
+		}
+	}
+	if lagAt < 0 {
+		r.res.LagLimitingAtS = -1
+		return
+	}
+	r.res.LagLimitingAtS = math.Round(lagAt.Seconds())
+	from := lagAt + c.settle
+	r.settledFor = end - from
+	in := func(t time.Duration) bool { return t >= from && t < end }
+	var lagged, n int
+	for _, p := range r.limiting {
+		if in(p.t) {
+			n++
+			if p.sig == "lag" {
+				lagged++
+			}
+		}
+	}
+	if n > 0 {
+		r.res.LagLimitingShare = round(float64(lagged) / float64(n))
+	}
+	mean, peak := stats(r.lag, in)
+	r.res.MeanLagAfterSettle, r.res.MaxLagAfterSettle = round(mean), round(peak)
+	for _, p := range r.lag {
+		if in(p.t) && p.v > c.lagSetpoint+c.lagBand {
+			r.res.SecondsAboveBand++
+		}
+	}
+	mean, peak = stats(r.cpu, in)
+	r.res.MeanCPUAfterSettle, r.res.MaxCPUAfterSettle = round(mean), round(peak)
+	mean, _ = stats(r.rate, in)
+	r.res.MeanRateSettled = round(mean)
+}
+
+// stats is the mean and maximum of the points in the window (NaN without).
+func stats(ps []point, in func(time.Duration) bool) (mean, peak float64) {
+	var s float64
+	n := 0
+	peak = math.Inf(-1)
+	for _, p := range ps {
+		if in(p.t) {
+			s += p.v
+			peak = math.Max(peak, p.v)
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return s / float64(n), peak
+}
+
+// minSettled is the shortest stretch after settling the checks accept.
+const minSettled = 40 * time.Second
+
+// check records the failures of the run's acceptance.
+func (r *run) check() {
+	c, res := r.cfg, &r.res
+	switch {
+	case res.LagLimitingAtS < 0:
+		r.fail("the lag never limited the rate")
+	case r.settledFor < minSettled:
+		r.fail("lag limited first at %g s: less than %v left after settling", res.LagLimitingAtS, minSettled)
+	default:
+		if res.LagLimitingShare < 0.9 {
+			r.fail("lag limited in %.0f %% of the readings after settling, want 90 %%", 100*res.LagLimitingShare)
+		}
+		if math.IsNaN(res.MeanLagAfterSettle) || math.Abs(res.MeanLagAfterSettle-c.lagSetpoint) > c.lagBand {
+			r.fail("mean lag after settling %.2f s: not within %g s of its setpoint %g s", res.MeanLagAfterSettle, c.lagBand, c.lagSetpoint)
+		}
+		if math.IsNaN(res.MeanCPUAfterSettle) || res.MeanCPUAfterSettle > c.cpuSetpoint {
+			r.fail("mean CPU after settling %.1f %% above its setpoint %g %%", res.MeanCPUAfterSettle, c.cpuSetpoint)
+		}
+	}
+	if res.Missing > 0 || res.Duplicates > 0 || res.Stored != res.Sent {
+		r.fail("sent %d, stored %d, missing %d, duplicates %d", res.Sent, res.Stored, res.Missing, res.Duplicates)
+	}
+	if res.ReplicaStored != res.Stored {
+		r.fail("the replica holds %d orders, the primary %d", res.ReplicaStored, res.Stored)
+	}
+	if res.Ticks < 10 {
+		r.fail("only %d controller ticks", res.Ticks)
+	}
+}

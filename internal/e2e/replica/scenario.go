@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/tuning"
+)
+
+// lagPromQL is the lag signal's query: the harness' exporter, scraped every
+// second by replica.sh's Prometheus.
+const lagPromQL = "max(sluice_replica_lag_seconds)"
+
+// params is the loop's PARAMS: the CPU (the first signal, CloudWatch) tuned
+// from the CPU per order measured by the capacity test, the lag (Prometheus)
+// tuned for an integrating process whose gain is 1/capacity.
+func (r *run) params() (loop.Params, error) {
+	c := r.cfg
+	if r.res.CPUGain <= 0 || r.res.ReplicaCapacity <= 0 {
+		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.res.CPUGain, r.res.ReplicaCapacity)
+	}
+	// CPU: SIMC PI on the loop model with the lab's delay-aware integral
+	// time, as make e2e tunes after its step test.
+	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.cpuSetpoint, MaxRate: c.maxRate}
+	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
+	if err != nil {
+		return loop.Params{}, fmt.Errorf("tune the CPU: %w", err)
+	}
+	tc := lab.IntegralTime(s, lab.Plant{Model: m})
+	cpuKp, cpuKi := g.Kp, 1/(m.Gain*tc.Seconds())
+	// Lag: an integrator, d lag/dt = (rate - capacity)/capacity, behind
+	// the tick and the exporter's and Prometheus' second each. SIMC for an
+	// integrating process with tau_c = theta: Kc = 1/(k (tau_c + theta)),
+	// Ti = 4 (tau_c + theta).
+	theta := c.tick.Seconds() + 2
+	lagKp := r.res.ReplicaCapacity / (2 * theta)
+	lagKi := lagKp / (8 * theta)
+	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi)}
+	p := loop.Params{
+		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
+		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional,
+		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
+		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick,
+		Signals: []loop.Signal{{
+			Name: "lag", Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, AntiWindup: control.AntiWindupConditional,
+			Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
+			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 3},
+			StaleAfter: 6 * c.tick,
+		}},
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("PARAMS: %w", err)
+	}
+	r.logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
+		c.cpuSetpoint, cpuKp, cpuKi, c.lagSetpoint, lagKp, lagKi, m.Gain*r.res.ReplicaCapacity)
+	return p, nil
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// putParams writes the loop's PARAMS item with the aws CLI, as an operator
+// would.
+func (r *run) putParams() error {
+	p, err := r.params()
+	if err != nil {
+		return err
+	}
+	item := map[string]any{"pk": map[string]string{"S": r.loopID}, "sk": map[string]string{"S": "PARAMS"}}
+	for k, v := range p.Attrs() {
+		item[k] = ddbJSON(v)
+	}
+	b, err := json.Marshal(item)
+	if err != nil {
+		return err
+	}
+	return r.aws("dynamodb", "put-item", "--table-name", r.table, "--item", string(b))
+}
+
+// ddbJSON converts an attribute of Params.Attrs to DynamoDB JSON.
+func ddbJSON(v any) any {
+	switch v := v.(type) {
+	case string:
+		return map[string]any{"S": v}
+	case bool:
+		return map[string]any{"BOOL": v}
+	case float64, int:
+		return map[string]any{"N": fmt.Sprint(v)}
+	case map[string]string:
+		m := map[string]any{}
+		for k, x := range v {
+			m[k] = map[string]any{"S": x}
+		}
+		return map[string]any{"M": m}
+	case map[string]any:
+		m := map[string]any{}
+		for k, x := range v {
+			m[k] = ddbJSON(x)
+		}
+		return map[string]any{"M": m}
+	case nil:
+		return map[string]any{"NULL": true}
+	}
+	return map[string]any{"S": fmt.Sprint(v)}
+}
+
+// produce keeps a backlog of about target messages in the queue until ctx
+// ends: the producers outpace the loop, so the rate is the loop's.
+func (r *run) produce(ctx context.Context, target int) {
+	for ctx.Err() == nil {
+		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		depth := target
+		if err == nil {
+			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
+		}
+		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
+			r.sendBatch(min(n, 10))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// sendBatch sends n orders with the next sequence numbers, retrying the
+// entries SQS did not take.
+func (r *run) sendBatch(n int) {
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for range n {
+		seq := r.sent.Add(1) - 1
+		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
+	}
+	for attempt := 0; len(entries) > 0; attempt++ {
+		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+		if err != nil {
+			if attempt > 20 {
+				r.fail("send: %v", err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		var again []sqstypes.SendMessageBatchRequestEntry
+		for _, f := range out.Failed {
+			for _, e := range entries {
+				if aws.ToString(e.Id) == aws.ToString(f.Id) {
+					again = append(again, e)
+				}
+			}
+		}
+		entries = again
+	}
+}
+
+func (r *run) scenario() error {
+	c := r.cfg
+	t0 := r.now()
+	prodCtx, stopProd := context.WithCancel(r.ctx)
+	var pwg sync.WaitGroup
+	for range 2 {
+		pwg.Add(1)
+		go func() { defer pwg.Done(); r.produce(prodCtx, 300) }()
+	}
+	defer func() { stopProd(); pwg.Wait() }()
+	r.logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
+	for r.now() < t0+c.duration && r.ctx.Err() == nil {
+		r.sleep(15 * time.Second)
+		r.mu.Lock()
+		var lim string
+		var lag, rate float64
+		if n := len(r.limiting); n > 0 {
+			lim = r.limiting[n-1].sig
+		}
+		if n := len(r.lag); n > 0 {
+			lag = r.lag[n-1].v
+		}
+		if n := len(r.rate); n > 0 {
+			rate = r.rate[n-1].v
+		}
+		r.mu.Unlock()
+		r.logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
+	}
+	end := r.now()
+	stopProd()
+	pwg.Wait()
+	r.analyse(end)
+
+	// Drain at max_rate, then let the replica catch up.
+	if err := r.setParam("manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+		return err
+	}
+	if err := r.setParam("mode", `{"S":"manual"}`); err != nil {
+		return err
+	}
+	sent := int(r.sent.Load())
+	r.res.Sent = sent
+	if !r.waitCount(r.primary, sent, 3*time.Minute) {
+		r.fail("the queue did not drain into the primary")
+	}
+	var err error
+	if r.res.Stored, r.res.Duplicates, r.res.Missing, err = orderCounts(r.ctx, r.primary, sent); err != nil {
+		return err
+	}
+	if !r.waitCount(r.replica, r.res.Stored, 3*time.Minute) {
+		r.fail("the replica did not catch up")
+	}
+	if r.res.ReplicaStored, _, _, err = orderCounts(r.ctx, r.replica, sent); err != nil {
+		return err
+	}
+	r.res.Ticks, r.res.TickErrors = int(r.ticks.Load()), int(r.tickErr.Load())
+	r.check()
+	return nil
+}
+
+// waitCount waits until db holds want orders of the run.
+func (r *run) waitCount(db *sql.DB, want int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && r.ctx.Err() == nil {
+		var n int
+		if err := db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id >= 0").Scan(&n); err == nil && n >= want {
+			return true
+		}
+		r.sleep(time.Second)
+	}
+	return false
+}
