@@ -16,7 +16,8 @@
 #                       threads run
 #
 # The primary: binary log in ROW format, GTID, durable (sync_binlog=1,
-# innodb_flush_log_at_trx_commit=1). The replica: GTID replication from the
+# innodb_flush_log_at_trx_commit=1; log_bin_trust_function_creators=1 so
+# that the harness user creates the workload's triggers). The replica: GTID replication from the
 # primary (CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos), read-only,
 # single-threaded apply (slave_parallel_threads=0: one SQL thread applies
 # every transaction in order, while the primary runs the consumers'
@@ -72,7 +73,7 @@ launch() {
 	start_daemon "$svc" /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$dir/data" \
 		--socket="$(sock "$name")" --pid-file="$dir/mariadbd.pid" --bind-address=127.0.0.1 --port="$port" \
 		--skip-name-resolve --max-connections=300 --innodb-buffer-pool-size=256M \
-		--innodb-flush-log-at-trx-commit=1 "$@"
+		--innodb-flush-log-at-trx-commit=1 --log-bin-trust-function-creators=1 "$@"
 }
 
 start_primary() {

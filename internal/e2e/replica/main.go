@@ -127,16 +127,16 @@ func main() {
 	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
 	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
 	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
-	flag.DurationVar(&c.tick, "tick", 3*time.Second, "controller tick and CPU metric period")
+	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
-	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 30, "primary CPU setpoint, percent of the machine")
+	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
-	flag.Float64Var(&c.replicaCPU, "replica-cpu", 6, "the replica's CPU cap, percent of one core (cpulimit)")
+	flag.Float64Var(&c.replicaCPU, "replica-cpu", 2, "the replica's CPU cap, percent of one core (cpulimit)")
 	flag.IntVar(&c.consumers, "consumers", 4, "consumer emulators")
-	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
-	flag.IntVar(&c.scanRows, "scan-rows", 150_000, "rows each order's aggregate reads on the primary (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 200_000, "rows of the workload's data table")
+	flag.IntVar(&c.lines, "lines", 400, "line items per order (the rows the replica applies)")
+	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
+	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")
 	flag.DurationVar(&c.duration, "duration", 170*time.Second, "how long the producers keep a backlog")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
 	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
@@ -173,6 +173,8 @@ type run struct {
 	lag      []point // 1-s heartbeat lag of the replica
 	limiting []limitingPoint
 	rate     []point
+	// baseCPU is the primary's mean CPU before the capacity test.
+	baseCPU float64
 	// settledFor is how long the run lasted after settling.
 	settledFor time.Duration
 	sent       atomic.Int64
@@ -471,7 +473,8 @@ func (r *run) recordCPU(ctx context.Context) {
 }
 
 // measureCapacity measures, with n orders of negative ids written by as
-// many connections as there are consumers, the primary's write capacity
+// many connections as there are consumers in transactions of
+// capacityBatch orders, the primary's write capacity
 // (while the replica's SQL thread is stopped), the primary's CPU per
 // order, then the replica's apply capacity: capped, and uncapped for
 // comparison.
@@ -480,6 +483,13 @@ func (r *run) measureCapacity(n int) error {
 		return err
 	}
 	r.res.ReplicaCPULimit = r.cfg.replicaCPU
+	r.sleep(3 * time.Second)
+	r.mu.Lock()
+	r.baseCPU, _ = stats(r.cpu, func(time.Duration) bool { return true })
+	r.mu.Unlock()
+	if math.IsNaN(r.baseCPU) {
+		r.baseCPU = 0
+	}
 	var err error
 	if r.res.PrimaryCapacity, r.res.ReplicaCapacity, err = r.capacityOnce(-1, n, true); err != nil {
 		return err
@@ -523,9 +533,8 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				id := first - int(i)
-				if _, err := r.primary.ExecContext(r.ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
+			for i := next.Add(capacityBatch) - capacityBatch; i < int64(n); i = next.Add(capacityBatch) - capacityBatch {
+				if err := r.writeOrders(first-int(i), min(capacityBatch, n-int(i))); err != nil {
 					werr.Store(err)
 					return
 				}
@@ -561,6 +570,27 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 		time.Sleep(100 * time.Millisecond)
 	}
 	return 0, 0, fmt.Errorf("the replica did not apply the capacity test's %d orders in 3 minutes", n)
+}
+
+// capacityBatch is the orders per transaction of the capacity test: a full
+// batch of the consumers (the event source mapping's batch size), whose
+// sink stores a batch in one transaction.
+const capacityBatch = 10
+
+// writeOrders inserts the orders first, first-1, ... first-n+1 in one
+// transaction.
+func (r *run) writeOrders(first, n int) error {
+	tx, err := r.primary.BeginTx(r.ctx, nil)
+	if err != nil {
+		return err
+	}
+	for id := first; id > first-n; id-- {
+		if _, err := tx.ExecContext(r.ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // round keeps two decimals; NaN (no reading in the window) is -1, which

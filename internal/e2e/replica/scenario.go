@@ -35,7 +35,14 @@ func (r *run) params() (loop.Params, error) {
 	}
 	// CPU: SIMC PI on the loop model with the lab's delay-aware integral
 	// time, as make e2e tunes after its step test.
-	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second}
+	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second, Base: r.baseCPU}
+	if c.cpuSetpoint <= 0 {
+		// Reachable, so that the CPU limits first, at 1.6 times the rate
+		// the replica keeps up with (never above 90 % of max_rate);
+		// out of reach while the lag limits.
+		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.maxRate)))
+		r.cfg.cpuSetpoint = c.cpuSetpoint
+	}
 	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.cpuSetpoint, MaxRate: c.maxRate}
 	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {
@@ -53,8 +60,9 @@ func (r *run) params() (loop.Params, error) {
 	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi)}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
-		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional,
-		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true, Feedforward: &m,
+		SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second)),
+		MinRate:        3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
 		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
 		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick,
@@ -68,8 +76,8 @@ func (r *run) params() (loop.Params, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
-	r.logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
-		c.cpuSetpoint, cpuKp, cpuKi, c.lagSetpoint, lagKp, lagKi, m.Gain*r.res.ReplicaCapacity)
+	r.logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
+		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, m.Output(r.res.ReplicaCapacity))
 	return p, nil
 }
 

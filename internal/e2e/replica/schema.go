@@ -57,7 +57,7 @@ WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'messages' AND ACTION
 	if lines > 0 {
 		q := fmt.Sprintf(`CREATE TRIGGER orders_lines AFTER INSERT ON orders FOR EACH ROW FOLLOWS orders_workload
 INSERT INTO order_lines (order_id, line, sku, qty, price)
-SELECT NEW.order_id, seq, (NEW.order_id * 31 + seq * 7919) %% 100000, 1 + seq %% 5, (seq * 37) %% 1000 / 10 FROM seq_1_to_%d`, lines)
+SELECT NEW.order_id, seq, (ABS(NEW.order_id) * 31 + seq * 7919) %% 100000, 1 + seq %% 5, (seq * 37) %% 1000 / 10 FROM seq_1_to_%d`, lines)
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create the line items trigger on orders: %w", err)
 		}
