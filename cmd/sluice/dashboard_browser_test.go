@@ -210,6 +210,14 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 		if pt.Stale {
 			pt.Measured = math.NaN()
 		}
+		// Override control: a replication-lag signal that limits the
+		// rate in the last half hour.
+		lag := 10 + 4*math.Sin(float64(k)/5)
+		pt.Signals = []dashboard.SignalPoint{{Name: "cpu", Unit: "%", Setpoint: 70, Measured: pt.Measured}, {Name: "lag", Unit: "s", Setpoint: 10, Measured: lag}}
+		pt.Limiting = "cpu"
+		if k >= 30 {
+			pt.Limiting = "lag"
+		}
 		if err := hist.Append(ctx, "orders", pt); err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +248,13 @@ func TestBrowserMoto(t *testing.T) {
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
 			cdpUntil(`Number(document.getElementById('chart-cpu').dataset.points) >= 100`, 15*time.Second))
 		dashScreenshot(t, ctx, "dashboard-moto")
+		// One chart per further signal, shaded where it limits.
+		cdp(t, ctx, "signal chart", cdpUntil(`document.getElementById('chart-sig-lag') !== null && Number(document.getElementById('chart-sig-lag').dataset.points) >= 100`, 10*time.Second))
+		lagLimits := cdpValue(t, ctx, "lag limiting ticks", chromedp.Evaluate[int](`Number(document.getElementById('chart-sig-lag').dataset.limiting)`))
+		cpuLimits := cdpValue(t, ctx, "cpu limiting ticks", chromedp.Evaluate[int](`Number(document.getElementById('chart-cpu').dataset.limiting)`))
+		if lagLimits != 30 || cpuLimits != 30 {
+			t.Errorf("ticks shaded as limiting: lag %d, cpu %d; want 30 each", lagLimits, cpuLimits)
+		}
 		cdp(t, ctx, "edit", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
 			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
 		if got := storedSetpoint(t, client, table); got != "55" {

@@ -59,7 +59,9 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			"Controllers: "+strings.Join(lab.Controllers(), ", ")+".\n"+
 			"Durations use Go syntax: 90s, 120m.")
 	sf := addScenarioFlags(fs)
-	list := fs.String("controllers", strings.Join(lab.Controllers(), ","), "comma-separated controllers to compare")
+	list := fs.String("controllers", strings.Join(lab.Controllers(), ","),
+		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
+			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
 	var kp, ki, kd gainFlag
 	fs.Var(&kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
 	fs.Var(&ki, "ki", "override the tuned integral gain, messages/s per point-second")
@@ -78,6 +80,9 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
 		return 2
+	}
+	if !flagSet(fs, "controllers") {
+		names = lab.DefaultControllers(s)
 	}
 	if *plotPath != "" {
 		if err := plot.CheckPath(*plotPath); err != nil {
@@ -106,6 +111,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printCompare(stdout, rep)
+	printSignals(stdout, rep)
 	printPlantChanges(stdout, rep)
 	if *plotPath != "" {
 		fmt.Fprintf(stdout, "\nplot: %s\n", *plotPath)
@@ -130,6 +136,22 @@ func printCompare(w io.Writer, rep lab.Report) {
 		fmt.Fprintf(w, "%-13s %10.0f %6.2f %6.2f %9.2f %8.0f %9s %9s %9s %11d %5d %7.1f\n",
 			r.Controller, r.IAE, r.IAERatio, r.IAEFloorRatio, r.StartOvershootPP, r.ViolationS,
 			sec(r.SettlingS.Start), sec(r.SettlingS.Disturbance), sec(r.SettlingS.Setpoint), r.Processed, r.Lost, r.MaxCPU)
+	}
+}
+
+// printSignals prints each signal's measures when the scenario has more
+// than the CPU.
+func printSignals(w io.Writer, rep lab.Report) {
+	if rep.Scenario.Replica == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%-13s %-6s %9s %11s %9s %12s %10s %12s %9s\n",
+		"controller", "signal", "setpoint", "mean_settled", "max", "iae_limiting", "limiting_s", "above_band_s", "switches")
+	for _, r := range rep.Results {
+		for _, g := range r.Signals {
+			fmt.Fprintf(w, "%-13s %-6s %9.1f %11.2f %9.1f %12.0f %10.0f %12.0f %9d\n",
+				r.Controller, g.Name, g.Setpoint, g.MeanAfterSettle, g.Max, g.IAELimiting, g.LimitingS, g.AboveBandS, r.LimitingSwitches)
+		}
 	}
 }
 
@@ -166,12 +188,47 @@ func compareFigure(s sim.Scenario, rep lab.Report) plot.Figure {
 		meas.Series = append(meas.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Measured), Color: color})
 		rate.Series = append(rate.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Allowed), Color: color})
 	}
+	panels := []plot.Panel{cpu, meas, rate}
+	if s.Replica != nil {
+		panels = []plot.Panel{cpu, lagPanel(s, rep, thin, shades), meas, rate}
+	}
 	return plot.Figure{
 		Title:  fmt.Sprintf("sluice lab compare: loop dead time %.0f s, iae_bound %.0f point-s", rep.LoopDeadTimeS, rep.IAEBound),
 		XLabel: "time (min)",
 		Width:  1100,
-		Panels: []plot.Panel{cpu, meas, rate},
+		Panels: panels,
 	}
+}
+
+// lagPanel draws the replica's true lag of every controller with its
+// setpoint and band, up to 8 x the setpoint (a loop on the CPU alone lets
+// the lag grow without bound).
+func lagPanel(s sim.Scenario, rep lab.Report, thin func([]float64) []float64, shades []plot.Shade) plot.Panel {
+	top := 8 * s.Replica.Setpoint
+	p := plot.Panel{Title: fmt.Sprintf("replication lag (true; clipped at %g s)", top), YLabel: "lag (s)", YMin: 0, YMax: top, Shades: shades}
+	for i, r := range rep.Results {
+		minutes := thin(r.Series.T)
+		for j := range minutes {
+			minutes[j] /= 60
+		}
+		if i == 0 {
+			sp, band := make([]float64, len(minutes)), make([]float64, len(minutes))
+			for j := range sp {
+				sp[j], band[j] = s.Replica.Setpoint, s.Replica.Setpoint+s.Replica.Band
+			}
+			p.Series = append(p.Series, plot.Series{Name: "lag setpoint", X: minutes, Y: sp, Color: "black", Dashed: true},
+				plot.Series{Name: "setpoint + band", X: minutes, Y: band, Color: "#7f7f7f", Dashed: true})
+		}
+		p.Series = append(p.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Lag), Color: controllerColor(r.Controller)})
+	}
+	return p
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func controllerColor(name string) string {
@@ -188,6 +245,8 @@ func controllerColor(name string) string {
 		return "#2ca02c"
 	case lab.Smith:
 		return "#d62728"
+	case lab.Override:
+		return "#17becf"
 	}
 	return ""
 }

@@ -99,3 +99,61 @@ func TestLabCompareGainOverride(t *testing.T) {
 		t.Fatalf("overridden gain not reported:\n%s", b.String())
 	}
 }
+
+func TestLabCompareReplicaLag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lag.svg")
+	var out, errb bytes.Buffer
+	code := run([]string{"lab", "compare", "--scenario", "replica-lag", "--json", "--plot", path}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep struct {
+		Scenario struct {
+			Replica struct {
+				Capacity    float64 `json:"capacity"`
+				LagSetpoint float64 `json:"lag_setpoint_s"`
+			} `json:"replica"`
+		} `json:"scenario"`
+		Results []struct {
+			Controller string `json:"controller"`
+			Signals    []struct {
+				Name            string   `json:"name"`
+				Setpoint        float64  `json:"setpoint"`
+				MeanAfterSettle *float64 `json:"mean_after_settle"`
+				Max             *float64 `json:"max"`
+				IAELimiting     *float64 `json:"iae_limiting"`
+				AboveBandS      *float64 `json:"above_band_s"`
+			} `json:"signals"`
+			LimitingSwitches *int `json:"limiting_switches"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if rep.Scenario.Replica.Capacity != 1000 || rep.Scenario.Replica.LagSetpoint != 10 || len(rep.Results) != 2 ||
+		rep.Results[0].Controller != "pi-aw-spf-ff" || rep.Results[1].Controller != "override" {
+		t.Fatalf("scenario %+v, results %+v; want the replica and the default controllers pi-aw-spf-ff, override", rep.Scenario, rep.Results)
+	}
+	for _, r := range rep.Results {
+		if len(r.Signals) != 2 || r.Signals[0].Name != "cpu" || r.Signals[1].Name != "lag" || r.Signals[1].Setpoint != 10 ||
+			r.Signals[1].MeanAfterSettle == nil || r.Signals[1].Max == nil || r.Signals[1].IAELimiting == nil ||
+			r.Signals[1].AboveBandS == nil || r.LimitingSwitches == nil {
+			t.Fatalf("%s: signals %+v, switches %v; want cpu and lag with their measures", r.Controller, r.Signals, r.LimitingSwitches)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(b, []byte("replication lag")) {
+		t.Fatalf("plot %s: %v; want a replication lag panel", path, err)
+	}
+	// Without a replica the result has the CPU's signal alone and no lag panel.
+	out.Reset()
+	if code := run([]string{"lab", "compare", "--duration", "30m", "--controllers", "pi", "--json", "--plot", path}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if !strings.Contains(out.String(), `"limiting_switches": 0`) || strings.Count(out.String(), `"name": "cpu"`) != 1 || strings.Contains(out.String(), `"name": "lag"`) {
+		t.Fatalf("one-signal result:\n%s", out.String())
+	}
+	if b, _ := os.ReadFile(path); bytes.Contains(b, []byte("replication lag")) {
+		t.Fatal("lag panel without a replica")
+	}
+}

@@ -75,9 +75,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	durationSet := false
-	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
-	st := stepTestFor(s, from, to, *at, durationSet)
+	st := stepTestFor(s, from, to, *at, flagSet(fs, "duration"))
 	d, err := simulatedStepTest(s, st, *sample)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)

@@ -18,6 +18,7 @@ type scenarioFlags struct {
 	s         sim.Scenario
 	tau, dead time.Duration
 	preset    string
+	replica   sim.Replica // the replica flags; used when one is set or the preset has a replica
 }
 
 // addScenarioFlags registers the scenario flags on fs. Call Scenario after
@@ -51,7 +52,36 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 	fs.DurationVar(&s.Duration, "duration", s.Duration, "length of the run")
 	fs.Float64Var(&s.Noise, "noise", s.Noise, "measurement noise, standard deviation in points of CPU")
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the noise")
+	f.replica = *sim.ReplicaLagScenario().Replica
+	r := &f.replica
+	fs.Float64Var(&r.Capacity, "replica-capacity", r.Capacity, "a replica that applies this many messages/s (adds one to a scenario without; the lag is the second signal)")
+	fs.Float64Var(&r.Setpoint, "lag-setpoint", r.Setpoint, "replication lag setpoint, seconds")
+	fs.Float64Var(&r.Band, "lag-band", r.Band, "band above the lag setpoint that counts as held, seconds")
+	fs.DurationVar(&r.MetricPeriod, "lag-metric-period", r.MetricPeriod, "lag metric averaging period")
+	fs.DurationVar(&r.MetricDelay, "lag-metric-delay", r.MetricDelay, "lag metric publication delay after the period ends")
 	return f
+}
+
+// replicaFlags copies the replica flags given on the command line onto s's
+// replica, adding the replica-lag preset's replica to a scenario without one.
+func (f *scenarioFlags) replicaFlags(s *sim.Scenario) {
+	copiers := map[string]func(r *sim.Replica){
+		"replica-capacity":  func(r *sim.Replica) { r.Capacity = f.replica.Capacity },
+		"lag-setpoint":      func(r *sim.Replica) { r.Setpoint = f.replica.Setpoint },
+		"lag-band":          func(r *sim.Replica) { r.Band = f.replica.Band },
+		"lag-metric-period": func(r *sim.Replica) { r.MetricPeriod = f.replica.MetricPeriod },
+		"lag-metric-delay":  func(r *sim.Replica) { r.MetricDelay = f.replica.MetricDelay },
+	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		c, ok := copiers[fl.Name]
+		if !ok {
+			return
+		}
+		if s.Replica == nil {
+			s.Replica = sim.ReplicaLagScenario().Replica
+		}
+		c(s.Replica)
+	})
 }
 
 // Scenario returns the scenario the flags describe, or an error that says
@@ -71,6 +101,11 @@ func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 	s.PlantChanges = append([]sim.PlantChange(nil), s.PlantChanges...)
 	s.ProducerChanges = append([]sim.ProducerChange(nil), s.ProducerChanges...)
 	s.Bursts = append([]sim.Burst(nil), s.Bursts...)
+	if s.Replica != nil {
+		r := *s.Replica
+		s.Replica = &r
+	}
+	f.replicaFlags(&s)
 	if err := s.Validate(); err != nil {
 		return sim.Scenario{}, err
 	}

@@ -71,15 +71,7 @@ func TestParseDisturbance(t *testing.T) {
 }
 
 func TestScenarioFlags(t *testing.T) {
-	parse := func(args ...string) (sim.Scenario, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := addScenarioFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return sim.Scenario{}, err
-		}
-		return f.Scenario()
-	}
+	parse := parseScenarioFlags
 	s, err := parse()
 	if err != nil {
 		t.Fatal(err)
@@ -132,15 +124,7 @@ func FuzzParseDisturbance(f *testing.F) {
 }
 
 func TestScenarioPresetAndTrafficFlags(t *testing.T) {
-	parse := func(args ...string) (sim.Scenario, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := addScenarioFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return sim.Scenario{}, err
-		}
-		return f.Scenario()
-	}
+	parse := parseScenarioFlags
 	s, err := parse("--setpoint", "60", "--scenario", "idle-burst", "--burst", "10m=5,20m=6", "--producer-change", "30m=100")
 	if err != nil {
 		t.Fatal(err)
@@ -160,4 +144,43 @@ func TestScenarioPresetAndTrafficFlags(t *testing.T) {
 			t.Errorf("flags %q: no error; want one", bad)
 		}
 	}
+}
+
+func TestScenarioReplicaFlags(t *testing.T) {
+	parse := parseScenarioFlags
+	s, err := parse("--scenario", "replica-lag")
+	if err != nil || s.Replica == nil || *s.Replica != *sim.ReplicaLagScenario().Replica {
+		t.Fatalf("replica-lag: %+v, %v; want the preset's replica", s.Replica, err)
+	}
+	s, err = parse("--scenario", "replica-lag", "--replica-capacity", "900", "--lag-setpoint", "5", "--lag-band", "1",
+		"--lag-metric-period", "15s", "--lag-metric-delay", "15s")
+	want := sim.Replica{Capacity: 900, Setpoint: 5, Band: 1, MetricPeriod: 15 * time.Second, MetricDelay: 15 * time.Second}
+	if err != nil || s.Replica == nil || *s.Replica != want {
+		t.Fatalf("replica flags: %+v, %v; want %+v", s.Replica, err, want)
+	}
+	// A replica flag on a scenario without one adds the preset's replica
+	// with that value.
+	s, err = parse("--replica-capacity", "800")
+	if err != nil || s.Replica == nil || s.Replica.Capacity != 800 || s.Replica.Setpoint != 10 || len(s.Disturbances) != 1 {
+		t.Fatalf("--replica-capacity on the reference: %+v, %v; want the reference with a replica of 800 messages/s", s.Replica, err)
+	}
+	if s, err = parse(); err != nil || s.Replica != nil {
+		t.Fatalf("reference: replica %+v, %v; want none", s.Replica, err)
+	}
+	for _, bad := range [][]string{{"--replica-capacity", "0"}, {"--lag-setpoint", "-1"}, {"--lag-metric-period", "0s"}, {"--lag-band", "NaN"}} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("flags %q: no error; want one", bad)
+		}
+	}
+}
+
+// parseScenarioFlags parses args as the scenario flags of a command.
+func parseScenarioFlags(args ...string) (sim.Scenario, error) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addScenarioFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return sim.Scenario{}, err
+	}
+	return f.Scenario()
 }

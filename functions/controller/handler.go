@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -117,10 +118,40 @@ func problem(r loop.Report) string {
 		return "params refused: " + r.ParamsReason
 	case r.Outcome == loop.OutcomeNoParams:
 		return "params refused earlier: the loop has no valid PARAMS (its PARAMS_STATUS item gives the reason)"
+	case r.Mapping != nil && r.Mapping.Err != "":
+		return "event source mapping not updated (the consumers keep pacing in the Lambda): " + r.Mapping.Err
 	case r.Err != nil:
 		return "metric: " + r.Err.Error()
 	}
 	return ""
+}
+
+// mappingAttrs are the log attributes of a loop's event source mapping
+// (none for a loop that owns none), and whether they call for a warning.
+func mappingAttrs(r loop.Report) ([]slog.Attr, bool) {
+	m := r.Mapping
+	if m == nil {
+		return nil, false
+	}
+	attrs := []slog.Attr{slog.String("mapping_uuid", m.UUID), slog.Int("mapping_concurrency", m.Concurrency),
+		slog.Int("mapping_target", m.Target), slog.Bool("mapping_updated", m.Updated),
+		slog.Float64("batch_seconds", m.BatchSeconds), slog.Float64("batch_size", m.BatchSize)}
+	if m.Err == "" {
+		return attrs, false
+	}
+	return append(attrs, slog.String("mapping_error", m.Err),
+		slog.String("mapping_fallback", "the consumers keep pacing in the Lambda at the mapping's concurrency; retried after esm_update_interval")), true
+}
+
+// signalsMeasured maps each signal with a fresh measurement to it.
+func signalsMeasured(r loop.Report) map[string]float64 {
+	m := make(map[string]float64, len(r.Signals))
+	for _, s := range r.Signals {
+		if !s.Stale && !math.IsNaN(s.Measured) {
+			m[s.Name] = s.Measured
+		}
+	}
+	return m
 }
 
 func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
@@ -148,11 +179,22 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 			attrs = append(attrs, slog.Any("nodes_missing", r.NodesMissing))
 		}
 	}
+	if r.Limiting != "" {
+		// Several signals (override control): which one set the rate,
+		// and each one's fresh measurement.
+		attrs = append(attrs, slog.String("limiting", r.Limiting), slog.Any("signals", signalsMeasured(r)))
+	}
 	if r.ModelDrift {
 		// The plant moved away from the loop's model (loop.DriftState):
 		// a warning until the model is edited.
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
+	}
+	if m, warn := mappingAttrs(r); m != nil {
+		attrs = append(attrs, m...)
+		if warn {
+			level = slog.LevelWarn
+		}
 	}
 	if r.ParamsStatus != "" {
 		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))

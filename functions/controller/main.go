@@ -2,7 +2,10 @@
 // EventBridge schedule, it ticks every enabled loop in the table. It reads
 // every loop's metric with batched reads (CloudWatch GetMetricData, or
 // Prometheus), runs each loop's PID controller, and writes STATE and RATE in
-// one conditional transaction per loop. Build it for provided.al2023:
+// one conditional transaction per loop. A loop that owns an SQS event
+// source mapping (PARAMS esm_uuid) also gets the mapping's
+// MaximumConcurrency set (pkg/adapter/lambdaesm; docs/controller.md). Build
+// it for provided.al2023:
 //
 //	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap
 //
@@ -23,11 +26,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	lambdaapi "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -80,8 +85,9 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 		hist = ddbhistory.New(ddb, cfg.Table)
 	}
 	return &handler{
-		history:   hist,
-		ticker:    &loop.Ticker{Store: store, Metrics: readers, Now: time.Now},
+		history: hist,
+		ticker: &loop.Ticker{Store: store, Metrics: readers, Now: time.Now,
+			Mappings: lambdaesm.New(lambdaapi.NewFromConfig(awsCfg))},
 		log:       log,
 		namespace: cfg.Namespace,
 		now:       time.Now,

@@ -23,6 +23,9 @@ import (
 // (history.Point: the adapters store and read that type).
 type Point = history.Point
 
+// SignalPoint is one signal of a loop with several signals in a Point.
+type SignalPoint = history.SignalPoint
+
 // HistoryReader reads a loop's history, oldest point first.
 type HistoryReader interface {
 	// Last returns the newest n points of the loop.

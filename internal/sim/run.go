@@ -26,6 +26,18 @@ type Observation struct {
 	// previous tick, messages/s (what the consumers report; below the
 	// allowed rate when the queue ran dry).
 	Processed float64
+	// Signals are the plant's other outputs, as their metrics show them
+	// (the replica's lag when the scenario has a replica); nil otherwise.
+	Signals []SignalObservation
+}
+
+// SignalObservation is what a tick sees of one more plant output: its
+// setpoint and its newest published datapoint (OK false when none yet).
+type SignalObservation struct {
+	Name      string
+	Setpoint  float64
+	Datapoint Datapoint
+	OK        bool
 }
 
 // Age is how long before Now the datapoint's averaging period ended.
@@ -34,6 +46,12 @@ func (o Observation) Age() time.Duration { return o.Now - o.Datapoint.End() }
 // Policy sets the allowed rate at each tick: a controller in the lab.
 type Policy interface {
 	Rate(o Observation) float64
+}
+
+// Limiter is a Policy that tells, after each Rate, which signal set the rate
+// (override control); the run records it in Series.Limiting.
+type Limiter interface {
+	Limiting() string
 }
 
 // PolicyFunc adapts a function to Policy.
@@ -50,6 +68,14 @@ type Series struct {
 	Measured  []float64 `json:"measured"`  // newest published datapoint, percent (NaN before the first)
 	Allowed   []float64 `json:"allowed"`   // allowed rate, messages/s
 	Processed []float64 `json:"processed"` // processed rate, messages/s
+	// Lag and LagMeasured are the replica's true and published lag,
+	// seconds (NaN before the first datapoint), when the scenario has a
+	// replica.
+	Lag         []float64 `json:"lag,omitempty"`
+	LagMeasured []float64 `json:"lag_measured,omitempty"`
+	// Limiting is the signal that set the allowed rate, when the policy is
+	// a Limiter.
+	Limiting []string `json:"limiting,omitempty"`
 }
 
 // Result is a closed-loop run.
@@ -84,12 +110,22 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 		T: make([]float64, 0, n), Setpoint: make([]float64, 0, n), CPU: make([]float64, 0, n),
 		Measured: make([]float64, 0, n), Allowed: make([]float64, 0, n), Processed: make([]float64, 0, n),
 	}
+	var lag *lagMeter
+	if s.Replica != nil {
+		lag = newLagMeter(*s.Replica)
+		ser.Lag, ser.LagMeasured = make([]float64, 0, n), make([]float64, 0, n)
+	}
+	lim, isLimiter := p.(Limiter)
+	limiting := ""
 	allowed := 0.0
 	lastTick := -s.Tick
 	var doneSinceTick int64
 	for k := 0; k < n; k++ {
 		t := time.Duration(k) * h
 		pipe.Publish(t)
+		if lag != nil {
+			lag.pipe.Publish(t)
+		}
 		if t-lastTick >= s.Tick {
 			dp, ok := pipe.Latest()
 			obs := Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
@@ -98,7 +134,14 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 				obs.Processed = 0
 			}
 			doneSinceTick = 0
+			if lag != nil {
+				dp, ok := lag.pipe.Latest()
+				obs.Signals = []SignalObservation{{Name: SignalLag, Setpoint: s.Replica.Setpoint, Datapoint: dp, OK: ok}}
+			}
 			allowed = p.Rate(obs)
+			if isLimiter {
+				limiting = lim.Limiting()
+			}
 			if math.IsNaN(allowed) {
 				return Result{}, fmt.Errorf("policy returned NaN at %v", t)
 			}
@@ -118,16 +161,20 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 		cpu := plant.Step(float64(done)/hs, s.DisturbanceAt(t))
 		pipe.Observe(t, h, cpu)
 
-		meas := math.NaN()
-		if dp, ok := pipe.Latest(); ok {
-			meas = dp.Value
-		}
+		meas := latestValue(pipe)
 		ser.T = append(ser.T, (t + h).Seconds())
 		ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
 		ser.CPU = append(ser.CPU, cpu)
 		ser.Measured = append(ser.Measured, meas)
 		ser.Allowed = append(ser.Allowed, allowed)
 		ser.Processed = append(ser.Processed, float64(done)/hs)
+		if lag != nil {
+			ser.Lag = append(ser.Lag, lag.step(t, h, float64(done)/hs))
+			ser.LagMeasured = append(ser.LagMeasured, latestValue(lag.pipe))
+		}
+		if isLimiter {
+			ser.Limiting = append(ser.Limiting, limiting)
+		}
 	}
 	counts := Counts{
 		Produced:  s.Backlog + prod.sent,
@@ -136,6 +183,15 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 		Queued:    q.length,
 	}
 	return Result{Series: ser, Counts: counts, Metrics: Measure(s, ser, counts)}, nil
+}
+
+// latestValue is the newest published datapoint's value, NaN before the
+// first.
+func latestValue(p *Pipeline) float64 {
+	if dp, ok := p.Latest(); ok {
+		return dp.Value
+	}
+	return math.NaN()
 }
 
 // StepTest describes an open-loop step test: the rate is From until At, then

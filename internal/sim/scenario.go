@@ -66,6 +66,9 @@ type Scenario struct {
 	Seed uint64 `json:"seed"`
 	// Step is the integration step of the plant; zero means 1 s.
 	Step time.Duration `json:"step,omitempty"`
+	// Replica, when set, adds a replica whose replication lag is the
+	// plant's second output (replica.go).
+	Replica *Replica `json:"replica,omitempty"`
 }
 
 // Reference returns the reference scenario (docs/lab.md).
@@ -140,6 +143,11 @@ func (s Scenario) Validate() error {
 	}
 	if err := s.validateTraffic(); err != nil {
 		return err
+	}
+	if s.Replica != nil {
+		if err := s.Replica.validate(s.step()); err != nil {
+			return err
+		}
 	}
 	for _, c := range s.SetpointChanges {
 		if c.At < 0 || !fin(c.Value) || c.Value <= 0 || c.Value > 100 {

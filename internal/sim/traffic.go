@@ -62,16 +62,20 @@ const (
 	PresetReference = "reference"
 	PresetIdleBurst = "idle-burst"
 	PresetDiurnal   = "diurnal"
+	PresetReplica   = "replica-lag"
 )
 
 // Presets lists the named scenarios, in the order of the docs.
-func Presets() []string { return []string{PresetReference, PresetIdleBurst, PresetDiurnal} }
+func Presets() []string {
+	return []string{PresetReference, PresetIdleBurst, PresetDiurnal, PresetReplica}
+}
 
 // Preset returns the named scenario: reference (docs/lab.md's reference
 // scenario), idle-burst (producers at 400 msg/s with no backlog, 300,000
 // messages at once at 60 min, no setpoint change, no disturbance, 120 min)
 // or diurnal (a day's traffic curve compressed into four hours, crossing the
-// destination's capacity at the setpoint twice, with a burst on top).
+// destination's capacity at the setpoint twice, with a burst on top) or
+// replica-lag (ReplicaLagScenario).
 func Preset(name string) (Scenario, error) {
 	s := Reference()
 	switch name {
@@ -88,6 +92,8 @@ func Preset(name string) (Scenario, error) {
 		s.ProducerChanges = diurnalCurve(s.Duration, 10*time.Minute, 300, 1500)
 		s.ProducerRate = s.ProducerChanges[0].Rate
 		s.Bursts = []Burst{{At: 45 * time.Minute, N: 200_000}}
+	case PresetReplica:
+		s = ReplicaLagScenario()
 	default:
 		return Scenario{}, fmt.Errorf("scenario %q: want one of %v", name, Presets())
 	}

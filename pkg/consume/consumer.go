@@ -103,6 +103,10 @@ type Report struct {
 	// the current rate, or until the circuit half-opens (0 when unknown or
 	// paused).
 	DeferFor time.Duration
+	// Working is the time the batch took without its pacing wait
+	// (validation, the store): counted in Stats.AddBatch unless the batch
+	// was deferred whole.
+	Working time.Duration
 }
 
 // Consumer runs batches: read the allowed rate, pace, validate, store,
@@ -196,6 +200,8 @@ func (c *Consumer) ReceiveSize(ctx context.Context) int {
 // deadline.
 func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	var rep Report
+	start := c.clock.Now()
+	var paced time.Duration
 	c.stats.Consumed.Add(int64(len(msgs)))
 	valid := c.validate(msgs, &rep)
 	switch {
@@ -204,6 +210,7 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		rep.Deferred, rep.DeferFor = valid, c.breaker.Wait()
 	default:
 		n, err := c.pace(ctx, len(valid), &rep)
+		paced = c.clock.Now().Sub(start)
 		if err != nil {
 			c.log.InfoContext(ctx, "pacing cut short; deferring batch", "messages", len(valid)-n, "err", err)
 		}
@@ -218,6 +225,10 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		}
 	}
 	c.stats.count(rep)
+	rep.Working = max(c.clock.Now().Sub(start)-paced, 0)
+	if settled := len(msgs) - len(rep.Deferred); settled > 0 {
+		c.stats.AddBatch(settled, rep.Working)
+	}
 	c.stats.setCircuit(c.breaker.State())
 	return rep
 }

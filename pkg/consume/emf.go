@@ -42,7 +42,7 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 	}
 	rep := m.Report
 	names := []string{"Consumed", "Stored", "Failed", "Retried", "Released", "Poison", "DeadLettered", "Paused",
-		"CircuitOpen", "PacedSeconds", "AllowedRate", "ShareRate", "RateFallback"}
+		"CircuitOpen", "PacedSeconds", "WorkingSeconds", "AllowedRate", "ShareRate", "RateFallback"}
 	defs := make([]map[string]string, len(names))
 	for i, n := range names {
 		defs[i] = map[string]string{"Name": n, "Unit": emfUnit(n)}
@@ -55,7 +55,7 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 		"Loop": m.Loop, "Consumed": m.Consumed, "Stored": len(rep.Stored), "Failed": len(rep.Retry) + len(rep.Deferred),
 		"Retried": len(rep.Retry), "Released": len(rep.Deferred), "Poison": len(rep.Poison), "DeadLettered": m.DeadLettered,
 		"Paused": b2i(rep.Paused), "CircuitOpen": b2i(m.Stats.Circuit() != CircuitClosed),
-		"PacedSeconds": m.Paced.Seconds(), "DeadLetteredByReason": m.Stats.DeadLettered(),
+		"PacedSeconds": m.Paced.Seconds(), "WorkingSeconds": rep.Working.Seconds(), "DeadLetteredByReason": m.Stats.DeadLettered(),
 		"AllowedRate": allowed, "ShareRate": share, "RateFallback": b2i(fallback),
 	}
 	b, err := json.Marshal(line)
@@ -68,7 +68,7 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 
 func emfUnit(name string) string {
 	switch name {
-	case "PacedSeconds":
+	case "PacedSeconds", "WorkingSeconds":
 		return "Seconds"
 	case "AllowedRate", "ShareRate":
 		return "Count/Second"

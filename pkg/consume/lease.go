@@ -49,7 +49,8 @@ type LeaseConfig struct {
 // stored: a Peers that shares RATE by the instances that actually run. At
 // most once per Every, when the RateCache asks for the live count, it writes
 // the lease (one write, with the running count of the messages this
-// instance stored, from Stats.Stored) and counts the live leases (one read):
+// instance stored, from Stats.Stored, and of its batches, their messages
+// and working time, from Stats.Batches, BatchMessages and Working) and counts the live leases (one read):
 // never a call per message or per batch. The controller turns the counts
 // into the processed rate (loop.Demand). It is safe for concurrent use.
 type Lease struct {
@@ -132,7 +133,8 @@ func (l *Lease) Close(ctx context.Context) error {
 
 func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
 	p := loop.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
-		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires}
+		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires,
+		Batches: l.stats.Batches.Load(), BatchMessages: l.stats.BatchMessages.Load(), Working: l.stats.Working()}
 	if err := l.store.ReportPeer(ctx, p); err != nil {
 		return fmt.Errorf("report lease of %s on loop %s: %w", l.cfg.Instance, l.cfg.Loop, err)
 	}

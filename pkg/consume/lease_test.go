@@ -93,13 +93,15 @@ func TestLeaseSharesByLivePeers(t *testing.T) {
 	}
 }
 
-func TestLeaseReportsTheStoredCount(t *testing.T) {
+func TestLeaseReportsTheStoredAndBatchCounts(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock()
 	store := memstore.New()
 	stats := &consume.Stats{}
 	l := consume.NewLease(consume.LeaseConfig{Loop: "l", Instance: "i-1"}, store, stats, clk, nil)
 	stats.Stored.Add(250)
+	stats.AddBatch(10, 500*time.Millisecond)
+	stats.AddBatch(5, 250*time.Millisecond)
 	if err := store.WriteParams(ctx, "l", map[string]any{"setpoint": 70.0}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +118,9 @@ func TestLeaseReportsTheStoredCount(t *testing.T) {
 			got = s.Peers
 		}
 	}
-	if len(got) != 1 || got[0].Instance != "i-1" || got[0].Stored != 250 || !got[0].Live(clk.Now()) {
-		t.Errorf("peers = %+v; want i-1's live lease with 250 stored", got)
+	batches := loop.BatchCount{Batches: 2, Messages: 15, Working: 750 * time.Millisecond}
+	if len(got) != 1 || got[0].Instance != "i-1" || got[0].Stored != 250 || !got[0].Live(clk.Now()) || got[0].BatchCount() != batches {
+		t.Errorf("peers = %+v; want i-1's live lease with 250 stored and the batch counts %+v", got, batches)
 	}
 }
 

@@ -28,11 +28,19 @@ type Stats struct {
 	Poison atomic.Int64
 	// RateFallbacks counts rate reads that fell back to the safe rate.
 	RateFallbacks atomic.Int64
+	// Batches counts the batches worked on (stored, retried or
+	// dead-lettered in part at least; a batch deferred whole is no work),
+	// and BatchMessages the messages they settled; Working is their
+	// working time. The lease reports them: the controller sizes an event
+	// source mapping by the means (loop.MappingConcurrency).
+	Batches       atomic.Int64
+	BatchMessages atomic.Int64
 
 	allowed  atomic.Uint64 // float64 bits: the loop's allowed rate
 	share    atomic.Uint64 // float64 bits: this consumer's share
 	fallback atomic.Bool
 	paced    atomic.Int64 // ns spent waiting for pacing slots (rate zero included)
+	working  atomic.Int64 // ns of the batches' work, pacing excluded
 	circuit  atomic.Int32 // CircuitState
 
 	mu   sync.Mutex
@@ -91,6 +99,18 @@ func (s *Stats) addPaced(d time.Duration) {
 		s.paced.Add(int64(d))
 	}
 }
+
+// AddBatch counts one batch that settled messages in working time
+// (pacing excluded).
+func (s *Stats) AddBatch(messages int, working time.Duration) {
+	s.Batches.Add(1)
+	s.BatchMessages.Add(int64(messages))
+	s.working.Add(int64(max(working, 0)))
+}
+
+// Working returns the total working time of the batches counted by
+// AddBatch.
+func (s *Stats) Working() time.Duration { return time.Duration(s.working.Load()) }
 
 // Paced returns the total time spent waiting for pacing slots, including
 // the time paused at a rate of zero.

@@ -47,24 +47,64 @@ type Point struct {
 	// the consumers took clearly less than allowed and the controller held
 	// the rate near what they took.
 	Limited bool
+	// Limiting names the signal whose controller set the rate, and Signals
+	// are every signal's setpoint and measurement: for a loop with several
+	// signals (override control; loop.Params.Signals); empty for one.
+	Limiting string
+	Signals  []SignalPoint
+}
+
+// SignalPoint is one signal of a loop with several signals at one tick.
+type SignalPoint struct {
+	Name string
+	Unit string
+	// Setpoint is the signal's setpoint and Measured its measurement (NaN
+	// when missing or stale), in Unit.
+	Setpoint float64
+	Measured float64
+}
+
+// signalJSON is SignalPoint on the wire: an unknown measurement is null.
+type signalJSON struct {
+	Name     string   `json:"name"`
+	Unit     string   `json:"unit,omitempty"`
+	Setpoint *float64 `json:"setpoint"`
+	Measured *float64 `json:"measured"`
+}
+
+// MarshalJSON encodes the signal with an unknown measurement (NaN) as null.
+func (s SignalPoint) MarshalJSON() ([]byte, error) {
+	return json.Marshal(signalJSON{Name: s.Name, Unit: s.Unit, Setpoint: num(s.Setpoint), Measured: num(s.Measured)})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (s *SignalPoint) UnmarshalJSON(b []byte) error {
+	var j signalJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = SignalPoint{Name: j.Name, Unit: j.Unit, Setpoint: unnum(j.Setpoint), Measured: unnum(j.Measured)}
+	return nil
 }
 
 // pointJSON is Point on the wire: unknown values (NaN) are null.
 type pointJSON struct {
-	T         int64    `json:"t"` // unix milliseconds
-	Setpoint  *float64 `json:"setpoint"`
-	Measured  *float64 `json:"measured"`
-	Rate      *float64 `json:"rate"`
-	Consumed  *float64 `json:"consumed"`
-	P         *float64 `json:"p"`
-	I         *float64 `json:"i"`
-	FF        *float64 `json:"ff"`
-	Saturated bool     `json:"saturated"`
-	Stale     bool     `json:"stale"`
-	Depth     *float64 `json:"depth"`
-	Mode      string   `json:"mode,omitempty"`
-	Drift     bool     `json:"model_drift,omitempty"`
-	Limited   bool     `json:"limited,omitempty"`
+	T         int64         `json:"t"` // unix milliseconds
+	Setpoint  *float64      `json:"setpoint"`
+	Measured  *float64      `json:"measured"`
+	Rate      *float64      `json:"rate"`
+	Consumed  *float64      `json:"consumed"`
+	P         *float64      `json:"p"`
+	I         *float64      `json:"i"`
+	FF        *float64      `json:"ff"`
+	Saturated bool          `json:"saturated"`
+	Stale     bool          `json:"stale"`
+	Depth     *float64      `json:"depth"`
+	Mode      string        `json:"mode,omitempty"`
+	Drift     bool          `json:"model_drift,omitempty"`
+	Limited   bool          `json:"limited,omitempty"`
+	Limiting  string        `json:"limiting,omitempty"`
+	Signals   []SignalPoint `json:"signals,omitempty"`
 }
 
 func num(v float64) *float64 {
@@ -89,7 +129,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
 		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
 		Drift:   p.ModelDrift,
-		Limited: p.Limited,
+		Limited: p.Limited, Limiting: p.Limiting, Signals: p.Signals,
 	})
 }
 
@@ -104,7 +144,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
 		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
 		ModelDrift: j.Drift,
-		Limited:    j.Limited,
+		Limited:    j.Limited, Limiting: j.Limiting, Signals: j.Signals,
 	}
 	return nil
 }
@@ -134,6 +174,14 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 	}
 	if r.Stale {
 		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	p.Limiting = r.Limiting
+	for _, s := range r.Signals {
+		sp := SignalPoint{Name: s.Name, Unit: s.Unit, Setpoint: s.Setpoint, Measured: s.Measured}
+		if s.Stale {
+			sp.Measured = math.NaN()
+		}
+		p.Signals = append(p.Signals, sp)
 	}
 	return p, true
 }

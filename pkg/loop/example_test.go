@@ -66,3 +66,18 @@ func ExampleTicker() {
 	// tick 3: applied, CPU 50 %, rate 200.0 msg/s
 	// RATE 200.0 msg/s until 12:05
 }
+
+func ExampleMappingConcurrency() {
+	// Batches of 10 messages that take 0.5 s of work each (pacing
+	// excluded), with the tick's 25 % headroom.
+	for _, rate := range []float64{0, 16, 400, 800, 80000} {
+		n := loop.MappingConcurrency(rate, 0.5, 10, loop.MappingHeadroom)
+		fmt.Printf("%6.0f msg/s: MaximumConcurrency %d\n", rate, n)
+	}
+	// Output:
+	//      0 msg/s: MaximumConcurrency 2
+	//     16 msg/s: MaximumConcurrency 2
+	//    400 msg/s: MaximumConcurrency 25
+	//    800 msg/s: MaximumConcurrency 50
+	//  80000 msg/s: MaximumConcurrency 1000
+}

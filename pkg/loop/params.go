@@ -90,6 +90,9 @@ type Params struct {
 	// DepthQueue names the SQS queue whose depth the tick reads for the
 	// dashboard (AWS/SQS ApproximateNumberOfMessagesVisible); empty: none.
 	DepthQueue string `json:"depth_queue,omitempty"`
+	// Mapping is the SQS event source mapping the loop owns (esm_uuid):
+	// the tick sets its MaximumConcurrency (mapping.go). Nil when none.
+	Mapping *MappingConfig `json:"mapping,omitempty"`
 	// Feedforward is the identified plant model for reference feedforward;
 	// nil when none.
 	Feedforward *control.FOPDT `json:"feedforward,omitempty"`
@@ -448,11 +451,12 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	// A check across fields is left out when a field it compares with did
 	// not decode: its reason would be about a default, not the edit.
 	dependsOn := map[string][]string{
-		AttrRateTTL:    {AttrTickPeriod},
-		AttrMinRate:    {AttrMaxRate},
-		AttrManualRate: {AttrMinRate, AttrMaxRate, AttrMode},
-		AttrSafeRate:   {AttrMinRate, AttrStalePolicy},
-		AttrKp:         {AttrKi},
+		AttrRateTTL:           {AttrTickPeriod},
+		AttrMinRate:           {AttrMaxRate},
+		AttrManualRate:        {AttrMinRate, AttrMaxRate, AttrMode},
+		AttrSafeRate:          {AttrMinRate, AttrStalePolicy},
+		AttrKp:                {AttrKi},
+		AttrESMMinConcurrency: {AttrESMMaxConcurrency},
 	}
 	for _, e := range p.check() {
 		skip := bad[e.Field]
@@ -488,6 +492,7 @@ func (p Params) check() []FieldError {
 	p.checkMetric(fail)
 	p.checkStale(fail)
 	p.checkNodes(fail)
+	p.checkMapping(fail)
 	p.checkSignals(fail)
 	return errs
 }

@@ -18,6 +18,12 @@ type Peer struct {
 	Instance string `json:"instance"`
 	// Stored counts the messages the instance stored since StartedAt.
 	Stored int64 `json:"stored"`
+	// Batches counts the batches the instance worked on since StartedAt,
+	// BatchMessages the messages they held, and Working their working time
+	// (pacing excluded): the means size an event source mapping (mapping.go).
+	Batches       int64         `json:"batches,omitempty"`
+	BatchMessages int64         `json:"batch_messages,omitempty"`
+	Working       time.Duration `json:"working,omitempty"`
 	// StartedAt is when the instance started counting; ReportedAt when it
 	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
 	StartedAt  time.Time `json:"started_at"`

@@ -1,8 +1,11 @@
 package loop_test
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +144,58 @@ func TestDecodeOneSignalUnchanged(t *testing.T) {
 			t.Errorf("Attrs writes %s for a one-signal item", k)
 		}
 	}
+}
+
+// The PARAMS example of docs/controller.md's signals section decodes to a
+// loop with three signals.
+func TestDocsSignalsExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/controller.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "## Signals (override control)")
+	start := strings.Index(doc[i:], "--item '") + i + len("--item '")
+	end := strings.Index(doc[start:], "}'") + start + 1
+	var item map[string]any
+	if err := json.Unmarshal([]byte(doc[start:end]), &item); err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+	attrs := map[string]any{}
+	for k, v := range item {
+		if k != "pk" && k != "sk" {
+			attrs[k] = fromDynamoJSON(t, v)
+		}
+	}
+	p, err := loop.DecodeParams("orders", attrs)
+	if err != nil {
+		t.Fatalf("docs example refused: %v", err)
+	}
+	if got := strings.Join(p.SignalNames(), ","); got != "cpu,lag,p99" {
+		t.Errorf("signals %s; want cpu,lag,p99", got)
+	}
+}
+
+// fromDynamoJSON converts DynamoDB JSON ({"S": ...}, {"N": ...}, {"M": ...})
+// into the values DecodeParams reads.
+func fromDynamoJSON(t *testing.T, v any) any {
+	m := v.(map[string]any)
+	switch {
+	case m["S"] != nil:
+		return m["S"]
+	case m["N"] != nil:
+		f, err := strconv.ParseFloat(m["N"].(string), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	case m["M"] != nil:
+		out := map[string]any{}
+		for k, x := range m["M"].(map[string]any) {
+			out[k] = fromDynamoJSON(t, x)
+		}
+		return out
+	}
+	t.Fatalf("unexpected DynamoDB JSON %v", v)
+	return nil
 }

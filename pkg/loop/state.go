@@ -56,6 +56,43 @@ type State struct {
 	// Demand is what the consumers reported at the last tick: the
 	// processed rate and each instance's count (peers.go).
 	Demand Demand `json:"demand,omitzero"`
+	// Mapping is the event source mapping's concurrency as last set, the
+	// last update and its error, and the consumers' batch counts, for a
+	// loop that owns one (mapping.go).
+	Mapping MappingState `json:"mapping,omitzero"`
+	// Limiting names the signal whose controller's output was the rate at
+	// the last tick, and Signals is every signal's record, in
+	// Params.SignalNames order: for a loop with several signals (override
+	// control; signals.go). Both empty for a loop with one signal, whose
+	// record is the fields above.
+	Limiting string        `json:"limiting,omitempty"`
+	Signals  []SignalState `json:"signals,omitempty"`
+}
+
+// SignalState is one signal's record in the STATE of a loop with several
+// signals.
+type SignalState struct {
+	// Name is the signal's name.
+	Name string `json:"name"`
+	// Controller is the signal's controller's memory; zero for the first
+	// signal, whose controller is State.Controller.
+	Controller control.State `json:"controller,omitzero"`
+	// MetricAt and Measured are the newest datapoint seen (zero when none
+	// was ever found); Setpoint and Unit the signal's setpoint and unit.
+	MetricAt time.Time `json:"metric_at,omitzero"`
+	Measured float64   `json:"measured"`
+	Setpoint float64   `json:"setpoint"`
+	Unit     string    `json:"unit,omitempty"`
+	// Terms is the signal's controller's own output: Terms.Rate is what it
+	// asked for, before the lowest was chosen.
+	Terms control.Output `json:"terms"`
+	// Tracking is true when another signal limited the rate and this
+	// signal's controller tracked it (external reset feedback).
+	Tracking bool `json:"tracking"`
+	// Stale is true when the signal's metric was stale or missing;
+	// StaleSince is when that started.
+	Stale      bool      `json:"stale"`
+	StaleSince time.Time `json:"stale_since,omitzero"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -135,6 +172,12 @@ func (s State) Clone() State {
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
 	s.Demand.Stored = maps.Clone(s.Demand.Stored)
+	s.Mapping = s.Mapping.Clone()
+	s.Signals = slices.Clone(s.Signals)
+	for i := range s.Signals {
+		c := &s.Signals[i].Controller
+		c.Reference, c.Applied = slices.Clone(c.Reference), slices.Clone(c.Applied)
+	}
 	if s.Params != nil {
 		p := s.Params.Clone()
 		s.Params = &p
@@ -153,6 +196,10 @@ func (p Params) Clone() Params {
 	if p.Feedforward != nil {
 		m := *p.Feedforward
 		p.Feedforward = &m
+	}
+	if p.Mapping != nil {
+		m := *p.Mapping
+		p.Mapping = &m
 	}
 	if p.Signals != nil {
 		p.Signals = slices.Clone(p.Signals)

@@ -101,6 +101,13 @@ type Report struct {
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`
 	DepthKnown bool    `json:"depth_known"`
+	// Mapping is what the tick did with the loop's event source mapping;
+	// nil for a loop that owns none (mapping.go).
+	Mapping *MappingReport `json:"mapping,omitempty"`
+	// Limiting names the signal whose controller set the rate and Signals
+	// reports each signal: for a loop with several signals (signals.go).
+	Limiting string         `json:"limiting,omitempty"`
+	Signals  []SignalReport `json:"signals,omitempty"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -119,6 +126,10 @@ type Ticker struct {
 	Now func() time.Time
 	// Concurrency bounds the commits in flight (default 16).
 	Concurrency int
+	// Mappings sets the concurrency of the event source mappings that
+	// loops own (PARAMS esm_uuid); nil: such a loop records the failure
+	// and its consumers keep pacing alone.
+	Mappings MappingScaler
 }
 
 // due is a loop whose tick runs now.
@@ -134,6 +145,9 @@ type due struct {
 	// depth is the queue's depth when depthKnown (depth.go).
 	depth      float64
 	depthKnown bool
+	// signals are the samples of the further signals, in params.Signals
+	// order.
+	signals []Sample
 	// report is the index of the loop's report.
 	report int
 }
@@ -264,6 +278,7 @@ func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []status
 		r := &reports[w.report]
 		c := t.compute(w, now, r)
 		g.Go(func() error {
+			t.scaleMapping(ctx, w, &c, r) // issue 18: the coarse actuator (mapping.go)
 			t.commit(ctx, c, r)
 			return nil
 		})
@@ -297,62 +312,6 @@ func refusal(err error) string {
 	return err.Error()
 }
 
-// readMetrics reads the metric of every due loop: one ReadMetrics call per
-// source.
-func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
-	bySource := make(map[Source][]*due)
-	for _, w := range work {
-		bySource[w.params.Metric.Source] = append(bySource[w.params.Metric.Source], w)
-	}
-	for src, ws := range bySource {
-		reader, ok := t.Metrics[src]
-		if !ok || reader == nil {
-			for _, w := range ws {
-				w.sample.Err = fmt.Errorf("no reader for metric source %q", src)
-			}
-			continue
-		}
-		// One query per loop, or one per node for a loop with nodes; all
-		// in the same batch.
-		var qs []MetricQuery
-		for _, w := range ws {
-			if len(w.params.Nodes) == 0 {
-				q := w.params.Metric
-				q.Lookback = w.params.StaleAfter + q.Period
-				qs = append(qs, q)
-				continue
-			}
-			for _, n := range w.params.Nodes {
-				q := w.params.NodeQuery(n)
-				q.Lookback = w.params.StaleAfter + q.Period
-				qs = append(qs, q)
-			}
-		}
-		samples, err := reader.ReadMetrics(ctx, qs, now)
-		at := 0
-		for _, w := range ws {
-			k := max(len(w.params.Nodes), 1)
-			got := make([]Sample, k)
-			for j := range got {
-				switch {
-				case err != nil:
-					got[j].Err = fmt.Errorf("read %s metrics: %w", src, err)
-				case at+j < len(samples):
-					got[j] = samples[at+j]
-				default:
-					got[j].Err = fmt.Errorf("read %s metrics: reader returned %d samples for %d queries", src, len(samples), len(qs))
-				}
-			}
-			at += k
-			if len(w.params.Nodes) == 0 {
-				w.sample = got[0]
-			} else {
-				w.nodes = got
-			}
-		}
-	}
-}
-
 // compute runs one loop's controller and returns what to commit.
 func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	p := w.params
@@ -384,7 +343,13 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	in, fresh := measure(w, &st, ctrl.Config, now, elapsed, r)
 	// Issue 13: the processed rate the consumers reported (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
-	out := update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+	var out control.Output
+	if len(p.Signals) == 0 {
+		st.Limiting, st.Signals = "", nil
+		out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+	} else { // issue 19: override control (signals_tick.go)
+		out = w.override(&ctrl, &st, in, fresh, prev, now, dt, r)
+	}
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
 	}
@@ -399,28 +364,13 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 // how old it is, and whether it is fresh (found, valid, not older than
 // StaleAfter). It records the datapoint in st and r.
 func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.Duration, r *Report) (control.Input, bool) {
-	p, s := &w.params, w.sample
-	fresh := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value)
-	var age time.Duration
+	s := w.sample
+	in, fresh, age := sampleInput(&w.params, s, cc, now, elapsed)
 	if s.Found {
-		age = max(now.Sub(s.Time.Add(p.Metric.Period)), 0)
 		r.Measured, r.MetricAt, r.MetricAge = s.Value, s.Time, age
 		st.MetricAt, st.Measured = s.Time, s.Value
 	}
-	if fresh && age > p.StaleAfter {
-		fresh = false
-	}
-	period := time.Duration(0)
-	if p.Metric.Source == SourceCloudWatch {
-		period = p.Metric.Period
-	}
-	return control.Input{
-		Setpoint:          p.Setpoint,
-		Measurement:       s.Value,
-		MeasurementAge:    age,
-		MeasurementPeriod: period,
-		SamplingInterval:  elapsed,
-	}, fresh
+	return in, fresh
 }
 
 // update runs the controller: on a stale metric the loop's stale policy sets

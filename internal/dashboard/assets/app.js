@@ -21,6 +21,52 @@ const charts = {
     { key: "depth", label: "queue depth / lag", color: "#c11574" } ] },
 };
 
+// Signals (override control): a loop with several signals gets one chart
+// per further signal (its setpoint and measurement; the first signal is the
+// CPU chart), and every signal's chart shades the ticks where that signal
+// limited the rate.
+const SIGNAL_COLORS = ["#1570ef", "#c11574", "#0e9384", "#f79009", "#7a5af8", "#12b76a", "#667085"];
+
+// flatten copies each point's signals onto keys the charts read.
+function flatten(pts) {
+  for (const p of pts) for (const s of (p.signals || [])) {
+    p["sig:" + s.name + ":setpoint"] = s.setpoint;
+    p["sig:" + s.name + ":measured"] = s.measured;
+  }
+  return pts;
+}
+
+// signalCharts makes sure every further signal of the newest point has its
+// chart, and names the first signal's (the CPU chart) for its shading.
+function signalCharts() {
+  const p = st.points[st.points.length - 1];
+  const sigs = (p && p.signals) || [];
+  charts.cpu.limitName = sigs.length ? sigs[0].name : null;
+  sigs.slice(1).forEach((s, k) => {
+    const id = "sig-" + s.name;
+    if (charts[id]) return;
+    const unit = s.unit ? " (" + s.unit + ")" : "";
+    charts[id] = { title: s.name, limitName: s.name, series: [
+      { key: "sig:" + s.name + ":setpoint", label: s.name + " setpoint", color: "#d92d20", dash: [6, 4] },
+      { key: "sig:" + s.name + ":measured", label: "measured " + s.name, color: SIGNAL_COLORS[(k + 1) % SIGNAL_COLORS.length] } ] };
+    const fig = document.createElement("figure");
+    fig.className = "chart signal-chart";
+    const cap = document.createElement("figcaption");
+    cap.textContent = "Signal " + s.name + ": setpoint and measured" + unit + "; shaded while it limits the rate";
+    const cv = document.createElement("canvas"); cv.id = "chart-" + id; cv.dataset.points = "0";
+    const lg = document.createElement("div"); lg.className = "legend"; lg.id = "legend-" + id;
+    fig.append(cap, cv, lg);
+    $("signal-charts").append(fig);
+    legend(id, charts[id]);
+  });
+}
+
+function dropSignalCharts() {
+  for (const id of Object.keys(charts)) if (id.startsWith("sig-")) delete charts[id];
+  $("signal-charts").textContent = "";
+  charts.cpu.limitName = null;
+}
+
 const st = { cfg: {}, loop: null, points: [], params: null, polling: false };
 const $ = (id) => document.getElementById(id);
 
@@ -89,10 +135,14 @@ function draw(id, chart, pts) {
   const x = (t) => L + (t - t0) / (t1 - t0) * pw;
   const y = (v) => T + (1 - (v - lo) / (hi - lo)) * ph;
   // shading: a point's flag covers the interval since the previous point
+  let limiting = 0;
   for (let k = 0; k < pts.length; k++) {
     const p = pts[k];
-    if (!p.stale && !p.saturated && !p.limited) continue;
+    const lim = chart.limitName && p.limiting === chart.limitName;
+    if (lim) limiting++;
+    if (!p.stale && !p.saturated && !p.limited && !lim) continue;
     const a = k > 0 ? x(pts[k - 1].t) : x(p.t) - 2, b = x(p.t) + (k === pts.length - 1 ? 2 : 0);
+    if (lim) { g.fillStyle = "rgba(21,112,239,.10)"; g.fillRect(a, T, b - a, ph); }
     if (p.saturated) { g.fillStyle = "rgba(245,158,11,.22)"; g.fillRect(a, T, b - a, ph); }
     if (p.stale) { g.fillStyle = "rgba(107,114,128,.25)"; g.fillRect(a, T, b - a, ph); }
     if (p.limited) { g.fillStyle = "rgba(18,183,106,.16)"; g.fillRect(a, T, b - a, ph); }
@@ -125,10 +175,12 @@ function draw(id, chart, pts) {
   }
   g.setLineDash([]);
   cv.dataset.points = String(drawn);
+  cv.dataset.limiting = String(limiting);
   cv.dataset.last = String(pts[pts.length - 1].t);
 }
 
 function drawAll() {
+  signalCharts();
   for (const [id, c] of Object.entries(charts)) draw(id, c, st.points);
   const p = st.points[st.points.length - 1];
   const now = $("now");
@@ -140,6 +192,7 @@ function drawAll() {
   item("setpoint", fmt(p.setpoint) + " %");
   item("CPU", p.measured === null ? "stale" : fmt(p.measured) + " %");
   item("rate", fmt(p.rate) + " msg/s");
+  if (p.limiting) item("limited by", p.limiting);
   if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
   if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }
   if (p.model_drift) {
@@ -160,7 +213,7 @@ async function poll() {
     const r = await api("/api/loops/" + encodeURIComponent(loop) + "/history" + q);
     if (!r.ok || loop !== st.loop) return;
     if (r.body.points.length) {
-      st.points = st.points.concat(r.body.points).slice(-WINDOW);
+      st.points = st.points.concat(flatten(r.body.points)).slice(-WINDOW);
       drawAll();
     }
   } finally { st.polling = false; }
@@ -276,6 +329,7 @@ async function save(ev) {
 
 async function selectLoop(id) {
   st.loop = id; st.points = [];
+  dropSignalCharts();
   if (location.hash !== "#" + id) history.replaceState(null, "", "#" + encodeURIComponent(id));
   $("params-message").textContent = "";
   drawAll();

@@ -38,15 +38,15 @@ func ParseControllers(s string) ([]string, error) {
 		if p == "" {
 			continue
 		}
-		if !slices.Contains(Controllers(), p) {
-			return nil, fmt.Errorf("unknown controller %q: want some of %s", p, strings.Join(Controllers(), ","))
+		if !slices.Contains(known(), p) {
+			return nil, fmt.Errorf("unknown controller %q: want some of %s", p, strings.Join(known(), ","))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no controllers: want some of " + strings.Join(Controllers(), ","))
+		return nil, errors.New("no controllers: want some of " + strings.Join(known(), ","))
 	}
 	return out, nil
 }
@@ -71,7 +71,7 @@ type Gains struct {
 
 // Options configure Compare.
 type Options struct {
-	// Controllers to run; nil means all.
+	// Controllers to run; nil means DefaultControllers.
 	Controllers []string
 	// Identify identifies the model; nil means FitFOPDT.
 	Identify Identifier
@@ -115,6 +115,16 @@ type ScenarioView struct {
 	Noise         float64          `json:"noise"`
 	Seed          uint64           `json:"seed"`
 	PlantChanges  []string         `json:"plant_changes,omitempty"`
+	Replica       *ReplicaView     `json:"replica,omitempty"`
+}
+
+// ReplicaView is the scenario's replica as the report shows it (seconds).
+type ReplicaView struct {
+	Capacity      float64 `json:"capacity"`
+	LagSetpoint   float64 `json:"lag_setpoint_s"`
+	LagBand       float64 `json:"lag_band_s"`
+	MetricPeriodS float64 `json:"metric_period_s"`
+	MetricDelayS  float64 `json:"metric_delay_s"`
 }
 
 func view(s sim.Scenario) ScenarioView {
@@ -140,6 +150,10 @@ func view(s sim.Scenario) ScenarioView {
 	for _, b := range s.Bursts {
 		v.Bursts = append(v.Bursts, map[string]any{"at_s": b.At.Seconds(), "n": b.N})
 	}
+	if r := s.Replica; r != nil {
+		v.Replica = &ReplicaView{Capacity: r.Capacity, LagSetpoint: r.Setpoint, LagBand: r.Band,
+			MetricPeriodS: r.MetricPeriod.Seconds(), MetricDelayS: r.MetricDelay.Seconds()}
+	}
 	return v
 }
 
@@ -161,6 +175,12 @@ type Result struct {
 	Events []sim.EventIAE `json:"events"`
 	// PlantChanges is the response to each plant change (robustness).
 	PlantChanges []sim.ChangeResponse `json:"plant_changes,omitempty"`
+	// Signals are the measures of each plant output: the CPU and, with a
+	// replica, the lag.
+	Signals []sim.SignalMetrics `json:"signals"`
+	// LimitingSwitches counts the changes of the signal that set the rate
+	// (0 for a loop on one signal).
+	LimitingSwitches int `json:"limiting_switches"`
 	// Tuning is the controller's parameters (not part of the JSON contract's
 	// required keys; informative).
 	Tuning map[string]float64 `json:"tuning,omitempty"`
@@ -176,8 +196,10 @@ type Report struct {
 	IAEBound      float64      `json:"iae_bound"`
 	// IAEFloor is the tight floor: known events charged the plant's dead
 	// time and lag, unmeasured disturbances the loop's (sim.EventFloor).
-	IAEFloor float64  `json:"iae_floor"`
-	Results  []Result `json:"results"`
+	IAEFloor float64 `json:"iae_floor"`
+	// ReplicaModel is the replica's step test, with a replica.
+	ReplicaModel *ReplicaModel `json:"replica_model,omitempty"`
+	Results      []Result      `json:"results"`
 }
 
 // StepSample is the sampling period of the identification step test.
@@ -249,7 +271,7 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 	}
 	names := opt.Controllers
 	if names == nil {
-		names = Controllers()
+		names = DefaultControllers(s)
 	}
 	model, mv, err := Identify(s, opt.Identify)
 	if err != nil {
@@ -262,8 +284,16 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 		IAEBound:      s.IAEBound(),
 		IAEFloor:      s.IAEFloor(),
 	}
+	plant := IdentifiedPlant(model, mv)
+	if s.Replica != nil {
+		rm, err := IdentifyReplica(s)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.ReplicaModel, plant.Replica = &rm, rm
+	}
 	for _, name := range names {
-		p, tun, err := NewPolicy(name, s, IdentifiedPlant(model, mv), opt.Gains)
+		p, tun, err := NewPolicy(name, s, plant, opt.Gains)
 		if err != nil {
 			return Report{}, err
 		}
@@ -277,6 +307,7 @@ func Compare(s sim.Scenario, opt Options) (Report, error) {
 			StartOvershootPP: m.StartOvershoot, ViolationS: m.ViolationSeconds, SettlingS: m.Settling,
 			Processed: m.Processed, Lost: m.Lost, MaxCPU: m.MaxCPU, Tuning: tun, Series: r.Series,
 			Events: sim.IAEByEvent(s, r.Series), PlantChanges: sim.PlantChangeResponses(s, r.Series),
+			Signals: sim.SignalMeasures(s, r.Series), LimitingSwitches: sim.LimitingSwitches(r.Series),
 		})
 	}
 	return rep, nil

@@ -30,6 +30,8 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 	loop := tuning.LoopModel(m, s.PipelineDelay())
 	nominal := clampRate(m.Input(s.Setpoint), s.MaxRate)
 	switch name {
+	case Override:
+		return newOverride(s, p, g)
 	case Fixed:
 		return fixedPolicy{rate: nominal}, map[string]float64{"rate": nominal}, nil
 	case AIMD:
@@ -108,6 +110,8 @@ type Plant struct {
 	NoiseSD         float64
 	ModelError      float64
 	ModelErrorKnown bool
+	// Replica is the replica's step test, when the scenario has one.
+	Replica ReplicaModel
 }
 
 // modelError is ModelError, or NaN when unknown.

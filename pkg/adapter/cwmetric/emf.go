@@ -45,6 +45,12 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 		{"LiveConsumers", "Count", float64(r.LivePeers)},
 		{"DemandLimited", "None", flag(r.DemandLimited)},
 	}
+	if m := r.Mapping; m != nil {
+		// A loop that owns an event source mapping (PARAMS esm_uuid).
+		all = append(all, metric{"MappingConcurrency", "Count", float64(m.Concurrency)},
+			metric{"MappingTarget", "Count", float64(m.Target)},
+			metric{"MappingUpdateFailed", "None", flag(m.Err != "")})
+	}
 	defs := make([]any, 0, len(all))
 	attrs := make([]slog.Attr, 0, len(all)+2)
 	for _, m := range all {

@@ -27,6 +27,7 @@ package ddbhistory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -121,6 +122,15 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 	}
 	if p.ModelDrift {
 		it["model_drift"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if p.Limiting != "" {
+		it["limiting"] = &types.AttributeValueMemberS{Value: p.Limiting}
+	}
+	if len(p.Signals) > 0 {
+		// Every signal's setpoint and measurement, as JSON (null: none).
+		if b, err := json.Marshal(p.Signals); err == nil {
+			it["signals"] = &types.AttributeValueMemberS{Value: string(b)}
+		}
 	}
 	return it
 }
@@ -250,6 +260,14 @@ func decode(it map[string]types.AttributeValue) (history.Point, error) {
 	p.Limited = getBool(it, "limited")
 	if m, _ := it["mode"].(*types.AttributeValueMemberS); m != nil {
 		p.Mode = m.Value
+	}
+	if l, _ := it["limiting"].(*types.AttributeValueMemberS); l != nil {
+		p.Limiting = l.Value
+	}
+	if sg, _ := it["signals"].(*types.AttributeValueMemberS); sg != nil {
+		if err := json.Unmarshal([]byte(sg.Value), &p.Signals); err != nil {
+			return p, fmt.Errorf("history item signals: %w", err)
+		}
 	}
 	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,6 +65,10 @@ func point(t0 time.Time, k int) history.Point {
 	if p.Stale {
 		p.Measured = math.NaN()
 	}
+	if k%2 == 1 {
+		p.Limiting = "lag"
+		p.Signals = []history.SignalPoint{{Name: "cpu", Unit: "%", Setpoint: 70, Measured: p.Measured}, {Name: "lag", Unit: "s", Setpoint: 10, Measured: math.NaN()}}
+	}
 	return p
 }
 
@@ -72,7 +77,11 @@ func same(a, b history.Point) bool {
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
 		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
-		a.ModelDrift == b.ModelDrift
+		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && len(a.Signals) == len(b.Signals) &&
+		!slices.ContainsFunc(a.Signals, func(s history.SignalPoint) bool {
+			i := slices.IndexFunc(b.Signals, func(t history.SignalPoint) bool { return t.Name == s.Name })
+			return i < 0 || b.Signals[i].Unit != s.Unit || !eq(b.Signals[i].Setpoint, s.Setpoint) || !eq(b.Signals[i].Measured, s.Measured)
+		})
 }
 
 // contract is the suite every historyStore implementation passes.

@@ -339,6 +339,12 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	if err := encodeDemand(item, st.Demand); err != nil {
 		return nil, err
 	}
+	if err := encodeMapping(item, st.Mapping); err != nil {
+		return nil, err
+	}
+	if err := encodeSignals(item, st); err != nil {
+		return nil, err
+	}
 	return item, nil
 }
 
@@ -452,6 +458,8 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 		}
 	}
 	add(decodeDemand(item, &st.Demand))
+	add(decodeMapping(item, &st.Mapping))
+	add(decodeSignals(item, &st))
 	return st, errors.Join(errs...)
 }
 

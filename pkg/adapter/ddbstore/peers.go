@@ -44,6 +44,11 @@ func (s *Store) ReportPeer(ctx context.Context, p loop.Peer) error {
 		"expires_ms":  integer(p.ExpiresAt.UnixMilli()),
 		"ttl":         integer(p.ExpiresAt.Add(2 * loop.PeerRetention).Unix()),
 	}
+	if p.Batches != 0 {
+		item["batches"] = integer(p.Batches)
+		item["batch_messages"] = integer(p.BatchMessages)
+		item["working_ns"] = integer(int64(p.Working))
+	}
 	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		return wrap("report peer "+p.Instance, p.Loop, err)
 	}
@@ -123,6 +128,16 @@ func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
 	add(err)
 	p.ExpiresAt, err = getTime(item, "expires_at")
 	add(err)
+	if _, ok := item["batches"]; ok { // leases of consumers that report their batches
+		p.Batches, err = getInt(item, "batches")
+		add(err)
+		p.BatchMessages, err = getInt(item, "batch_messages")
+		add(err)
+		var ns int64
+		ns, err = getInt(item, "working_ns")
+		add(err)
+		p.Working = time.Duration(ns)
+	}
 	return p, errors.Join(errs...)
 }
 
@@ -140,27 +155,53 @@ func getInt(item map[string]types.AttributeValue, name string) (int64, error) {
 	return i, nil
 }
 
+// encodeMapping and decodeMapping keep STATE's Mapping (the event source
+// mapping's concurrency, its last update and error, the consumers' batch
+// counts) in the attribute `mapping`, as JSON; absent for a loop that owns
+// no mapping.
+func encodeMapping(item map[string]types.AttributeValue, m loop.MappingState) error {
+	if m.UUID == "" && m.Concurrency == 0 && m.Target == 0 && m.AttemptAt.IsZero() && m.Counts == nil && m.BatchSeconds == 0 {
+		return nil
+	}
+	return setJSON(item, "mapping", m)
+}
+
+func decodeMapping(item map[string]types.AttributeValue, m *loop.MappingState) error {
+	return getJSON(item, "mapping", m)
+}
+
 // encodeDemand and decodeDemand keep STATE's Demand (the consumers'
 // counts at the last tick) in the attribute `demand`, as JSON.
 func encodeDemand(item map[string]types.AttributeValue, d loop.Demand) error {
 	if d.Stored == nil && !d.Known && d.Live == 0 {
 		return nil
 	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("demand: %w", err)
-	}
-	item["demand"] = str(string(b))
-	return nil
+	return setJSON(item, "demand", d)
 }
 
 func decodeDemand(item map[string]types.AttributeValue, d *loop.Demand) error {
-	s, err := optS(item, "demand")
+	return getJSON(item, "demand", d)
+}
+
+// setJSON writes v as the JSON string attribute name of item.
+func setJSON(item map[string]types.AttributeValue, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	item[name] = str(string(b))
+	return nil
+}
+
+// getJSON reads the JSON string attribute name of item into v; nothing
+// when it is absent.
+func getJSON(item map[string]types.AttributeValue, name string, v any) error {
+	s, err := optS(item, name)
 	if err != nil || s == "" {
 		return err
 	}
-	if err := json.Unmarshal([]byte(s), d); err != nil {
-		return fmt.Errorf("demand: %w", err)
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

@@ -42,7 +42,12 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	lease("a", "i-2", 5, at.Add(-time.Second))    // lapsed
 	lease("a", "i-3", 7, at.Add(time.Minute))
 	lease("a#b", "i-4", 9, at.Add(time.Minute))
-	for id, want := range map[string]int{"a": 2, "a#b": 1, "c": 0} {
+	batches := loop.Peer{Loop: "a#b", Instance: "i-5", Stored: 30, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: at.Add(time.Minute),
+		Batches: 3, BatchMessages: 30, Working: 1234567891 * time.Nanosecond}
+	if err := s.ReportPeer(ctx, batches); err != nil {
+		t.Fatalf("ReportPeer(%+v): %v", batches, err)
+	}
+	for id, want := range map[string]int{"a": 2, "a#b": 2, "c": 0} {
 		if n, err := s.LivePeers(ctx, id, at); err != nil || n != want {
 			t.Errorf("LivePeers(%q) = %d, %v; want %d", id, n, err, want)
 		}
@@ -61,24 +66,40 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 			if p.Loop != sn.Loop || !p.ReportedAt.Equal(at) || !p.StartedAt.Equal(at.Add(-time.Hour)) {
 				t.Errorf("lease %+v of loop %s: fields not kept", p, sn.Loop)
 			}
+			if p.Instance == "i-5" && p.BatchCount() != batches.BatchCount() {
+				t.Errorf("lease %+v: batch counts not kept; want %+v", p, batches.BatchCount())
+			}
 		}
 	}
-	if len(got["a"]) != 3 || got["a"]["i-1"] != 1<<60 || got["a#b"]["i-4"] != 9 || len(got["a#b"]) != 1 {
-		t.Errorf("LoadLoops leases = %v; want a: i-1, i-2, i-3 and a#b: i-4", got)
+	if len(got["a"]) != 3 || got["a"]["i-1"] != 1<<60 || got["a#b"]["i-4"] != 9 || len(got["a#b"]) != 2 {
+		t.Errorf("LoadLoops leases = %v; want a: i-1, i-2, i-3 and a#b: i-4, i-5", got)
 	}
+	stateRoundTrips(t, s, at)
+}
 
-	t.Run("demand round trip in STATE", func(t *testing.T) {
-		st := loop.State{Loop: "a", Version: 1, TickAt: at, Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
-		if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
-			t.Fatal(err)
-		}
-		back, err := s.ReadState(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := back.Demand
-		if d.Processed != 412.5 || !d.Known || d.Live != 2 || !d.Limited || d.Stored["i-1"] != 1<<60 || d.Stored["i-3"] != 7 {
-			t.Errorf("STATE demand = %+v; want %+v", d, st.Demand)
-		}
-	})
+// stateRoundTrips checks that what STATE keeps of the consumers' reports
+// (Demand, and the event source mapping's MappingState) reads back as
+// written.
+func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
+	ctx := context.Background()
+	m := loop.MappingState{UUID: "esm-1", Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
+		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]loop.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
+	st := loop.State{Loop: "a", Version: 1, TickAt: at, Mapping: m,
+		Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
+	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := s.ReadState(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := back.Demand
+	if d.Processed != 412.5 || !d.Known || d.Live != 2 || !d.Limited || d.Stored["i-1"] != 1<<60 || d.Stored["i-3"] != 7 {
+		t.Errorf("STATE demand = %+v; want %+v", d, st.Demand)
+	}
+	g := back.Mapping
+	if g.UUID != "esm-1" || g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
+		!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] {
+		t.Errorf("STATE mapping = %+v; want %+v", g, m)
+	}
 }

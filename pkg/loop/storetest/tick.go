@@ -93,6 +93,23 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("params after store round trip = %+v; want %+v", back, p)
 	}
+	// A loop with a further signal: a map of maps with numbers.
+	a := p.Attrs()
+	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)"}}
+	sp, err := loop.DecodeParams("z", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteParams(ctx, "z", sp.Attrs()); err != nil {
+		t.Fatalf("WriteParams with signals: %v", err)
+	}
+	if raw, err = s.ReadParams(ctx, "z"); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = loop.DecodeParams("z", raw); err != nil || !reflect.DeepEqual(back, sp) {
+		t.Errorf("params with signals after store round trip = %+v, %v; want %+v", back.Signals, err, sp.Signals)
+	}
 }
 
 func testLoadLoops(t *testing.T, s Store) {
@@ -142,6 +159,9 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	bc := loop.DefaultBalanceConfig(time.Minute)
 	p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
 	p.Balance, p.Regulate = &bc, loop.RegulateMean
+	p.Signals = []loop.Signal{{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional,
+		Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+		Stale:  control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}
 	st := loop.State{
 		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
@@ -159,6 +179,13 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 			Samples:    []loop.DriftSample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
 			ModelDrift: true, GainRatio: 2.02, SlopeSE: 0.125, Since: at, Votes: 2,
 			Model: control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
+		},
+		Limiting: "lag",
+		Signals: []loop.SignalState{
+			{Name: "cpu", MetricAt: at.Add(-2 * time.Minute), Measured: 66.5, Setpoint: 70, Unit: "%",
+				Terms: control.Output{Rate: 400, P: 7, I: 300}, Tracking: true, Stale: true, StaleSince: at.Add(-time.Minute)},
+			{Name: "lag", Controller: control.State{Init: true, Integral: 321.5, Output: 321.5, Kp: 20},
+				MetricAt: at.Add(-time.Minute), Measured: 11.25, Setpoint: 10, Unit: "s", Terms: control.Output{Rate: 321.5, P: -25}},
 		},
 	}
 	rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,

@@ -1,0 +1,271 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"time"
+)
+
+// The coarse actuator (issue 18). A loop whose consumers are an SQS Lambda
+// may own its event source mapping (PARAMS esm_uuid): the tick then sets the
+// mapping's ScalingConfig.MaximumConcurrency from the allowed rate and the
+// time a batch takes, so that the Lambda instances do not spend their billed
+// time asleep in the pacer. The pacer in each instance still holds the rate
+// exactly (the fine actuator): the mapping only decides how many instances
+// share it. See docs/controller.md, "The event source mapping".
+
+// Bounds of an SQS event source mapping's MaximumConcurrency (AWS Lambda
+// refuses values outside them).
+const (
+	MinMappingConcurrency = 2
+	MaxMappingConcurrency = 1000
+)
+
+// Defaults of the esm_* attributes.
+const (
+	DefaultMappingUpdateInterval = 5 * time.Minute
+	// MappingHeadroom is how much more concurrency than the allowed rate
+	// needs the tick asks for: the instances then work 80 % of their time
+	// at most, and the pacer absorbs the rest.
+	MappingHeadroom = 0.25
+	// MappingHysteresis is the smallest change the tick makes, relative
+	// to the current concurrency (and at least 1).
+	MappingHysteresis = 0.2
+)
+
+// MappingConfig is the event source mapping a loop owns (PARAMS esm_*).
+type MappingConfig struct {
+	// UUID identifies the mapping (esm_uuid).
+	UUID string `json:"uuid"`
+	// UpdateInterval is the least time between two updates.
+	UpdateInterval time.Duration `json:"update_interval"`
+	// Min and Max bound the MaximumConcurrency the tick sets, within
+	// [MinMappingConcurrency, MaxMappingConcurrency].
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// MappingConcurrency is the number of concurrent Lambda instances that
+// carry rate messages/s when one batch of batchSize messages takes
+// batchSeconds of work (pacing excluded), with headroom:
+//
+//	N = ceil(rate × batchSeconds / batchSize × (1 + headroom))
+//
+// bounded to [MinMappingConcurrency, MaxMappingConcurrency]. One instance
+// works on one batch at a time, so it drains at most batchSize /
+// batchSeconds messages/s (Little's law: the work in progress is the rate
+// times the time in service). A rate, batch time or headroom that is not a
+// positive number counts as 0; a batch size below one message counts as one.
+func MappingConcurrency(rate, batchSeconds, batchSize, headroom float64) int {
+	if !(rate > 0) || !(batchSeconds > 0) {
+		return MinMappingConcurrency
+	}
+	if !(batchSize >= 1) {
+		batchSize = 1
+	}
+	if !(headroom > 0) {
+		headroom = 0
+	}
+	// The epsilon keeps a product that is whole on paper (80 × 0.5 / 10 ×
+	// 1.25 = 5) from rounding up on floating-point dust.
+	n := math.Ceil(rate*batchSeconds/batchSize*(1+headroom) - 1e-9)
+	if !(n < MaxMappingConcurrency) {
+		return MaxMappingConcurrency
+	}
+	return max(int(n), MinMappingConcurrency)
+}
+
+// MappingScaler sets the concurrency of an event source mapping:
+// pkg/adapter/lambdaesm serves it.
+type MappingScaler interface {
+	// MaximumConcurrency returns the mapping's ScalingConfig
+	// .MaximumConcurrency, 0 when it has none.
+	MaximumConcurrency(ctx context.Context, uuid string) (int, error)
+	// SetMaximumConcurrency sets it to n.
+	SetMaximumConcurrency(ctx context.Context, uuid string, n int) error
+}
+
+// BatchCount is a consumer instance's running count of its batches
+// (Peer): how many, how many messages they held, and their working time.
+type BatchCount struct {
+	Batches  int64         `json:"batches"`
+	Messages int64         `json:"messages"`
+	Working  time.Duration `json:"working"`
+}
+
+// MappingState is what STATE remembers of a loop's event source mapping.
+type MappingState struct {
+	// UUID is the mapping the rest is about: an edit of esm_uuid starts
+	// over (the batch means stay, they are the consumers').
+	UUID string `json:"uuid,omitempty"`
+	// Concurrency is the mapping's MaximumConcurrency as last set or read
+	// (0: not known yet).
+	Concurrency int `json:"concurrency,omitempty"`
+	// Target is what the allowed rate needed at the last tick (0 while the
+	// consumers have not reported a batch).
+	Target int `json:"target,omitempty"`
+	// UpdatedAt is when the tick last changed the mapping; AttemptAt when
+	// it last tried (the next try waits the update interval).
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	AttemptAt time.Time `json:"attempt_at,omitzero"`
+	// Error is why the last attempt failed, and ErrorAt when; the next
+	// successful update clears them.
+	Error   string    `json:"error,omitempty"`
+	ErrorAt time.Time `json:"error_at,omitzero"`
+	// BatchSeconds and BatchSize are the mean working time of a batch and
+	// its mean size over the batches reported since the previous tick (or
+	// the last tick that saw any); 0 before the first report.
+	BatchSeconds float64 `json:"batch_seconds,omitempty"`
+	BatchSize    float64 `json:"batch_size,omitempty"`
+	// Counts are each reporting instance's batch count at the last tick:
+	// the baselines of the next.
+	Counts map[string]BatchCount `json:"counts,omitempty"`
+}
+
+// MappingReport is what a tick did with a loop's event source mapping.
+type MappingReport struct {
+	UUID string `json:"uuid"`
+	// Concurrency is the mapping's MaximumConcurrency after the tick (0:
+	// unknown); Target what the allowed rate needs (0: no batch reported
+	// yet, the mapping is left alone).
+	Concurrency int `json:"concurrency"`
+	Target      int `json:"target"`
+	// Updated is true when this tick changed the mapping.
+	Updated bool `json:"updated"`
+	// Err is why this tick's update failed: the consumers keep pacing in
+	// the Lambda at the concurrency the mapping has.
+	Err string `json:"error,omitempty"`
+	// BatchSeconds and BatchSize are the measured means the target comes
+	// from.
+	BatchSeconds float64 `json:"batch_seconds"`
+	BatchSize    float64 `json:"batch_size"`
+}
+
+// measureBatches folds the batch counts the peers report into the means
+// of the batches since the previous tick (prev's baselines). A count below
+// its baseline (an instance id reused) or without one counts whole: the
+// means need no time base. Without new batches the previous means stay.
+func measureBatches(peers []Peer, prev MappingState, now time.Time) MappingState {
+	m := prev
+	m.Counts = make(map[string]BatchCount, len(peers))
+	var sum BatchCount
+	for _, p := range peers {
+		if now.Sub(p.ExpiresAt) > PeerRetention {
+			continue
+		}
+		c := p.BatchCount()
+		m.Counts[p.Instance] = c
+		d := c
+		if base, ok := prev.Counts[p.Instance]; ok && c.Batches >= base.Batches {
+			d = BatchCount{c.Batches - base.Batches, c.Messages - base.Messages, c.Working - base.Working}
+		}
+		sum.Batches += d.Batches
+		sum.Messages += d.Messages
+		sum.Working += d.Working
+	}
+	if len(m.Counts) == 0 {
+		m.Counts = nil
+	}
+	if sum.Batches > 0 {
+		n := float64(sum.Batches)
+		m.BatchSeconds, m.BatchSize = sum.Working.Seconds()/n, float64(sum.Messages)/n
+	}
+	return m
+}
+
+// BatchCount returns the peer's running batch count.
+func (p Peer) BatchCount() BatchCount {
+	return BatchCount{Batches: p.Batches, Messages: p.BatchMessages, Working: p.Working}
+}
+
+// change reports whether the mapping moves from cur to target: when cur
+// is unknown (0: the mapping has no MaximumConcurrency) or outside [Min,
+// Max], or differs from target by at least MappingHysteresis of cur (and at
+// least 1).
+func (c MappingConfig) change(cur, target int) bool {
+	if cur < c.Min || cur > c.Max {
+		return true
+	}
+	return math.Abs(float64(target-cur)) >= max(1, MappingHysteresis*float64(cur))
+}
+
+// scaleMapping is the tick's coarse actuator for a loop that owns an event
+// source mapping: it measures the consumers' batches, computes the
+// concurrency the allowed rate needs, and sets it (actuate). The outcome is
+// recorded in c's STATE (committed with the tick) and in r. A failure is
+// recorded and retried after the update interval; RATE is written as
+// always, so the consumers keep pacing in the Lambda.
+func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report) {
+	p := w.params.Mapping
+	if p == nil {
+		c.State.Mapping = MappingState{}
+		return
+	}
+	now := c.State.TickAt
+	var prev MappingState
+	if w.snap.State != nil {
+		prev = w.snap.State.Mapping
+	}
+	if prev.UUID != p.UUID {
+		prev = MappingState{UUID: p.UUID, BatchSeconds: prev.BatchSeconds, BatchSize: prev.BatchSize, Counts: prev.Counts}
+	}
+	m := measureBatches(w.snap.Peers, prev, now)
+	m.Target = 0
+	if m.BatchSeconds > 0 {
+		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)
+	}
+	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
+	// Shadow mode computes without acting; without a batch report there
+	// is nothing to size the mapping by.
+	if m.Target > 0 && w.params.Mode != ModeShadow {
+		updated, err := t.actuate(ctx, *p, &m, now)
+		rep.Updated = updated
+		if err != nil {
+			m.Error, m.ErrorAt, rep.Err = err.Error(), now, err.Error()
+		} else if updated {
+			m.Error, m.ErrorAt = "", time.Time{}
+		}
+	}
+	rep.Concurrency = m.Concurrency
+	r.Mapping = rep
+	c.State.Mapping = m
+}
+
+// actuate sets the mapping to m.Target when the update interval has passed
+// since the last attempt and the change is worth it; it reads the
+// mapping's concurrency first when STATE does not know it. It reports
+// whether it changed the mapping.
+func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, now time.Time) (bool, error) {
+	if !m.AttemptAt.IsZero() && now.Sub(m.AttemptAt) < p.UpdateInterval {
+		return false, nil
+	}
+	if t.Mappings == nil {
+		m.AttemptAt = now
+		return false, fmt.Errorf("event source mapping %s: the controller has no Lambda client (Ticker.Mappings)", p.UUID)
+	}
+	if m.Concurrency == 0 {
+		cur, err := t.Mappings.MaximumConcurrency(ctx, p.UUID)
+		if err != nil {
+			m.AttemptAt = now
+			return false, fmt.Errorf("read MaximumConcurrency: %w", err)
+		}
+		m.Concurrency = cur
+	}
+	if !p.change(m.Concurrency, m.Target) {
+		return false, nil
+	}
+	m.AttemptAt = now
+	if err := t.Mappings.SetMaximumConcurrency(ctx, p.UUID, m.Target); err != nil {
+		return false, fmt.Errorf("set MaximumConcurrency to %d: %w", m.Target, err)
+	}
+	m.Concurrency, m.UpdatedAt = m.Target, now
+	return true, nil
+}
+
+// Clone returns a deep copy of m.
+func (m MappingState) Clone() MappingState {
+	m.Counts = maps.Clone(m.Counts)
+	return m
+}

@@ -1,0 +1,109 @@
+package loop
+
+import (
+	"math"
+	"strings"
+)
+
+// The esm_* PARAMS attributes of a loop that owns an SQS event source
+// mapping (mapping.go), declared in paramTable.
+
+// Attribute names of a loop's event source mapping.
+const (
+	AttrESMUUID           = "esm_uuid"
+	AttrESMUpdateInterval = "esm_update_interval"
+	AttrESMMinConcurrency = "esm_min_concurrency"
+	AttrESMMaxConcurrency = "esm_max_concurrency"
+)
+
+// The esm_* attributes (paramTable). esm_uuid creates Params.Mapping with
+// the defaults; the others need it.
+
+var esmUUID = codec{
+	func(d *decoder, p *Params, name string) {
+		if !d.present(name) {
+			return
+		}
+		p.Mapping = &MappingConfig{UUID: d.str(name, ""), UpdateInterval: DefaultMappingUpdateInterval,
+			Min: MinMappingConcurrency, Max: MaxMappingConcurrency}
+	},
+	func(p Params, a map[string]any, name string) {
+		if p.Mapping != nil {
+			a[name] = p.Mapping.UUID
+		}
+	},
+}
+
+// needsMapping reports whether an esm_* attribute can be read: refused when
+// the loop owns no mapping.
+func needsMapping(d *decoder, p *Params, name string) bool {
+	if p.Mapping != nil {
+		return true
+	}
+	if d.present(name) {
+		d.fail(name, "the loop owns no event source mapping; set %s first", AttrESMUUID)
+	}
+	return false
+}
+
+var esmUpdateInterval = codec{
+	func(d *decoder, p *Params, name string) {
+		if needsMapping(d, p, name) {
+			p.Mapping.UpdateInterval = d.duration(name, DefaultMappingUpdateInterval)
+		}
+	},
+	func(p Params, a map[string]any, name string) {
+		if p.Mapping != nil {
+			a[name] = p.Mapping.UpdateInterval.String()
+		}
+	},
+}
+
+func esmConcurrency(f func(*MappingConfig) *int, def int) codec {
+	return codec{
+		func(d *decoder, p *Params, name string) {
+			if !needsMapping(d, p, name) {
+				return
+			}
+			v := d.number(name, float64(def))
+			switch {
+			case v != math.Trunc(v):
+				d.fail(name, "%v is not a whole number of instances", v)
+			case v < MinMappingConcurrency || v > MaxMappingConcurrency:
+				d.fail(name, "%v is outside %d..%d, the MaximumConcurrency an SQS event source mapping accepts", v, MinMappingConcurrency, MaxMappingConcurrency)
+			default:
+				*f(p.Mapping) = int(v)
+			}
+		},
+		func(p Params, a map[string]any, name string) {
+			if p.Mapping != nil {
+				a[name] = float64(*f(p.Mapping))
+			}
+		},
+	}
+}
+
+// checkMapping checks the event source mapping's settings.
+func (p Params) checkMapping(fail failFunc) {
+	m := p.Mapping
+	if m == nil {
+		return
+	}
+	if strings.TrimSpace(m.UUID) == "" {
+		fail(AttrESMUUID, "empty; want the event source mapping's UUID (aws lambda list-event-source-mappings)")
+	}
+	if m.UpdateInterval <= 0 {
+		fail(AttrESMUpdateInterval, "%v must be positive", m.UpdateInterval)
+	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{{AttrESMMinConcurrency, m.Min}, {AttrESMMaxConcurrency, m.Max}} {
+		if b.v < MinMappingConcurrency || b.v > MaxMappingConcurrency {
+			fail(b.name, "%d is outside %d..%d, the MaximumConcurrency an SQS event source mapping accepts", b.v, MinMappingConcurrency, MaxMappingConcurrency)
+		}
+	}
+	if m.Min > m.Max {
+		fail(AttrESMMinConcurrency, "%d is above esm_max_concurrency %d", m.Min, m.Max)
+	}
+}
