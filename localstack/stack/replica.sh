@@ -8,7 +8,7 @@
 #                       private Prometheus on 127.0.0.1:9097 scraping the
 #                       replica's lag exporter (127.0.0.1:9318, served by
 #                       the e2e harness) and the stack's process exporter
-#   replica.sh cap      cap the replica's CPU (cpulimit, below)
+#   replica.sh cap      cap the replica's CPU (below)
 #   replica.sh uncap    remove the cap (the harness loads its schema uncapped)
 #   replica.sh stop     stop them all (clean shutdown); the data stays
 #   replica.sh reset    stop, then remove the data directories
@@ -23,8 +23,9 @@
 # every transaction in order, while the primary runs the consumers'
 # transactions concurrently), durable like the primary (sync_relay_log=1,
 # sync_relay_log_info=1, sync_master_info=1), and a CPU cap of
-# SLUICE_REPLICA_CPU percent of one core (default 6) enforced by cpulimit:
-# a smaller machine than the primary, as replicas often are. Both servers
+# SLUICE_REPLICA_CPU percent of one core (default 5; `replica.sh cap`): a
+# CFS quota of a cgroup of its own, or cpulimit where no cgroup can be made:
+# a much smaller machine than the primary. Both servers
 # accept sluice:sluice (databases sluice_*, plus replication monitoring and
 # control on the replica for the harness).
 #
@@ -38,7 +39,7 @@ PRIMARY_PORT=${SLUICE_REPLICA_PRIMARY_PORT:-3316}
 REPLICA_PORT=${SLUICE_REPLICA_PORT:-3317}
 REPLICA_PROM_PORT=${SLUICE_REPLICA_PROMETHEUS_PORT:-9097}
 LAG_EXPORTER_PORT=${SLUICE_REPLICA_LAG_EXPORTER_PORT:-9318}
-REPLICA_CPU=${SLUICE_REPLICA_CPU:-6}
+REPLICA_CPU=${SLUICE_REPLICA_CPU:-5}
 
 # The names of the services in .cache/stack/run and .cache/stack/log.
 P=mariadb-primary-$PRIMARY_PORT
@@ -103,11 +104,49 @@ replicating() {
 	[[ $st == *"Slave_IO_Running: Yes"* && $st == *"Slave_SQL_Running: Yes"* ]]
 }
 
-# cap_start: cpulimit on the replica's mariadbd (percent of one core).
+# The replica's CPU cap is a CFS quota of its cgroup (precise, every
+# thread of mariadbd) when this machine lets root make one (cgroup v2 with
+# the cpu controller, or v1's cpu hierarchy), otherwise cpulimit (SIGSTOP /
+# SIGCONT, coarser: it converges over seconds).
+CGROUP_NAME=sluice-replica-$REPLICA_PORT
+
+# cgroup_dir prints the cgroup of the cap (creating it) or fails.
+cgroup_dir() {
+	local d
+	if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+		d=/sys/fs/cgroup/$CGROUP_NAME
+		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null ||
+			echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || return 1
+		mkdir -p "$d" 2>/dev/null && [[ -f $d/cpu.max ]] || return 1
+	elif [[ -d /sys/fs/cgroup/cpu && -w /sys/fs/cgroup/cpu ]]; then
+		d=/sys/fs/cgroup/cpu/$CGROUP_NAME
+		mkdir -p "$d" 2>/dev/null && [[ -f $d/cpu.cfs_quota_us ]] || return 1
+	else
+		return 1
+	fi
+	echo "$d"
+}
+
+# cap_start caps the replica's mariadbd at REPLICA_CPU percent of one core.
 cap_start() {
-	local pid
+	local pid d quota
 	pid=$(pidfile_pid "$R") || die "replica: not running"
+	quota=$(awk -v p="$REPLICA_CPU" 'BEGIN { q = int(p * 1000); if (q < 1000) q = 1000; print q }')
+	if d=$(cgroup_dir); then
+		if [[ -f $d/cpu.max ]]; then
+			echo "$quota 100000" >"$d/cpu.max"
+		else
+			echo 100000 >"$d/cpu.cfs_period_us"
+			echo "$quota" >"$d/cpu.cfs_quota_us"
+		fi
+		echo "$pid" >"$d/cgroup.procs"
+		echo "$d" >"$STACK_RUN/$CAP.cgroup"
+		log "replica: CPU capped at $REPLICA_CPU % of one core (cgroup $d: ${quota} us per 100 ms)"
+		return 0
+	fi
+	[[ -x /usr/bin/cpulimit ]] || apt_install cpulimit
 	start_daemon "$CAP" /usr/bin/cpulimit --pid="$pid" --limit="$REPLICA_CPU"
+	log "replica: CPU capped at $REPLICA_CPU % of one core (cpulimit: no writable cgroup)"
 }
 
 prom_config() {
@@ -154,7 +193,6 @@ up() {
 
 start() {
 	[[ -x /usr/sbin/mariadbd ]] || apt_install mariadb-server mariadb-client
-	[[ -x /usr/bin/cpulimit ]] || apt_install cpulimit
 	[[ -x /usr/bin/prometheus ]] || apt_install prometheus
 	up "$P" "$PRIMARY_PORT" ready_primary start_primary
 	sql primary -e "$PROVISION" || die "primary: cannot create the users"
@@ -167,7 +205,7 @@ start() {
 		wait_ready "$R" 30 "" replicating || die "replica: not replicating (SHOW SLAVE STATUS on 127.0.0.1:$REPLICA_PORT)"
 	fi
 	up "$PROM" "$REPLICA_PROM_PORT" prom_ready prom_start
-	log "replica: primary 127.0.0.1:$PRIMARY_PORT, replica 127.0.0.1:$REPLICA_PORT (replica.sh cap: cpulimit $REPLICA_CPU %), prometheus 127.0.0.1:$REPLICA_PROM_PORT"
+	log "replica: primary 127.0.0.1:$PRIMARY_PORT, replica 127.0.0.1:$REPLICA_PORT (replica.sh cap: $REPLICA_CPU % of one core), prometheus 127.0.0.1:$REPLICA_PROM_PORT"
 }
 
 uncap() {
@@ -176,6 +214,12 @@ uncap() {
 		stop_pid "$CAP" "$pid" 10
 	fi
 	rm -f "$STACK_RUN/$CAP.pid"
+	local d
+	if [[ -f $STACK_RUN/$CAP.cgroup ]]; then
+		d=$(<"$STACK_RUN/$CAP.cgroup")
+		if [[ -f $d/cpu.max ]]; then echo "max 100000" >"$d/cpu.max"; else echo -1 >"$d/cpu.cfs_quota_us"; fi
+		rm -f "$STACK_RUN/$CAP.cgroup"
+	fi
 	# cpulimit resumes the process it stops when it exits; make sure.
 	if pid=$(pidfile_pid "$R"); then kill -CONT "$pid" 2>/dev/null || true; fi
 }
@@ -208,7 +252,6 @@ reset)
 cap)
 	uncap
 	cap_start
-	log "replica: CPU capped at $REPLICA_CPU % of one core (cpulimit)"
 	;;
 uncap) uncap ;;
 status) ready_primary && ready_replica && replicating ;;
