@@ -77,29 +77,32 @@ type Result struct {
 	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
 	MaxCPUAfterSettle  float64 `json:"max_cpu_after_settle"`
 	// LimitingSwitches counts the changes of STATE's limiting signal;
-	// LagLimitingAtS is when lag first limited, LagLimitingShare the share
-	// of the readings after settling where it did.
-	LimitingSwitches int      `json:"limiting_switches"`
-	LagLimitingAtS   float64  `json:"lag_limiting_at_s"`
-	LagLimitingShare float64  `json:"lag_limiting_share"`
-	MeanRateSettled  float64  `json:"mean_rate_after_settle"`
-	Sent             int      `json:"sent"`
-	Stored           int      `json:"stored"`
-	ReplicaStored    int      `json:"replica_stored"`
-	Missing          int      `json:"missing"`
-	Duplicates       int      `json:"duplicates"`
-	PrimaryCapacity  float64  `json:"primary_write_capacity"`
-	ReplicaCapacity  float64  `json:"replica_apply_capacity"`
-	ReplicaUncapped  float64  `json:"replica_apply_capacity_uncapped"`
-	ReplicaCPULimit  float64  `json:"replica_cpu_limit"`
-	CPUGain          float64  `json:"cpu_gain"`
-	Lines            int      `json:"lines_per_order"`
-	Ticks            int      `json:"ticks"`
-	TickErrors       int      `json:"tick_errors"`
-	Gains            gains    `json:"gains"`
-	Seconds          float64  `json:"seconds"`
-	OK               bool     `json:"ok"`
-	Failures         []string `json:"failures"`
+	// FirstLagLimitingS is when lag first limited, LagLimitingAtS when it
+	// took over for good (the last switch to lag: it limits from there to
+	// the end), LagLimitingShare the share of the readings since it first
+	// limited where it did (-1: never).
+	LimitingSwitches  int      `json:"limiting_switches"`
+	FirstLagLimitingS float64  `json:"first_lag_limiting_s"`
+	LagLimitingAtS    float64  `json:"lag_limiting_at_s"`
+	LagLimitingShare  float64  `json:"lag_limiting_share"`
+	MeanRateSettled   float64  `json:"mean_rate_after_settle"`
+	Sent              int      `json:"sent"`
+	Stored            int      `json:"stored"`
+	ReplicaStored     int      `json:"replica_stored"`
+	Missing           int      `json:"missing"`
+	Duplicates        int      `json:"duplicates"`
+	PrimaryCapacity   float64  `json:"primary_write_capacity"`
+	ReplicaCapacity   float64  `json:"replica_apply_capacity"`
+	ReplicaUncapped   float64  `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit   float64  `json:"replica_cpu_limit"`
+	CPUGain           float64  `json:"cpu_gain"`
+	Lines             int      `json:"lines_per_order"`
+	Ticks             int      `json:"ticks"`
+	TickErrors        int      `json:"tick_errors"`
+	Gains             gains    `json:"gains"`
+	Seconds           float64  `json:"seconds"`
+	OK                bool     `json:"ok"`
+	Failures          []string `json:"failures"`
 }
 
 type gains struct {
@@ -133,7 +136,7 @@ func main() {
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
-	flag.IntVar(&c.consumers, "consumers", 4, "consumer emulators")
+	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
 	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
 	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")

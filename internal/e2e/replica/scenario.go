@@ -62,6 +62,9 @@ func (r *run) params() (loop.Params, error) {
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
 		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true, Feedforward: &m,
 		SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second)),
+		// No demand cap: the run is about the signals (its producers keep a
+		// backlog anyway).
+		DemandHeadroom: 0,
 		MinRate:        3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
 		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
