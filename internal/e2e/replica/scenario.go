@@ -52,13 +52,12 @@ func (r *run) params() (loop.Params, error) {
 	cpuKp, cpuKi := g.Kp, 1/(m.Gain*tc.Seconds())
 	// Lag: an integrator, d lag/dt = (rate - capacity)/capacity, behind
 	// the tick and the exporter's and Prometheus' second each. SIMC for an
-	// integrating process, Kc = 1/(k (tau_c + theta)), Ti = 4 (tau_c +
-	// theta), with the slower tau_c = 2 theta: the capacity test
-	// overestimates what the replica keeps up with under the consumers'
-	// smaller transactions (which would raise k).
+	// integrating process with tau_c = theta: Kc = 1/(k (tau_c + theta)),
+	// Ti = 4 (tau_c + theta). (tau_c = 2 theta let the lag overshoot to
+	// 15 s before it took over: docs/replica.md.)
 	theta := c.tick.Seconds() + 2
-	lagKp := r.res.ReplicaCapacity / (3 * theta)
-	lagKi := lagKp / (12 * theta)
+	lagKp := r.res.ReplicaCapacity / (2 * theta)
+	lagKi := lagKp / (8 * theta)
 	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi)}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
