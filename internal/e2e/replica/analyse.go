@@ -101,24 +101,24 @@ func (r *run) check() {
 	c, res := r.cfg, &r.res
 	switch {
 	case res.LagLimitingAtS < 0:
-		r.fail("the lag does not limit the rate at the end of the run")
+		r.Fail("the lag does not limit the rate at the end of the run")
 	case r.settledFor < minSettled:
-		r.fail("lag took over for good at %g s: less than %v left after settling", res.LagLimitingAtS, minSettled)
+		r.Fail("lag took over for good at %g s: less than %v left after settling", res.LagLimitingAtS, minSettled)
 	default:
 		if math.IsNaN(res.MeanLagAfterSettle) || math.Abs(res.MeanLagAfterSettle-c.lagSetpoint) > c.lagBand {
-			r.fail("mean lag after settling %.2f s: not within %g s of its setpoint %g s", res.MeanLagAfterSettle, c.lagBand, c.lagSetpoint)
+			r.Fail("mean lag after settling %.2f s: not within %g s of its setpoint %g s", res.MeanLagAfterSettle, c.lagBand, c.lagSetpoint)
 		}
 		if math.IsNaN(res.MeanCPUAfterSettle) || res.MeanCPUAfterSettle > c.cpuSetpoint {
-			r.fail("mean CPU after settling %.1f %% above its setpoint %g %%", res.MeanCPUAfterSettle, c.cpuSetpoint)
+			r.Fail("mean CPU after settling %.1f %% above its setpoint %g %%", res.MeanCPUAfterSettle, c.cpuSetpoint)
 		}
 	}
 	if res.Missing > 0 || res.Duplicates > 0 || res.Stored != res.Sent {
-		r.fail("sent %d, stored %d, missing %d, duplicates %d", res.Sent, res.Stored, res.Missing, res.Duplicates)
+		r.Fail("sent %d, stored %d, missing %d, duplicates %d", res.Sent, res.Stored, res.Missing, res.Duplicates)
 	}
 	if res.ReplicaStored != res.Stored {
-		r.fail("the replica holds %d orders, the primary %d", res.ReplicaStored, res.Stored)
+		r.Fail("the replica holds %d orders, the primary %d", res.ReplicaStored, res.Stored)
 	}
 	if res.Ticks < 10 {
-		r.fail("only %d controller ticks", res.Ticks)
+		r.Fail("only %d controller ticks", res.Ticks)
 	}
 }

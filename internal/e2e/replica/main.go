@@ -40,12 +40,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -57,6 +55,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
@@ -146,10 +145,10 @@ func main() {
 	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
 	flag.Parse()
 	c.root, _ = os.Getwd()
-	r := &run{cfg: c, start: time.Now()}
-	r.res.Failures = []string{}
-	code := r.main()
-	r.res.Seconds = math.Round(time.Since(r.start).Seconds())
+	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
+	code := r.Main(15*time.Minute, r.setup, r.scenario)
+	r.res.Failures = append([]string{}, r.Failures...)
+	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
 	r.res.OK = code == 0
 	b, _ := json.Marshal(r.res)
 	fmt.Println(string(b))
@@ -157,10 +156,9 @@ func main() {
 }
 
 type run struct {
-	cfg   config
-	start time.Time
-	res   Result
-	ctx   context.Context
+	e2ekit.Run
+	cfg config
+	res Result
 
 	id, table, loopID, instance, dbName string
 	queueURL, queueARN                  string
@@ -169,7 +167,6 @@ type run struct {
 	ddb                                 *dynamodb.Client
 	sqs                                 *sqs.Client
 	sampler                             *cpupub.Sampler
-	cleanups                            []func()
 
 	mu       sync.Mutex
 	cpu      []point // 1-s CPU of the primary
@@ -195,56 +192,11 @@ type limitingPoint struct {
 	sig string
 }
 
-func (r *run) logf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "e2e-replica %6.1fs: %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
-}
-
-func (r *run) fail(format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	r.logf("FAIL: %s", msg)
-	r.res.Failures = append(r.res.Failures, msg)
-}
-
-func (r *run) main() int {
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(sig, 15*time.Minute)
-	defer cancel()
-	r.ctx = ctx
-	defer r.cleanup()
-	if err := r.setup(); err != nil {
-		r.fail("setup: %v", err)
-		return 1
-	}
-	if err := r.scenario(); err != nil {
-		r.fail("%v", err)
-	}
-	if len(r.res.Failures) > 0 {
-		return 1
-	}
-	return 0
-}
-
-func (r *run) cleanup() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
-
-func (r *run) defer_(f func()) { r.cleanups = append(r.cleanups, f) }
-
-func (r *run) now() time.Duration { return time.Since(r.start) }
-
-func (r *run) sleep(d time.Duration) {
-	select {
-	case <-r.ctx.Done():
-	case <-time.After(d):
-	}
-}
+func (r *run) now() time.Duration { return time.Since(r.Start) }
 
 // stack runs a localstack/stack script with the harness' output on stderr.
 func (r *run) stack(script string, env []string, args ...string) error {
-	cmd := exec.CommandContext(r.ctx, "bash", append([]string{"localstack/stack/" + script}, args...)...)
+	cmd := exec.CommandContext(r.Ctx, "bash", append([]string{"localstack/stack/" + script}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -262,7 +214,7 @@ const (
 )
 
 func (r *run) setup() error {
-	setDefaultEnv()
+	e2ekit.SetDefaultEnv()
 	c := r.cfg
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
@@ -288,30 +240,19 @@ func (r *run) setup() error {
 // startStack starts moto, the SQS server, the RIE, and the primary/replica
 // pair, each stopped at the end only if this run started it.
 func (r *run) startStack() error {
-	rec := filepath.Join(r.cfg.logDir, "stack-started-"+r.id)
 	services := []string{"moto", "rie"}
-	if os.Getenv("SLUICE_SQS") != "moto" {
+	if !e2ekit.SQSOnMoto() {
 		services = append(services, "elasticmq")
 	}
-	if err := r.stack("up.sh", nil, append([]string{"--record", rec}, services...)...); err != nil {
+	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), services...); err != nil {
 		return err
 	}
-	r.defer_(func() {
-		b, _ := os.ReadFile(rec)
-		os.Remove(rec)
-		if svc := strings.Fields(string(b)); len(svc) > 0 {
-			r.logf("stopping what this run started: %v", svc)
-			down := exec.Command("bash", append([]string{"localstack/stack/down.sh"}, svc...)...)
-			down.Stdout, down.Stderr = os.Stderr, os.Stderr
-			_ = down.Run()
-		}
-	})
 	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
 	if err := r.stack("replica.sh", nil, "start"); err != nil {
 		return err
 	}
 	if !running && !r.cfg.keep {
-		r.defer_(func() {
+		r.Defer(func() {
 			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
 			down.Stdout, down.Stderr = os.Stderr, os.Stderr
 			_ = down.Run()
@@ -321,7 +262,7 @@ func (r *run) startStack() error {
 	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
 		return err
 	}
-	r.defer_(func() { exec.Command("bash", "localstack/stack/replica.sh", "uncap").Run() })
+	r.Defer(func() { exec.Command("bash", "localstack/stack/replica.sh", "uncap").Run() })
 	return nil
 }
 
@@ -343,11 +284,11 @@ func (r *run) setupDatabases() error {
 		return err
 	}
 	defer admin.Close()
-	if _, err := admin.ExecContext(r.ctx, "CREATE DATABASE "+r.dbName); err != nil {
+	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
 		return fmt.Errorf("create database %s on the primary: %w", r.dbName, err)
 	}
 	if !c.keep {
-		r.defer_(func() {
+		r.Defer(func() {
 			if db, err := sql.Open("mysql", dsn(primaryAddr, "")); err == nil {
 				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
 				db.Close()
@@ -359,34 +300,34 @@ func (r *run) setupDatabases() error {
 		return err
 	}
 	r.primary.SetMaxOpenConns(16)
-	r.defer_(func() { r.primary.Close() })
+	r.Defer(func() { r.primary.Close() })
 	if r.replica, err = sql.Open("mysql", dsn(replicaAddr, r.dbName)); err != nil {
 		return err
 	}
 	r.replica.SetMaxOpenConns(4)
-	r.defer_(func() { r.replica.Close() })
-	if err := dbload.Install(r.ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	r.Defer(func() { r.replica.Close() })
+	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
 		return err
 	}
-	if err := installOrders(r.ctx, r.primary, c.lines); err != nil {
+	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.ctx)
+	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
-	r.defer_(func() { stop(); wg.Wait() })
+	r.Defer(func() { stop(); wg.Wait() })
 	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
 	wg.Add(1)
 	go func() { defer wg.Done(); hb.Run(bg) }()
 	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
 		return fmt.Errorf("the replica did not load the schema: %w", err)
 	}
-	r.logf("the replica has database %s", r.dbName)
+	r.Logf("the replica has database %s", r.dbName)
 
 	exp := &LagExporter{Period: time.Second, MaxAge: 3 * time.Second, Now: time.Now,
 		Read: func(ctx context.Context) (LagReading, error) { return readLag(ctx, r.replica) },
 		OnReading: func(at time.Time, l LagReading) {
 			r.mu.Lock()
-			r.lag = append(r.lag, point{t: at.Sub(r.start), v: l.Lag})
+			r.lag = append(r.lag, point{t: at.Sub(r.Start), v: l.Lag})
 			r.mu.Unlock()
 		}}
 	ln, err := net.Listen("tcp", lagExporterAdr)
@@ -397,9 +338,10 @@ func (r *run) setupDatabases() error {
 	wg.Add(2)
 	go func() { defer wg.Done(); exp.Run(bg) }()
 	go func() { defer wg.Done(); srv.Serve(ln) }()
-	r.defer_(func() { srv.Close() })
+	r.Defer(func() { srv.Close() })
 
-	pid, err := listenerPID(primaryAddr)
+	_, port, _ := strings.Cut(primaryAddr, ":")
+	pid, err := e2ekit.ListenerPID(port)
 	if err != nil {
 		return err
 	}
@@ -410,31 +352,16 @@ func (r *run) setupDatabases() error {
 	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
 	wg.Add(1)
 	go func() { defer wg.Done(); r.recordCPU(bg) }()
-	r.logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
+	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
 	return nil
-}
-
-// listenerPID is the pid of the process listening on addr.
-func listenerPID(addr string) (int, error) {
-	_, port, _ := strings.Cut(addr, ":")
-	out, err := exec.Command("ss", "-Hltnp", "sport = :"+port).Output()
-	if err == nil {
-		if _, rest, ok := strings.Cut(string(out), "pid="); ok {
-			var pid int
-			if _, err := fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &pid); err == nil {
-				return pid, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no process listens on %s (ss: %v)", addr, err)
 }
 
 // waitCaughtUp waits until the heartbeat lag is below maxLag seconds.
 func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
 	deadline := time.Now().Add(within)
 	var last error
-	for time.Now().Before(deadline) && r.ctx.Err() == nil {
-		l, err := readLag(r.ctx, r.replica)
+	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
+		l, err := readLag(r.Ctx, r.replica)
 		if err == nil && l.Lag < maxLag {
 			return nil
 		}
@@ -443,7 +370,7 @@ func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
 		} else {
 			last = fmt.Errorf("lag %.1f s", l.Lag)
 		}
-		r.sleep(500 * time.Millisecond)
+		r.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("still behind after %v: %v", within, last)
 }
@@ -454,25 +381,18 @@ func (r *run) recordCPU(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	e2ekit.Every(ctx, time.Second, func() {
 		cur, err := r.sampler.Sample()
 		if err != nil {
-			continue
+			return
 		}
 		if u, err := r.sampler.Utilization(prev, cur); err == nil {
 			r.mu.Lock()
-			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.start), v: u})
+			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.Start), v: u})
 			r.mu.Unlock()
 		}
 		prev = cur
-	}
+	})
 }
 
 // measureCapacity measures, with n orders of negative ids written by as
@@ -486,7 +406,7 @@ func (r *run) measureCapacity(n int) error {
 		return err
 	}
 	r.res.ReplicaCPULimit = r.cfg.replicaCPU
-	r.sleep(3 * time.Second)
+	r.Sleep(3 * time.Second)
 	r.mu.Lock()
 	r.baseCPU, _ = stats(r.cpu, func(time.Duration) bool { return true })
 	r.mu.Unlock()
@@ -505,7 +425,7 @@ func (r *run) measureCapacity(n int) error {
 	}
 	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
 		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
-	r.logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
+	r.Logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
 		r.res.PrimaryCapacity, r.cfg.consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
 	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
 		return err
@@ -516,11 +436,11 @@ func (r *run) measureCapacity(n int) error {
 // capacityOnce writes orders from first down to first-n+1 with the replica's
 // SQL thread stopped, then restarts it and times the apply.
 func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, err error) {
-	if _, err := r.replica.ExecContext(r.ctx, "STOP SLAVE SQL_THREAD"); err != nil {
+	if _, err := r.replica.ExecContext(r.Ctx, "STOP SLAVE SQL_THREAD"); err != nil {
 		return 0, 0, fmt.Errorf("stop the replica's SQL thread: %w", err)
 	}
 	restart := func() error {
-		_, err := r.replica.ExecContext(context.WithoutCancel(r.ctx), "START SLAVE SQL_THREAD")
+		_, err := r.replica.ExecContext(context.WithoutCancel(r.Ctx), "START SLAVE SQL_THREAD")
 		return err
 	}
 	s0, err := r.sampler.Sample()
@@ -557,7 +477,7 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 		}
 	}
 	var before int
-	if err := r.replica.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&before); err != nil {
+	if err := r.replica.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&before); err != nil {
 		restart()
 		return 0, 0, err
 	}
@@ -565,9 +485,9 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	if err := restart(); err != nil {
 		return 0, 0, fmt.Errorf("start the replica's SQL thread: %w", err)
 	}
-	for time.Since(t1) < 3*time.Minute && r.ctx.Err() == nil {
+	for time.Since(t1) < 3*time.Minute && r.Ctx.Err() == nil {
 		var got int
-		if err := r.replica.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&got); err == nil && got == n {
+		if err := r.replica.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&got); err == nil && got == n {
 			return float64(n) / wrote.Seconds(), float64(n-before) / time.Since(t1).Seconds(), nil
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -583,12 +503,12 @@ const capacityBatch = 10
 // writeOrders inserts the orders first, first-1, ... first-n+1 in one
 // transaction.
 func (r *run) writeOrders(first, n int) error {
-	tx, err := r.primary.BeginTx(r.ctx, nil)
+	tx, err := r.primary.BeginTx(r.Ctx, nil)
 	if err != nil {
 		return err
 	}
 	for id := first; id > first-n; id-- {
-		if _, err := tx.ExecContext(r.ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
+		if _, err := tx.ExecContext(r.Ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -605,56 +525,38 @@ func round(x float64) float64 {
 	return math.Round(x*100) / 100
 }
 
-// setDefaultEnv sets the local stack's AWS environment
-// (localstack/stack/env.sh) where the caller did not.
-func setDefaultEnv() {
-	sqsEndpoint := "http://127.0.0.1:9324"
-	if os.Getenv("SLUICE_SQS") == "moto" {
-		sqsEndpoint = "http://127.0.0.1:4566"
-	}
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_PAGER": "", "MOTO_ACCOUNT_ID": "000000000000",
-	} {
-		if _, ok := os.LookupEnv(k); !ok {
-			os.Setenv(k, v)
-		}
-	}
-}
-
 // setupAWS creates the table (the project's init script, its default loop
 // disabled) and the queue.
 func (r *run) setupAWS() error {
-	awsCfg, err := awsconf.Load(r.ctx)
+	awsCfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.ctx, "bash", "localstack/init/10-controller.sh")
+	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
 	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
 	if out, err := initScript.CombinedOutput(); err != nil {
 		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
 	}
-	if err := r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key("placeholder-"+r.id, "PARAMS"),
+	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
 		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
 		return err
 	}
 	if !r.cfg.keep {
-		r.defer_(func() { r.aws("dynamodb", "delete-table", "--table-name", r.table) })
+		r.Defer(func() { e2ekit.AWS(context.Background(), "dynamodb", "delete-table", "--table-name", r.table) })
 	}
-	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
+	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
 		Attributes: map[string]string{"VisibilityTimeout": "60"}})
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
 	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.ctx, r.sqs, r.queueURL); err != nil {
+	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
 		return err
 	}
 	if !r.cfg.keep {
-		r.defer_(func() {
+		r.Defer(func() {
 			r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
 		})
 	}
@@ -678,36 +580,36 @@ func (r *run) startLoop() error {
 	}
 	logDir := filepath.Join(c.logDir, r.id)
 	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
-	ctl, err := harness.StartRIE(r.ctx, rie, c.controller, logDir, "controller", append(env, "SLUICE_PROMETHEUS_URL="+prometheusURL))
+	ctl, err := harness.StartRIE(r.Ctx, rie, c.controller, logDir, "controller", append(env, "SLUICE_PROMETHEUS_URL="+prometheusURL))
 	if err != nil {
 		return err
 	}
-	r.defer_(ctl.Stop)
+	r.Defer(ctl.Stop)
 	var consumers []*harness.RIE
 	for i := range c.consumers {
-		ce, err := harness.StartRIE(r.ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
-			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_MYSQL_STATEMENT="+ordersStatement,
+		ce, err := harness.StartRIE(r.Ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
+			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_MYSQL_STATEMENT="+e2ekit.OrdersStatement,
 			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"))
 		if err != nil {
 			return err
 		}
-		r.defer_(ce.Stop)
+		r.Defer(ce.Stop)
 		consumers = append(consumers, ce)
 	}
-	r.logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
-	awsCfg, err := awsconf.Load(r.ctx)
+	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
+	awsCfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.ctx)
+	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
-	r.defer_(func() { stop(); wg.Wait() })
+	r.Defer(func() { stop(); wg.Wait() })
 	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
 		OnInvocation: func(inv localaws.Invocation) {
 			r.ticks.Add(1)
 			if inv.Err != nil {
 				r.tickErr.Add(1)
-				r.logf("tick error: %v", inv.Err)
+				r.Logf("tick error: %v", inv.Err)
 			}
 		}}
 	wg.Add(1)
@@ -728,20 +630,14 @@ func (r *run) startLoop() error {
 
 // recordState reads STATE's limiting signal and RATE every second.
 func (r *run) recordState(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	e2ekit.Every(ctx, time.Second, func() {
 		st, err := r.item("STATE")
 		if err != nil {
-			continue
+			return
 		}
 		rate, _ := r.item("RATE")
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
 			r.limiting = append(r.limiting, limitingPoint{t: r.now(), sig: v.Value})
 		}
@@ -750,34 +646,14 @@ func (r *run) recordState(ctx context.Context) {
 			fmt.Sscan(v.Value, &x)
 			r.rate = append(r.rate, point{t: r.now(), v: x})
 		}
-		r.mu.Unlock()
-	}
+	})
 }
 
 func (r *run) item(sk string) (map[string]ddbtypes.AttributeValue, error) {
-	out, err := r.ddb.GetItem(r.ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}})
 	if err != nil {
 		return nil, err
 	}
 	return out.Item, nil
-}
-
-func key(pk, sk string) string { return fmt.Sprintf(`{"pk":{"S":%q},"sk":{"S":%q}}`, pk, sk) }
-
-// aws runs the AWS CLI against the local endpoint.
-func (r *run) aws(args ...string) error {
-	cmd := exec.CommandContext(r.ctx, "aws", append([]string{"--endpoint-url", os.Getenv("AWS_ENDPOINT_URL"), "--output", "json"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("aws %s: %w: %s", strings.Join(args[:2], " "), err, out)
-	}
-	return nil
-}
-
-// setParam edits one PARAMS attribute with update-item.
-func (r *run) setParam(name, ddbValue string) error {
-	return r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key(r.loopID, "PARAMS"),
-		"--update-expression", "SET #a = :v", "--expression-attribute-names", fmt.Sprintf(`{"#a":%q}`, name),
-		"--expression-attribute-values", fmt.Sprintf(`{":v":%s}`, ddbValue))
 }

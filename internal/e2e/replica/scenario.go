@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
@@ -80,7 +80,7 @@ func (r *run) params() (loop.Params, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
-	r.logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
+	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
 		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, m.Output(r.res.ReplicaCapacity))
 	return p, nil
 }
@@ -94,42 +94,7 @@ func (r *run) putParams() error {
 	if err != nil {
 		return err
 	}
-	item := map[string]any{"pk": map[string]string{"S": r.loopID}, "sk": map[string]string{"S": "PARAMS"}}
-	for k, v := range p.Attrs() {
-		item[k] = ddbJSON(v)
-	}
-	b, err := json.Marshal(item)
-	if err != nil {
-		return err
-	}
-	return r.aws("dynamodb", "put-item", "--table-name", r.table, "--item", string(b))
-}
-
-// ddbJSON converts an attribute of Params.Attrs to DynamoDB JSON.
-func ddbJSON(v any) any {
-	switch v := v.(type) {
-	case string:
-		return map[string]any{"S": v}
-	case bool:
-		return map[string]any{"BOOL": v}
-	case float64, int:
-		return map[string]any{"N": fmt.Sprint(v)}
-	case map[string]string:
-		m := map[string]any{}
-		for k, x := range v {
-			m[k] = map[string]any{"S": x}
-		}
-		return map[string]any{"M": m}
-	case map[string]any:
-		m := map[string]any{}
-		for k, x := range v {
-			m[k] = ddbJSON(x)
-		}
-		return map[string]any{"M": m}
-	case nil:
-		return map[string]any{"NULL": true}
-	}
-	return map[string]any{"S": fmt.Sprint(v)}
+	return e2ekit.PutParams(r.Ctx, r.table, p)
 }
 
 // produce keeps a backlog of about target messages in the queue until ctx
@@ -162,10 +127,10 @@ func (r *run) sendBatch(n int) {
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
 	}
 	for attempt := 0; len(entries) > 0; attempt++ {
-		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
+		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.Ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
 		if err != nil {
 			if attempt > 20 {
-				r.fail("send: %v", err)
+				r.Fail("send: %v", err)
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -186,16 +151,16 @@ func (r *run) sendBatch(n int) {
 func (r *run) scenario() error {
 	c := r.cfg
 	t0 := r.now()
-	prodCtx, stopProd := context.WithCancel(r.ctx)
+	prodCtx, stopProd := context.WithCancel(r.Ctx)
 	var pwg sync.WaitGroup
 	for range 2 {
 		pwg.Add(1)
 		go func() { defer pwg.Done(); r.produce(prodCtx, 300) }()
 	}
 	defer func() { stopProd(); pwg.Wait() }()
-	r.logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
-	for r.now() < t0+c.duration && r.ctx.Err() == nil {
-		r.sleep(15 * time.Second)
+	r.Logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
+	for r.now() < t0+c.duration && r.Ctx.Err() == nil {
+		r.Sleep(15 * time.Second)
 		r.mu.Lock()
 		var lim string
 		var lag, rate float64
@@ -209,7 +174,7 @@ func (r *run) scenario() error {
 			rate = r.rate[n-1].v
 		}
 		r.mu.Unlock()
-		r.logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
+		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
 	}
 	end := r.now()
 	stopProd()
@@ -217,25 +182,25 @@ func (r *run) scenario() error {
 	r.analyse(end)
 
 	// Drain at max_rate, then let the replica catch up.
-	if err := r.setParam("manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
 		return err
 	}
-	if err := r.setParam("mode", `{"S":"manual"}`); err != nil {
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
 		return err
 	}
 	sent := int(r.sent.Load())
 	r.res.Sent = sent
 	if !r.waitCount(r.primary, sent, 3*time.Minute) {
-		r.fail("the queue did not drain into the primary")
+		r.Fail("the queue did not drain into the primary")
 	}
 	var err error
-	if r.res.Stored, r.res.Duplicates, r.res.Missing, err = orderCounts(r.ctx, r.primary, sent); err != nil {
+	if r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.primary, sent, nil); err != nil {
 		return err
 	}
 	if !r.waitCount(r.replica, r.res.Stored, 3*time.Minute) {
-		r.fail("the replica did not catch up")
+		r.Fail("the replica did not catch up")
 	}
-	if r.res.ReplicaStored, _, _, err = orderCounts(r.ctx, r.replica, sent); err != nil {
+	if r.res.ReplicaStored, _, _, err = e2ekit.OrderCounts(r.Ctx, r.replica, sent, nil); err != nil {
 		return err
 	}
 	r.res.Ticks, r.res.TickErrors = int(r.ticks.Load()), int(r.tickErr.Load())
@@ -246,12 +211,12 @@ func (r *run) scenario() error {
 // waitCount waits until db holds want orders of the run.
 func (r *run) waitCount(db *sql.DB, want int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) && r.ctx.Err() == nil {
+	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
 		var n int
-		if err := db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders WHERE order_id >= 0").Scan(&n); err == nil && n >= want {
+		if err := db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id >= 0").Scan(&n); err == nil && n >= want {
 			return true
 		}
-		r.sleep(time.Second)
+		r.Sleep(time.Second)
 	}
 	return false
 }

@@ -1,0 +1,76 @@
+package e2ekit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// The consumers write into a user-style schema: the application's orders
+// table with its own primary key, through an upsert. The upsert counts how
+// often an order was applied, so it is not idempotent by itself: only the
+// consumer's inbox keeps a redelivery from applying an order twice, and
+// applied > 1 is a duplicate.
+const (
+	OrdersTable = `CREATE TABLE orders (
+  order_id BIGINT       NOT NULL PRIMARY KEY,
+  amount   INT          NOT NULL,
+  msg_id   VARCHAR(255) NOT NULL,
+  applied  INT          NOT NULL DEFAULT 1
+) ENGINE=InnoDB`
+	// OrdersStatement is the consumers' SLUICE_MYSQL_STATEMENT.
+	OrdersStatement = `INSERT INTO orders (order_id, amount, msg_id) VALUES (:json.order_id, :json.amount, :id)
+ON DUPLICATE KEY UPDATE applied = applied + 1`
+)
+
+// InstallOrders creates the orders table and gives it the per-message
+// workload that internal/dbload installed on the messages table (the plant
+// the step test identifies): the same trigger body, keyed by the message
+// id.
+func InstallOrders(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, OrdersTable); err != nil {
+		return fmt.Errorf("create orders: %w", err)
+	}
+	var body string
+	err := db.QueryRowContext(ctx, `SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS
+WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'messages' AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'INSERT'`).Scan(&body)
+	if err != nil {
+		return fmt.Errorf("read the workload trigger on messages: %w", err)
+	}
+	body = strings.ReplaceAll(body, "NEW.id", "NEW.msg_id")
+	if _, err := db.ExecContext(ctx, "CREATE TRIGGER orders_workload AFTER INSERT ON orders FOR EACH ROW "+body); err != nil {
+		return fmt.Errorf("create the workload trigger on orders: %w", err)
+	}
+	return nil
+}
+
+// OrderCounts is what db holds in orders for order ids [0, sent): rows
+// stored, applications beyond the first (duplicates), and ids neither
+// stored nor in skip (missing). Negative ids are not the run's messages.
+func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
+	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders WHERE order_id >= 0")
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("count orders: %w", err)
+	}
+	defer rows.Close()
+	seen := map[int]bool{}
+	for rows.Next() {
+		var id, applied int
+		if err := rows.Scan(&id, &applied); err != nil {
+			return 0, 0, 0, err
+		}
+		stored++
+		duplicates += applied - 1
+		seen[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	for i := range sent {
+		if !seen[i] && !skip[i] {
+			missing++
+		}
+	}
+	return stored, duplicates, missing, nil
+}
