@@ -233,6 +233,8 @@ stop() {
 		fi
 		rm -f "$STACK_RUN/$svc.pid"
 	done
+	# The cap's cgroup, empty once the replica is gone.
+	rmdir "/sys/fs/cgroup/$CGROUP_NAME" "/sys/fs/cgroup/cpu/$CGROUP_NAME" 2>/dev/null || true
 }
 
 case ${1:-} in

@@ -139,7 +139,7 @@ func main() {
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
 	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
 	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")
-	flag.DurationVar(&c.duration, "duration", 170*time.Second, "how long the producers keep a backlog")
+	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
 	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
 	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
