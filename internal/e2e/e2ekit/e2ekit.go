@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -221,4 +225,56 @@ func DDBJSON(v any) any {
 		return map[string]any{"NULL": true}
 	}
 	return map[string]any{"S": fmt.Sprint(v)}
+}
+
+// QueueAPI is what KeepBacklog and SendEntries use of the SQS client.
+type QueueAPI interface {
+	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// KeepBacklog keeps about target messages in the queue until ctx ends,
+// calling send(n) with n <= 10 for what is missing, every half second: the
+// producers outpace the loop, so the rate is the loop's.
+func KeepBacklog(ctx context.Context, api QueueAPI, queueURL string, target int, send func(n int)) {
+	for ctx.Err() == nil {
+		out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		depth := target
+		if err == nil {
+			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
+		}
+		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
+			send(min(n, 10))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// SendEntries sends a batch, retrying the entries SQS did not take and
+// failed calls (up to 20 times).
+func SendEntries(ctx context.Context, api QueueAPI, queueURL string, entries []sqstypes.SendMessageBatchRequestEntry) error {
+	for attempt := 0; len(entries) > 0; attempt++ {
+		out, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+		if err != nil {
+			if attempt > 20 {
+				return fmt.Errorf("send: %w", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		var again []sqstypes.SendMessageBatchRequestEntry
+		for _, f := range out.Failed {
+			for _, e := range entries {
+				if aws.ToString(e.Id) == aws.ToString(f.Id) {
+					again = append(again, e)
+				}
+			}
+		}
+		entries = again
+	}
+	return nil
 }

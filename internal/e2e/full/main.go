@@ -585,21 +585,7 @@ func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 // ends: the producers always outpace the loop, so the rate is the loop's.
 // One message in 50 is poison (not JSON).
 func (r *run) produce(ctx context.Context, target int) {
-	for ctx.Err() == nil {
-		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		depth := target
-		if err == nil {
-			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
-		}
-		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
-			r.sendBatch(min(n, 10))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
 }
 
 // sendBatch sends n messages with the next sequence numbers, retrying the
@@ -615,25 +601,8 @@ func (r *run) sendBatch(n int) {
 		}
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
 	}
-	for attempt := 0; len(entries) > 0; attempt++ {
-		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.Ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
-		if err != nil {
-			if attempt > 20 {
-				r.Fail("send: %v", err)
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		var again []sqstypes.SendMessageBatchRequestEntry
-		for _, f := range out.Failed {
-			for _, e := range entries {
-				if aws.ToString(e.Id) == aws.ToString(f.Id) {
-					again = append(again, e)
-				}
-			}
-		}
-		entries = again
+	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
+		r.Fail("%v", err)
 	}
 }
 

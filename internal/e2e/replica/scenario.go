@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
@@ -100,21 +99,7 @@ func (r *run) putParams() error {
 // produce keeps a backlog of about target messages in the queue until ctx
 // ends: the producers outpace the loop, so the rate is the loop's.
 func (r *run) produce(ctx context.Context, target int) {
-	for ctx.Err() == nil {
-		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		depth := target
-		if err == nil {
-			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
-		}
-		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
-			r.sendBatch(min(n, 10))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
 }
 
 // sendBatch sends n orders with the next sequence numbers, retrying the
@@ -126,25 +111,8 @@ func (r *run) sendBatch(n int) {
 		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
 	}
-	for attempt := 0; len(entries) > 0; attempt++ {
-		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.Ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
-		if err != nil {
-			if attempt > 20 {
-				r.Fail("send: %v", err)
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		var again []sqstypes.SendMessageBatchRequestEntry
-		for _, f := range out.Failed {
-			for _, e := range entries {
-				if aws.ToString(e.Id) == aws.ToString(f.Id) {
-					again = append(again, e)
-				}
-			}
-		}
-		entries = again
+	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
+		r.Fail("%v", err)
 	}
 }
 
