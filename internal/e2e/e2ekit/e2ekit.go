@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,7 +32,10 @@ type Run struct {
 	// Ctx ends at the timeout or on SIGINT/SIGTERM (set by Main).
 	Ctx      context.Context
 	Failures []string
-	cleanups []func()
+	// Ticks and TickErrors count the controller's invocations
+	// (StartFunctions).
+	Ticks, TickErrors atomic.Int64
+	cleanups          []func()
 }
 
 // Logf logs a line with the seconds since Start.

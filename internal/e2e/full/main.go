@@ -177,14 +177,11 @@ type run struct {
 	ddb      *dynamodb.Client
 	sqs      *sqs.Client
 	sampler  *cpupub.Sampler
-	procs    []*harness.Proc
 
 	mu      sync.Mutex
 	cpu     []cpuPoint // 1-s CPU of mariadbd
 	sent    atomic.Int64
 	poison  atomic.Int64
-	ticks   atomic.Int64
-	tickErr atomic.Int64
 	batches atomic.Int64
 	failed  atomic.Int64
 	points  atomic.Int64
@@ -333,54 +330,25 @@ func (r *run) setup() error {
 		return err
 	}
 
-	// 5. The functions under the emulator.
-	logDir := filepath.Join(c.logDir, r.id)
-	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
-	ctl, err := harness.StartRIE(r.Ctx, rie, c.controller, logDir, "controller", env)
+	// 5. The functions under the emulator, and the stand-ins: schedule,
+	// event source mapping.
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
+		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn, "SLUICE_DLQ_URL=" + r.dlqURL,
+			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
+		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		OnBatch: func(b localaws.BatchResult) {
+			r.batches.Add(1)
+			r.failed.Add(int64(b.Failed))
+		}})
 	if err != nil {
 		return err
 	}
-	r.procs = append(r.procs, ctl.Proc)
-	r.Defer(ctl.Stop)
-	var consumers []*harness.RIE
-	for i := range c.consumers {
-		ce, err := harness.StartRIE(r.Ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
-			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_DLQ_URL="+r.dlqURL,
-			"SLUICE_MYSQL_STATEMENT="+e2ekit.OrdersStatement,
-			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"))
-		if err != nil {
-			return err
-		}
-		r.procs = append(r.procs, ce.Proc)
-		r.Defer(ce.Stop)
-		consumers = append(consumers, ce)
-	}
-	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
 
-	// 6. The stand-ins: schedule, event source mapping, CPU publisher, and
-	// the 1-s CPU record the checks use.
+	// 6. The CPU publisher, and the 1-s CPU record the checks use.
 	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
 	r.Defer(func() { stop(); wg.Wait() })
-	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
-		OnInvocation: func(inv localaws.Invocation) {
-			r.ticks.Add(1)
-			if inv.Err != nil {
-				r.tickErr.Add(1)
-				r.Logf("tick error: %v", inv.Err)
-			}
-		}}
-	wg.Add(1)
-	go func() { defer wg.Done(); sched.Run(bg) }()
-	for _, ce := range consumers {
-		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
-			BatchSize: 10, Wait: time.Second, OnBatch: func(b localaws.BatchResult) {
-				r.batches.Add(1)
-				r.failed.Add(int64(b.Failed))
-			}}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(bg) }()
-	}
 	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
 		Period: c.tick, Clock: consume.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
 	wg.Add(1)
@@ -684,8 +652,8 @@ func (r *run) scenario() error {
 	}
 	drained := r.drain(5 * time.Minute)
 	r.res.MaxCPU = round(r.maxCPU())
-	r.res.Ticks = int(r.ticks.Load())
-	r.res.TickErrors = int(r.tickErr.Load())
+	r.res.Ticks = int(r.Ticks.Load())
+	r.res.TickErrors = int(r.TickErrors.Load())
 	r.res.Batches = r.batches.Load()
 	r.res.BatchFailures = r.failed.Load()
 	r.res.Datapoints = int(r.points.Load())

@@ -178,8 +178,6 @@ type run struct {
 	// settledFor is how long the run lasted after settling.
 	settledFor time.Duration
 	sent       atomic.Int64
-	ticks      atomic.Int64
-	tickErr    atomic.Int64
 }
 
 type point struct {
@@ -578,48 +576,23 @@ func (r *run) startLoop() error {
 	if err != nil {
 		return err
 	}
-	logDir := filepath.Join(c.logDir, r.id)
-	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
-	ctl, err := harness.StartRIE(r.Ctx, rie, c.controller, logDir, "controller", append(env, "SLUICE_PROMETHEUS_URL="+prometheusURL))
+	awsCfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
-	r.Defer(ctl.Stop)
-	var consumers []*harness.RIE
-	for i := range c.consumers {
-		ce, err := harness.StartRIE(r.Ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
-			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_MYSQL_STATEMENT="+e2ekit.OrdersStatement,
-			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"))
-		if err != nil {
-			return err
-		}
-		r.Defer(ce.Stop)
-		consumers = append(consumers, ce)
-	}
-	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
-	awsCfg, err := awsconf.Load(r.Ctx)
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+		Env:           []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
+		ControllerEnv: []string{"SLUICE_PROMETHEUS_URL=" + prometheusURL},
+		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn,
+			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"},
+		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+	})
 	if err != nil {
 		return err
 	}
 	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
 	r.Defer(func() { stop(); wg.Wait() })
-	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
-		OnInvocation: func(inv localaws.Invocation) {
-			r.ticks.Add(1)
-			if inv.Err != nil {
-				r.tickErr.Add(1)
-				r.Logf("tick error: %v", inv.Err)
-			}
-		}}
-	wg.Add(1)
-	go func() { defer wg.Done(); sched.Run(bg) }()
-	for _, ce := range consumers {
-		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, QueueARN: r.queueARN,
-			Region: awsCfg.Region, BatchSize: 10, Wait: time.Second}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(bg) }()
-	}
 	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
 		Period: c.tick, Clock: consume.WallClock{}}
 	wg.Add(2)

@@ -171,7 +171,7 @@ func (r *run) scenario() error {
 	if r.res.ReplicaStored, _, _, err = e2ekit.OrderCounts(r.Ctx, r.replica, sent, nil); err != nil {
 		return err
 	}
-	r.res.Ticks, r.res.TickErrors = int(r.ticks.Load()), int(r.tickErr.Load())
+	r.res.Ticks, r.res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
 	r.check()
 	return nil
 }
