@@ -2,6 +2,7 @@ package e2ekit
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -70,4 +71,12 @@ func (r *Run) StartFunctions(f Functions) error {
 		go func() { defer wg.Done(); p.Run(bg) }()
 	}
 	return nil
+}
+
+// BootstrapFlags declares the flags -controller, -consumer and -rie of a
+// harness (make e2e-bootstraps builds the two bootstraps).
+func BootstrapFlags(controller, consumer, rie *string) {
+	flag.StringVar(controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
+	flag.StringVar(consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	flag.StringVar(rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
 }

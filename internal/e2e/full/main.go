@@ -132,9 +132,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
-	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
-	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
 	flag.Float64Var(&c.setpoint, "setpoint", 20, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
@@ -381,17 +379,10 @@ func (r *run) recordCPU(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	e2ekit.Every(ctx, time.Second, func() {
 		cur, err := r.sampler.Sample()
 		if err != nil {
-			continue
+			return
 		}
 		if gap := cur.At.Sub(prev.At); gap > 3*time.Second {
 			r.stalls.Add(1)
@@ -403,7 +394,7 @@ func (r *run) recordCPU(ctx context.Context) {
 			r.mu.Unlock()
 		}
 		prev = cur
-	}
+	})
 }
 
 // meanCPU is the mean CPU over [from, to) since the start.
