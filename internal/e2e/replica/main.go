@@ -109,6 +109,7 @@ type gains struct {
 	CPUKi float64 `json:"cpu_ki"`
 	LagKp float64 `json:"lag_kp"`
 	LagKi float64 `json:"lag_ki"`
+	LagKd float64 `json:"lag_kd"`
 }
 
 type config struct {

@@ -57,7 +57,12 @@ func (r *run) params() (loop.Params, error) {
 	theta := c.tick.Seconds() + 2
 	lagKp := r.res.ReplicaCapacity / (2 * theta)
 	lagKi := lagKp / (8 * theta)
-	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi)}
+	// The lag's slope is the rate's excess over what the replica applies,
+	// divided by that capacity: a derivative term of half the capacity
+	// takes back half the excess before the lag reaches its setpoint (the
+	// hand-over from the CPU otherwise overshot to 15-22 s).
+	lagKd := r.res.ReplicaCapacity / 2
+	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd)}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
 		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true, Feedforward: &m,
@@ -70,7 +75,7 @@ func (r *run) params() (loop.Params, error) {
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
 		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick,
 		Signals: []loop.Signal{{
-			Name: "lag", Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, AntiWindup: control.AntiWindupConditional,
+			Name: "lag", Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindupConditional,
 			Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
 			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 3},
 			StaleAfter: 6 * c.tick,
@@ -79,8 +84,8 @@ func (r *run) params() (loop.Params, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
-	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
-		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, m.Output(r.res.ReplicaCapacity))
+	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
+		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, m.Output(r.res.ReplicaCapacity))
 	return p, nil
 }
 
