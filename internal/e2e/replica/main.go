@@ -7,7 +7,7 @@
 // private primary (127.0.0.1:3316) and replica (127.0.0.1:3317) with their
 // Prometheus (127.0.0.1:9097) with localstack/stack/replica.sh: binary log
 // in ROW format and GTID, single-threaded apply on the replica, whose CPU is
-// capped by cpulimit. The consumers store orders in the primary; each
+// capped (a cgroup CFS quota, or cpulimit). The consumers store orders in the primary; each
 // order costs the primary CPU (internal/dbload's aggregate, which the
 // replica never runs) and writes line items that the replica applies one
 // transaction after the other.
