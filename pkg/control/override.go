@@ -53,6 +53,14 @@ type SignalInput struct {
 	// StaleFor is how long the measurement has been unusable, this update
 	// included.
 	StaleFor time.Duration
+	// AtFloor says the measurement sits at the floor of its range: a
+	// replication lag of 0 says only that the replica keeps up, not how far
+	// the rate is from making it fall behind. The signal then asks for as
+	// much as its slew limit allows (up to Max), so that it limits the rate
+	// only where every other signal asks for as much, and its controller
+	// tracks the applied rate as one not selected does; it takes part again
+	// from the applied rate once its measurement leaves the floor.
+	AtFloor bool
 }
 
 // OverrideOutput is the result of an Override update.
@@ -70,7 +78,9 @@ type OverrideOutput struct {
 // Update runs every signal's controller on its own input, applies the
 // lowest output, and makes the controllers that were not selected track it.
 // A signal whose controller holds (Output.Held) asks for what its stale
-// policy makes of what it asked at the last update (Asked). On a tie the signal that limited at the last update keeps
+// policy makes of what it asked at the last update (Asked); one at the floor
+// of its range (SignalInput.AtFloor) asks for as much as its slew limit
+// allows. On a tie the signal that limited at the last update keeps
 // limiting, else the first in the order of in. Inputs whose name has no
 // controller are ignored; with no usable input the rate is NaN and
 // Limiting "".
@@ -81,7 +91,14 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 		if c == nil {
 			continue
 		}
+		prev := c.State.Output
+		if !c.State.Init {
+			prev = c.Config.Min
+		}
 		out := c.Update(s.Input)
+		if s.AtFloor && !out.Held {
+			out.Rate = limit(c.Config.Max, prev, &c.Config)
+		}
 		if out.Held {
 			last := out.Rate
 			if a, ok := o.Asked[s.Name]; ok && !math.IsNaN(a) {
@@ -101,7 +118,7 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 	for _, s := range in {
 		if out, ok := res.Outputs[s.Name]; ok {
 			o.Asked[s.Name] = out.Rate
-			o.Controllers[s.Name].trackSelected(res.Rate, out, s.Name == res.Limiting)
+			o.Controllers[s.Name].trackSelected(res.Rate, out, s.Name == res.Limiting && !s.AtFloor)
 		}
 	}
 	o.Limiting = res.Limiting

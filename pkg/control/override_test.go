@@ -179,6 +179,50 @@ func TestOverrideStaleHoldDoesNotTakeOver(t *testing.T) {
 	}
 }
 
+// A lag at 0 (its floor) says only that the replica keeps up: it does not
+// hold the rate's rise back to its own integral speed; the CPU's controller
+// raises the rate as fast as alone (its slew limit), and the lag takes part
+// again, bumplessly, once it rises.
+func TestOverrideSignalAtFloorStaysOut(t *testing.T) {
+	run := func(floor bool) (rates []float64, limiting []string) {
+		o := newOverride()
+		plant := &twoConstraints{capacity: 800}
+		rate := 10.0
+		for range 40 {
+			plant.step(rate, time.Minute)
+			out := o.Update([]SignalInput{
+				{Name: "cpu", Input: Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute}},
+				{Name: "lag", Input: Input{Setpoint: 10, Measurement: plant.lag, SamplingInterval: time.Minute}, AtFloor: floor && plant.lag <= 0},
+			})
+			if d := out.Rate - rate; d > 100+1e-9 {
+				t.Fatalf("floor %v: the rate rose by %.1f in one tick, more than the slew limit", floor, d)
+			}
+			rate = out.Rate
+			rates, limiting = append(rates, rate), append(limiting, out.Limiting)
+		}
+		return rates, limiting
+	}
+	slow, _ := run(false)
+	fast, lim := run(true)
+	// The CPU's controller alone, on the same plant.
+	alone := newOverride().Controllers["cpu"]
+	plant := &twoConstraints{capacity: 800}
+	rate := 10.0
+	for i := range 6 {
+		plant.step(rate, time.Minute)
+		rate = alone.Update(Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute}).Rate
+		if math.Abs(fast[i]-rate) > 1e-9 {
+			t.Errorf("minute %d: %.1f with the lag at its floor; the CPU's controller alone gives %.1f", i+1, fast[i], rate)
+		}
+	}
+	if slow[5] >= fast[5]-100 {
+		t.Errorf("rate after 6 minutes: %.0f without the floor rule, %.0f with it; want the lag's integral speed to show without it", slow[5], fast[5])
+	}
+	if lim[5] != "cpu" || lim[39] != "lag" {
+		t.Errorf("limiting at minute 6 %s, at minute 40 %s; want cpu, then the lag once the replica falls behind", lim[5], lim[39])
+	}
+}
+
 func TestOverrideRoundTripsThroughJSON(t *testing.T) {
 	a := newOverride()
 	runOverride(a, 50, capacityDrop)

@@ -54,8 +54,8 @@ const DirectionCeiling Direction = "ceiling"
 // slew limit, tick period, RATE's lifetime, safe rate, nodes, ...) are the
 // loop's.
 var signalAttrs = []string{
-	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrNoiseBand,
-	AttrSetpointFilter, AttrAntiWindup, AttrDelayAware,
+	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
+	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware,
 	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
 	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
 	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
@@ -78,15 +78,18 @@ type Signal struct {
 	Ki        float64   `json:"ki"`
 	Kd        float64   `json:"kd"`
 	NoiseBand float64   `json:"noise_band,omitempty"`
-	// SetpointFilter, AntiWindup, DelayAware and Feedforward configure the
-	// signal's controller as Params' fields do the first signal's.
-	SetpointFilter time.Duration       `json:"setpoint_filter,omitempty"`
-	AntiWindup     control.AntiWindup  `json:"anti_windup,omitempty"`
-	DelayAware     bool                `json:"delay_aware,omitempty"`
-	Feedforward    *control.FOPDT      `json:"feedforward,omitempty"`
-	Metric         MetricQuery         `json:"metric"`
-	Stale          control.StalePolicy `json:"stale"`
-	StaleAfter     time.Duration       `json:"stale_after"`
+	// DerivativeFilter, SetpointFilter, AntiWindup, TrackingTime,
+	// DelayAware and Feedforward configure the signal's controller as
+	// Params' fields do the first signal's.
+	DerivativeFilter time.Duration       `json:"derivative_filter,omitempty"`
+	SetpointFilter   time.Duration       `json:"setpoint_filter,omitempty"`
+	AntiWindup       control.AntiWindup  `json:"anti_windup,omitempty"`
+	TrackingTime     time.Duration       `json:"tracking_time,omitempty"`
+	DelayAware       bool                `json:"delay_aware,omitempty"`
+	Feedforward      *control.FOPDT      `json:"feedforward,omitempty"`
+	Metric           MetricQuery         `json:"metric"`
+	Stale            control.StalePolicy `json:"stale"`
+	StaleAfter       time.Duration       `json:"stale_after"`
 }
 
 // FirstSignal returns the name of the loop's first signal (the top-level
@@ -118,7 +121,7 @@ func (p Params) ForSignal(s Signal) Params {
 		q.Unit = unitNone
 	}
 	q.Setpoint, q.Kp, q.Ki, q.Kd, q.NoiseBand = s.Setpoint, s.Kp, s.Ki, s.Kd, s.NoiseBand
-	q.DerivativeFilter, q.TrackingTime = 0, 0
+	q.DerivativeFilter, q.TrackingTime = s.DerivativeFilter, s.TrackingTime
 	q.SetpointFilter, q.AntiWindup, q.DelayAware = s.SetpointFilter, s.AntiWindup, s.DelayAware
 	q.Feedforward = nil
 	if s.Feedforward != nil {
@@ -138,6 +141,7 @@ func signalOf(name string, q Params) Signal {
 	s := Signal{
 		Name: name, Unit: q.Unit, Direction: q.Direction,
 		Setpoint: q.Setpoint, Kp: q.Kp, Ki: q.Ki, Kd: q.Kd, NoiseBand: q.NoiseBand,
+		DerivativeFilter: q.DerivativeFilter, TrackingTime: q.TrackingTime,
 		SetpointFilter: q.SetpointFilter, AntiWindup: q.AntiWindup, DelayAware: q.DelayAware,
 		Feedforward: q.Feedforward, Metric: q.Metric, Stale: q.Stale, StaleAfter: q.StaleAfter,
 	}

@@ -17,7 +17,7 @@ import (
 // lagSignal is a replication-lag signal read from Prometheus.
 func lagSignal(edit func(s map[string]any)) map[string]any {
 	s := map[string]any{
-		"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+		"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05, "kd": 30.0, "derivative_filter": "30s",
 		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)",
 		"stale_policy": "fail-closed", "stale_after": "2m",
 	}
@@ -43,7 +43,7 @@ func TestDecodeSignals(t *testing.T) {
 		t.Fatalf("SignalNames = %v", got)
 	}
 	lag := p.Signals[0]
-	want := loop.Signal{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional,
+	want := loop.Signal{Name: "lag", Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional,
 		Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
 		Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
 		StaleAfter: 2 * time.Minute}
@@ -198,4 +198,19 @@ func fromDynamoJSON(t *testing.T, v any) any {
 	}
 	t.Fatalf("unexpected DynamoDB JSON %v", v)
 	return nil
+}
+
+// `sluice params set` and the dashboard's form give signals as JSON text.
+func TestParseParamValueSignals(t *testing.T) {
+	v, err := loop.ParseParamValue("signals", `{"lag": {"setpoint": 10, "unit": "s", "kp": 20, "metric_source": "prometheus", "metric_promql": "max(lag)"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { a["signals"] = v }))
+	if err != nil || len(p.Signals) != 1 || p.Signals[0].Setpoint != 10 {
+		t.Fatalf("decoded %+v, %v", p.Signals, err)
+	}
+	if _, err := loop.ParseParamValue("signals", `lag=10`); err == nil {
+		t.Error("ParseParamValue accepted text that is not a JSON object")
+	}
 }

@@ -145,6 +145,8 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 		}
 		o.Controllers[name] = c
 		inputs[i] = signalInput(c, q, &sigs[i], sin, ok, name == o.Limiting, prevRate, now, dt)
+		// A lag of 0 says only that the replica keeps up.
+		inputs[i].AtFloor = ok && !q.percent() && sin.Measurement <= 0
 	}
 	res := o.Update(inputs)
 	lim := 0

@@ -458,8 +458,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 		}
 	}
 	add(decodeDemand(item, &st.Demand))
-	add(decodeMapping(item, &st.Mapping))
-	add(decodeSignals(item, &st))
+	add(errors.Join(decodeMapping(item, &st.Mapping), decodeSignals(item, &st)))
 	return st, errors.Join(errs...)
 }
 
