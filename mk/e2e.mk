@@ -25,3 +25,16 @@ e2e-bootstraps:
 ## e2e: the whole loop on the local stack with MariaDB as the plant; JSON last line (see docs/lab.md).
 e2e: e2e-bootstraps
 	$(GO) run ./internal/e2e/full -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_FLAGS)
+
+# make e2e-replica (issue 19): the loop with two signals, the CPU of a private
+# MariaDB primary (127.0.0.1:3316) and the replication lag of its replica
+# (127.0.0.1:3317, single-threaded apply, CPU capped by cpulimit), started by
+# localstack/stack/replica.sh; the lag is exported to a private Prometheus
+# (127.0.0.1:9097). About 5 minutes; not part of `make test` (docs/replica.md).
+E2E_REPLICA_FLAGS ?=
+
+.PHONY: e2e-replica
+
+## e2e-replica: override control on a real primary and replica: the loop switches to the replica's lag and holds it; JSON last line (see docs/replica.md).
+e2e-replica: e2e-bootstraps
+	$(GO) run ./internal/e2e/replica -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_REPLICA_FLAGS)

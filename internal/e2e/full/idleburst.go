@@ -22,17 +22,17 @@ import (
 func (r *run) idleBurst() {
 	c := r.cfg
 	if !r.waitEmpty(3 * c.phase) {
-		r.fail("the queue did not empty before the idle phase")
+		r.Fail("the queue did not empty before the idle phase")
 		return
 	}
-	r.sleep(c.phase)
-	rate, err := ddbstore.New(r.ddb, r.table).ReadRate(r.ctx, r.loopID)
+	r.Sleep(c.phase)
+	rate, err := ddbstore.New(r.ddb, r.table).ReadRate(r.Ctx, r.loopID)
 	if err != nil {
-		r.fail("read RATE before the burst: %v", err)
+		r.Fail("read RATE before the burst: %v", err)
 		return
 	}
 	n := int(c.maxRate * 60)
-	r.logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.maxRate, n)
+	r.Logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.maxRate, n)
 	at := r.now()
 	for sent := 0; sent < n; sent += 10 {
 		r.sendBatch(min(10, n-sent))
@@ -40,17 +40,17 @@ func (r *run) idleBurst() {
 	r.sleepUntil(at + 2*c.phase)
 	peak := r.peakMeanCPU(at, r.now(), time.Minute)
 	r.res.RateBeforeBurst, r.res.PeakMeanCPUAfterBurst, r.res.Burst = round(rate.PerSecond), round(peak), n
-	r.logf("burst: highest 60-s mean CPU %.1f %% (setpoint %g)", peak, c.setpoint2)
+	r.Logf("burst: highest 60-s mean CPU %.1f %% (setpoint %g)", peak, c.setpoint2)
 	if math.IsNaN(peak) || peak > c.setpoint2+10 {
-		r.fail("highest 60-s mean CPU after the burst %.1f %%: above the setpoint %g + 10", peak, c.setpoint2)
+		r.Fail("highest 60-s mean CPU after the burst %.1f %%: above the setpoint %g + 10", peak, c.setpoint2)
 	}
 }
 
 // waitEmpty waits until the queue holds no message, visible or in flight.
 func (r *run) waitEmpty(within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) && r.ctx.Err() == nil {
-		out, err := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
+	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
+		out, err := r.sqs.GetQueueAttributes(r.Ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		if err == nil {
@@ -61,7 +61,7 @@ func (r *run) waitEmpty(within time.Duration) bool {
 				return true
 			}
 		}
-		r.sleep(time.Second)
+		r.Sleep(time.Second)
 	}
 	return false
 }

@@ -40,12 +40,10 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,6 +56,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
@@ -133,9 +132,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
-	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
-	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
 	flag.Float64Var(&c.setpoint, "setpoint", 20, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
@@ -150,10 +147,10 @@ func main() {
 	flag.Parse()
 	root, _ := os.Getwd()
 	c.root = root
-	r := &run{cfg: c, start: time.Now()}
-	r.res.Failures = []string{}
-	code := r.main()
-	r.res.Seconds = math.Round(time.Since(r.start).Seconds())
+	r := &run{Run: e2ekit.Run{Name: "e2e", Start: time.Now()}, cfg: c}
+	code := r.Main(25*time.Minute, r.setup, r.scenario)
+	r.res.Failures = append([]string{}, r.Failures...)
+	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
 	r.res.OK = code == 0
 	b, _ := json.Marshal(r.res)
 	fmt.Println(string(b))
@@ -161,10 +158,9 @@ func main() {
 }
 
 type run struct {
-	cfg   config
-	start time.Time
-	res   Result
-	ctx   context.Context
+	e2ekit.Run
+	cfg config
+	res Result
 
 	id       string // unique suffix of this run's resources
 	table    string
@@ -179,15 +175,11 @@ type run struct {
 	ddb      *dynamodb.Client
 	sqs      *sqs.Client
 	sampler  *cpupub.Sampler
-	procs    []*harness.Proc
-	cleanups []func()
 
 	mu      sync.Mutex
 	cpu     []cpuPoint // 1-s CPU of mariadbd
 	sent    atomic.Int64
 	poison  atomic.Int64
-	ticks   atomic.Int64
-	tickErr atomic.Int64
 	batches atomic.Int64
 	failed  atomic.Int64
 	points  atomic.Int64
@@ -199,69 +191,8 @@ type cpuPoint struct {
 	cpu float64
 }
 
-func (r *run) logf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "e2e %6.1fs: %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, a...))
-}
-
-func (r *run) fail(format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	r.logf("FAIL: %s", msg)
-	r.res.Failures = append(r.res.Failures, msg)
-}
-
-func (r *run) main() int {
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(sig, 25*time.Minute)
-	defer cancel()
-	r.ctx = ctx
-	defer r.cleanup()
-	if err := r.setup(); err != nil {
-		r.fail("setup: %v", err)
-		return 1
-	}
-	if err := r.scenario(); err != nil {
-		r.fail("%v", err)
-	}
-	if len(r.res.Failures) > 0 {
-		return 1
-	}
-	return 0
-}
-
-func (r *run) cleanup() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
-
-func (r *run) defer_(f func()) { r.cleanups = append(r.cleanups, f) }
-
-// sqsOnMoto reports whether SQS is served by moto_server (SLUICE_SQS=moto)
-// rather than ElasticMQ.
-func sqsOnMoto() bool { return os.Getenv("SLUICE_SQS") == "moto" }
-
-// setDefaultEnv sets the local stack's environment (localstack/stack/env.sh)
-// where the caller did not.
-func setDefaultEnv() {
-	sqsEndpoint := "http://127.0.0.1:9324"
-	if sqsOnMoto() {
-		sqsEndpoint = "http://127.0.0.1:4566"
-	}
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_PAGER": "", "MOTO_ACCOUNT_ID": "000000000000",
-		"SLUICE_MYSQL_DSN": "sluice:sluice@tcp(127.0.0.1:3306)/sluice?parseTime=true&multiStatements=true",
-	} {
-		if _, ok := os.LookupEnv(k); !ok {
-			os.Setenv(k, v)
-		}
-	}
-}
-
 func (r *run) setup() error {
-	setDefaultEnv()
+	e2ekit.SetDefaultEnv()
 	c := r.cfg
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-"+r.id, "e2e", "sluice-e2e-"+r.id
@@ -274,24 +205,12 @@ func (r *run) setup() error {
 		return err
 	}
 	services := []string{"moto", "mariadb", "rie"}
-	if !sqsOnMoto() {
+	if !e2ekit.SQSOnMoto() {
 		services = append(services, "elasticmq")
 	}
-	up := exec.CommandContext(r.ctx, "bash", append([]string{"localstack/stack/up.sh", "--record", rec}, services...)...)
-	up.Stdout, up.Stderr = os.Stderr, os.Stderr
-	if err := up.Run(); err != nil {
-		return fmt.Errorf("localstack/stack/up.sh: %w", err)
+	if err := r.StartStack(rec, services...); err != nil {
+		return err
 	}
-	r.defer_(func() {
-		b, _ := os.ReadFile(rec)
-		os.Remove(rec)
-		if svc := strings.Fields(string(b)); len(svc) > 0 {
-			r.logf("stopping what this run started: %v", svc)
-			down := exec.Command("bash", append([]string{"localstack/stack/down.sh"}, svc...)...)
-			down.Stdout, down.Stderr = os.Stderr, os.Stderr
-			_ = down.Run()
-		}
-	})
 	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
 	if c.rie != "" {
 		rie, err = c.rie, nil
@@ -316,11 +235,11 @@ func (r *run) setup() error {
 		return err
 	}
 	defer admin.Close()
-	if _, err := admin.ExecContext(r.ctx, "CREATE DATABASE "+r.dbName); err != nil {
+	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
 		return fmt.Errorf("create database %s: %w", r.dbName, err)
 	}
 	if !c.keep {
-		r.defer_(func() {
+		r.Defer(func() {
 			if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
 				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
 				db.Close()
@@ -333,11 +252,11 @@ func (r *run) setup() error {
 		return err
 	}
 	r.db.SetMaxOpenConns(16)
-	r.defer_(func() { r.db.Close() })
-	if err := dbload.Install(r.ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	r.Defer(func() { r.db.Close() })
+	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
 		return err
 	}
-	if err := installOrders(r.ctx, r.db); err != nil {
+	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
 		return err
 	}
 	pid, err := r.mariadbPID()
@@ -350,50 +269,50 @@ func (r *run) setup() error {
 	}
 	r.res.Cores = cores
 	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: r.mariadbPID}
-	r.logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", pid, cores, r.dbName, c.scanRows)
+	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", pid, cores, r.dbName, c.scanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
-	awsCfg, err := awsconf.Load(r.ctx)
+	awsCfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.ctx, "bash", "localstack/init/10-controller.sh")
+	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
 	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
 	if out, err := initScript.CombinedOutput(); err != nil {
 		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
 	}
 	// The init script's default loop stays disabled here: only this run's
 	// loop ticks.
-	if err := r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key("placeholder-"+r.id, "PARAMS"),
+	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
 		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
 		return err
 	}
 	if !c.keep {
-		r.defer_(func() { r.aws("dynamodb", "delete-table", "--table-name", r.table) })
+		r.Defer(func() { e2ekit.AWS(r.Ctx, "dynamodb", "delete-table", "--table-name", r.table) })
 	}
-	dlq, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-dlq-" + r.id)})
+	dlq, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-dlq-" + r.id)})
 	if err != nil {
 		return fmt.Errorf("create dead-letter queue: %w", err)
 	}
 	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	dlqARN, err := localaws.LookupQueueARN(r.ctx, r.sqs, r.dlqURL)
+	dlqARN, err := localaws.LookupQueueARN(r.Ctx, r.sqs, r.dlqURL)
 	if err != nil {
 		return err
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
-	q, err := r.sqs.CreateQueue(r.ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
+	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
 		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
 	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.ctx, r.sqs, r.queueURL); err != nil {
+	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
 		return err
 	}
 	if !c.keep {
-		r.defer_(func() {
+		r.Defer(func() {
 			ctx := context.Background()
 			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
 			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.dlqURL)})
@@ -405,58 +324,29 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	if err := r.putParams(params); err != nil {
+	if err := e2ekit.PutParams(r.Ctx, r.table, params); err != nil {
 		return err
 	}
 
-	// 5. The functions under the emulator.
-	logDir := filepath.Join(c.logDir, r.id)
-	env := []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}
-	ctl, err := harness.StartRIE(r.ctx, rie, c.controller, logDir, "controller", env)
+	// 5. The functions under the emulator, and the stand-ins: schedule,
+	// event source mapping.
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
+		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn, "SLUICE_DLQ_URL=" + r.dlqURL,
+			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
+		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		OnBatch: func(b localaws.BatchResult) {
+			r.batches.Add(1)
+			r.failed.Add(int64(b.Failed))
+		}})
 	if err != nil {
 		return err
 	}
-	r.procs = append(r.procs, ctl.Proc)
-	r.defer_(ctl.Stop)
-	var consumers []*harness.RIE
-	for i := range c.consumers {
-		ce, err := harness.StartRIE(r.ctx, rie, c.consumer, logDir, fmt.Sprintf("consumer-%d", i+1), append(env,
-			"SLUICE_LOOP="+r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN="+r.dsn, "SLUICE_DLQ_URL="+r.dlqURL,
-			"SLUICE_MYSQL_STATEMENT="+ordersStatement,
-			fmt.Sprintf("SLUICE_CONSUMERS=%d", c.consumers), "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"))
-		if err != nil {
-			return err
-		}
-		r.procs = append(r.procs, ce.Proc)
-		r.defer_(ce.Stop)
-		consumers = append(consumers, ce)
-	}
-	r.logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), logDir)
 
-	// 6. The stand-ins: schedule, event source mapping, CPU publisher, and
-	// the 1-s CPU record the checks use.
-	bg, stop := context.WithCancel(r.ctx)
+	// 6. The CPU publisher, and the 1-s CPU record the checks use.
+	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
-	r.defer_(func() { stop(); wg.Wait() })
-	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: c.tick, Clock: consume.WallClock{},
-		OnInvocation: func(inv localaws.Invocation) {
-			r.ticks.Add(1)
-			if inv.Err != nil {
-				r.tickErr.Add(1)
-				r.logf("tick error: %v", inv.Err)
-			}
-		}}
-	wg.Add(1)
-	go func() { defer wg.Done(); sched.Run(bg) }()
-	for _, ce := range consumers {
-		p := &localaws.Poller{API: r.sqs, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
-			BatchSize: 10, Wait: time.Second, OnBatch: func(b localaws.BatchResult) {
-				r.batches.Add(1)
-				r.failed.Add(int64(b.Failed))
-			}}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(bg) }()
-	}
+	r.Defer(func() { stop(); wg.Wait() })
 	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
 		Period: c.tick, Clock: consume.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
 	wg.Add(1)
@@ -477,14 +367,8 @@ func (r *run) mariadbPID() (int, error) {
 		return 0, err
 	}
 	_, port, _ := strings.Cut(cfg.Addr, ":")
-	out, err := exec.Command("ss", "-Hltnp", "sport = :"+port).Output()
-	if err == nil {
-		if _, rest, ok := strings.Cut(string(out), "pid="); ok {
-			var pid int
-			if _, err := fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &pid); err == nil {
-				return pid, nil
-			}
-		}
+	if pid, err := e2ekit.ListenerPID(port); err == nil {
+		return pid, nil
 	}
 	return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), "mariadbd")
 }
@@ -495,29 +379,22 @@ func (r *run) recordCPU(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	e2ekit.Every(ctx, time.Second, func() {
 		cur, err := r.sampler.Sample()
 		if err != nil {
-			continue
+			return
 		}
 		if gap := cur.At.Sub(prev.At); gap > 3*time.Second {
 			r.stalls.Add(1)
-			r.logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
+			r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
 		}
 		if u, err := r.sampler.Utilization(prev, cur); err == nil {
 			r.mu.Lock()
-			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.start), cpu: u})
+			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.Start), cpu: u})
 			r.mu.Unlock()
 		}
 		prev = cur
-	}
+	})
 }
 
 // meanCPU is the mean CPU over [from, to) since the start.
@@ -538,7 +415,7 @@ func (r *run) meanCPU(from, to time.Duration) (float64, int) {
 	return s / float64(n), n
 }
 
-func (r *run) now() time.Duration { return time.Since(r.start) }
+func (r *run) now() time.Duration { return time.Since(r.Start) }
 
 // tune identifies the database by an open-loop step test on the workload
 // and returns the PARAMS of the lab's pi-aw-spf-ff for it.
@@ -546,7 +423,7 @@ func (r *run) tune() (loop.Params, error) {
 	c := r.cfg
 	fit, err := r.identify()
 	if err != nil {
-		r.logf("identification failed twice (%v); using the model measured by `sluice lab step-mariadb` in docs/lab.md", err)
+		r.Logf("identification failed twice (%v); using the model measured by `sluice lab step-mariadb` in docs/lab.md", err)
 		fit = ident.Result{Model: documentedModel, RMSE: math.NaN()}
 		r.res.ModelFallback = true
 	}
@@ -556,7 +433,7 @@ func (r *run) tune() (loop.Params, error) {
 	if !math.IsNaN(fit.RMSE) {
 		r.res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
 	}
-	r.logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
+	r.Logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
 	if top := m.Output(c.maxRate); top < c.setpoint+15 {
 		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.maxRate, top)
 	}
@@ -588,7 +465,7 @@ func (r *run) tune() (loop.Params, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("tuned PARAMS: %w", err)
 	}
-	r.logf("PARAMS: kp %.3g, ki %.3g (Tc %v), setpoint filter %v, feedforward on the model", p.Kp, p.Ki, tc, p.SetpointFilter)
+	r.Logf("PARAMS: kp %.3g, ki %.3g (Tc %v), setpoint filter %v, feedforward on the model", p.Kp, p.Ki, tc, p.SetpointFilter)
 	return p, nil
 }
 
@@ -605,15 +482,15 @@ func (r *run) identify() (ident.Result, error) {
 	var last error
 	for attempt := 1; attempt <= 2; attempt++ {
 		l := &dbload.Lab{Plant: &dbload.Plant{DB: r.db, Prefix: fmt.Sprintf("step%d", attempt), Workers: 3, BatchSize: 1}, CPU: r.sampler}
-		r.logf("step test %d: 4 -> 16 msg/s", attempt)
-		d, err := l.StepTest(r.ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
+		r.Logf("step test %d: 4 -> 16 msg/s", attempt)
+		d, err := l.StepTest(r.Ctx, sim.StepTest{From: 4, To: 16, At: 20 * time.Second, Duration: 60 * time.Second})
 		// The step test's rows are not the run's messages.
-		if _, derr := r.db.ExecContext(r.ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); derr != nil {
+		if _, derr := r.db.ExecContext(r.Ctx, "DELETE FROM messages WHERE id LIKE 'step%'"); derr != nil {
 			return ident.Result{}, fmt.Errorf("remove the step test's rows: %w", derr)
 		}
 		if err != nil {
 			last = err
-			r.logf("step test %d: %v", attempt, err)
+			r.Logf("step test %d: %v", attempt, err)
 			continue
 		}
 		if f, err := os.Create(filepath.Join(r.cfg.logDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
@@ -628,84 +505,14 @@ func (r *run) identify() (ident.Result, error) {
 			return fit, nil
 		}
 		last = err
-		r.logf("step test %d: %v", attempt, err)
+		r.Logf("step test %d: %v", attempt, err)
 	}
 	return ident.Result{}, last
 }
 
-// putParams writes the loop's PARAMS item with the aws CLI, as an operator
-// would.
-func (r *run) putParams(p loop.Params) error {
-	item := map[string]any{"pk": map[string]string{"S": r.loopID}, "sk": map[string]string{"S": "PARAMS"}}
-	for k, v := range p.Attrs() {
-		item[k] = ddbJSON(v)
-	}
-	b, err := json.Marshal(item)
-	if err != nil {
-		return err
-	}
-	return r.aws("dynamodb", "put-item", "--table-name", r.table, "--item", string(b))
-}
-
-// ddbJSON converts an attribute of Params.Attrs to DynamoDB JSON.
-func ddbJSON(v any) any {
-	switch v := v.(type) {
-	case string:
-		return map[string]any{"S": v}
-	case bool:
-		return map[string]any{"BOOL": v}
-	case float64:
-		return map[string]any{"N": fmt.Sprint(v)}
-	case int:
-		return map[string]any{"N": fmt.Sprint(v)}
-	case map[string]any:
-		m := map[string]any{}
-		for k, x := range v {
-			m[k] = ddbJSON(x)
-		}
-		return map[string]any{"M": m}
-	case map[string]string:
-		m := map[string]any{}
-		for k, x := range v {
-			m[k] = map[string]any{"S": x}
-		}
-		return map[string]any{"M": m}
-	case []any:
-		l := []any{}
-		for _, x := range v {
-			l = append(l, ddbJSON(x))
-		}
-		return map[string]any{"L": l}
-	case nil:
-		return map[string]any{"NULL": true}
-	}
-	return map[string]any{"S": fmt.Sprint(v)}
-}
-
-func key(pk, sk string) string {
-	return fmt.Sprintf(`{"pk":{"S":%q},"sk":{"S":%q}}`, pk, sk)
-}
-
-// aws runs the AWS CLI against the local endpoint.
-func (r *run) aws(args ...string) error {
-	cmd := exec.CommandContext(r.ctx, "aws", append([]string{"--endpoint-url", os.Getenv("AWS_ENDPOINT_URL"), "--output", "json"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("aws %s: %w: %s", strings.Join(args[:2], " "), err, out)
-	}
-	return nil
-}
-
-// setParam edits one PARAMS attribute with update-item.
-func (r *run) setParam(name, ddbValue string) error {
-	return r.aws("dynamodb", "update-item", "--table-name", r.table, "--key", key(r.loopID, "PARAMS"),
-		"--update-expression", "SET #a = :v", "--expression-attribute-names", fmt.Sprintf(`{"#a":%q}`, name),
-		"--expression-attribute-values", fmt.Sprintf(`{":v":%s}`, ddbValue))
-}
-
 // status reads PARAMS_STATUS.
 func (r *run) status() (status, reason string, err error) {
-	out, err := r.ddb.GetItem(r.ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "PARAMS_STATUS"}}})
 	if err != nil {
 		return "", "", fmt.Errorf("read PARAMS_STATUS: %w", err)
@@ -727,39 +534,18 @@ func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
 		if err == nil && st == want {
 			return reason, true
 		}
-		r.sleep(time.Second)
+		r.Sleep(time.Second)
 	}
 	return "", false
 }
 
-func (r *run) sleep(d time.Duration) {
-	select {
-	case <-r.ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-func (r *run) sleepUntil(t time.Duration) { r.sleep(t - r.now()) }
+func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 
 // produce keeps a backlog of about target messages in the queue until ctx
 // ends: the producers always outpace the loop, so the rate is the loop's.
 // One message in 50 is poison (not JSON).
 func (r *run) produce(ctx context.Context, target int) {
-	for ctx.Err() == nil {
-		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.queueURL),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		depth := target
-		if err == nil {
-			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &depth)
-		}
-		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
-			r.sendBatch(min(n, 10))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
 }
 
 // sendBatch sends n messages with the next sequence numbers, retrying the
@@ -775,25 +561,8 @@ func (r *run) sendBatch(n int) {
 		}
 		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
 	}
-	for attempt := 0; len(entries) > 0; attempt++ {
-		out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
-		if err != nil {
-			if attempt > 20 {
-				r.fail("send: %v", err)
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		var again []sqstypes.SendMessageBatchRequestEntry
-		for _, f := range out.Failed {
-			for _, e := range entries {
-				if aws.ToString(e.Id) == aws.ToString(f.Id) {
-					again = append(again, e)
-				}
-			}
-		}
-		entries = again
+	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
+		r.Fail("%v", err)
 	}
 }
 
@@ -805,14 +574,14 @@ func (r *run) scenario() error {
 	// it [4.5p, 5.5p); invalid edit at 4.5p; then the drain.
 	t0 := r.now()
 	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
-	prodCtx, stopProd := context.WithCancel(r.ctx)
+	prodCtx, stopProd := context.WithCancel(r.Ctx)
 	var pwg sync.WaitGroup
 	for range 2 {
 		pwg.Add(1)
 		go func() { defer pwg.Done(); r.produce(prodCtx, 200) }()
 	}
 	defer func() { stopProd(); pwg.Wait() }()
-	r.logf("producing; setpoint %g %%", c.setpoint)
+	r.Logf("producing; setpoint %g %%", c.setpoint)
 
 	r.sleepUntil(at(2))
 	before, _ := r.meanCPU(at(1), at(2))
@@ -820,63 +589,63 @@ func (r *run) scenario() error {
 	// The disturbance: the load generator sized to add about 8 points.
 	qps := 8 / r.res.Model.Gain
 	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, DataRows: c.dataRows, Workers: 2}
-	if err := gen.Start(r.ctx); err != nil {
+	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
-	r.logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
+	r.Logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
 	r.sleepUntil(at(3))
 	gen.Stop()
 	dist, _ := r.meanCPU(at(2)+p/2, at(3))
 	r.res.MeanCPUDisturbed = round(dist)
 	done, failed := gen.Queries()
-	r.logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
+	r.Logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
 
 	r.sleepUntil(at(3.5))
-	r.logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
-	if err := r.setParam("setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
+	r.Logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return err
 	}
 	r.sleepUntil(at(4.5))
 	// The invalid edit: a setpoint outside (0, 100].
-	r.logf("invalid edit: setpoint 150")
-	if err := r.setParam("setpoint", `{"N":"150"}`); err != nil {
+	r.Logf("invalid edit: setpoint 150")
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", `{"N":"150"}`); err != nil {
 		return err
 	}
 	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.tick)
 	r.res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
 	r.res.InvalidEditReason = reason
 	if !r.res.InvalidEditRefused {
-		r.fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
+		r.Fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
 	} else {
-		r.logf("refused: %s", reason)
+		r.Logf("refused: %s", reason)
 	}
 	r.sleepUntil(at(5.5))
 	after, n := r.meanCPU(at(4.5), at(5.5))
 	r.res.MeanCPUAfterSettle = round(after)
 	r.res.Setpoint = c.setpoint2
 	r.res.InitialSetpoint = c.setpoint
-	r.logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
+	r.Logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
 	// Restore a valid PARAMS, then drain in manual mode at max_rate.
-	if err := r.setParam("setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return err
 	}
 	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.tick); !ok {
-		r.fail("the valid PARAMS restored after the refused edit was not applied")
+		r.Fail("the valid PARAMS restored after the refused edit was not applied")
 	}
 	stopProd()
 	pwg.Wait()
 	r.idleBurst() // the idle phase and the burst (idleburst.go)
-	r.logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
-	if err := r.setParam("manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
 		return err
 	}
-	if err := r.setParam("mode", `{"S":"manual"}`); err != nil {
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
 	r.res.MaxCPU = round(r.maxCPU())
-	r.res.Ticks = int(r.ticks.Load())
-	r.res.TickErrors = int(r.tickErr.Load())
+	r.res.Ticks = int(r.Ticks.Load())
+	r.res.TickErrors = int(r.TickErrors.Load())
 	r.res.Batches = r.batches.Load()
 	r.res.BatchFailures = r.failed.Load()
 	r.res.Datapoints = int(r.points.Load())
@@ -886,7 +655,7 @@ func (r *run) scenario() error {
 	// Checks.
 	r.res.Sent = int(r.sent.Load())
 	var err error
-	r.res.Stored, r.res.Duplicates, r.res.Missing, err = orderCounts(r.ctx, r.db, r.res.Sent, r.poisonSeqs())
+	r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.res.Sent, r.poisonSeqs())
 	if err != nil {
 		return err
 	}
@@ -897,26 +666,26 @@ func (r *run) scenario() error {
 	}
 	r.res.DeadLettered = dl
 	if !drained {
-		r.fail("the queue did not drain")
+		r.Fail("the queue did not drain")
 	}
 	if r.res.Missing > 0 || r.res.Duplicates > 0 || r.res.Stored != r.res.Sent-r.res.Poison {
-		r.fail("sent %d, poison %d, stored %d, missing %d, duplicates %d", r.res.Sent, r.res.Poison, r.res.Stored, r.res.Missing, r.res.Duplicates)
+		r.Fail("sent %d, poison %d, stored %d, missing %d, duplicates %d", r.res.Sent, r.res.Poison, r.res.Stored, r.res.Missing, r.res.Duplicates)
 	}
 	if dl != r.res.Poison || withReason != dl {
-		r.fail("dead-letter queue holds %d messages (%d with a reason); want the %d poison ones", dl, withReason, r.res.Poison)
+		r.Fail("dead-letter queue holds %d messages (%d with a reason); want the %d poison ones", dl, withReason, r.res.Poison)
 	}
 	if math.IsNaN(after) || math.Abs(after-c.setpoint2) > 5 {
-		r.fail("mean CPU after settling %.1f %%: not within 5 points of the setpoint %g", after, c.setpoint2)
+		r.Fail("mean CPU after settling %.1f %%: not within 5 points of the setpoint %g", after, c.setpoint2)
 	}
 	if math.IsNaN(before) || math.Abs(before-c.setpoint) > 5 {
-		r.fail("mean CPU before the edit %.1f %%: not within 5 points of the setpoint %g", before, c.setpoint)
+		r.Fail("mean CPU before the edit %.1f %%: not within 5 points of the setpoint %g", before, c.setpoint)
 	}
 	r.res.SetpointEditFollowed = !math.IsNaN(after) && math.Abs(after-c.setpoint2) <= 5 && math.Abs(after-c.setpoint2) < math.Abs(after-c.setpoint)
 	if !r.res.SetpointEditFollowed {
-		r.fail("the setpoint edit %g -> %g was not followed (mean CPU %.1f %% after it)", c.setpoint, c.setpoint2, after)
+		r.Fail("the setpoint edit %g -> %g was not followed (mean CPU %.1f %% after it)", c.setpoint, c.setpoint2, after)
 	}
 	if r.res.Ticks < 10 {
-		r.fail("only %d controller ticks", r.res.Ticks)
+		r.Fail("only %d controller ticks", r.res.Ticks)
 	}
 	return nil
 }
@@ -949,18 +718,18 @@ func (r *run) drain(within time.Duration) bool {
 	sent := int(r.sent.Load())
 	for time.Now().Before(deadline) {
 		var stored int
-		err := r.db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM orders").Scan(&stored)
-		out, err2 := r.sqs.GetQueueAttributes(r.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.dlqURL),
+		err := r.db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders").Scan(&stored)
+		out, err2 := r.sqs.GetQueueAttributes(r.Ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.dlqURL),
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
 		if err == nil && err2 == nil {
 			var dl int
 			fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &dl)
 			if stored+dl >= sent {
-				r.logf("drained: %d stored, %d dead-lettered", stored, dl)
+				r.Logf("drained: %d stored, %d dead-lettered", stored, dl)
 				return true
 			}
 		}
-		r.sleep(time.Second)
+		r.Sleep(time.Second)
 	}
 	return false
 }
@@ -975,7 +744,7 @@ func (r *run) deadLetters() (n, withReason int, err error) {
 	bodies := map[string]bool{}
 	empty := 0
 	for empty < 3 {
-		out, err := r.sqs.ReceiveMessage(r.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
+		out, err := r.sqs.ReceiveMessage(r.Ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
 			WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
 		if err != nil {
 			return n, withReason, fmt.Errorf("receive dead letters: %w", err)

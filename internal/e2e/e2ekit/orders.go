@@ -1,4 +1,4 @@
-package main
+package e2ekit
 
 import (
 	"context"
@@ -13,21 +13,23 @@ import (
 // consumer's inbox keeps a redelivery from applying an order twice, and
 // applied > 1 is a duplicate.
 const (
-	ordersTable = `CREATE TABLE orders (
+	OrdersTable = `CREATE TABLE orders (
   order_id BIGINT       NOT NULL PRIMARY KEY,
   amount   INT          NOT NULL,
   msg_id   VARCHAR(255) NOT NULL,
   applied  INT          NOT NULL DEFAULT 1
 ) ENGINE=InnoDB`
-	ordersStatement = `INSERT INTO orders (order_id, amount, msg_id) VALUES (:json.order_id, :json.amount, :id)
+	// OrdersStatement is the consumers' SLUICE_MYSQL_STATEMENT.
+	OrdersStatement = `INSERT INTO orders (order_id, amount, msg_id) VALUES (:json.order_id, :json.amount, :id)
 ON DUPLICATE KEY UPDATE applied = applied + 1`
 )
 
-// installOrders creates the orders table and gives it the per-message
-// workload that pkg/dbload installed on the messages table (the plant the
-// step test identifies): the same trigger body, keyed by the message id.
-func installOrders(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, ordersTable); err != nil {
+// InstallOrders creates the orders table and gives it the per-message
+// workload that internal/dbload installed on the messages table (the plant
+// the step test identifies): the same trigger body, keyed by the message
+// id.
+func InstallOrders(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, OrdersTable); err != nil {
 		return fmt.Errorf("create orders: %w", err)
 	}
 	var body string
@@ -43,11 +45,11 @@ WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'messages' AND ACTION
 	return nil
 }
 
-// orderCounts is what the run finds in orders for order ids [0, sent):
-// rows stored, applications beyond the first (duplicates), and ids neither
-// stored nor poison (missing).
-func orderCounts(ctx context.Context, db *sql.DB, sent int, poison map[int]bool) (stored, duplicates, missing int, err error) {
-	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders")
+// OrderCounts is what db holds in orders for order ids [0, sent): rows
+// stored, applications beyond the first (duplicates), and ids neither
+// stored nor in skip (missing). Negative ids are not the run's messages.
+func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
+	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders WHERE order_id >= 0")
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("count orders: %w", err)
 	}
@@ -66,7 +68,7 @@ func orderCounts(ctx context.Context, db *sql.DB, sent int, poison map[int]bool)
 		return 0, 0, 0, err
 	}
 	for i := range sent {
-		if !seen[i] && !poison[i] {
+		if !seen[i] && !skip[i] {
 			missing++
 		}
 	}

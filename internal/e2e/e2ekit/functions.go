@@ -1,0 +1,82 @@
+package e2ekit
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// Functions are the controller and the SQS consumer bootstraps under the
+// Lambda RIE, with the stand-ins that drive them as AWS would: the
+// EventBridge schedule of the controller and one event source mapping
+// poller per consumer.
+type Functions struct {
+	// RIE, Controller and Consumer are the binaries; LogDir their logs.
+	RIE, Controller, Consumer, LogDir string
+	// Env is both functions' environment, ControllerEnv and ConsumerEnv
+	// what only one of them gets.
+	Env, ControllerEnv, ConsumerEnv []string
+	Consumers                       int
+	Tick                            time.Duration
+	SQS                             localaws.SQSAPI
+	QueueURL, QueueARN, Region      string
+	// OnBatch sees every consumer batch (may be nil). The run counts the
+	// controller's invocations (Run.Ticks) and logs their errors.
+	OnBatch func(localaws.BatchResult)
+}
+
+// StartFunctions starts f's emulators and stand-ins until the run ends (or
+// it stops them at its end).
+func (r *Run) StartFunctions(f Functions) error {
+	ctl, err := harness.StartRIE(r.Ctx, f.RIE, f.Controller, f.LogDir, "controller", append(f.Env, f.ControllerEnv...))
+	if err != nil {
+		return err
+	}
+	r.Defer(ctl.Stop)
+	var consumers []*harness.RIE
+	for i := range f.Consumers {
+		ce, err := harness.StartRIE(r.Ctx, f.RIE, f.Consumer, f.LogDir, fmt.Sprintf("consumer-%d", i+1),
+			append(append(append([]string{}, f.Env...), f.ConsumerEnv...), fmt.Sprintf("SLUICE_CONSUMERS=%d", f.Consumers)))
+		if err != nil {
+			return err
+		}
+		r.Defer(ce.Stop)
+		consumers = append(consumers, ce)
+	}
+	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), filepath.Clean(f.LogDir))
+	bg, stop := context.WithCancel(r.Ctx)
+	var wg sync.WaitGroup
+	r.Defer(func() { stop(); wg.Wait() })
+	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: f.Tick, Clock: consume.WallClock{},
+		OnInvocation: func(inv localaws.Invocation) {
+			r.Ticks.Add(1)
+			if inv.Err != nil {
+				r.TickErrors.Add(1)
+				r.Logf("tick error: %v", inv.Err)
+			}
+		}}
+	wg.Add(1)
+	go func() { defer wg.Done(); sched.Run(bg) }()
+	for _, ce := range consumers {
+		p := &localaws.Poller{API: f.SQS, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: f.QueueURL, QueueARN: f.QueueARN,
+			Region: f.Region, BatchSize: 10, Wait: time.Second, OnBatch: f.OnBatch}
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Run(bg) }()
+	}
+	return nil
+}
+
+// BootstrapFlags declares the flags -controller, -consumer and -rie of a
+// harness (make e2e-bootstraps builds the two bootstraps).
+func BootstrapFlags(controller, consumer, rie *string) {
+	flag.StringVar(controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
+	flag.StringVar(consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	flag.StringVar(rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+}

@@ -1,0 +1,631 @@
+// Command replica is `make e2e-replica`: the Sluice loop with two signals,
+// the CPU of a MariaDB primary and the replication lag of its replica,
+// against a real primary and replica on loopback (issue 19).
+//
+// It starts moto, the SQS server and the Lambda RIE with
+// localstack/stack/up.sh (stopping at the end what it started), and the
+// private primary (127.0.0.1:3316) and replica (127.0.0.1:3317) with their
+// Prometheus (127.0.0.1:9097) with localstack/stack/replica.sh: binary log
+// in ROW format and GTID, single-threaded apply on the replica, whose CPU is
+// capped (a cgroup CFS quota, or cpulimit). The consumers store orders in the primary; each
+// order costs the primary CPU (internal/dbload's aggregate, which the
+// replica never runs) and writes line items that the replica applies one
+// transaction after the other.
+//
+// The harness measures the replica's lag pt-heartbeat style (heartbeat.go)
+// and serves it to Prometheus; the primary's CPU is published as
+// AWS/RDS CPUUtilization to CloudWatch (moto) by internal/cpupub, as in make
+// e2e. Before the loop starts it measures the primary's write capacity and
+// the replica's apply capacity. The loop's PARAMS name two signals: `cpu`
+// (CloudWatch, the top-level attributes) with a setpoint above the CPU the
+// replica lets the loop reach, and `lag` (Prometheus) with its own
+// setpoint. Producers keep a backlog in the queue for the run; the run
+// checks that the limiting signal (STATE's `limiting`) switches to `lag`
+// and stays there, that the lag's mean after settling is within its band,
+// then drains the queue and checks that every order was stored exactly once
+// in the primary and reached the replica.
+//
+// Its last line on stdout is one JSON object; it exits 1 when a check
+// fails.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// Result is the JSON last line.
+type Result struct {
+	LagSetpoint        float64 `json:"lag_setpoint"`
+	LagBand            float64 `json:"lag_band"`
+	MeanLagAfterSettle float64 `json:"mean_lag_after_settle"`
+	MaxLagAfterSettle  float64 `json:"max_lag_after_settle"`
+	MaxLag             float64 `json:"max_lag"`
+	// SecondsAboveBand counts the 1-s lag readings after settling above
+	// setpoint + band.
+	SecondsAboveBand   int     `json:"seconds_above_band"`
+	CPUSetpoint        float64 `json:"cpu_setpoint"`
+	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
+	MaxCPUAfterSettle  float64 `json:"max_cpu_after_settle"`
+	// LimitingSwitches counts the changes of STATE's limiting signal;
+	// FirstLagLimitingS is when lag first limited, LagLimitingAtS when it
+	// took over for good (the last switch to lag: it limits from there to
+	// the end), LagLimitingShare the share of the readings since it first
+	// limited where it did (-1: never).
+	LimitingSwitches  int      `json:"limiting_switches"`
+	FirstLagLimitingS float64  `json:"first_lag_limiting_s"`
+	LagLimitingAtS    float64  `json:"lag_limiting_at_s"`
+	LagLimitingShare  float64  `json:"lag_limiting_share"`
+	MeanRateSettled   float64  `json:"mean_rate_after_settle"`
+	Sent              int      `json:"sent"`
+	Stored            int      `json:"stored"`
+	ReplicaStored     int      `json:"replica_stored"`
+	Missing           int      `json:"missing"`
+	Duplicates        int      `json:"duplicates"`
+	PrimaryCapacity   float64  `json:"primary_write_capacity"`
+	ReplicaCapacity   float64  `json:"replica_apply_capacity"`
+	ReplicaUncapped   float64  `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit   float64  `json:"replica_cpu_limit"`
+	CPUGain           float64  `json:"cpu_gain"`
+	Lines             int      `json:"lines_per_order"`
+	Ticks             int      `json:"ticks"`
+	TickErrors        int      `json:"tick_errors"`
+	Gains             gains    `json:"gains"`
+	Seconds           float64  `json:"seconds"`
+	OK                bool     `json:"ok"`
+	Failures          []string `json:"failures"`
+}
+
+type gains struct {
+	CPUKp float64 `json:"cpu_kp"`
+	CPUKi float64 `json:"cpu_ki"`
+	LagKp float64 `json:"lag_kp"`
+	LagKi float64 `json:"lag_ki"`
+	LagKd float64 `json:"lag_kd"`
+}
+
+type config struct {
+	controller, consumer, rie string
+	tick                      time.Duration
+	lagSetpoint, lagBand      float64
+	cpuSetpoint, maxRate      float64
+	replicaCPU                float64
+	consumers, lines          int
+	scanRows, dataRows        int
+	duration, settle          time.Duration
+	keep                      bool
+	logDir, root              string
+}
+
+func main() {
+	var c config
+	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
+	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
+	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
+	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
+	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
+	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
+	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
+	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
+	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
+	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
+	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")
+	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
+	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
+	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
+	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
+	flag.Parse()
+	c.root, _ = os.Getwd()
+	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
+	code := r.Main(15*time.Minute, r.setup, r.scenario)
+	r.res.Failures = append([]string{}, r.Failures...)
+	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
+	r.res.OK = code == 0
+	b, _ := json.Marshal(r.res)
+	fmt.Println(string(b))
+	os.Exit(code)
+}
+
+type run struct {
+	e2ekit.Run
+	cfg config
+	res Result
+
+	id, table, loopID, instance, dbName string
+	queueURL, queueARN                  string
+	primary, replica                    *sql.DB
+	dsn                                 string
+	ddb                                 *dynamodb.Client
+	sqs                                 *sqs.Client
+	sampler                             *cpupub.Sampler
+
+	mu       sync.Mutex
+	cpu      []point // 1-s CPU of the primary
+	lag      []point // 1-s heartbeat lag of the replica
+	limiting []limitingPoint
+	rate     []point
+	// baseCPU is the primary's mean CPU before the capacity test.
+	baseCPU float64
+	// settledFor is how long the run lasted after settling.
+	settledFor time.Duration
+	sent       atomic.Int64
+}
+
+type point struct {
+	t time.Duration
+	v float64
+}
+
+type limitingPoint struct {
+	t   time.Duration
+	sig string
+}
+
+func (r *run) now() time.Duration { return time.Since(r.Start) }
+
+// stack runs a localstack/stack script with the harness' output on stderr.
+func (r *run) stack(script string, env []string, args ...string) error {
+	cmd := exec.CommandContext(r.Ctx, "bash", append([]string{"localstack/stack/" + script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("localstack/stack/%s %s: %w", script, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// Ports of localstack/stack/replica.sh.
+const (
+	primaryAddr    = "127.0.0.1:3316"
+	replicaAddr    = "127.0.0.1:3317"
+	prometheusURL  = "http://127.0.0.1:9097"
+	lagExporterAdr = "127.0.0.1:9318"
+)
+
+func (r *run) setup() error {
+	e2ekit.SetDefaultEnv()
+	c := r.cfg
+	r.id = fmt.Sprintf("%d", time.Now().Unix())
+	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
+	r.dbName = "sluice_replica_" + r.id
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
+	if err := r.startStack(); err != nil {
+		return err
+	}
+	if err := r.setupDatabases(); err != nil {
+		return err
+	}
+	if err := r.measureCapacity(200); err != nil {
+		return err
+	}
+	if err := r.setupAWS(); err != nil {
+		return err
+	}
+	return r.startLoop()
+}
+
+// startStack starts moto, the SQS server, the RIE, and the primary/replica
+// pair, each stopped at the end only if this run started it.
+func (r *run) startStack() error {
+	services := []string{"moto", "rie"}
+	if !e2ekit.SQSOnMoto() {
+		services = append(services, "elasticmq")
+	}
+	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), services...); err != nil {
+		return err
+	}
+	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
+	if err := r.stack("replica.sh", nil, "start"); err != nil {
+		return err
+	}
+	if !running && !r.cfg.keep {
+		r.Defer(func() {
+			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			_ = down.Run()
+		})
+	}
+	// The schema loads uncapped (the workload's data table replicates).
+	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
+		return err
+	}
+	r.Defer(func() { exec.Command("bash", "localstack/stack/replica.sh", "uncap").Run() })
+	return nil
+}
+
+func dsn(addr, db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "sluice", "sluice", "tcp", addr, db
+	cfg.ParseTime = true
+	return cfg.FormatDSN()
+}
+
+// setupDatabases creates the run's database on the primary (it
+// replicates), installs the workload and the orders, waits until the
+// replica has it all, starts the heartbeat, the lag exporter and the CPU
+// sampler.
+func (r *run) setupDatabases() error {
+	c := r.cfg
+	admin, err := sql.Open("mysql", dsn(primaryAddr, ""))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
+		return fmt.Errorf("create database %s on the primary: %w", r.dbName, err)
+	}
+	if !c.keep {
+		r.Defer(func() {
+			if db, err := sql.Open("mysql", dsn(primaryAddr, "")); err == nil {
+				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
+				db.Close()
+			}
+		})
+	}
+	r.dsn = dsn(primaryAddr, r.dbName)
+	if r.primary, err = sql.Open("mysql", r.dsn); err != nil {
+		return err
+	}
+	r.primary.SetMaxOpenConns(16)
+	r.Defer(func() { r.primary.Close() })
+	if r.replica, err = sql.Open("mysql", dsn(replicaAddr, r.dbName)); err != nil {
+		return err
+	}
+	r.replica.SetMaxOpenConns(4)
+	r.Defer(func() { r.replica.Close() })
+	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+		return err
+	}
+	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(r.Ctx)
+	var wg sync.WaitGroup
+	r.Defer(func() { stop(); wg.Wait() })
+	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
+	wg.Add(1)
+	go func() { defer wg.Done(); hb.Run(bg) }()
+	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
+		return fmt.Errorf("the replica did not load the schema: %w", err)
+	}
+	r.Logf("the replica has database %s", r.dbName)
+
+	exp := &LagExporter{Period: time.Second, MaxAge: 3 * time.Second, Now: time.Now,
+		Read: func(ctx context.Context) (LagReading, error) { return readLag(ctx, r.replica) },
+		OnReading: func(at time.Time, l LagReading) {
+			r.mu.Lock()
+			r.lag = append(r.lag, point{t: at.Sub(r.Start), v: l.Lag})
+			r.mu.Unlock()
+		}}
+	ln, err := net.Listen("tcp", lagExporterAdr)
+	if err != nil {
+		return fmt.Errorf("the lag exporter (Prometheus scrapes %s): %w", lagExporterAdr, err)
+	}
+	srv := &http.Server{Handler: exp}
+	wg.Add(2)
+	go func() { defer wg.Done(); exp.Run(bg) }()
+	go func() { defer wg.Done(); srv.Serve(ln) }()
+	r.Defer(func() { srv.Close() })
+
+	_, port, _ := strings.Cut(primaryAddr, ":")
+	pid, err := e2ekit.ListenerPID(port)
+	if err != nil {
+		return err
+	}
+	cores, err := cpupub.Cores(os.ReadFile, pid)
+	if err != nil {
+		return err
+	}
+	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
+	return nil
+}
+
+// waitCaughtUp waits until the heartbeat lag is below maxLag seconds.
+func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
+		l, err := readLag(r.Ctx, r.replica)
+		if err == nil && l.Lag < maxLag {
+			return nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("lag %.1f s", l.Lag)
+		}
+		r.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("still behind after %v: %v", within, last)
+}
+
+// recordCPU samples the primary's CPU every second.
+func (r *run) recordCPU(ctx context.Context) {
+	prev, err := r.sampler.Sample()
+	if err != nil {
+		return
+	}
+	e2ekit.Every(ctx, time.Second, func() {
+		cur, err := r.sampler.Sample()
+		if err != nil {
+			return
+		}
+		if u, err := r.sampler.Utilization(prev, cur); err == nil {
+			r.mu.Lock()
+			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.Start), v: u})
+			r.mu.Unlock()
+		}
+		prev = cur
+	})
+}
+
+// measureCapacity measures, with n orders of negative ids written by as
+// many connections as there are consumers in transactions of
+// capacityBatch orders, the primary's write capacity
+// (while the replica's SQL thread is stopped), the primary's CPU per
+// order, then the replica's apply capacity: capped, and uncapped for
+// comparison.
+func (r *run) measureCapacity(n int) error {
+	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap"); err != nil {
+		return err
+	}
+	r.res.ReplicaCPULimit = r.cfg.replicaCPU
+	r.Sleep(3 * time.Second)
+	r.mu.Lock()
+	r.baseCPU, _ = stats(r.cpu, func(time.Duration) bool { return true })
+	r.mu.Unlock()
+	if math.IsNaN(r.baseCPU) {
+		r.baseCPU = 0
+	}
+	var err error
+	if r.res.PrimaryCapacity, r.res.ReplicaCapacity, err = r.capacityOnce(-1, n, true); err != nil {
+		return err
+	}
+	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
+		return err
+	}
+	if _, r.res.ReplicaUncapped, err = r.capacityOnce(-1-n, n, false); err != nil {
+		return err
+	}
+	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
+		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
+	r.Logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
+		r.res.PrimaryCapacity, r.cfg.consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
+	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
+		return err
+	}
+	return r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap")
+}
+
+// capacityOnce writes orders from first down to first-n+1 with the replica's
+// SQL thread stopped, then restarts it and times the apply.
+func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, err error) {
+	if _, err := r.replica.ExecContext(r.Ctx, "STOP SLAVE SQL_THREAD"); err != nil {
+		return 0, 0, fmt.Errorf("stop the replica's SQL thread: %w", err)
+	}
+	restart := func() error {
+		_, err := r.replica.ExecContext(context.WithoutCancel(r.Ctx), "START SLAVE SQL_THREAD")
+		return err
+	}
+	s0, err := r.sampler.Sample()
+	if err != nil {
+		restart()
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var werr atomic.Value
+	for range r.cfg.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(capacityBatch) - capacityBatch; i < int64(n); i = next.Add(capacityBatch) - capacityBatch {
+				if err := r.writeOrders(first-int(i), min(capacityBatch, n-int(i))); err != nil {
+					werr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wrote := time.Since(t0)
+	s1, _ := r.sampler.Sample()
+	if err, ok := werr.Load().(error); ok {
+		restart()
+		return 0, 0, fmt.Errorf("capacity test: %w", err)
+	}
+	if gain {
+		if u, err := r.sampler.Utilization(s0, s1); err == nil {
+			r.res.CPUGain = round(u / (float64(n) / wrote.Seconds()))
+		}
+	}
+	var before int
+	if err := r.replica.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&before); err != nil {
+		restart()
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	if err := restart(); err != nil {
+		return 0, 0, fmt.Errorf("start the replica's SQL thread: %w", err)
+	}
+	for time.Since(t1) < 3*time.Minute && r.Ctx.Err() == nil {
+		var got int
+		if err := r.replica.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id <= ? AND order_id > ?", first, first-n).Scan(&got); err == nil && got == n {
+			return float64(n) / wrote.Seconds(), float64(n-before) / time.Since(t1).Seconds(), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, 0, fmt.Errorf("the replica did not apply the capacity test's %d orders in 3 minutes", n)
+}
+
+// capacityBatch is the orders per transaction of the capacity test: a full
+// batch of the consumers (the event source mapping's batch size), whose
+// sink stores a batch in one transaction.
+const capacityBatch = 10
+
+// writeOrders inserts the orders first, first-1, ... first-n+1 in one
+// transaction.
+func (r *run) writeOrders(first, n int) error {
+	tx, err := r.primary.BeginTx(r.Ctx, nil)
+	if err != nil {
+		return err
+	}
+	for id := first; id > first-n; id-- {
+		if _, err := tx.ExecContext(r.Ctx, "INSERT INTO orders (order_id, amount, msg_id) VALUES (?, ?, ?)", id, 1, fmt.Sprintf("cap%d", id)); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// round keeps two decimals; NaN (no reading in the window) is -1, which
+// JSON can carry.
+func round(x float64) float64 {
+	if math.IsNaN(x) {
+		return -1
+	}
+	return math.Round(x*100) / 100
+}
+
+// setupAWS creates the table (the project's init script, its default loop
+// disabled) and the queue.
+func (r *run) setupAWS() error {
+	awsCfg, err := awsconf.Load(r.Ctx)
+	if err != nil {
+		return err
+	}
+	r.ddb = dynamodb.NewFromConfig(awsCfg)
+	r.sqs = sqs.NewFromConfig(awsCfg)
+	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
+	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
+	if out, err := initScript.CombinedOutput(); err != nil {
+		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
+	}
+	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
+		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+		return err
+	}
+	if !r.cfg.keep {
+		r.Defer(func() { e2ekit.AWS(context.Background(), "dynamodb", "delete-table", "--table-name", r.table) })
+	}
+	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
+		Attributes: map[string]string{"VisibilityTimeout": "60"}})
+	if err != nil {
+		return fmt.Errorf("create queue: %w", err)
+	}
+	r.queueURL = aws.ToString(q.QueueUrl)
+	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
+		return err
+	}
+	if !r.cfg.keep {
+		r.Defer(func() {
+			r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
+		})
+	}
+	return nil
+}
+
+// startLoop writes PARAMS and starts the controller and consumer
+// bootstraps under the RIE, the schedule, the event source mappings and
+// the CPU publisher.
+func (r *run) startLoop() error {
+	c := r.cfg
+	if err := r.putParams(); err != nil {
+		return err
+	}
+	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
+	if c.rie != "" {
+		rie, err = c.rie, nil
+	}
+	if err != nil {
+		return err
+	}
+	awsCfg, err := awsconf.Load(r.Ctx)
+	if err != nil {
+		return err
+	}
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+		Env:           []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
+		ControllerEnv: []string{"SLUICE_PROMETHEUS_URL=" + prometheusURL},
+		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn,
+			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"},
+		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+	})
+	if err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(r.Ctx)
+	var wg sync.WaitGroup
+	r.Defer(func() { stop(); wg.Wait() })
+	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
+		Period: c.tick, Clock: consume.WallClock{}}
+	wg.Add(2)
+	go func() { defer wg.Done(); pub.Run(bg) }()
+	go func() { defer wg.Done(); r.recordState(bg) }()
+	return nil
+}
+
+// recordState reads STATE's limiting signal and RATE every second.
+func (r *run) recordState(ctx context.Context) {
+	e2ekit.Every(ctx, time.Second, func() {
+		st, err := r.item("STATE")
+		if err != nil {
+			return
+		}
+		rate, _ := r.item("RATE")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
+			r.limiting = append(r.limiting, limitingPoint{t: r.now(), sig: v.Value})
+		}
+		if v, ok := rate["rate"].(*ddbtypes.AttributeValueMemberN); ok {
+			var x float64
+			fmt.Sscan(v.Value, &x)
+			r.rate = append(r.rate, point{t: r.now(), v: x})
+		}
+	})
+}
+
+func (r *run) item(sk string) (map[string]ddbtypes.AttributeValue, error) {
+	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/tuning"
+)
+
+// lagPromQL is the lag signal's query: the harness' exporter, scraped every
+// second by replica.sh's Prometheus.
+const lagPromQL = "max(sluice_replica_lag_seconds)"
+
+// params is the loop's PARAMS: the CPU (the first signal, CloudWatch) tuned
+// from the CPU per order measured by the capacity test, the lag (Prometheus)
+// tuned for an integrating process whose gain is 1/capacity.
+func (r *run) params() (loop.Params, error) {
+	c := r.cfg
+	if r.res.CPUGain <= 0 || r.res.ReplicaCapacity <= 0 {
+		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.res.CPUGain, r.res.ReplicaCapacity)
+	}
+	// CPU: SIMC PI on the loop model with the lab's delay-aware integral
+	// time, as make e2e tunes after its step test.
+	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second, Base: r.baseCPU}
+	if c.cpuSetpoint <= 0 {
+		// Reachable, so that the CPU limits first, at 1.6 times the rate
+		// the replica keeps up with (never above 90 % of max_rate);
+		// out of reach while the lag limits.
+		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.maxRate)))
+		r.cfg.cpuSetpoint = c.cpuSetpoint
+	}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.cpuSetpoint, MaxRate: c.maxRate}
+	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
+	if err != nil {
+		return loop.Params{}, fmt.Errorf("tune the CPU: %w", err)
+	}
+	tc := lab.IntegralTime(s, lab.Plant{Model: m})
+	cpuKp, cpuKi := g.Kp, 1/(m.Gain*tc.Seconds())
+	// Lag: an integrator, d lag/dt = (rate - capacity)/capacity, behind
+	// the tick and the exporter's and Prometheus' second each. SIMC for an
+	// integrating process with tau_c = theta: Kc = 1/(k (tau_c + theta)),
+	// Ti = 4 (tau_c + theta). (tau_c = 2 theta let the lag overshoot to
+	// 15 s before it took over: docs/replica.md.)
+	theta := c.tick.Seconds() + 2
+	lagKp := r.res.ReplicaCapacity / (2 * theta)
+	lagKi := lagKp / (8 * theta)
+	// The lag's slope is the rate's excess over what the replica applies,
+	// divided by that capacity: a derivative term of half the capacity
+	// takes back half the excess before the lag reaches its setpoint (the
+	// hand-over from the CPU otherwise overshot to 15-22 s).
+	lagKd := r.res.ReplicaCapacity / 2
+	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd)}
+	p := loop.Params{
+		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
+		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true, Feedforward: &m,
+		SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second)),
+		// No demand cap: the run is about the signals (its producers keep a
+		// backlog anyway).
+		DemandHeadroom: 0,
+		MinRate:        3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
+		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick,
+		Signals: []loop.Signal{{
+			Name: "lag", Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindupConditional,
+			Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
+			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 3},
+			StaleAfter: 6 * c.tick,
+		}},
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("PARAMS: %w", err)
+	}
+	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
+		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, m.Output(r.res.ReplicaCapacity))
+	return p, nil
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// putParams writes the loop's PARAMS item with the aws CLI, as an operator
+// would.
+func (r *run) putParams() error {
+	p, err := r.params()
+	if err != nil {
+		return err
+	}
+	return e2ekit.PutParams(r.Ctx, r.table, p)
+}
+
+// produce keeps a backlog of about target messages in the queue until ctx
+// ends: the producers outpace the loop, so the rate is the loop's.
+func (r *run) produce(ctx context.Context, target int) {
+	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
+}
+
+// sendBatch sends n orders with the next sequence numbers, retrying the
+// entries SQS did not take.
+func (r *run) sendBatch(n int) {
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for range n {
+		seq := r.sent.Add(1) - 1
+		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
+	}
+	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
+		r.Fail("%v", err)
+	}
+}
+
+func (r *run) scenario() error {
+	c := r.cfg
+	t0 := r.now()
+	prodCtx, stopProd := context.WithCancel(r.Ctx)
+	var pwg sync.WaitGroup
+	for range 2 {
+		pwg.Add(1)
+		go func() { defer pwg.Done(); r.produce(prodCtx, 300) }()
+	}
+	defer func() { stopProd(); pwg.Wait() }()
+	r.Logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
+	for r.now() < t0+c.duration && r.Ctx.Err() == nil {
+		r.Sleep(15 * time.Second)
+		r.mu.Lock()
+		var lim string
+		var lag, rate float64
+		if n := len(r.limiting); n > 0 {
+			lim = r.limiting[n-1].sig
+		}
+		if n := len(r.lag); n > 0 {
+			lag = r.lag[n-1].v
+		}
+		if n := len(r.rate); n > 0 {
+			rate = r.rate[n-1].v
+		}
+		r.mu.Unlock()
+		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
+	}
+	end := r.now()
+	stopProd()
+	pwg.Wait()
+	r.analyse(end)
+
+	// Drain at max_rate, then let the replica catch up.
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+		return err
+	}
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
+		return err
+	}
+	sent := int(r.sent.Load())
+	r.res.Sent = sent
+	if !r.waitCount(r.primary, sent, 3*time.Minute) {
+		r.Fail("the queue did not drain into the primary")
+	}
+	var err error
+	if r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.primary, sent, nil); err != nil {
+		return err
+	}
+	if !r.waitCount(r.replica, r.res.Stored, 3*time.Minute) {
+		r.Fail("the replica did not catch up")
+	}
+	if r.res.ReplicaStored, _, _, err = e2ekit.OrderCounts(r.Ctx, r.replica, sent, nil); err != nil {
+		return err
+	}
+	r.res.Ticks, r.res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
+	r.check()
+	return nil
+}
+
+// waitCount waits until db holds want orders of the run.
+func (r *run) waitCount(db *sql.DB, want int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
+		var n int
+		if err := db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders WHERE order_id >= 0").Scan(&n); err == nil && n >= want {
+			return true
+		}
+		r.Sleep(time.Second)
+	}
+	return false
+}
