@@ -64,21 +64,23 @@ func (r *run) params() (loop.Params, error) {
 	lagKd := r.res.ReplicaCapacity / 2
 	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd)}
 	p := loop.Params{
-		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu", Setpoint: c.cpuSetpoint,
-		Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true, Feedforward: &m,
-		SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second)),
+		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu",
+		Controls: loop.Controls{Setpoint: c.cpuSetpoint, Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true,
+			SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second))},
+		Feedforward: &m,
 		// No demand cap: the run is about the signals (its producers keep a
 		// backlog anyway).
 		DemandHeadroom: 0,
 		MinRate:        3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
-		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick,
+		Sensing: loop.Sensing{
+			Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		Signals: []loop.Signal{{
-			Name: "lag", Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindupConditional,
-			Metric:     loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
-			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 3},
-			StaleAfter: 6 * c.tick,
+			Name:     "lag",
+			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindupConditional},
+			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
+				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		}},
 	}
 	if err := p.Validate(); err != nil {
