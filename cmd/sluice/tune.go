@@ -47,6 +47,9 @@ func usageWith(fs *flag.FlagSet, synopsis, description string) {
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
+	if tuneExperimentArg(args) { // tune_experiment.go
+		return runTuneExperiment(args, stdout, stderr)
+	}
 	if tuneShadowArg(args) { // tune_shadow.go
 		return runTuneShadow(args, stdout, stderr)
 	}

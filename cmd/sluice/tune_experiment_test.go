@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +15,9 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
-// experimentRun is a demo run (the production tick and consumers on the
+// demoExperiment is a demo run (the production tick and consumers on the
 // simulated plant) during which an operator asks for an experiment.
-type experimentRun struct {
+type demoExperiment struct {
 	s      sim.Scenario
 	params loop.Params
 	rec    *historyRecorder
@@ -22,15 +25,15 @@ type experimentRun struct {
 	sm     *demo.Sim
 }
 
-// runExperiment runs s, writes the experiment attribute at `at` and runs
-// until `until`.
-func runExperiment(t *testing.T, s sim.Scenario, exp string, at, until time.Duration) *experimentRun {
+// startDemo starts the demo on s (a slew limit of 150 msg/s per tick),
+// recording the history and STATE of every tick; Close the Sim.
+func startDemo(t *testing.T, s sim.Scenario) *demoExperiment {
 	t.Helper()
 	ctrl, _, err := demo.Tune(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &experimentRun{s: s, params: demo.DefaultParams(s, ctrl), rec: newHistoryRecorder(s)}
+	r := &demoExperiment{s: s, params: demo.DefaultParams(s, ctrl), rec: newHistoryRecorder(s)}
 	r.params.SlewLimit = 150
 	cfg := demo.Config{Scenario: s, Params: r.params, NoSeries: true}
 	cfg.OnTick = func(tk demo.Tick) {
@@ -44,6 +47,14 @@ func runExperiment(t *testing.T, s sim.Scenario, exp string, at, until time.Dura
 	if r.sm, err = demo.Start(cfg); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// runExperiment runs s, writes the experiment attribute at `at` and runs
+// until `until`.
+func runExperiment(t *testing.T, s sim.Scenario, exp string, at, until time.Duration) *demoExperiment {
+	t.Helper()
+	r := startDemo(t, s)
 	defer r.sm.Close()
 	ctx := context.Background()
 	if err := r.sm.Advance(ctx, at); err != nil {
@@ -65,7 +76,7 @@ func runExperiment(t *testing.T, s sim.Scenario, exp string, at, until time.Dura
 
 // running returns the indexes of the ticks at which the experiment ran,
 // and the tick at which it ended (-1 when it did not).
-func (r *experimentRun) running() (ticks []int, end int) {
+func (r *demoExperiment) running() (ticks []int, end int) {
 	end = -1
 	for i, st := range r.states {
 		x := st.Experiment
@@ -80,7 +91,7 @@ func (r *experimentRun) running() (ticks []int, end int) {
 	return ticks, end
 }
 
-func (r *experimentRun) checkBounds(t *testing.T) {
+func (r *demoExperiment) checkBounds(t *testing.T) {
 	t.Helper()
 	for i, p := range r.rec.file.Points {
 		if p.Rate < r.params.MinRate || p.Rate > r.params.MaxRate {
@@ -172,4 +183,40 @@ func window(pts []history.Point, from, to time.Time) []history.Point {
 		}
 	}
 	return out
+}
+
+// The command writes the attribute, waits for the controller to end the
+// experiment, and identifies the plant from its history.
+func TestTuneExperimentCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for an hour of simulated time")
+	}
+	s := experimentScenario()
+	r := startDemo(t, s)
+	defer r.sm.Close()
+	ctx := context.Background()
+	if err := r.sm.Advance(ctx, 20*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	env := experimentEnv{store: r.sm.Store(), now: r.sm.Now,
+		sleep: func(ctx context.Context, d time.Duration) error { return r.sm.Advance(ctx, d) },
+		history: func(_ context.Context, since time.Duration) (historyFile, error) {
+			f := r.rec.file
+			f.Points = keepSince(f.Points, since)
+			return f, nil
+		}}
+	x := loop.Experiment{ID: "cli", Kind: loop.ExperimentSetpointStep, Step: 10, AbortAbove: 70, MaxDuration: 30 * time.Minute}
+	var out, errb bytes.Buffer
+	code := env.run(ctx, experimentRun{loopID: demo.LoopID, exp: x, poll: time.Minute, after: 10 * time.Minute, asJSON: true}, &out, &errb)
+	var got experimentReport
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v: %s %s", code, err, out.String(), errb.String())
+	}
+	if got.Experiment == nil || got.Experiment.Status != loop.ExperimentDone || !got.ExcitationOK || got.Kp == nil {
+		t.Fatalf("report %s; want the experiment done and a proposal", out.String())
+	}
+	if g := got.Model.Gain; math.Abs(g/s.Plant.Gain-1) > 0.15 {
+		t.Errorf("gain %.4f; want %.4f within 15 %%", g, s.Plant.Gain)
+	}
+	t.Logf("%s", strings.Join(strings.Fields(out.String()), " "))
 }
