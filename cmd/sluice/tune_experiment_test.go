@@ -118,7 +118,9 @@ func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 		t.Fatalf("experiment ran %d ticks, ended at tick %d (%+v); want about 30, done", len(ticks), end, r.states[len(r.states)-1].Experiment)
 	}
 	pts := r.rec.file.Points
+	highest := math.Inf(-1)
 	for _, i := range ticks {
+		highest = math.Max(highest, pts[i].Measured)
 		if pts[i].Measured >= 70 {
 			t.Errorf("tick %d: datapoint %.2f at or above the ceiling 70 while the experiment ran", i, pts[i].Measured)
 		}
@@ -134,8 +136,8 @@ func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 	if g := out.Model.Gain; math.Abs(g/s.Plant.Gain-1) > 0.15 {
 		t.Errorf("gain from the experiment %.4f; want %.4f within 15 %%", g, s.Plant.Gain)
 	}
-	t.Logf("experiment %s: %d ticks; model gain %.4f (true %.4f), base %.2f (true %.0f), kp %.4g ki %.4g",
-		x.ID, len(ticks), out.Model.Gain, s.Plant.Gain, out.Model.Base, s.Plant.Base, *out.Kp, *out.Ki)
+	t.Logf("experiment %s: %d ticks, highest datapoint %.2f; model gain %.4f (true %.4f), base %.2f (true %.0f), kp %.4g ki %.4g",
+		x.ID, len(ticks), highest, out.Model.Gain, s.Plant.Gain, out.Model.Base, s.Plant.Base, *out.Kp, *out.Ki)
 }
 
 func TestExperimentAbortIsBumpless(t *testing.T) {
