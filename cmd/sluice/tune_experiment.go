@@ -79,22 +79,11 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	env := experimentEnv{store: store, sleep: sleepCtx, now: time.Now,
+	env := experimentEnv{store: store, sleep: restFor, now: time.Now, // lab_mariadb.go
 		history: func(ctx context.Context, since time.Duration) (historyFile, error) {
 			return readTableHistory(ctx, *table, *loopID, since, *metricDelay)
 		}}
 	return env.run(ctx, experimentRun{loopID: *loopID, exp: x, poll: *poll, after: *after, asJSON: *asJSON}, stdout, stderr)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // run writes the experiment into PARAMS, waits until the controller says
@@ -129,18 +118,8 @@ func (e experimentEnv) run(ctx context.Context, r experimentRun, stdout, stderr 
 		fmt.Fprintf(stderr, "%s: %v\n", name, fitErr)
 		return 1
 	}
-	if r.asJSON {
-		if code := printJSON(stdout, stderr, experimentReport{Experiment: x, historyProposal: out}); code != 0 {
-			return code
-		}
-	} else {
-		printProposal(stdout, out)
-	}
-	if fitErr != nil {
-		fmt.Fprintf(stderr, "%s: no proposal: %v\n", name, fitErr)
-		return 1
-	}
-	return 0
+	report := experimentReport{Experiment: x, historyProposal: out}
+	return printReport(name+": no proposal", stdout, stderr, r.asJSON, report, func(w io.Writer) { printProposal(w, out) }, fitErr)
 }
 
 // wait polls STATE until the experiment ended (the controller records it),

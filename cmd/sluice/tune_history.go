@@ -108,15 +108,22 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, fitErr)
 		return 1
 	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, out); code != 0 {
+	return printReport(name+": no proposal", stdout, stderr, *asJSON, out, func(w io.Writer) { printProposal(w, out) }, fitErr)
+}
+
+// printReport prints a report as JSON (asJSON) or as text, then, when the
+// history was refused, why (prefix: the command and what it does not give)
+// with exit status 1.
+func printReport(prefix string, stdout, stderr io.Writer, asJSON bool, v any, text func(io.Writer), refused error) int {
+	if asJSON {
+		if code := printJSON(stdout, stderr, v); code != 0 {
 			return code
 		}
 	} else {
-		printProposal(stdout, out)
+		text(stdout)
 	}
-	if fitErr != nil {
-		fmt.Fprintf(stderr, "%s: no proposal: %v\n", name, fitErr)
+	if refused != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, refused)
 		return 1
 	}
 	return 0

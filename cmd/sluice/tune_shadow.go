@@ -96,18 +96,7 @@ func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	if *fl.asJSON {
-		if code := printJSON(stdout, stderr, rep); code != 0 {
-			return code
-		}
-	} else {
-		printShadowReport(stdout, rep)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: no comparison: %v\n", name, err)
-		return 1
-	}
-	return 0
+	return printReport(name+": no comparison", stdout, stderr, *fl.asJSON, rep, func(w io.Writer) { printShadowReport(w, rep) }, err)
 }
 
 // read returns the live history and the two gain sets the flags name.
