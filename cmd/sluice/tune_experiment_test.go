@@ -119,6 +119,9 @@ func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 	}
 	pts := r.rec.file.Points
 	highest := math.Inf(-1)
+	if sp := pts[ticks[0]].Setpoint; sp != s.Setpoint+10 {
+		t.Errorf("history setpoint while the experiment ran %v; want the setpoint in force %v", sp, s.Setpoint+10)
+	}
 	for _, i := range ticks {
 		highest = math.Max(highest, pts[i].Measured)
 		if pts[i].Measured >= 70 {

@@ -62,10 +62,7 @@ func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := lab.ControllerConfig(lab.PIAWSPFF, s, plant, g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustConfig(t, s, g)
 	rec := &pointRecorder{p: pol}
 	if _, err := sim.Run(s, rec); err != nil {
 		t.Fatal(err)
@@ -161,7 +158,10 @@ func TestDemoHistoryOut(t *testing.T) {
 }
 
 // tune --from-history --loop reads the HIST items and PARAMS of the table.
-func TestTuneFromHistoryTable(t *testing.T) {
+// tableWithHistory creates a table on the test's DynamoDB with the loop's
+// PARAMS and its history's points as HIST items, and returns its name.
+func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []history.Point) (string, *ddbstore.Store) {
+	t.Helper()
 	testenv.AWSEndpoint(t)
 	ctx := context.Background()
 	cfg, err := awsconf.Load(ctx)
@@ -174,21 +174,27 @@ func TestTuneFromHistoryTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	if err := ddbstore.New(client, table).WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+	store := ddbstore.New(client, table)
+	if err := store.WriteParams(ctx, loopID, params); err != nil {
 		t.Fatal(err)
 	}
+	hist := ddbhistory.New(client, table)
+	for _, p := range pts {
+		if err := hist.Append(ctx, loopID, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return table, store
+}
+
+func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
 	f, err := readHistoryFile(writeLabHistory(t, s), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist := ddbhistory.New(client, table)
-	for _, p := range f.Points {
-		if err := hist.Append(ctx, "orders", p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(), f.Points)
 	var out, errb bytes.Buffer
 	if code := run([]string{"tune", "--from-history", "--loop", "orders", "--table", table, "--json"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())

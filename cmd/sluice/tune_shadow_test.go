@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // shadowJSON is the part of `tune --shadow-report --json` the tests read.
@@ -114,4 +118,35 @@ func TestShadowReportOnDemoHistory(t *testing.T) {
 	if got.Verdict != "keep" || got.IAERatio <= 1 {
 		t.Errorf("shadow with a tenth of the gains: iae_ratio %.3f, verdict %q (%s); want keep, ratio > 1", got.IAERatio, got.Verdict, got.Reason)
 	}
+}
+
+// tune --shadow-report --loop --shadow reads the live loop's HIST items and
+// both loops' PARAMS from the table.
+func TestShadowReportTable(t *testing.T) {
+	s := sim.Reference()
+	s.Noise = 1
+	f, err := readHistoryFile(writeLabHistoryGains(t, s, lab.Gains{}), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := demo.DefaultParams(s, mustConfig(t, s, lab.Gains{}))
+	table, store := tableWithHistory(t, "orders", live.Attrs(), f.Points)
+	shadow := demo.DefaultParams(s, mustConfig(t, s, badGains()))
+	shadow.Mode = loop.ModeShadow
+	if err := store.WriteParams(context.Background(), "orders-shadow", shadow.Attrs()); err != nil {
+		t.Fatal(err)
+	}
+	got, code := shadowReportOf(t, "--loop", "orders", "--shadow", "orders-shadow", "--table", table, "--since", "170m")
+	if code != 0 || got.Fit.Measured < 90 || got.Verdict != "keep" || got.IAERatio <= 1 {
+		t.Errorf("exit %d: fit %.1f %%, iae_ratio %.3f, verdict %q (%s); want fit >= 90 %%, the sluggish shadow kept", code, got.Fit.Measured, got.IAERatio, got.Verdict, got.Reason)
+	}
+}
+
+func mustConfig(t *testing.T, s sim.Scenario, g lab.Gains) control.Config {
+	t.Helper()
+	cfg, _, err := lab.ControllerConfig(lab.PIAWSPFF, s, lab.Plant{Model: s.Plant, NoiseSD: s.Noise}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

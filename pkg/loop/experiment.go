@@ -220,3 +220,12 @@ func updateExperiment(ctrl *control.Controller, st *State, p Params, in control.
 	}
 	return out
 }
+
+// offset is the setpoint offset of a running experiment (0 otherwise): the
+// tick records the setpoint in force.
+func (x *ExperimentState) offset(p Params) float64 {
+	if x == nil || x.Status != ExperimentRunning || p.Experiment == nil || p.Experiment.ID != x.ID {
+		return 0
+	}
+	return p.Experiment.Step
+}
