@@ -225,3 +225,24 @@ func TestTuneExperimentCommand(t *testing.T) {
 	}
 	t.Logf("%s", strings.Join(strings.Fields(out.String()), " "))
 }
+
+func TestExperimentMaxRateStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 40 minutes of simulated time")
+	}
+	s := experimentScenario()
+	r := runExperiment(t, s, "id=e3,step=10,abort_above=70,max_duration=15m,max_rate_step=100", 20*time.Minute, 40*time.Minute)
+	ticks, end := r.running()
+	if len(ticks) < 10 || end < 0 {
+		t.Fatalf("experiment ran %d ticks, ended at %d; want 15, then done", len(ticks), end)
+	}
+	x := r.states[end].Experiment
+	pts := r.rec.file.Points
+	far := 0.0
+	for _, i := range ticks {
+		far = math.Max(far, math.Abs(pts[i].Rate-x.Rate))
+	}
+	if far > 100+1e-9 || far < 99 {
+		t.Errorf("the rate moved at most %.1f msg/s from the pre-experiment %.1f; want it held at max_rate_step 100 (a 10-point step asks for 200)", far, x.Rate)
+	}
+}
