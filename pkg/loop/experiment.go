@@ -105,6 +105,8 @@ func (p Params) checkExperiment(fail failFunc) {
 	e := p.Experiment
 	switch {
 	case e == nil:
+	case p.Mode == ModeManual:
+		fail(AttrExperiment, "an experiment runs on a loop in auto or shadow mode, not manual")
 	case len(p.Signals) > 0 || len(p.Nodes) > 0:
 		fail(AttrExperiment, "an experiment runs on a loop with one signal and one node")
 	case e.AbortAbove <= p.Setpoint+math.Max(e.Step, 0):

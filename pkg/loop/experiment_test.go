@@ -33,8 +33,14 @@ func TestDecodeParamsExperimentRefusals(t *testing.T) {
 		{"id=e,step=5,abort_above=85,max_duration=0s", "max_duration"},
 		{"id=e,kind=relay,step=5,abort_above=85,max_duration=20m", "only setpoint-step"},
 		{"id=e,step=5,abort_above=85,max_duration=20m,size=3", "unknown field"},
+		{"id=e,step=5,abort_above=85,max_duration=20m", "not manual"},
 	} {
-		_, err := loop.DecodeParams("orders", valid(func(a map[string]any) { a[loop.AttrExperiment] = tc.text }))
+		_, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
+			a[loop.AttrExperiment] = tc.text
+			if tc.want == "not manual" {
+				a["mode"], a["manual_rate"] = "manual", 100.0
+			}
+		}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("experiment %q: error %v; want one saying %q", tc.text, err, tc.want)
 		}
