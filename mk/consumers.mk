@@ -7,13 +7,16 @@
 #   make kafka-consumer-bootstrap                      the Kafka consumer's bootstrap for this machine
 #   make worker-image                                  docker build of infra/worker/Dockerfile
 #   make bench-consumers                               pacing (in-process, kafka-lambda), overhead, scaling (1 -> 8 -> 3),
-#                                                      no-loss (sqs-lambda, sqs-worker, kafka-worker, kafka-lambda); JSON last line
+#                                                      no-loss (sqs-lambda, sqs-worker, kafka-worker, kafka-lambda),
+#                                                      lambda_cost (GB-s per million, paced and fixed); JSON last line
 #
 # BENCH_CONSUMERS_FLAGS passes flags to the benchmark, e.g.
 #   make bench-consumers BENCH_CONSUMERS_FLAGS='--window=10s --messages=1000'
 # The default (60 s windows, 10,000 messages per no-loss path) takes about
 # 40 minutes (the kafka-lambda pacing rows, 1 and 4 partitions at 10 and
-# 100 msg/s, add 8). SQS is ElasticMQ's (SLUICE_SQS=moto: moto's, far slower).
+# 100 msg/s, add 8; the lambda_cost rows, 30 RIEs, five 85 s windows, add 8:
+# BENCH_CONSUMERS_FLAGS='--only=cost' runs them alone). SQS is ElasticMQ's
+# (SLUICE_SQS=moto: moto's, far slower).
 
 SQS_CONSUMER_PKG := ./functions/sqs-consumer
 SQS_CONSUMER_HOST := $(BIN)/sqs-consumer-host/bootstrap
@@ -23,27 +26,29 @@ KAFKA_CONSUMER_HOST := $(BIN)/kafka-consumer-host/bootstrap
 ARTIFACTS_DIR ?= $(BIN)/sam-artifacts
 BENCH_CONSUMERS_FLAGS ?=
 
+# consumer-bootstrap OUT PKG [GOOS=... GOARCH=...]: build a consumer's bootstrap.
+define consumer-bootstrap
+	mkdir -p $(dir $(1))
+	$(strip CGO_ENABLED=0 $(3)) $(GO) build $(SQS_CONSUMER_FLAGS) -o $(1) $(2)
+endef
+
 .PHONY: build-SqsConsumerFunction sqs-consumer-bootstrap build-KafkaConsumerFunction kafka-consumer-bootstrap worker-image bench-consumers
 
 ## build-SqsConsumerFunction: SAM's makefile build: the SQS consumer's bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
 build-SqsConsumerFunction:
-	mkdir -p $(ARTIFACTS_DIR)
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap $(SQS_CONSUMER_PKG)
+	$(call consumer-bootstrap,$(ARTIFACTS_DIR)/bootstrap,$(SQS_CONSUMER_PKG),GOOS=linux GOARCH=arm64)
 
 ## sqs-consumer-bootstrap: the SQS consumer's bootstrap for this machine (to run under the RIE).
 sqs-consumer-bootstrap:
-	mkdir -p $(dir $(SQS_CONSUMER_HOST))
-	CGO_ENABLED=0 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(SQS_CONSUMER_HOST) $(SQS_CONSUMER_PKG)
+	$(call consumer-bootstrap,$(SQS_CONSUMER_HOST),$(SQS_CONSUMER_PKG))
 
 ## build-KafkaConsumerFunction: SAM's makefile build: the Kafka consumer's bootstrap for provided.al2023 arm64 into $(ARTIFACTS_DIR).
 build-KafkaConsumerFunction:
-	mkdir -p $(ARTIFACTS_DIR)
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap $(KAFKA_CONSUMER_PKG)
+	$(call consumer-bootstrap,$(ARTIFACTS_DIR)/bootstrap,$(KAFKA_CONSUMER_PKG),GOOS=linux GOARCH=arm64)
 
 ## kafka-consumer-bootstrap: the Kafka consumer's bootstrap for this machine (to run under the RIE behind `sluice local kafka-esm`).
 kafka-consumer-bootstrap:
-	mkdir -p $(dir $(KAFKA_CONSUMER_HOST))
-	CGO_ENABLED=0 $(GO) build $(SQS_CONSUMER_FLAGS) -o $(KAFKA_CONSUMER_HOST) $(KAFKA_CONSUMER_PKG)
+	$(call consumer-bootstrap,$(KAFKA_CONSUMER_HOST),$(KAFKA_CONSUMER_PKG))
 
 ## worker-image: the ECS worker's container image (needs Docker).
 worker-image:

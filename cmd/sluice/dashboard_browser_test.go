@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +20,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -176,24 +175,13 @@ func TestBrowserDemo(t *testing.T) {
 	dashScreenshot(t, ctx, "dashboard-refused")
 }
 
-var dashTableSeq atomic.Int64
-
 // dashMotoTable creates a fresh table with one loop's valid PARAMS and an hour
 // of history.
 func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
+	client, table := ddbtest.Table(t, "sluice-dash")
 	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-dash-%d-%d", time.Now().UnixNano(), dashTableSeq.Add(1))
-	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)
 	p := stepdemo.DefaultParams()
 	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}

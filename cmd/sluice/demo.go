@@ -62,11 +62,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
 		return 2
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: --plot: %v\n", err)
-			return 2
-		}
+	if badPlotPath("sluice demo", *plotPath, stderr) {
+		return 2
 	}
 
 	ctrl, model, err := demo.Tune(s)

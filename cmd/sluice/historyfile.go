@@ -50,11 +50,10 @@ func newHistoryRecorder(s sim.Scenario) *historyRecorder {
 // record is a demo.Config.OnTick.
 func (h *historyRecorder) record(t demo.Tick) {
 	for _, r := range t.Reports {
-		p, ok := history.FromReport(t.Now, r)
+		p, ok := t.Point(r)
 		if !ok {
 			continue
 		}
-		p.Consumed, p.Depth = t.Consumed, float64(t.Depth)
 		if len(h.file.Points) == 0 {
 			h.start = p.T
 		}

@@ -55,11 +55,8 @@ func runLabIdentify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice lab identify: --csv FILE is required")
 		return 2
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "sluice lab identify: --plot: %v\n", err)
-			return 2
-		}
+	if badPlotPath("sluice lab identify", *plotPath, stderr) {
+		return 2
 	}
 	var in io.Reader = os.Stdin
 	if *csvPath != "-" {
@@ -139,4 +136,17 @@ func identifyFigure(source string, d ident.Data, r ident.Result) plot.Figure {
 			},
 		},
 	}
+}
+
+// badPlotPath tells on stderr, and says, that --plot names a file the
+// plotting package cannot write (by its extension); an empty one is fine.
+func badPlotPath(name, path string, stderr io.Writer) bool {
+	if path == "" {
+		return false
+	}
+	if err := plot.CheckPath(path); err != nil {
+		fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
+		return true
+	}
+	return false
 }

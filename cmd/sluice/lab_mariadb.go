@@ -17,9 +17,9 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
@@ -49,6 +49,7 @@ func addRealPlantFlags(fs *flag.FlagSet) *realPlantFlags {
 	fs.IntVar(&f.batch, "batch", 1, "messages per insert (1: a smooth load; 10: SQS batches)")
 	fs.DurationVar(&f.sample, "sample", time.Second, "sampling period of the database's CPU")
 	fs.BoolVar(&f.verbose, "v", false, "print every sample to stderr")
+	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	return f
 }
 
@@ -106,6 +107,23 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
 }
 
+// start checks --plot (plotPath) and opens the real plant under a context
+// that an interrupt ends. When it cannot, it tells why on stderr and
+// returns no plant and the exit code: 2 for a bad --plot, 1 when the plant
+// does not open. stop releases what it opened.
+func (f *realPlantFlags) start(name, plotPath string, stderr io.Writer) (ctx context.Context, rp *realPlant, stop func(), code int) {
+	if badPlotPath(name, plotPath, stderr) {
+		return context.Background(), nil, func() {}, 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	rp, err := f.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ctx, nil, cancel, 1
+	}
+	return ctx, rp, func() { rp.db.Close(); cancel() }, 0
+}
+
 func (f *realPlantFlags) lab(rp *realPlant, prefix string, stderr io.Writer) *dbload.Lab {
 	l := &dbload.Lab{
 		Plant: &dbload.Plant{DB: rp.db, Prefix: prefix, Workers: f.workers, BatchSize: f.batch},
@@ -157,24 +175,14 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the model as JSON")
 	plotPath := fs.String("plot", "", "write a plot of the test and the fit (.svg or .png)")
 	csvPath := fs.String("csv", "", "also write the step test to this CSV file (t_s,input,output)")
-	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
-			return 2
-		}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, rp, stop, code := rf.start(name, *plotPath, stderr)
 	defer stop()
-	rp, err := rf.open(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+	if rp == nil {
+		return code
 	}
-	defer rp.db.Close()
 	l := rf.lab(rp, fmt.Sprintf("step-%d", time.Now().UnixNano()), stderr)
 	d, err := l.StepTest(ctx, sim.StepTest{From: *from, To: *to, At: *at, Duration: *duration})
 	if err != nil {
@@ -313,7 +321,6 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 	rest := fs.Duration("rest", 15*time.Second, "pause between runs, so the database returns to idle")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "write a plot of every run (.svg or .png)")
-	fs.String("plant", "mariadb", "the plant (mariadb here)")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -322,20 +329,11 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
 		return 2
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: --plot: %v\n", name, err)
-			return 2
-		}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, rp, stop, code := rf.start(name, *plotPath, stderr)
 	defer stop()
-	rp, err := rf.open(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+	if rp == nil {
+		return code
 	}
-	defer rp.db.Close()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, name+": "+format+"\n", a...) }
 
 	// 1. The model.
@@ -477,16 +475,8 @@ func mean(x []float64) float64 {
 	return s / float64(len(x))
 }
 
-func restFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// restFor waits d or until ctx ends.
+var restFor = consume.WallClock{}.Sleep
 
 // measureDisturbance returns the CPU the load generator adds: the mean
 // over d with it running minus the mean over d without.

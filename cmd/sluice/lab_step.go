@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
@@ -69,11 +68,8 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
 		return 2
 	}
-	if *plotPath != "" {
-		if err := plot.CheckPath(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "sluice lab step: --plot: %v\n", err)
-			return 2
-		}
+	if badPlotPath("sluice lab step", *plotPath, stderr) {
+		return 2
 	}
 	st := stepTestFor(s, from, to, *at, flagSet(fs, "duration"))
 	d, err := simulatedStepTest(s, st, *sample)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
@@ -20,6 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -79,17 +81,25 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local esm"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --queue-url URL --rie URL[,URL...] [--batch 10]",
+	usageWith(fs, name+" --queue-url URL --rie URL[,URL...] [--batch 10] [--mapping UUID] [--memory 256]",
 		"Poll an SQS queue and invoke the consumer function under the emulator with real SQS batch\n"+
-			"events, one poller per emulator (an emulator runs one invocation at a time; the number\n"+
-			"of emulators is the mapping's maximum concurrency). Messages the function does not\n"+
-			"report in batchItemFailures are deleted; failures return after their visibility timeout\n"+
-			"and the queue's redrive policy moves them to its dead-letter queue. Records carry the queue's\n"+
-			"ARN as the server reports it. Uses AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL.")
+			"events, one poller per emulator (an emulator runs one invocation at a time). With --mapping,\n"+
+			"at most the mapping's ScalingConfig.MaximumConcurrency pollers run at once, read from the\n"+
+			"local endpoint's Lambda API every --every (create the mapping there with\n"+
+			"`aws lambda create-event-source-mapping --scaling-config MaximumConcurrency=N`); a poller\n"+
+			"stopped by a scale-down finishes its batch first. Without it, every emulator polls.\n"+
+			"Messages the function does not report in batchItemFailures are deleted; failures return\n"+
+			"after their visibility timeout and the queue's redrive policy moves them to its dead-letter\n"+
+			"queue. One JSON line per invocation gives its billed duration (the invocation timed by the\n"+
+			"poller, rounded up to 1 ms); a summary with GB-seconds (billed s x --memory / 1024) ends the\n"+
+			"run. Uses AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL for Lambda.")
 	queue := fs.String("queue-url", "", "queue URL")
 	ries := fs.String("rie", "http://127.0.0.1:9000", "comma-separated emulator URLs")
 	batch := fs.Int("batch", 10, "batch size, 1 to 10")
 	wait := fs.Duration("wait", time.Second, "long-poll wait")
+	mapping := fs.String("mapping", "", "UUID of the event source mapping whose MaximumConcurrency limits the pollers")
+	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
+	memory := fs.Int("memory", 256, "the function's memory in MB (for GB-seconds)")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -111,16 +121,15 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
-	done := make(chan struct{})
-	urls := strings.Split(*ries, ",")
-	for _, u := range urls {
-		p := &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn, Region: cfg.Region,
-			BatchSize: *batch, Wait: *wait, Log: log}
-		go func() { p.Run(ctx); done <- struct{}{} }()
+	f := &localaws.Fleet{Every: *every, MemoryMB: *memory, Log: log}
+	if *mapping != "" {
+		f.Concurrency = localaws.MappingConcurrency(lambdaesm.New(lambda.NewFromConfig(cfg)), *mapping)
 	}
-	for range urls {
-		<-done
+	for _, u := range strings.Split(*ries, ",") {
+		f.Pollers = append(f.Pollers, &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn,
+			Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log})
 	}
+	f.Run(ctx)
 	return 0
 }
 

@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
@@ -47,16 +43,7 @@ func TestLocalControllerOnce(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the controller: %v: %s", err, out)
 	}
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-localctl-%d", time.Now().UnixNano())
-	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	client, table := ddbtest.Table(t, "sluice-localctl")
 	store := ddbstore.New(client, table)
 	if err := store.WriteParams(ctx, "mine", storetest.SampleParams("mine").Attrs()); err != nil {
 		t.Fatal(err)

@@ -72,26 +72,34 @@ func runMySQLCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	return withMySQL(name, *dsn, *timeout, stderr, func(ctx context.Context, db *sql.DB) int {
+		checked, err := mysqlsink.Check(ctx, db, statement, sample)
+		printChecked(stdout, checked, sample != nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		if sample != nil {
+			fmt.Fprintln(stdout, "ok: the statement prepares and the sample message would be stored; nothing was written (rolled back)")
+		} else {
+			fmt.Fprintln(stdout, "ok: the statement prepares (give --message to bind a sample)")
+		}
+		return 0
+	})
+}
+
+// withMySQL runs f on the database dsn under a context that ends after
+// timeout and returns its exit code, or 2 when dsn does not open.
+func withMySQL(name, dsn string, timeout time.Duration, stderr io.Writer, f func(context.Context, *sql.DB) int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	db, err := sql.Open("mysql", *dsn)
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
 	defer db.Close()
-	checked, err := mysqlsink.Check(ctx, db, statement, sample)
-	printChecked(stdout, checked, sample != nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	if sample != nil {
-		fmt.Fprintln(stdout, "ok: the statement prepares and the sample message would be stored; nothing was written (rolled back)")
-	} else {
-		fmt.Fprintln(stdout, "ok: the statement prepares (give --message to bind a sample)")
-	}
-	return 0
+	return f(ctx, db)
 }
 
 // checkInputs reads the statement and the sample message from the flags.
@@ -167,18 +175,12 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --dsn (or SLUICE_MYSQL_DSN) is required\n", name)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	db, err := sql.Open("mysql", *dsn)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
-	defer db.Close()
-	if err := mysqlsink.MigratePrefix(ctx, db, *prefix); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "migrated: %[1]sschema_migrations, %[1]ssluice_inbox, %[1]smessages\n", *prefix)
-	return 0
+	return withMySQL(name, *dsn, *timeout, stderr, func(ctx context.Context, db *sql.DB) int {
+		if err := mysqlsink.MigratePrefix(ctx, db, *prefix); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "migrated: %[1]sschema_migrations, %[1]ssluice_inbox, %[1]smessages\n", *prefix)
+		return 0
+	})
 }

@@ -10,12 +10,35 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 )
 
+// parseCase is one input of a flag-value parser: the value it must give, or
+// a piece of the error it must return.
+type parseCase[T comparable] struct {
+	in   string
+	want T
+	err  string
+}
+
+// testParse runs parse, named name in the messages, on every case.
+func testParse[T comparable](t *testing.T, name string, parse func(string) (T, error), cases []parseCase[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parse(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%s(%q) error = %v; want it to mention %q", name, tc.in, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("%s(%q) = %+v, %v; want %+v", name, tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseSetpointChange(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want sim.SetpointChange
-		err  string
-	}{
+	testParse(t, "parseSetpointChange", parseSetpointChange, []parseCase[sim.SetpointChange]{
 		{in: "120m=50", want: sim.SetpointChange{At: 120 * time.Minute, Value: 50}},
 		{in: " 90s = 65.5 ", want: sim.SetpointChange{At: 90 * time.Second, Value: 65.5}},
 		{in: "120m", err: "want AT=VALUE"},
@@ -24,28 +47,11 @@ func TestParseSetpointChange(t *testing.T) {
 		{in: "10m=NaN", err: "percentage"},
 		{in: "10m=150", err: "percentage"},
 		{in: "10m=0", err: "above 0"},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseSetpointChange(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("parseSetpointChange(%q) error = %v; want it to mention %q", tc.in, err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("parseSetpointChange(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseDisturbance(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want sim.Disturbance
-		err  string
-	}{
+	testParse(t, "parseDisturbance", parseDisturbance, []parseCase[sim.Disturbance]{
 		{in: "60m+40m=20", want: sim.Disturbance{At: time.Hour, Duration: 40 * time.Minute, Size: 20}},
 		{in: "0s+1h=-10", want: sim.Disturbance{At: 0, Duration: time.Hour, Size: -10}},
 		{in: "60m=20", err: "AT+DURATION=SIZE"},
@@ -54,20 +60,7 @@ func TestParseDisturbance(t *testing.T) {
 		{in: "60x+40m=20", err: "not a duration"},
 		{in: "60m+40m=Inf", err: "size"},
 		{in: "60m+40m=200", err: "size"},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseDisturbance(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("parseDisturbance(%q) error = %v; want it to mention %q", tc.in, err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("parseDisturbance(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestScenarioFlags(t *testing.T) {
@@ -89,14 +82,10 @@ func TestScenarioFlags(t *testing.T) {
 		len(s.SetpointChanges) != 3 || s.SetpointChanges[2].Value != 55 || len(s.Disturbances) != 0 || s.MetricDelay != 3*time.Minute {
 		t.Fatalf("parsed %+v", s)
 	}
-	for _, bad := range [][]string{
+	testBadFlags(t, [][]string{
 		{"--gain", "0"}, {"--gain", "NaN"}, {"--tick", "0s"}, {"--setpoint", "120"}, {"--tau", "5x"},
 		{"--disturbance", "1h"}, {"--duration", "-1h"}, {"--noise", "-1"}, {"--max-rate", "Inf"},
-	} {
-		if _, err := parse(bad...); err == nil {
-			t.Errorf("flags %q: no error; want one", bad)
-		}
-	}
+	})
 }
 
 func FuzzParseSetpointChange(f *testing.F) {
@@ -139,11 +128,7 @@ func TestScenarioPresetAndTrafficFlags(t *testing.T) {
 	if err != nil || len(s.Bursts) != 0 {
 		t.Errorf("--burst none: %+v, %v; want no burst", s.Bursts, err)
 	}
-	for _, bad := range [][]string{{"--scenario", "nope"}, {"--burst", "10m"}, {"--burst", "10m=-1"}, {"--producer-change", "5m=NaN"}, {"--burst", "x=1"}} {
-		if _, err := parse(bad...); err == nil {
-			t.Errorf("flags %q: no error; want one", bad)
-		}
-	}
+	testBadFlags(t, [][]string{{"--scenario", "nope"}, {"--burst", "10m"}, {"--burst", "10m=-1"}, {"--producer-change", "5m=NaN"}, {"--burst", "x=1"}})
 }
 
 func TestScenarioReplicaFlags(t *testing.T) {
@@ -167,9 +152,15 @@ func TestScenarioReplicaFlags(t *testing.T) {
 	if s, err = parse(); err != nil || s.Replica != nil {
 		t.Fatalf("reference: replica %+v, %v; want none", s.Replica, err)
 	}
-	for _, bad := range [][]string{{"--replica-capacity", "0"}, {"--lag-setpoint", "-1"}, {"--lag-metric-period", "0s"}, {"--lag-band", "NaN"}} {
-		if _, err := parse(bad...); err == nil {
-			t.Errorf("flags %q: no error; want one", bad)
+	testBadFlags(t, [][]string{{"--replica-capacity", "0"}, {"--lag-setpoint", "-1"}, {"--lag-metric-period", "0s"}, {"--lag-band", "NaN"}})
+}
+
+// testBadFlags checks that each set of scenario flags is refused.
+func testBadFlags(t *testing.T, bad [][]string) {
+	t.Helper()
+	for _, args := range bad {
+		if _, err := parseScenarioFlags(args...); err == nil {
+			t.Errorf("flags %q: no error; want one", args)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,15 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
@@ -157,23 +154,13 @@ func TestDemoHistoryOut(t *testing.T) {
 	}
 }
 
-// tune --from-history --loop reads the HIST items and PARAMS of the table.
 // tableWithHistory creates a table on the test's DynamoDB with the loop's
 // PARAMS and its history's points as HIST items, and returns its name.
 func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []history.Point) (string, *ddbstore.Store) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
+	client, table := ddbtest.Table(t, "sluice-tune")
 	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-tune-%d", time.Now().UnixNano())
-	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	store := ddbstore.New(client, table)
 	if err := store.WriteParams(ctx, loopID, params); err != nil {
 		t.Fatal(err)

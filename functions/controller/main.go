@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	lambdaapi "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
@@ -47,20 +48,14 @@ type config struct {
 }
 
 func readConfig(getenv func(string) string) config {
-	c := config{
-		Table:         ddbstore.DefaultTable,
+	r := envconf.New(getenv)
+	return config{
+		Table:         r.String("SLUICE_TABLE", ddbstore.DefaultTable),
 		PrometheusURL: getenv("SLUICE_PROMETHEUS_URL"),
-		Namespace:     "Sluice",
+		Namespace:     r.String("SLUICE_METRICS_NAMESPACE", "Sluice"),
 		Endpoint:      getenv("AWS_ENDPOINT_URL"),
-		History:       getenv("SLUICE_HISTORY") != "off",
+		History:       r.On("SLUICE_HISTORY"),
 	}
-	if t := getenv("SLUICE_TABLE"); t != "" {
-		c.Table = t
-	}
-	if ns := getenv("SLUICE_METRICS_NAMESPACE"); ns != "" {
-		c.Namespace = ns
-	}
-	return c
 }
 
 func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, error) {

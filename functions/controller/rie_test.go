@@ -14,13 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -48,12 +48,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := dynamodb.NewFromConfig(cfg)
-	table := fmt.Sprintf("sluice-rie-%d", time.Now().UnixNano())
-	if err := ddbstore.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	client, table := ddbtest.Table(t, "sluice-rie")
 	store := ddbstore.New(client, table)
 	db := table + "-db"
 	params := map[string]any{"setpoint": 70.0, "kp": 1.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,

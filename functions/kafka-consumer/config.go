@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
@@ -42,12 +42,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return config{}, err
 	}
 	c := config{Config: base, DeadLetterURL: getenv("SLUICE_DLQ_URL"), DeadLetterTopic: getenv("SLUICE_KAFKA_DLT"),
-		IDHeader: getenv("SLUICE_KAFKA_ID_HEADER")}
-	for _, b := range strings.Split(getenv("SLUICE_KAFKA_BROKERS"), ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			c.KafkaBrokers = append(c.KafkaBrokers, b)
-		}
-	}
+		IDHeader: getenv("SLUICE_KAFKA_ID_HEADER"), KafkaBrokers: envconf.New(getenv).List("SLUICE_KAFKA_BROKERS")}
 	switch {
 	case c.DeadLetterURL != "" && c.DeadLetterTopic != "":
 		return c, fmt.Errorf("SLUICE_DLQ_URL and SLUICE_KAFKA_DLT: want one dead-letter destination, not both")

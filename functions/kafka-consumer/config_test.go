@@ -3,20 +3,13 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/functions/internal/functest"
 )
 
 func TestLoadConfig(t *testing.T) {
 	base := map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return functest.With(base, kv...) }
 	tests := []struct {
 		name    string
 		env     map[string]string

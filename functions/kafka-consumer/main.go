@@ -10,25 +10,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := loadConfig(os.Getenv)
-	if err != nil {
-		log.Error("configuration", "err", err)
-		os.Exit(2)
-	}
-	h, closeAll, err := build(context.Background(), cfg, log)
-	if err != nil {
-		log.Error("start", "err", err)
-		os.Exit(1)
-	}
-	defer closeAll()
-	lambda.Start(h.Handle)
+	consumerenv.Start(loadConfig, build, func(h *kafkasource.LambdaHandler) any { return h.Handle })
 }

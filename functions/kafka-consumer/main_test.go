@@ -1,46 +1,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
-
-// syncBuffer is a log sink shared with the emulator's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestBootstrapUnderRIE runs the real bootstrap (CGO_ENABLED=0, -tags
 // lambda.norpc) under the Runtime Interface Emulator with the real MSK
@@ -49,28 +27,16 @@ func (s *syncBuffer) String() string {
 // invocation succeeds, and a second delivery of the same event (a retried
 // batch) duplicates nothing and dead-letters nothing again.
 func TestBootstrapUnderRIE(t *testing.T) {
-	ep := testenv.AWSEndpoint(t)
+	testenv.AWSEndpoint(t)
 	sqsEP := testenv.SQSEndpoint(t)
 	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	root, _ := filepath.Abs("../..")
-	e := consumers.Env{AWSEndpoint: ep, SQSEndpoint: sqsEP, RIE: testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie"), Root: root,
-		WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dlq := createQueue(ctx, t, fmt.Sprintf("h17-kafka-dlq-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	bin, err := e.Build(ctx, "./functions/kafka-consumer", "bootstrap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs syncBuffer
-	fn, err := e.StartRIE(ctx, bin, map[string]string{
+	fn, logs := functest.Bootstrap(ctx, t, "./functions/kafka-consumer", sqsEP, map[string]string{
 		"SLUICE_MYSQL_DSN": dsn, "SLUICE_TABLE": fmt.Sprintf("missing-%d", os.Getpid()), "SLUICE_SAFE_RATE": "100",
 		"SLUICE_DLQ_URL": dlq.url,
-	}, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fn.Stop()
+	})
 	raw, err := os.ReadFile("testdata/msk-event.json")
 	if err != nil {
 		t.Fatal(err)

@@ -8,25 +8,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := loadConfig(os.Getenv)
-	if err != nil {
-		log.Error("configuration", "err", err)
-		os.Exit(2)
-	}
-	h, closeSink, err := build(context.Background(), cfg, log)
-	if err != nil {
-		log.Error("start", "err", err)
-		os.Exit(1)
-	}
-	defer closeSink()
-	lambda.Start(h.Handle)
+	consumerenv.Start(loadConfig, build, func(h *sqsqueue.Handler) any { return h.Handle })
 }

@@ -1,69 +1,33 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
+// TestLoadConfig checks the function's own settings; the shared ones are
+// consumerenv's (TestLoad there).
 func TestLoadConfig(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     map[string]string
-		wantErr string
-	}{
-		{"mysql", map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d"}, ""},
-		{"http", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a,http://b"}, ""},
-		{"mysql secret", map[string]string{"SLUICE_MYSQL_SECRET": "arn:aws:secretsmanager:us-east-1:000000000000:secret:db"}, ""},
-		{"mysql without DSN", map[string]string{}, "SLUICE_MYSQL_SECRET"},
-		{"http endpoints with spaces", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a, http://b "}, ""},
-		{"http endpoint not a URL", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "a.example"}, "SLUICE_HTTP_ENDPOINTS"},
-		{"unknown sink", map[string]string{"SLUICE_SINK": "kafka"}, "want mysql or http"},
-		{"bad safe rate", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_SAFE_RATE": "-1"}, "SLUICE_SAFE_RATE"},
-		{"bad period", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_RATE_PERIOD": "soon"}, "SLUICE_RATE_PERIOD"},
-		{"bad consumers", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_CONSUMERS": "0"}, "SLUICE_CONSUMERS"},
-		{"bad report", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_REPORT": "maybe"}, "SLUICE_REPORT"},
+	env := map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d", "SLUICE_DLQ_URL": "http://sqs/dlq", "SLUICE_QUEUE_URL": "http://sqs/q"}
+	c, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil || c.DeadLetterURL != env["SLUICE_DLQ_URL"] || c.QueueURL != env["SLUICE_QUEUE_URL"] || c.Loop != "default" {
+		t.Errorf("loadConfig(%v) = %+v, %v; want its DLQ and queue URLs, loop default", env, c, err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadConfig(func(k string) string { return tt.env[k] })
-			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Errorf("loadConfig(%v) = %v; want error containing %q", tt.env, err, tt.wantErr)
-			}
-		})
+	env["SLUICE_SAFE_RATE"] = "-1"
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SLUICE_SAFE_RATE") {
+		t.Errorf("loadConfig with SLUICE_SAFE_RATE=-1 = %v; want an error naming it", err)
 	}
-}
-
-// syncBuffer is a log sink shared with the emulator's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBootstrapUnderRIE runs the real bootstrap (CGO_ENABLED=0, -tags
@@ -73,24 +37,12 @@ func (s *syncBuffer) String() string {
 // rows in MariaDB, a second delivery of the same event duplicates nothing,
 // and RATE being unreadable makes the consumer use its safe rate and say so.
 func TestBootstrapUnderRIE(t *testing.T) {
-	ep := testenv.AWSEndpoint(t)
+	testenv.AWSEndpoint(t)
 	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	root, _ := filepath.Abs("../..")
-	e := consumers.Env{AWSEndpoint: ep, RIE: testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie"), Root: root, WorkDir: t.TempDir(),
-		Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	ctx := context.Background()
-	bin, err := e.Build(ctx, "./functions/sqs-consumer", "bootstrap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs syncBuffer
-	fn, err := e.StartRIE(ctx, bin, map[string]string{
+	fn, logs := functest.Bootstrap(ctx, t, "./functions/sqs-consumer", "", map[string]string{
 		"SLUICE_MYSQL_DSN": dsn, "SLUICE_TABLE": fmt.Sprintf("missing-%d", os.Getpid()), "SLUICE_SAFE_RATE": "100",
-	}, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fn.Stop()
+	})
 	raw, err := os.ReadFile("testdata/sqs-event.json")
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
@@ -44,72 +43,25 @@ type config struct {
 	MySQL mysqlsink.Config
 }
 
-// list splits a comma-separated list, trimming spaces and dropping empty
-// items ("a, b," is [a b]).
-func list(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 func loadConfig(getenv func(string) string) (config, error) {
+	r := envconf.New(getenv)
 	c := config{
-		Source: getenv("SOURCE"), Loop: getenv("SLUICE_LOOP"), Table: getenv("SLUICE_TABLE"),
-		Sink: getenv("SLUICE_SINK"), MySQLDSN: getenv("SLUICE_MYSQL_DSN"), HTTPEndpoints: list(getenv("SLUICE_HTTP_ENDPOINTS")),
+		Source: r.String("SOURCE", "sqs"), Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
+		Sink: r.String("SLUICE_SINK", "mysql"), MySQLDSN: getenv("SLUICE_MYSQL_DSN"), HTTPEndpoints: r.List("SLUICE_HTTP_ENDPOINTS"),
 		QueueURL: getenv("SLUICE_QUEUE_URL"), DeadLetterURL: getenv("SLUICE_DLQ_URL"),
-		KafkaBrokers: list(getenv("SLUICE_KAFKA_BROKERS")), KafkaTopics: list(getenv("SLUICE_KAFKA_TOPICS")),
-		KafkaGroup: getenv("SLUICE_KAFKA_GROUP"), KafkaDLT: getenv("SLUICE_KAFKA_DLT"), MetricsAddr: getenv("SLUICE_METRICS_ADDR"),
-		SafeRate: 10, RatePeriod: consume.DefaultRatePeriod, Consumers: 1, BatchSize: 10, Visibility: 30 * time.Second, HTTPTimeout: 5 * time.Second,
+		KafkaBrokers: r.List("SLUICE_KAFKA_BROKERS"), KafkaTopics: r.List("SLUICE_KAFKA_TOPICS"),
+		KafkaGroup: r.String("SLUICE_KAFKA_GROUP", "sluice-worker"), KafkaDLT: getenv("SLUICE_KAFKA_DLT"),
+		MetricsAddr: r.String("SLUICE_METRICS_ADDR", "127.0.0.1:9102"),
+		Report:      envconf.Parse(r, "SLUICE_REPORT", consume.ParseReport),
+		SafeRate:    r.Rate("SLUICE_SAFE_RATE", 10),
+		RatePeriod:  r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "30s"),
+		Visibility:  r.Duration("SLUICE_VISIBILITY", 30*time.Second, "30s"),
+		HTTPTimeout: r.Duration("SLUICE_HTTP_TIMEOUT", 5*time.Second, "30s"),
+		Consumers:   r.Count("SLUICE_CONSUMERS", 1),
+		BatchSize:   r.Count("SLUICE_BATCH_SIZE", 10),
 	}
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&c.Source, "sqs")
-	def(&c.Loop, "default")
-	def(&c.Table, ddbstore.DefaultTable)
-	def(&c.Sink, "mysql")
-	def(&c.KafkaGroup, "sluice-worker")
-	def(&c.MetricsAddr, "127.0.0.1:9102")
-	var err error
-	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
+	if err := r.Err(); err != nil {
 		return c, err
-	}
-	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
-			return c, fmt.Errorf("SLUICE_SAFE_RATE=%q: want a rate >= 0 in messages/s", v)
-		}
-		c.SafeRate = f
-	}
-	for _, d := range []struct {
-		env string
-		p   *time.Duration
-	}{{"SLUICE_RATE_PERIOD", &c.RatePeriod}, {"SLUICE_VISIBILITY", &c.Visibility}, {"SLUICE_HTTP_TIMEOUT", &c.HTTPTimeout}} {
-		if v := getenv(d.env); v != "" {
-			x, err := time.ParseDuration(v)
-			if err != nil || x <= 0 {
-				return c, fmt.Errorf("%s=%q: want a positive duration such as 30s", d.env, v)
-			}
-			*d.p = x
-		}
-	}
-	for _, n := range []struct {
-		env string
-		p   *int
-	}{{"SLUICE_CONSUMERS", &c.Consumers}, {"SLUICE_BATCH_SIZE", &c.BatchSize}} {
-		if v := getenv(n.env); v != "" {
-			x, err := strconv.Atoi(v)
-			if err != nil || x < 1 {
-				return c, fmt.Errorf("%s=%q: want a count >= 1", n.env, v)
-			}
-			*n.p = x
-		}
 	}
 	switch c.Source {
 	case "sqs":

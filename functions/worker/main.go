@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
@@ -36,12 +36,7 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := loadConfig(os.Getenv)
-	if err != nil {
-		log.Error("configuration", "err", err)
-		os.Exit(2)
-	}
+	cfg, log := consumerenv.Configure(loadConfig)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
@@ -66,28 +61,18 @@ func (s sqsSource) close(context.Context) error            { s.Close(); return n
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
 func (s sqsSource) exhausted() int64                       { return 0 }
 
-type kafkaSource struct {
-	*kafkasource.Source
-	group string
-}
+type kafkaSource struct{ *kafkasource.Source }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
 func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
 
-// depth is the group's total lag over its topics.
+// depth is the group's total lag over its topics (kafkasource.Source.Lag).
 func (s kafkaSource) depth(ctx context.Context) (int, error) {
-	lags, err := kadm.NewClient(s.Client()).Lag(ctx, s.group)
+	n, err := s.Lag(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("kafka lag of group %s: %w", s.group, err)
+		return 0, fmt.Errorf("kafka %w", err)
 	}
-	l, ok := lags[s.group]
-	if !ok {
-		return 0, fmt.Errorf("kafka lag of group %s: not described", s.group)
-	}
-	if err := l.Error(); err != nil {
-		return 0, fmt.Errorf("kafka lag of group %s: %w", s.group, err)
-	}
-	return int(l.Lag.Total()), nil
+	return int(n), nil
 }
 
 // buildSource connects to SQS or joins the Kafka group.
@@ -104,7 +89,7 @@ func buildSource(cfg config, awsCfg aws.Config, pacer *consume.Pacer, log *slog.
 		if err != nil {
 			return nil, err
 		}
-		return kafkaSource{Source: ks, group: cfg.KafkaGroup}, nil
+		return kafkaSource{Source: ks}, nil
 	}
 	return sqsSource{sqsqueue.New(sqs.NewFromConfig(awsCfg), sqsqueue.Config{
 		QueueURL: cfg.QueueURL, DeadLetterURL: cfg.DeadLetterURL, Visibility: cfg.Visibility,

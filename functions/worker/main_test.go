@@ -10,21 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 func TestLoadConfig(t *testing.T) {
 	sqs := map[string]string{"SLUICE_QUEUE_URL": "http://q", "SLUICE_MYSQL_DSN": "x"}
-	with := func(m map[string]string, kv ...string) map[string]string {
-		out := map[string]string{}
-		for k, v := range m {
-			out[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			out[kv[i]] = kv[i+1]
-		}
-		return out
-	}
+	with := functest.With
 	tests := []struct {
 		name    string
 		env     map[string]string

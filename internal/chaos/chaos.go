@@ -13,8 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
-	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
 // Result is one scenario on one path, as `make chaos` prints it.
@@ -86,62 +83,28 @@ func IsPoison(seq int) bool { return seq%100 == 17 || seq%100 == 42 }
 // letters keep it); it returns how many are poison.
 func Produce(ctx context.Context, c *sqs.Client, url, sink string, n int) (int, error) {
 	poison := 0
-	for start := 0; start < n; start += 10 {
-		var entries []types.SendMessageBatchRequestEntry
-		for i := start; i < min(start+10, n); i++ {
-			if IsPoison(i) {
-				poison++
-			}
-			entries = append(entries, types.SendMessageBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(bodyFor(sink, i, IsPoison(i))),
-				MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
-			})
+	err := consumers.SendAll(ctx, c, url, n, func(i int) types.SendMessageBatchRequestEntry {
+		if IsPoison(i) {
+			poison++
 		}
-		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
-		if err != nil {
-			return poison, fmt.Errorf("send batch at %d: %w", start, err)
+		return types.SendMessageBatchRequestEntry{
+			MessageBody:       aws.String(bodyFor(sink, i, IsPoison(i))),
+			MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
 		}
-		if len(out.Failed) > 0 {
-			return poison, fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
-		}
-	}
-	return poison, nil
+	})
+	return poison, err
 }
 
-var seqRE = regexp.MustCompile(`"?seq"?[=:](\d+)`)
-
-// DeadLetters drains a DLQ: copies per seq, and how many carry a reason and
-// the original "tenant" attribute.
-func DeadLetters(ctx context.Context, c *sqs.Client, url string) (map[int]int, int, error) {
-	seqs := map[int]int{}
-	withReason := 0
-	for empty := 0; empty < 2; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 600})
-		if err != nil {
-			return seqs, withReason, fmt.Errorf("receive DLQ: %w", err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		for _, m := range out.Messages {
-			if mm := seqRE.FindStringSubmatch(aws.ToString(m.Body)); mm != nil {
-				n, _ := strconv.Atoi(mm[1])
-				seqs[n]++
-			}
-			a := m.MessageAttributes
-			if aws.ToString(a[sqsqueue.ReasonAttribute].StringValue) != "" && aws.ToString(a["tenant"].StringValue) == "acme" {
-				withReason++
-			}
-		}
-	}
-	return seqs, withReason, nil
+// reasoned says whether a dead letter carries its reason and kept the
+// original "tenant" attribute.
+func reasoned(m types.Message) bool {
+	return consumers.HasReason(m) && aws.ToString(m.MessageAttributes["tenant"].StringValue) == "acme"
 }
 
 // tally counts a finished run: the destination's rows (the HTTP
 // destination's, or MariaDB's when db is set) and the DLQ.
 func tally(ctx context.Context, st *consumers.Stack, dest *Destination, db *MariaDB, r *Result) error {
-	dead, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL)
+	dead, withReason, err := consumers.DeadLetters(ctx, st.SQS, st.DLQURL, reasoned)
 	if err != nil {
 		return err
 	}

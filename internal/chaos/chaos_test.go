@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,17 +19,14 @@ import (
 func TestChaosShort(t *testing.T) {
 	ep := testenv.AWSEndpoint(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot(t)
 	e := consumers.Env{AWSEndpoint: ep, SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), RIE: rie, Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	bins, err := chaos.Build(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sc := range chaos.Scenarios(chaos.Short) {
-		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+		if !chosen(sc.Name) {
 			continue
 		}
 		t.Run(sc.Name+"/"+sc.Path, func(t *testing.T) {
@@ -48,15 +44,12 @@ func TestChaosShort(t *testing.T) {
 // the real broker.
 func TestChaosKafkaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot(t)
 	for _, sc := range chaos.KafkaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}) {
 		sc.Limit = 4 * time.Minute
 		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
 		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
-		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+		if !chosen(sc.Name) {
 			continue
 		}
 		name := sc.Name
@@ -80,10 +73,7 @@ func TestChaosKafkaShort(t *testing.T) {
 func TestChaosKafkaLambdaShort(t *testing.T) {
 	brokers := testenv.KafkaBrokers(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot(t)
 	e := consumers.Env{Root: root, WorkDir: t.TempDir()}
 	bin, err := e.Build(context.Background(), "./functions/kafka-consumer", "kafka-bootstrap")
 	if err != nil {
@@ -92,7 +82,7 @@ func TestChaosKafkaLambdaShort(t *testing.T) {
 	for _, sc := range chaos.KafkaLambdaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}, &chaos.KafkaLambda{Bootstrap: bin, RIE: rie}) {
 		sc.Limit = 4 * time.Minute
 		sc.Rate = 200
-		if only := os.Getenv("SLUICE_CHAOS_ONLY"); only != "" && only != sc.Name {
+		if !chosen(sc.Name) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
@@ -103,4 +93,11 @@ func TestChaosKafkaLambdaShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chosen says whether scenario name runs: all do unless SLUICE_CHAOS_ONLY
+// names one.
+func chosen(name string) bool {
+	only := os.Getenv("SLUICE_CHAOS_ONLY")
+	return only == "" || only == name
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -158,11 +159,7 @@ func (d *Destination) collides(key, digest string) bool {
 func (d *Destination) Stored() map[int]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[int]int, len(d.stored))
-	for k, v := range d.stored {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(d.stored)
 }
 
 // MaxAttempts returns the most requests made for one key.
@@ -180,9 +177,5 @@ func (d *Destination) MaxAttempts() int {
 func (d *Destination) Answers() map[int]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[int]int, len(d.answers))
-	for k, v := range d.answers {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(d.answers)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/bench/kafka"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
@@ -339,44 +341,17 @@ func (k *kafkaRun) tally(ctx context.Context, sc KafkaScenario, r *Result) error
 // readDLT returns the dead-lettered seqs with their reasons (the reason only
 // when the original headers were kept too).
 func (k *kafkaRun) readDLT(ctx context.Context) (map[int]string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(k.topic+".dlt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, k.topic+".dlt")
-	if err != nil {
-		return nil, err
-	}
-	want := 0
-	ends.Each(func(o kadm.ListedOffset) { want += int(o.Offset) })
 	out := map[int]string{}
-	for got := 0; got < want; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return out, fmt.Errorf("read %s.dlt: %d of %d: %w", k.topic, got, want, ctx.Err())
+	err := kafka.ReadAll(ctx, k.brokers, k.topic+".dlt", func(rec *kgo.Record) {
+		reason := kafka.Header(rec, kafkasource.HeaderReason)
+		if kafka.Header(rec, "tenant") != "acme" {
+			reason = ""
 		}
-		fs.EachRecord(func(rec *kgo.Record) {
-			got++
-			reason, tenant := "", ""
-			for _, h := range rec.Headers {
-				switch h.Key {
-				case kafkasource.HeaderReason:
-					reason = string(h.Value)
-				case "tenant":
-					tenant = string(h.Value)
-				}
-			}
-			if tenant != "acme" {
-				reason = ""
-			}
-			if m := seqRE.FindSubmatch(rec.Value); m != nil {
-				seq, _ := strconv.Atoi(string(m[1]))
-				out[seq] = reason
-			}
-		})
-	}
-	return out, nil
+		if seq, ok := consumers.Seq(rec.Value); ok {
+			out[seq] = reason
+		}
+	})
+	return out, err
 }
 
 // until polls cond every 100 ms until it holds or ctx ends.

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/localaws"
 )
 
@@ -79,11 +79,11 @@ func (k *kafkaRun) consumeLambda(ctx context.Context, sc KafkaScenario, poison i
 // scenario's destination, its rate the scenario's (the safe rate: no RATE
 // item is reachable).
 func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string) (*exec.Cmd, string, error) {
-	port, err := freePort()
+	port, err := consumers.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
-	api, err := freePort()
+	api, err := consumers.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
@@ -105,13 +105,4 @@ func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string) (*exec.Cmd, s
 		return nil, "", fmt.Errorf("start %s: %w", sc.Lambda.RIE, err)
 	}
 	return cmd, "http://127.0.0.1:" + strconv.Itoa(port), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -11,10 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -197,18 +194,9 @@ type mapping struct {
 
 func (m *mapping) run(ctx context.Context, fn *consumers.RIE) {
 	for ctx.Err() == nil {
-		out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: &m.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			VisibilityTimeout:           int32((m.timeout + 5*time.Second) / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		if err != nil || len(out.Messages) == 0 {
+		msgs, ev, ok := consumers.ReceiveEvent(ctx, m.sqs, m.url, m.arn, m.timeout+5*time.Second)
+		if !ok {
 			continue
-		}
-		ev := events.SQSEvent{}
-		for _, msg := range out.Messages {
-			ev.Records = append(ev.Records, consumers.ToEvent(msg, m.arn))
 		}
 		m.invocations.Add(1)
 		start := time.Now()
@@ -221,24 +209,7 @@ func (m *mapping) run(ctx context.Context, fn *consumers.RIE) {
 		if err != nil {
 			continue // the whole batch comes back after its visibility timeout
 		}
-		m.settle(ctx, out.Messages, resp)
-	}
-}
-
-// settle deletes what the function did not report as failed.
-func (m *mapping) settle(ctx context.Context, msgs []types.Message, resp events.SQSEventResponse) {
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
-	}
-	var del []types.DeleteMessageBatchRequestEntry
-	for i, msg := range msgs {
-		if !failed[aws.ToString(msg.MessageId)] {
-			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
-		}
-	}
-	if len(del) > 0 {
-		m.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &m.url, Entries: del})
+		consumers.Settle(ctx, m.sqs, m.url, msgs, resp)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // Size sets how big the scenarios are.
@@ -25,14 +27,7 @@ var Short = Size{Lambda: 200, Worker: 300, Scale: 0.05}
 func (s Size) d(d time.Duration) time.Duration { return time.Duration(float64(d) * s.Scale) }
 
 // sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+var sleep = consume.WallClock{}.Sleep
 
 // Scenarios returns the scenarios of the issue that run on SQS, sized by s.
 func Scenarios(s Size) []Scenario {
@@ -61,27 +56,25 @@ func httpAnswers(s Size) []Phase {
 // pause sets the loop's rate to 0 (an operator's manual pause) for d, then
 // back to 100.
 func pause(d time.Duration) func(context.Context, *Run) ([]string, error) {
-	return func(ctx context.Context, r *Run) ([]string, error) {
-		if err := r.SetRate(ctx, 0); err != nil {
-			return nil, err
-		}
-		if err := sleep(ctx, d); err != nil {
-			return nil, err
-		}
-		return []string{fmt.Sprintf("rate 0 for %v", d)}, r.SetRate(ctx, 100)
-	}
+	return holdRate(0, d, "rate 0")
 }
 
 // trickle sets an aggregate rate of 0.1 msg/s for d, then 100.
 func trickle(d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return holdRate(0.1, d, "rate 0.1 msg/s")
+}
+
+// holdRate sets the loop's rate to rate for d, then back to 100; what names
+// the fault.
+func holdRate(rate float64, d time.Duration, what string) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
-		if err := r.SetRate(ctx, 0.1); err != nil {
+		if err := r.SetRate(ctx, rate); err != nil {
 			return nil, err
 		}
 		if err := sleep(ctx, d); err != nil {
 			return nil, err
 		}
-		return []string{fmt.Sprintf("rate 0.1 msg/s for %v", d)}, r.SetRate(ctx, 100)
+		return []string{fmt.Sprintf("%s for %v", what, d)}, r.SetRate(ctx, 100)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -89,6 +90,15 @@ type Tick struct {
 	// messages/s; Depth is the queue's depth (ready + in flight).
 	Consumed float64
 	Depth    int64
+}
+
+// Point is the history point of report r of the tick (history.FromReport),
+// with what the consumers achieved and the queue's depth; ok is false for a
+// report that applied no tick.
+func (t Tick) Point(r loop.Report) (p history.Point, ok bool) {
+	p, ok = history.FromReport(t.Now, r)
+	p.Consumed, p.Depth = t.Consumed, float64(t.Depth)
+	return p, ok
 }
 
 // Progress is a snapshot of a run in progress.

@@ -58,6 +58,18 @@ type BatchResult struct {
 	IDs, FailedIDs []string
 	// InvokeErr is the invocation's error (the whole batch failed).
 	InvokeErr error
+	// Took is how long the invocation took, as the poller timed it;
+	// Billed is Took rounded up to the millisecond, as Lambda bills.
+	Took, Billed time.Duration
+}
+
+// BilledDuration is d rounded up to the next millisecond: what Lambda bills
+// for an invocation that ran d.
+func BilledDuration(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 func (p *Poller) log() *slog.Logger {
@@ -69,11 +81,24 @@ func (p *Poller) log() *slog.Logger {
 
 // Run polls until ctx ends. Errors of the SQS API are logged and retried
 // after a second.
-func (p *Poller) Run(ctx context.Context) error {
+func (p *Poller) Run(ctx context.Context) error { return p.RunUntil(ctx, nil) }
+
+// RunUntil polls until ctx ends or stop is closed; a batch received before
+// stop was closed is invoked and settled first (the mapping scaling down
+// never drops an in-flight batch).
+func (p *Poller) RunUntil(ctx context.Context, stop <-chan struct{}) error {
 	if p.API == nil || p.Invoker == nil || p.QueueURL == "" {
 		return fmt.Errorf("sqs poller: API, Invoker and QueueURL must be set")
 	}
-	for ctx.Err() == nil {
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	for ctx.Err() == nil && !stopped() {
 		if _, err := p.PollOnce(ctx); err != nil && ctx.Err() == nil {
 			p.log().WarnContext(ctx, "sqs poll", "queue", p.QueueURL, "err", err)
 			select {
@@ -119,7 +144,15 @@ func (p *Poller) PollOnce(ctx context.Context) (BatchResult, error) {
 		return res, fmt.Errorf("encode SQS event: %w", err)
 	}
 	failed := map[string]bool{}
+	// A received batch is invoked and settled even when ctx ends
+	// meanwhile (shutdown, a scale-down): it is never dropped in flight.
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
 	body, err := p.Invoker.Invoke(ctx, payload)
+	res.Took = time.Since(start)
+	res.Billed = BilledDuration(res.Took)
+	p.log().InfoContext(ctx, "invocation", "queue", p.QueueURL, "messages", res.Received,
+		"duration_ms", float64(res.Took)/float64(time.Millisecond), "billed_ms", res.Billed.Milliseconds(), "error", err != nil)
 	if err == nil {
 		failed, err = FailedItems(body, res.IDs)
 	}

@@ -9,6 +9,9 @@
 //     (ReportBatchItemFailures): it deletes what the function did not report
 //     as failed and leaves the failures to the visibility timeout and the
 //     queue's redrive policy, as the SQS event source mapping does;
+//   - Fleet runs at most the mapping's MaximumConcurrency of those pollers
+//     (read from the local endpoint's Lambda API, CreateMapping) and sums
+//     the billed duration of their invocations;
 //   - KafkaPoller reads Kafka topics with a consumer group and invokes a
 //     function with real Kafka events, committing a batch only after its
 //     invocation succeeded and retrying it after a failure, as Lambda's

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -78,34 +79,37 @@ func endpoint(t testing.TB, env string) string {
 // after checking that its port answers.
 func MySQLDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv("SLUICE_MYSQL_DSN")
-	if dsn == "" {
-		unavailable(t, "SLUICE_MYSQL_DSN is not set")
-		return ""
-	}
 	addr := os.Getenv("SLUICE_MYSQL_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:3306"
 	}
-	if err := dial(addr); err != nil {
-		unavailable(t, "MariaDB at %s: %v", addr, err)
-	}
-	return dsn
+	return answering(t, "SLUICE_MYSQL_DSN", "MariaDB", addr)
 }
 
 // KafkaBrokers returns the seed broker of the real Kafka broker
 // (SLUICE_KAFKA_BROKERS), after checking that it answers.
 func KafkaBrokers(t testing.TB) string {
 	t.Helper()
-	b := os.Getenv("SLUICE_KAFKA_BROKERS")
-	if b == "" {
-		unavailable(t, "SLUICE_KAFKA_BROKERS is not set")
+	return answering(t, "SLUICE_KAFKA_BROKERS", "Kafka", "")
+}
+
+// answering returns the value of the environment variable env after
+// checking that the service (what) answers at addr, or at the value itself
+// when addr is empty.
+func answering(t testing.TB, env, what, addr string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		unavailable(t, "%s is not set", env)
 		return ""
 	}
-	if err := dial(b); err != nil {
-		unavailable(t, "Kafka at %s: %v", b, err)
+	if addr == "" {
+		addr = v
 	}
-	return b
+	if err := dial(addr); err != nil {
+		unavailable(t, "%s at %s: %v", what, addr, err)
+	}
+	return v
 }
 
 // Binary returns the path of an executable named by the environment variable
@@ -126,4 +130,24 @@ func Binary(t testing.TB, env, name string) string {
 		return ""
 	}
 	return p
+}
+
+// ModuleRoot returns the directory of the module's go.mod, the nearest
+// above the test's working directory.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }

@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +41,13 @@ func TestSQSEndpoint(t *testing.T) {
 				t.Errorf("AWSEndpoint() = %q; want %q", got, all)
 			}
 		})
+	}
+}
+
+func TestModuleRoot(t *testing.T) {
+	root := ModuleRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !strings.HasPrefix(string(b), "module github.com/sluice-dev/sluice\n") {
+		t.Fatalf("ModuleRoot = %s: go.mod %q, %v; want the module's", root, b, err)
 	}
 }

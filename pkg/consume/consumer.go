@@ -276,9 +276,13 @@ func (c *Consumer) pace(ctx context.Context, n int, rep *Report) (int, error) {
 }
 
 // paceBy lets through the part of n messages that can be paced and stored
-// before dl, and returns at once with none at a rate of zero.
+// before dl, and returns at once with none at a rate of zero. It waits in
+// slices of at most one rate period and re-reads the rate after each: a
+// share that rises while it waits (the controller's next rate, or fewer
+// peers once the event source mapping scaled down) shortens the wait, and a
+// pause hands the batch back at once, instead of sleeping, billed, to a slot
+// computed from a stale share.
 func (c *Consumer) paceBy(ctx context.Context, n int, dl time.Time, rep *Report) (int, error) {
-	c.refresh(ctx)
 	per := time.Duration(c.perMessage.Load())
 	left := dl.Sub(c.clock.Now()) - c.cfg.StoreReserve
 	if per > 0 {
@@ -287,12 +291,18 @@ func (c *Consumer) paceBy(ctx context.Context, n int, dl time.Time, rep *Report)
 	if n == 0 {
 		return 0, nil
 	}
-	k, err := c.pacer.WaitBy(ctx, n, dl.Add(-c.cfg.StoreReserve-per*time.Duration(n)))
-	if errors.Is(err, ErrPaused) {
-		rep.Paused = true
-		return 0, nil
+	by := dl.Add(-c.cfg.StoreReserve - per*time.Duration(n))
+	for {
+		c.refresh(ctx)
+		k, done, err := c.pacer.waitSlice(ctx, n, by, c.rates.Period())
+		if errors.Is(err, ErrPaused) {
+			rep.Paused = true
+			return 0, nil
+		}
+		if done || err != nil {
+			return k, err
+		}
 	}
-	return k, err
 }
 
 // store stores msgs and sorts them into rep; it tells the breaker whether

@@ -110,9 +110,7 @@ func (p *Pacer) Wait(ctx context.Context, n int) error {
 		return err
 	}
 	if err := p.clock.Sleep(ctx, d); err != nil {
-		p.mu.Lock()
-		r.CancelAt(p.clock.Now())
-		p.mu.Unlock()
+		p.cancel(r)
 		return err
 	}
 	return nil
@@ -126,17 +124,37 @@ func (p *Pacer) Wait(ctx context.Context, n int) error {
 // its deadline and hand the rest back at once, instead of sleeping into the
 // deadline.
 func (p *Pacer) WaitBy(ctx context.Context, n int, by time.Time) (int, error) {
+	k, _, err := p.waitSlice(ctx, n, by, time.Duration(math.MaxInt64))
+	return k, err
+}
+
+// waitSlice is WaitBy that sleeps at most slice: when the slot of the k
+// messages that fit by the time by is further away, it gives the
+// reservation back, sleeps slice and returns done false, so that the caller
+// re-reads the rate (which may have changed meanwhile) and asks again.
+func (p *Pacer) waitSlice(ctx context.Context, n int, by time.Time, slice time.Duration) (k int, done bool, err error) {
 	r, k, d, err := p.reserveBy(n, by)
 	if err != nil || k == 0 || d <= 0 {
-		return k, err
+		return k, true, err
 	}
-	if err := p.clock.Sleep(ctx, d); err != nil {
-		p.mu.Lock()
-		r.CancelAt(p.clock.Now())
-		p.mu.Unlock()
-		return 0, err
+	sleep := min(d, slice)
+	if d > slice {
+		p.cancel(r)
 	}
-	return k, nil
+	if err := p.clock.Sleep(ctx, sleep); err != nil {
+		if d <= slice {
+			p.cancel(r)
+		}
+		return 0, true, err
+	}
+	return k, d <= slice, nil
+}
+
+// cancel gives a reservation back.
+func (p *Pacer) cancel(r *rate.Reservation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.CancelAt(p.clock.Now())
 }
 
 // reserveBy reserves the largest k <= n whose slot comes by the time by.

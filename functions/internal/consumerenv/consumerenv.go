@@ -10,13 +10,13 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
@@ -49,24 +49,22 @@ type Config struct {
 // with its defaults: loop "default", the default table, a safe rate of
 // 10 msg/s, one consumer, the MySQL sink.
 func Load(getenv func(string) string) (Config, error) {
+	r := envconf.New(getenv)
 	c := Config{
-		Loop: getenv("SLUICE_LOOP"), Table: getenv("SLUICE_TABLE"), Sink: getenv("SLUICE_SINK"),
-		MySQLDSN: getenv("SLUICE_MYSQL_DSN"), MySQLSecret: getenv("SLUICE_MYSQL_SECRET"), Migrate: getenv("SLUICE_MIGRATE") != "off",
-		SafeRate: 10, RatePeriod: consume.DefaultRatePeriod, Consumers: 1,
+		Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
+		Sink: r.String("SLUICE_SINK", "mysql"), MySQLDSN: getenv("SLUICE_MYSQL_DSN"), MySQLSecret: getenv("SLUICE_MYSQL_SECRET"),
+		Migrate:    r.On("SLUICE_MIGRATE"),
+		SafeRate:   r.Rate("SLUICE_SAFE_RATE", 10),
+		RatePeriod: r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "1s"),
+		Consumers:  r.Count("SLUICE_CONSUMERS", 1),
 	}
-	def(&c.Loop, "default")
-	def(&c.Table, ddbstore.DefaultTable)
-	def(&c.Sink, "mysql")
-	if err := c.readRate(getenv); err != nil {
+	c.Report = envconf.Parse(r, "SLUICE_REPORT", consume.ParseReport)
+	c.HTTPEndpoints = envconf.Parse(r, "SLUICE_HTTP_ENDPOINTS", optional("SLUICE_HTTP_ENDPOINTS", httpsink.ParseEndpoints))
+	c.HTTPPoison = envconf.Parse(r, "SLUICE_HTTP_POISON_STATUS", optional("SLUICE_HTTP_POISON_STATUS", httpsink.ParseStatuses))
+	if err := r.Err(); err != nil {
 		return c, err
 	}
 	var err error
-	if c.Report, err = consume.ParseReport(getenv("SLUICE_REPORT")); err != nil {
-		return c, err
-	}
-	if err := c.readHTTP(getenv); err != nil {
-		return c, err
-	}
 	switch c.Sink {
 	case "mysql":
 		if c.MySQLDSN == "" && c.MySQLSecret == "" {
@@ -86,55 +84,20 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-func def(s *string, v string) {
-	if *s == "" {
-		*s = v
-	}
-}
-
-// readRate reads the safe rate, the rate cache's period and the peers.
-func (c *Config) readRate(getenv func(string) string) error {
-	if v := getenv("SLUICE_SAFE_RATE"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
-			return fmt.Errorf("SLUICE_SAFE_RATE=%q: want a rate >= 0 in messages/s", v)
+// optional parses a non-empty value with parse, naming the variable in its
+// error; an empty one is the zero value.
+func optional[T any](name string, parse func(string) (T, error)) func(string) (T, error) {
+	return func(v string) (T, error) {
+		var zero T
+		if v == "" {
+			return zero, nil
 		}
-		c.SafeRate = f
-	}
-	if v := getenv("SLUICE_RATE_PERIOD"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("SLUICE_RATE_PERIOD=%q: want a positive duration such as 1s", v)
-		}
-		c.RatePeriod = d
-	}
-	if v := getenv("SLUICE_CONSUMERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("SLUICE_CONSUMERS=%q: want a count >= 1", v)
-		}
-		c.Consumers = n
-	}
-	return nil
-}
-
-// readHTTP reads the HTTP sink's endpoints and poison statuses.
-func (c *Config) readHTTP(getenv func(string) string) error {
-	if e := getenv("SLUICE_HTTP_ENDPOINTS"); e != "" {
-		eps, err := httpsink.ParseEndpoints(e)
+		x, err := parse(v)
 		if err != nil {
-			return fmt.Errorf("SLUICE_HTTP_ENDPOINTS: %w", err)
+			return zero, fmt.Errorf("%s: %w", name, err)
 		}
-		c.HTTPEndpoints = eps
+		return x, nil
 	}
-	if v := getenv("SLUICE_HTTP_POISON_STATUS"); v != "" {
-		st, err := httpsink.ParseStatuses(v)
-		if err != nil {
-			return fmt.Errorf("SLUICE_HTTP_POISON_STATUS: %w", err)
-		}
-		c.HTTPPoison = st
-	}
-	return nil
 }
 
 // Consumer wires the consumer: the sink, the DynamoDB RATE reader, the

@@ -25,6 +25,10 @@ func TestLoad(t *testing.T) {
 		{"bad safe rate", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_SAFE_RATE": "-1"}, "SLUICE_SAFE_RATE"},
 		{"bad period", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_RATE_PERIOD": "soon"}, "SLUICE_RATE_PERIOD"},
 		{"bad consumers", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_CONSUMERS": "0"}, "SLUICE_CONSUMERS"},
+		{"mysql secret", map[string]string{"SLUICE_MYSQL_SECRET": "arn:aws:secretsmanager:us-east-1:000000000000:secret:db"}, ""},
+		{"mysql without DSN or secret", map[string]string{}, "SLUICE_MYSQL_SECRET"},
+		{"http endpoints with spaces", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a, http://b "}, ""},
+		{"bad report", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_REPORT": "maybe"}, "SLUICE_REPORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

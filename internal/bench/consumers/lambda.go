@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -135,18 +133,9 @@ type Mapping struct {
 // Run polls until ctx ends.
 func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 	for ctx.Err() == nil {
-		out, err := m.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: &m.QueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			VisibilityTimeout:           int32(m.Visibility / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
-		})
-		if err != nil || len(out.Messages) == 0 {
+		msgs, ev, ok := ReceiveEvent(ctx, m.SQS, m.QueueURL, m.ARN, m.Visibility)
+		if !ok {
 			continue
-		}
-		ev := events.SQSEvent{}
-		for _, msg := range out.Messages {
-			ev.Records = append(ev.Records, ToEvent(msg, m.ARN))
 		}
 		m.Invocations.Add(1)
 		ictx, cancel := context.WithTimeout(ctx, 2*m.Visibility)
@@ -156,20 +145,7 @@ func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 			m.FunctionErrors.Add(1)
 			continue // the whole batch comes back after its visibility timeout
 		}
-		failed := map[string]bool{}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		m.Failures.Add(int64(len(failed)))
-		var del []types.DeleteMessageBatchRequestEntry
-		for i, msg := range out.Messages {
-			if !failed[aws.ToString(msg.MessageId)] {
-				del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
-			}
-		}
-		if len(del) > 0 {
-			m.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &m.QueueURL, Entries: del})
-		}
+		m.Failures.Add(int64(Settle(ctx, m.SQS, m.QueueURL, msgs, resp)))
 	}
 }
 
@@ -179,48 +155,25 @@ func (m *Mapping) Run(ctx context.Context, fn *RIE) {
 // stored (when MariaDBCtl is set); every PoisonEvery-th message is malformed
 // and must end in the DLQ with its reason.
 func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
-	o = o.withDefaults()
-	start := time.Now()
-	res := NoLoss{Path: "sqs-lambda", Sent: o.Messages}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
-	if err != nil {
-		return res, err
-	}
-	defer drop()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	prefix := fmt.Sprintf("sl-lambda-%d", time.Now().UnixNano())
-	st, err := e.NewStack(ctx, prefix, o.Rate, 3)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
-	bin, err := e.Build(ctx, "./functions/sqs-consumer", "bootstrap")
-	if err != nil {
-		return res, err
-	}
-	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
-	fn, err := e.StartRIE(ctx, bin, map[string]string{
-		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": dsn,
+	return e.noLoss(ctx, o, "sqs-lambda", "lambda", "./functions/sqs-consumer", "bootstrap", e.sqsLambda)
+}
+
+// sqsLambda sends the messages, runs the mapping and restarts MariaDB
+// until the queue is drained; it returns the poison sequence numbers.
+func (e Env) sqsLambda(ctx context.Context, rg *rig, o Options, res *NoLoss) (map[int]bool, error) {
+	db, st := rg.db, rg.st
+	fn, err := e.StartRIE(ctx, rg.bin, map[string]string{
+		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "mysql", "SLUICE_MYSQL_DSN": rg.dsn,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_SAFE_RATE": "50", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
-	}, logf)
+	}, rg.log)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer fn.Stop()
 
 	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	mctx, mstop := context.WithCancel(ctx)
 	defer mstop()
@@ -228,19 +181,16 @@ func SQSLambda(ctx context.Context, e Env, o Options) (NoLoss, error) {
 	done := make(chan struct{})
 	go func() { mp.Run(mctx, fn); close(done) }()
 
-	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, &res); err != nil {
-		return res, err
+	if err := e.restartMariaDBAfter(ctx, db, o.Messages/3, res); err != nil {
+		return nil, err
 	}
-	err = waitUntil(ctx, func() (bool, error) {
-		n, err := InFlight(ctx, st.SQS, st.QueueURL)
-		return err == nil && n == 0, nil
-	})
+	err = rg.drained(ctx)
 	mstop()
 	<-done
 	if err != nil {
-		return res, fmt.Errorf("queue not drained: %w", err)
+		return nil, err
 	}
-	return finish(ctx, e, db, st, o, poison, res, start)
+	return poison, nil
 }
 
 // restartMariaDBAfter waits until n rows are stored, then restarts MariaDB
@@ -270,9 +220,13 @@ func rows(ctx context.Context, db *sql.DB) int {
 
 // finish counts the table and the DLQ.
 func finish(ctx context.Context, e Env, db *sql.DB, st *Stack, o Options, poison map[int]bool, res NoLoss, start time.Time) (NoLoss, error) {
-	dead, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL)
+	copies, withReason, err := DeadLetters(ctx, st.SQS, st.DLQURL, HasReason)
 	if err != nil {
 		return res, err
+	}
+	dead := map[int]bool{}
+	for seq := range copies {
+		dead[seq] = true
 	}
 	var c mysqltest.Counts
 	if err := waitUntil(ctx, func() (bool, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,10 +16,7 @@ func env(t *testing.T) consumers.Env {
 	ep, sqsEP := testenv.AWSEndpoint(t), testenv.SQSEndpoint(t)
 	dsn := testenv.MySQLDSN(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot(t)
 	return consumers.Env{
 		AWSEndpoint: ep, SQSEndpoint: sqsEP, MySQLDSN: dsn, RIE: rie, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
 		Root: root, WorkDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
@@ -41,12 +37,16 @@ func check(t *testing.T, got consumers.NoLoss, wantPoison int) {
 	}
 }
 
-func TestNoLossSQSLambda(t *testing.T) {
+// testNoLoss runs scenario with 500 messages, one in 50 poison: nothing
+// lost, nothing duplicated, every poison message dead-lettered with its
+// reason.
+func testNoLoss(t *testing.T, name string, scenario func(context.Context, consumers.Env, consumers.Options) (consumers.NoLoss, error)) {
+	t.Helper()
 	e := env(t)
 	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 10 * time.Minute}
-	got, err := consumers.SQSLambda(context.Background(), e, o)
+	got, err := scenario(context.Background(), e, o)
 	if err != nil {
-		t.Fatalf("SQSLambda: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	check(t, got, 10)
 	if got.PoisonWithReason != got.Poison {
@@ -54,15 +54,6 @@ func TestNoLossSQSLambda(t *testing.T) {
 	}
 }
 
-func TestNoLossSQSWorker(t *testing.T) {
-	e := env(t)
-	o := consumers.Options{Messages: 500, PoisonEvery: 50, Rate: 500, Timeout: 10 * time.Minute}
-	got, err := consumers.SQSWorker(context.Background(), e, o)
-	if err != nil {
-		t.Fatalf("SQSWorker: %v", err)
-	}
-	check(t, got, 10)
-	if got.PoisonWithReason != got.Poison {
-		t.Errorf("dead letters with a reason %d of %d; want all", got.PoisonWithReason, got.Poison)
-	}
-}
+func TestNoLossSQSLambda(t *testing.T) { testNoLoss(t, "SQSLambda", consumers.SQSLambda) }
+
+func TestNoLossSQSWorker(t *testing.T) { testNoLoss(t, "SQSWorker", consumers.SQSWorker) }

@@ -127,32 +127,35 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Run(ctx, q) }()
 	}
-	sleep := func(d time.Duration) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-			return nil
-		}
-	}
-	if err := sleep(r.Window); err != nil {
+	achieved, to, err := MeasureRate(ctx, r.Window, r.Windows, func() int64 { return sink.stored.Load() })
+	if err != nil {
 		return pt, err
 	}
-	from, t0 := sink.stored.Load(), time.Now()
-	if err := sleep(time.Duration(r.Windows) * r.Window); err != nil {
-		return pt, err
-	}
-	to, t1 := sink.stored.Load(), time.Now()
 	cancel()
 	wg.Wait()
 	if acked := q.acked.Load(); acked < to {
 		return pt, fmt.Errorf("acknowledged %d of %d stored", acked, to)
 	}
-	pt.Achieved = float64(to-from) / t1.Sub(t0).Seconds()
+	pt.Achieved = achieved
 	if !math.IsInf(r.Allowed, 1) {
 		pt.ErrorPct = 100 * (pt.Achieved - r.Allowed) / r.Allowed
 	}
 	return pt, nil
+}
+
+// MeasureRate waits out a first window (the start), then returns how fast
+// count grew over the next windows windows, per second, and count at their
+// end.
+func MeasureRate(ctx context.Context, window time.Duration, windows int, count func() int64) (rate float64, end int64, err error) {
+	if err := sleepCtx(ctx, window); err != nil {
+		return 0, 0, err
+	}
+	from, t0 := count(), time.Now()
+	if err := sleepCtx(ctx, time.Duration(windows)*window); err != nil {
+		return 0, 0, err
+	}
+	end, t1 := count(), time.Now()
+	return float64(end-from) / t1.Sub(t0).Seconds(), end, nil
 }
 
 // Overhead measures the throughput of consumers paced at an unlimited

@@ -138,14 +138,8 @@ func (in *instance) stop() {
 	_ = in.lease.Close(cctx) // a lease that stays lapses by its TTL
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+// sleepCtx waits d or until ctx ends.
+var sleepCtx = consume.WallClock{}.Sleep
 
 // MaxScalingError is the largest |error| of points, percent.
 func MaxScalingError(points []ScalingPoint) (float64, error) {

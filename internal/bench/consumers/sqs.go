@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -46,24 +48,35 @@ func Body(seq int, poison bool) string {
 // sequence numbers of the poison ones.
 func Produce(ctx context.Context, c *sqs.Client, url string, n, poisonEvery int) (map[int]bool, error) {
 	poison := map[int]bool{}
+	err := SendAll(ctx, c, url, n, func(i int) types.SendMessageBatchRequestEntry {
+		p := poisonEvery > 0 && i%poisonEvery == poisonEvery-1
+		if p {
+			poison[i] = true
+		}
+		return types.SendMessageBatchRequestEntry{MessageBody: aws.String(Body(i, p))}
+	})
+	return poison, err
+}
+
+// SendAll sends messages 0 to n-1, ten to a batch, message i as entry(i)
+// with the Id i.
+func SendAll(ctx context.Context, c *sqs.Client, url string, n int, entry func(i int) types.SendMessageBatchRequestEntry) error {
 	for start := 0; start < n; start += 10 {
 		var entries []types.SendMessageBatchRequestEntry
 		for i := start; i < min(start+10, n); i++ {
-			p := poisonEvery > 0 && i%poisonEvery == poisonEvery-1
-			if p {
-				poison[i] = true
-			}
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(Body(i, p))})
+			e := entry(i)
+			e.Id = aws.String(strconv.Itoa(i))
+			entries = append(entries, e)
 		}
 		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {
-			return poison, fmt.Errorf("send batch at %d: %w", start, err)
+			return fmt.Errorf("send batch at %d: %w", start, err)
 		}
 		if len(out.Failed) > 0 {
-			return poison, fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
+			return fmt.Errorf("send batch at %d: %d failed", start, len(out.Failed))
 		}
 	}
-	return poison, nil
+	return nil
 }
 
 // InFlight returns the visible plus in-flight messages of a queue.
@@ -83,37 +96,89 @@ func InFlight(ctx context.Context, c *sqs.Client, url string) (int, error) {
 	return total, nil
 }
 
-var seqRE = regexp.MustCompile(`seq=(\d+)`)
+// seqRE finds the sequence number in a body: "seq=N" in a poison one,
+// "seq":N in JSON.
+var seqRE = regexp.MustCompile(`"?seq"?[=:](\d+)`)
 
-// DeadLetters drains the DLQ and returns the poison sequence numbers found
-// and how many carried a reason (ReasonAttribute, set by Sluice; messages
-// moved by SQS redrive carry none).
-func DeadLetters(ctx context.Context, c *sqs.Client, url string) (map[int]bool, int, error) {
-	seqs := map[int]bool{}
-	withReason := 0
+// Seq returns the sequence number a message body carries.
+func Seq(body []byte) (int, bool) {
+	m := seqRE.FindSubmatch(body)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n, true
+}
+
+// HasReason says whether m carries the reason attribute Sluice sets on a
+// dead letter (messages moved by SQS redrive carry none).
+func HasReason(m types.Message) bool {
+	a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]
+	return ok && aws.ToString(a.StringValue) != ""
+}
+
+// DeadLetters drains the DLQ and returns how many copies of each sequence
+// number it held, and how many of its messages counted says to count
+// (HasReason, for instance).
+func DeadLetters(ctx context.Context, c *sqs.Client, url string, counted func(types.Message) bool) (map[int]int, int, error) {
+	seqs := map[int]int{}
+	n := 0
 	for empty := 0; empty < 2; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 60})
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 600})
 		if err != nil {
-			return seqs, withReason, fmt.Errorf("receive DLQ: %w", err)
+			return seqs, n, fmt.Errorf("receive DLQ: %w", err)
 		}
 		if len(out.Messages) == 0 {
 			empty++
 			continue
 		}
 		for _, m := range out.Messages {
-			if mm := seqRE.FindStringSubmatch(aws.ToString(m.Body)); mm != nil {
-				n, _ := strconv.Atoi(mm[1])
-				seqs[n] = true
-			} else {
-				var v struct{ Seq *int }
-				if json.Unmarshal([]byte(aws.ToString(m.Body)), &v) == nil && v.Seq != nil {
-					seqs[*v.Seq] = true
-				}
+			if seq, ok := Seq([]byte(aws.ToString(m.Body))); ok {
+				seqs[seq]++
 			}
-			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && aws.ToString(a.StringValue) != "" {
-				withReason++
+			if counted(m) {
+				n++
 			}
 		}
 	}
-	return seqs, withReason, nil
+	return seqs, n, nil
+}
+
+// ReceiveEvent receives up to 10 messages from url, invisible for
+// visibility, and the SQS event the Lambda service would build from them
+// for the queue arn; ok is false when none came.
+func ReceiveEvent(ctx context.Context, c *sqs.Client, url, arn string, visibility time.Duration) (msgs []types.Message, ev events.SQSEvent, ok bool) {
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		VisibilityTimeout:           int32(visibility / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil || len(out.Messages) == 0 {
+		return nil, ev, false
+	}
+	for _, msg := range out.Messages {
+		ev.Records = append(ev.Records, ToEvent(msg, arn))
+	}
+	return out.Messages, ev, true
+}
+
+// Settle deletes from url the messages the function did not report in its
+// batchItemFailures, as the event source mapping does, and returns how
+// many it reported.
+func Settle(ctx context.Context, c *sqs.Client, url string, msgs []types.Message, resp events.SQSEventResponse) int {
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, msg := range msgs {
+		if !failed[aws.ToString(msg.MessageId)] {
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+		}
+	}
+	if len(del) > 0 {
+		c.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: del})
+	}
+	return len(failed)
 }

@@ -2,14 +2,11 @@ package consumers
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
-	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -147,86 +143,60 @@ func (w *Worker) Scrape(ctx context.Context) (string, error) {
 // demand into MariaDB; the worker is killed with SIGKILL at a third of the
 // messages and restarted, stopped with SIGTERM at two thirds and restarted.
 func SQSWorker(ctx context.Context, e Env, o Options) (NoLoss, error) {
-	o = o.withDefaults()
-	start := time.Now()
-	res := NoLoss{Path: "sqs-worker", Sent: o.Messages}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	dsn, drop, err := mysqltest.Create(ctx, e.MySQLDSN)
-	if err != nil {
-		return res, err
-	}
-	defer drop()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	prefix := fmt.Sprintf("sl-worker-%d", time.Now().UnixNano())
-	st, err := e.NewStack(ctx, prefix, o.Rate, 3)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
+	return e.noLoss(ctx, o, "sqs-worker", "worker", "./functions/worker", "worker", e.sqsWorker)
+}
+
+// sqsWorker sends the messages, runs the worker behind the faulty HTTP
+// service, kills and stops it until the queue is drained; it returns the
+// poison sequence numbers.
+func (e Env) sqsWorker(ctx context.Context, rg *rig, o Options, res *NoLoss) (map[int]bool, error) {
+	db, st := rg.db, rg.st
 	svc := &FaultyService{sink: mysqlsink.New(db), SlowFor: 1500 * time.Millisecond}
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
-	bin, err := e.Build(ctx, "./functions/worker", "worker")
-	if err != nil {
-		return res, err
-	}
-	logf, err := os.Create(filepath.Join(e.WorkDir, prefix+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
 	poison, err := Produce(ctx, st.SQS, st.QueueURL, o.Messages, o.PoisonEvery)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	w, err := e.StartWorker(bin, map[string]string{
+	w, err := e.StartWorker(rg.bin, map[string]string{
 		"SOURCE": "sqs", "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_DLQ_URL": st.DLQURL, "SLUICE_VISIBILITY": "6s",
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_HTTP_TIMEOUT": "1s", "SLUICE_SAFE_RATE": "50",
-	}, logf)
+	}, rg.log)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer w.Kill()
 	res.Faults = append(res.Faults, "http 503 (1 in 10), 429 (1 in 20), stored-then-timeout (1 in 97)")
 
 	if err := waitUntil(ctx, func() (bool, error) { return rows(ctx, db) >= o.Messages/3, nil }); err != nil {
-		return res, fmt.Errorf("waiting for a third: %w", err)
+		return nil, fmt.Errorf("waiting for a third: %w", err)
 	}
 	w.Kill()
 	res.Faults = append(res.Faults, fmt.Sprintf("worker SIGKILL at %d rows, restarted", rows(ctx, db)))
 	if err := w.Restart(); err != nil {
-		return res, err
+		return nil, err
 	}
 	if err := waitUntil(ctx, func() (bool, error) { return rows(ctx, db) >= 2*o.Messages/3, nil }); err != nil {
-		return res, fmt.Errorf("waiting for two thirds: %w", err)
+		return nil, fmt.Errorf("waiting for two thirds: %w", err)
 	}
 	if err := w.Terminate(30 * time.Second); err != nil {
-		return res, err
+		return nil, err
 	}
 	res.Faults = append(res.Faults, fmt.Sprintf("worker SIGTERM at %d rows, restarted", rows(ctx, db)))
 	if err := w.Restart(); err != nil {
-		return res, err
+		return nil, err
 	}
-	err = waitUntil(ctx, func() (bool, error) {
-		n, err := InFlight(ctx, st.SQS, st.QueueURL)
-		return err == nil && n == 0, nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("queue not drained: %w", err)
+	if err := rg.drained(ctx); err != nil {
+		return nil, err
 	}
 	metrics, err := w.Scrape(ctx)
 	if err != nil || !strings.Contains(metrics, "sluice_consumer_stored_total") {
-		return res, fmt.Errorf("scrape %s: %v (got %d bytes)", w.Metrics, err, len(metrics))
+		return nil, fmt.Errorf("scrape %s: %v (got %d bytes)", w.Metrics, err, len(metrics))
 	}
 	if err := w.Terminate(30 * time.Second); err != nil {
-		return res, err
+		return nil, err
 	}
 	res.Faults = append(res.Faults, fmt.Sprintf("http: %d x 503, %d x 429, %d slow", svc.Failed503.Load(), svc.Failed429.Load(), svc.Slow.Load()))
-	return finish(ctx, e, db, st, o, poison, res, start)
+	return poison, nil
 }

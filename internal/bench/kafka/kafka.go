@@ -407,46 +407,52 @@ func (s *scenario) inject(ctx context.Context, poison int) error {
 // deadLettered reads the dead-letter topic and returns the seq of each
 // record, true when it carries a reason.
 func (s *scenario) deadLettered(ctx context.Context) (map[int]bool, error) {
-	dlt := s.topic + ".dlt"
-	ends, err := s.adm.ListEndOffsets(ctx, dlt)
+	out := map[int]bool{}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := ReadAll(rctx, s.cfg.Brokers, s.topic+".dlt", func(r *kgo.Record) {
+		if n, err := strconv.Atoi(Header(r, "seq")); err == nil {
+			out[n] = out[n] || Header(r, kafkasource.HeaderReason) != ""
+		}
+	})
+	return out, err
+}
+
+// ReadAll reads topic from the start up to its end offsets and calls each
+// on every record.
+func ReadAll(ctx context.Context, brokers []string, topic string, each func(*kgo.Record)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", dlt, err)
+		return fmt.Errorf("read %s: %w", topic, err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", topic, err)
 	}
 	want := int64(0)
 	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
-	out := map[int]bool{}
-	if want == 0 {
-		return out, nil
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.ConsumeTopics(dlt), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dlt, err)
-	}
-	defer cl.Close()
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	for got := int64(0); got < want; {
-		fs := cl.PollFetches(rctx)
-		if rctx.Err() != nil {
-			return out, fmt.Errorf("read %s: %d of %d records: %w", dlt, got, want, rctx.Err())
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("read %s: %d of %d records: %w", topic, got, want, ctx.Err())
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
-			var reason, seq string
-			for _, h := range r.Headers {
-				switch h.Key {
-				case kafkasource.HeaderReason:
-					reason = string(h.Value)
-				case "seq":
-					seq = string(h.Value)
-				}
-			}
-			if n, err := strconv.Atoi(seq); err == nil {
-				out[n] = out[n] || reason != ""
-			}
+			each(r)
 		})
 	}
-	return out, nil
+	return nil
+}
+
+// Header returns the value of r's header key, empty when it has none.
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // count gathers the result after the workers stopped.

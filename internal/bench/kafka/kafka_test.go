@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,22 +12,29 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 )
 
-func moduleRoot(t *testing.T) string {
+// rig is what the Kafka bench tests run on: the broker, the database and
+// the binary under test, built under a context that ends after the test's
+// time.
+type rig struct {
+	ctx     context.Context
+	brokers []string
+	dsn     string
+	bin     string
+}
+
+// newRig checks the broker and the database and builds the binary with
+// build (kafka.BuildWorker or kafka.BuildLambda).
+func newRig(t *testing.T, timeout time.Duration, build func(ctx context.Context, moduleDir, dir string) (string, error)) rig {
 	t.Helper()
-	dir, err := os.Getwd()
+	r := rig{brokers: strings.Split(testenv.KafkaBrokers(t), ","), dsn: testenv.MySQLDSN(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	bin, err := build(ctx, testenv.ModuleRoot(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
+	r.ctx, r.bin = ctx, bin
+	return r
 }
 
 // TestNoLossSmall runs the kafka-worker scenario, smaller, against the real
@@ -37,17 +43,10 @@ func moduleRoot(t *testing.T) string {
 // `make bench-consumers`: the test suite runs packages in parallel and other
 // packages' tests share the server.
 func TestNoLossSmall(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRig(t, 5*time.Minute, kafka.BuildWorker)
 	var logs strings.Builder
-	res, err := kafka.NoLoss(ctx, kafka.Config{
-		Brokers: strings.Split(brokers, ","), DSN: dsn, WorkerBin: bin,
+	res, err := kafka.NoLoss(r.ctx, kafka.Config{
+		Brokers: r.brokers, DSN: r.dsn, WorkerBin: r.bin,
 		Messages: 1000, PoisonEvery: 100, Rate: 200, WorkerLog: &syncWriter{b: &logs},
 	})
 	t.Logf("result: %+v", res)
@@ -96,16 +95,9 @@ func TestNoLossFull(t *testing.T) {
 	if os.Getenv("SLUICE_KAFKA_BENCH_FULL") != "1" {
 		t.Skip("set SLUICE_KAFKA_BENCH_FULL=1 to run the full benchmark scenario")
 	}
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildWorker(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := kafka.NoLoss(ctx, kafka.Config{
-		Brokers: strings.Split(brokers, ","), DSN: dsn, WorkerBin: bin, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
+	r := newRig(t, 10*time.Minute, kafka.BuildWorker)
+	res, err := kafka.NoLoss(r.ctx, kafka.Config{
+		Brokers: r.brokers, DSN: r.dsn, WorkerBin: r.bin, MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"),
 	})
 	t.Logf("result: %+v", res)
 	if err != nil {
@@ -124,18 +116,11 @@ func TestNoLossFull(t *testing.T) {
 // duplicated, every poison record dead-lettered once with its reason, every
 // offset committed.
 func TestNoLossLambdaSmall(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRig(t, 5*time.Minute, kafka.BuildLambda)
 	var logs strings.Builder
-	res, err := kafka.NoLoss(ctx, kafka.Config{
-		Brokers: strings.Split(brokers, ","), DSN: dsn, Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 50},
+	res, err := kafka.NoLoss(r.ctx, kafka.Config{
+		Brokers: r.brokers, DSN: r.dsn, Lambda: &kafka.Lambda{Bootstrap: r.bin, RIE: rie, BatchSize: 50},
 		Messages: 1000, PoisonEvery: 100, Rate: 200, WorkerLog: &syncWriter{b: &logs},
 	})
 	t.Logf("result: %+v", res)
@@ -156,20 +141,13 @@ func TestNoLossLambdaSmall(t *testing.T) {
 // windows: the functions store at the allowed rate, never above it by more
 // than a batch's burst. `make bench-consumers` measures longer windows.
 func TestPaceLambda(t *testing.T) {
-	brokers := testenv.KafkaBrokers(t)
-	dsn := testenv.MySQLDSN(t)
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := kafka.BuildLambda(ctx, moduleRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRig(t, 5*time.Minute, kafka.BuildLambda)
 	for _, parts := range []int32{1, 4} {
 		var logs strings.Builder
-		pt, err := kafka.PaceLambda(ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
-			Brokers: strings.Split(brokers, ","), DSN: dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
-			Lambda: &kafka.Lambda{Bootstrap: bin, RIE: rie, BatchSize: 20},
+		pt, err := kafka.PaceLambda(r.ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
+			Brokers: r.brokers, DSN: r.dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
+			Lambda: &kafka.Lambda{Bootstrap: r.bin, RIE: rie, BatchSize: 20},
 		}})
 		t.Logf("pacing: %+v", pt)
 		if err != nil {

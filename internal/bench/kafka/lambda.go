@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/localaws"
 )
 
@@ -56,11 +56,11 @@ type lambdaMember struct {
 
 // startLambda starts an emulator with the bootstrap and a poller invoking it.
 func (s *scenario) startLambda(name string) error {
-	port, err := freePort()
+	port, err := consumers.FreePort()
 	if err != nil {
 		return err
 	}
-	api, err := freePort()
+	api, err := consumers.FreePort()
 	if err != nil {
 		return err
 	}
@@ -136,13 +136,4 @@ func (s *scenario) stopLambdas() {
 		}
 	}
 	s.lambdas = nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

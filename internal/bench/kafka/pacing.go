@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -78,26 +79,14 @@ func PaceLambda(ctx context.Context, p Pacing) (PacingPoint, error) {
 
 // measure counts the rows stored over the windows after the first.
 func (s *scenario) measure(ctx context.Context, p Pacing, pt PacingPoint) (PacingPoint, error) {
-	wait := func(d time.Duration) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-			return nil
-		}
-	}
-	if err := wait(p.Window); err != nil {
+	achieved, to, err := consumers.MeasureRate(ctx, p.Window, p.Windows, func() int64 { return int64(s.stored(ctx)) })
+	if err != nil {
 		return pt, err
 	}
-	from, t0 := s.stored(ctx), time.Now()
-	if err := wait(time.Duration(p.Windows) * p.Window); err != nil {
-		return pt, err
-	}
-	to, t1 := s.stored(ctx), time.Now()
-	if to >= s.cfg.Messages {
+	if to >= int64(s.cfg.Messages) {
 		return pt, fmt.Errorf("the topic ran dry (%d of %d stored): the measurement is not paced", to, s.cfg.Messages)
 	}
-	pt.Achieved = float64(to-from) / t1.Sub(t0).Seconds()
+	pt.Achieved = achieved
 	pt.ErrorPct = 100 * (pt.Achieved - pt.Allowed) / pt.Allowed
 	return pt, nil
 }

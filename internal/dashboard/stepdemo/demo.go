@@ -24,7 +24,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/history"
 )
 
 // LoopID is the id of the demo's loop.
@@ -138,11 +137,10 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 // consumers achieved and the queue's depth.
 func (d *Demo) record(t demo.Tick) {
 	for _, r := range t.Reports {
-		p, ok := history.FromReport(t.Now, r)
+		p, ok := t.Point(r)
 		if !ok {
 			continue
 		}
-		p.Consumed, p.Depth = t.Consumed, float64(t.Depth)
 		if err := d.hist.Append(context.Background(), r.Loop, p); err != nil && d.err == nil {
 			d.err = err
 		}

@@ -251,15 +251,7 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	if n := s.failed.Load(); n > 0 {
 		t.Errorf("%d messages not stored; want 0", n)
 	}
-	if roundRobin < 1.3 {
-		t.Errorf("round-robin max/avg = %.3f; want >= 1.3 (the fleet is 1:2:3)", roundRobin)
-	}
-	if pid > 1.05 {
-		t.Errorf("PI balancer max/avg over the last 5 ticks = %.3f; want <= 1.05 (series %.3f)", pid, series)
-	}
-	if pid >= roundRobin {
-		t.Errorf("PI balancer max/avg %.3f; want below round-robin's %.3f", pid, roundRobin)
-	}
+	checkBalanced(t, "PI balancer", roundRobin, pid, series)
 	// The weights found the capacities, which the balancer was never told.
 	w := c.Weights()
 	for name, capacity := range capacities {
@@ -281,4 +273,20 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// checkBalanced checks the max/avg load of the 1:2:3 fleet: above 1.3 under
+// round-robin, within 1.05 over the last 5 ticks under who (series is every
+// tick's), and below round-robin's.
+func checkBalanced(t *testing.T, who string, roundRobin, pid float64, series []float64) {
+	t.Helper()
+	if roundRobin < 1.3 {
+		t.Errorf("round-robin max/avg = %.3f; want >= 1.3 (the fleet is 1:2:3)", roundRobin)
+	}
+	if pid > 1.05 {
+		t.Errorf("%s max/avg over the last 5 ticks = %.3f; want <= 1.05 (series %.3f)", who, pid, series)
+	}
+	if pid >= roundRobin {
+		t.Errorf("%s max/avg %.3f; want below round-robin's %.3f", who, pid, roundRobin)
+	}
 }

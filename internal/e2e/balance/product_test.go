@@ -322,15 +322,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	}
 	weightErrs.Range(func(k, _ any) bool { t.Errorf("SetWeights: %v", k); return true })
 
-	if roundRobin < 1.3 {
-		t.Errorf("round-robin max/avg = %.3f; want >= 1.3 (the fleet is 1:2:3)", roundRobin)
-	}
-	if pid > 1.05 {
-		t.Errorf("product loop max/avg over the last 5 ticks = %.3f; want <= 1.05 (series %.3f)", pid, series)
-	}
-	if pid >= roundRobin {
-		t.Errorf("product loop max/avg %.3f; want below round-robin's %.3f", pid, roundRobin)
-	}
+	checkBalanced(t, "product loop", roundRobin, pid, series)
 	// RATE's weights found the capacities, and the picker follows them.
 	for ep, c := range capacities {
 		want := c / 1000

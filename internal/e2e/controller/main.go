@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -43,31 +44,29 @@ const (
 
 // result is the last line.
 type result struct {
-	Ticks                       int      `json:"ticks"`
-	Invocations                 int      `json:"invocations"`
-	ConcurrentPairs             int      `json:"concurrent_pairs"`
-	ConcurrentRaces             int      `json:"concurrent_races"`
-	RateWrites                  int      `json:"rate_writes"`
-	ConcurrentWinnersPerTickMax int      `json:"concurrent_winners_per_tick_max"`
-	StateVersion                int64    `json:"state_version"`
-	InvalidEditsTried           int      `json:"invalid_edits_tried"`
-	InvalidEditsRejected        int      `json:"invalid_edits_rejected"`
-	ParamEditApplied            bool     `json:"param_edit_applied"`
-	ShadowLeftRate              bool     `json:"shadow_left_rate"`
-	ManualRateApplied           bool     `json:"manual_rate_applied"`
-	BumplessBackToAuto          bool     `json:"bumpless_back_to_auto"`
-	StaleFailedClosed           bool     `json:"stale_failed_closed"`
-	StaleResumedBumpless        bool     `json:"stale_resumed_bumpless"`
-	IsolationOK                 bool     `json:"isolation_ok"`
-	BoundsEditFollowed          bool     `json:"bounds_edit_followed"`
-	ManualRateNextTick          bool     `json:"manual_rate_next_tick"`
-	ConcurrentEditConflict      bool     `json:"concurrent_edit_conflict"`
-	DashboardRebindingRefused   bool     `json:"dashboard_rebinding_refused"`
-	RateBeforeEdit              float64  `json:"rate_before_edit"`
-	RateAfterEdit               float64  `json:"rate_after_edit"`
-	Seconds                     float64  `json:"seconds"`
-	OK                          bool     `json:"ok"`
-	Failures                    []string `json:"failures"`
+	Ticks                       int     `json:"ticks"`
+	Invocations                 int     `json:"invocations"`
+	ConcurrentPairs             int     `json:"concurrent_pairs"`
+	ConcurrentRaces             int     `json:"concurrent_races"`
+	RateWrites                  int     `json:"rate_writes"`
+	ConcurrentWinnersPerTickMax int     `json:"concurrent_winners_per_tick_max"`
+	StateVersion                int64   `json:"state_version"`
+	InvalidEditsTried           int     `json:"invalid_edits_tried"`
+	InvalidEditsRejected        int     `json:"invalid_edits_rejected"`
+	ParamEditApplied            bool    `json:"param_edit_applied"`
+	ShadowLeftRate              bool    `json:"shadow_left_rate"`
+	ManualRateApplied           bool    `json:"manual_rate_applied"`
+	BumplessBackToAuto          bool    `json:"bumpless_back_to_auto"`
+	StaleFailedClosed           bool    `json:"stale_failed_closed"`
+	StaleResumedBumpless        bool    `json:"stale_resumed_bumpless"`
+	IsolationOK                 bool    `json:"isolation_ok"`
+	BoundsEditFollowed          bool    `json:"bounds_edit_followed"`
+	ManualRateNextTick          bool    `json:"manual_rate_next_tick"`
+	ConcurrentEditConflict      bool    `json:"concurrent_edit_conflict"`
+	DashboardRebindingRefused   bool    `json:"dashboard_rebinding_refused"`
+	RateBeforeEdit              float64 `json:"rate_before_edit"`
+	RateAfterEdit               float64 `json:"rate_after_edit"`
+	verdict.Verdict
 }
 
 // invocation is the controller's response (functions/controller Result).
@@ -121,18 +120,8 @@ func mainErr(bootstrap, eventFile, logDir, initScript string) int {
 	if err != nil {
 		r.failures = append(r.failures, err.Error())
 	}
-	r.res.Seconds = math.Round(time.Since(start).Seconds()*10) / 10
-	r.res.Failures = r.failures
-	if r.res.Failures == nil {
-		r.res.Failures = []string{}
-	}
-	r.res.OK = len(r.failures) == 0
-	out, _ := json.Marshal(r.res)
-	fmt.Println(string(out))
-	if !r.res.OK {
-		return 1
-	}
-	return 0
+	r.res.Verdict = verdict.Of(start, r.failures)
+	return verdict.Print(r.res, r.res.Verdict)
 }
 
 func (r *run) fail(format string, args ...any) {

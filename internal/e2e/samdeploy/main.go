@@ -13,12 +13,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 )
 
 // result is the last line: the SAM checks, the deployment's fields (with
@@ -30,9 +30,7 @@ type result struct {
 	Bootstraps      map[string]int64 `json:"bootstraps"`
 	BootstrapsARM64 bool             `json:"bootstraps_arm64"`
 	*deployed
-	Seconds  float64  `json:"seconds"`
-	OK       bool     `json:"ok"`
-	Failures []string `json:"failures"`
+	verdict.Verdict
 }
 
 // deployed is what -deploy reports.
@@ -85,18 +83,8 @@ func run(o options) int {
 			r.deployAndRun()
 		}
 	}
-	r.res.Seconds = math.Round(time.Since(start).Seconds()*10) / 10
-	r.res.Failures = r.failures
-	if r.res.Failures == nil {
-		r.res.Failures = []string{}
-	}
-	r.res.OK = len(r.failures) == 0
-	out, _ := json.Marshal(r.res)
-	fmt.Println(string(out))
-	if !r.res.OK {
-		return 1
-	}
-	return 0
+	r.res.Verdict = verdict.Of(start, r.failures)
+	return verdict.Print(r.res, r.res.Verdict)
 }
 
 // runner carries the run's state from step to step.

@@ -58,8 +58,10 @@ func (r *runner) build() {
 		r.res.ValidateOK = true
 	}
 	// --build-in-source: the makefile builds run in the repository (Go's
-	// module and build caches apply) instead of a copy of it.
-	if _, err := r.command(nil, r.o.sam, "build", "--build-in-source", "--template-file", r.o.template, "--build-dir", r.o.buildDir); err != nil {
+	// module and build caches apply) instead of a copy of it. --no-cached:
+	// SAM's cache hashes the whole CodeUri (the repository, with the local
+	// stack's data under .cache changing meanwhile).
+	if _, err := r.command(nil, r.o.sam, "build", "--build-in-source", "--no-cached", "--template-file", r.o.template, "--build-dir", r.o.buildDir); err != nil {
 		r.fail("build: %v", err)
 		return
 	}

@@ -152,8 +152,8 @@ func (r *Reader) readBatch(ctx context.Context, queries []loop.MetricQuery, batc
 		EndTime:           aws.Time(now),
 		ScanBy:            types.ScanByTimestampDescending,
 	}
-	for {
-		out, err := r.api.GetMetricData(ctx, in)
+	for pages := cloudwatch.NewGetMetricDataPaginator(r.api, in); pages.HasMorePages(); {
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("cloudwatch GetMetricData (%d queries): %w", len(batch), err)
 		}
@@ -172,11 +172,8 @@ func (r *Reader) readBatch(ctx context.Context, queries []loop.MetricQuery, batc
 				}
 			}
 		}
-		if out.NextToken == nil || aws.ToString(out.NextToken) == "" {
-			return nil
-		}
-		in.NextToken = out.NextToken
 	}
+	return nil
 }
 
 // withDefaults fills the query's empty fields with the defaults: AWS/RDS

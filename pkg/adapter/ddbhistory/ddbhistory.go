@@ -18,6 +18,8 @@
 //	stale     BOOL  metric stale or missing
 //	depth     N|NULL queue depth or lag, messages
 //	mode      S     auto, manual or shadow
+//	limiting  S     the signal whose controller set the rate (override control; absent for one signal)
+//	signals   S     every signal's setpoint and measurement, as JSON (absent for one signal)
 //	ttl       N     expiry, unix seconds (the table's TTL attribute)
 //
 // Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
@@ -35,6 +37,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -93,44 +96,24 @@ func SortKey(t time.Time) string {
 	return fmt.Sprintf("%s%018d", SortKeyPrefix, t.UnixMilli())
 }
 
-func n(v float64) types.AttributeValue {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return &types.AttributeValueMemberNULL{Value: true}
-	}
-	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(v, 'g', -1, 64)}
-}
-
 // Item returns the DynamoDB item of p for the loop.
 func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeValue {
-	it := map[string]types.AttributeValue{
-		"pk":        &types.AttributeValueMemberS{Value: loopID},
-		"sk":        &types.AttributeValueMemberS{Value: SortKey(p.T)},
-		"t":         &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.UnixMilli(), 10)},
-		"setpoint":  n(p.Setpoint),
-		"measured":  n(p.Measured),
-		"rate":      n(p.Rate),
-		"consumed":  n(p.Consumed),
-		"p":         n(p.P),
-		"i":         n(p.I),
-		"ff":        n(p.FF),
-		"saturated": &types.AttributeValueMemberBOOL{Value: p.Saturated},
-		"limited":   &types.AttributeValueMemberBOOL{Value: p.Limited},
-		"stale":     &types.AttributeValueMemberBOOL{Value: p.Stale},
-		"depth":     n(p.Depth),
-		"mode":      &types.AttributeValueMemberS{Value: p.Mode},
-		"ttl":       &types.AttributeValueMemberN{Value: strconv.FormatInt(p.T.Add(s.retention).Unix(), 10)},
-	}
-	if p.ModelDrift {
-		it["model_drift"] = &types.AttributeValueMemberBOOL{Value: true}
-	}
-	if p.Limiting != "" {
-		it["limiting"] = &types.AttributeValueMemberS{Value: p.Limiting}
-	}
+	ms := p.T.UnixMilli()
+	var signals string
 	if len(p.Signals) > 0 {
 		// Every signal's setpoint and measurement, as JSON (null: none).
 		if b, err := json.Marshal(p.Signals); err == nil {
-			it["signals"] = &types.AttributeValueMemberS{Value: string(b)}
+			signals = string(b)
 		}
+	}
+	it, err := attributevalue.MarshalMap(item{
+		PK: loopID, SK: SortKey(p.T), T: &ms, Setpoint: nullable(p.Setpoint), Measured: nullable(p.Measured),
+		Rate: nullable(p.Rate), Consumed: nullable(p.Consumed), P: nullable(p.P), I: nullable(p.I), FF: nullable(p.FF),
+		Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
+		Depth: nullable(p.Depth), Mode: p.Mode, Limiting: p.Limiting, Signals: signals, TTL: p.T.Add(s.retention).Unix(),
+	})
+	if err != nil {
+		panic(fmt.Sprintf("ddbhistory: marshal item: %v", err)) // item's fields all marshal
 	}
 	return it
 }
@@ -175,12 +158,13 @@ func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n 
 		},
 		ScanIndexForward: aws.Bool(forward),
 	}
+	var opts []func(*dynamodb.QueryPaginatorOptions)
+	if n > 0 {
+		opts = append(opts, func(o *dynamodb.QueryPaginatorOptions) { o.Limit = int32(min(n+1, 1000)) })
+	}
 	var out []history.Point
-	for {
-		if n > 0 {
-			in.Limit = aws.Int32(int32(min(n-len(out)+1, 1000)))
-		}
-		res, err := s.client.Query(ctx, in)
+	for pages := dynamodb.NewQueryPaginator(s.client, in, opts...); pages.HasMorePages(); {
+		res, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("read history of loop %s: %w", loopID, err)
 		}
@@ -197,75 +181,36 @@ func (s *Store) query(ctx context.Context, loopID, from string, forward bool, n 
 				return out, nil
 			}
 		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
+	return out, nil
 }
 
-func getN(it map[string]types.AttributeValue, name string) (float64, error) {
-	switch v := it[name].(type) {
-	case *types.AttributeValueMemberN:
-		f, err := strconv.ParseFloat(v.Value, 64)
+// decode turns a history item back into a point. An item written before t
+// was stored has its time in the sort key.
+func decode(av map[string]types.AttributeValue) (history.Point, error) {
+	nan := nullable(math.NaN())
+	it := item{Setpoint: nan, Measured: nan, Rate: nan, Consumed: nan, P: nan, I: nan, FF: nan, Depth: nan}
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return history.Point{}, err
+	}
+	if it.T == nil {
+		if it.SK == "" {
+			return history.Point{}, fmt.Errorf("history item without t or sk")
+		}
+		ms, err := strconv.ParseInt(strings.TrimPrefix(it.SK, SortKeyPrefix), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("attribute %s = %q: %w", name, v.Value, err)
+			return history.Point{}, fmt.Errorf("history item sk %q: %w", it.SK, err)
 		}
-		return f, nil
-	case nil, *types.AttributeValueMemberNULL:
-		return math.NaN(), nil
-	default:
-		return 0, fmt.Errorf("attribute %s: want a number, got %T", name, v)
+		it.T = &ms
 	}
-}
-
-func getBool(it map[string]types.AttributeValue, name string) bool {
-	v, _ := it[name].(*types.AttributeValueMemberBOOL)
-	return v != nil && v.Value
-}
-
-// decode turns a history item back into a point.
-func decode(it map[string]types.AttributeValue) (history.Point, error) {
-	var p history.Point
-	ms, err := getN(it, "t")
-	if err != nil {
-		return p, err
+	p := history.Point{
+		T: time.UnixMilli(*it.T).UTC(), Setpoint: float64(it.Setpoint), Measured: float64(it.Measured),
+		Rate: float64(it.Rate), Consumed: float64(it.Consumed), P: float64(it.P), I: float64(it.I), FF: float64(it.FF),
+		Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
+		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting,
 	}
-	if math.IsNaN(ms) {
-		sk, _ := it["sk"].(*types.AttributeValueMemberS)
-		if sk == nil {
-			return p, fmt.Errorf("history item without t or sk")
-		}
-		v, err := strconv.ParseInt(strings.TrimPrefix(sk.Value, SortKeyPrefix), 10, 64)
-		if err != nil {
-			return p, fmt.Errorf("history item sk %q: %w", sk.Value, err)
-		}
-		ms = float64(v)
-	}
-	p.T = time.UnixMilli(int64(ms)).UTC()
-	for _, f := range []struct {
-		name string
-		dst  *float64
-	}{
-		{"setpoint", &p.Setpoint}, {"measured", &p.Measured}, {"rate", &p.Rate},
-		{"consumed", &p.Consumed}, {"p", &p.P}, {"i", &p.I}, {"ff", &p.FF}, {"depth", &p.Depth},
-	} {
-		if *f.dst, err = getN(it, f.name); err != nil {
-			return p, err
-		}
-	}
-	p.Saturated = getBool(it, "saturated")
-	p.Stale = getBool(it, "stale")
-	p.ModelDrift = getBool(it, "model_drift")
-	p.Limited = getBool(it, "limited")
-	if m, _ := it["mode"].(*types.AttributeValueMemberS); m != nil {
-		p.Mode = m.Value
-	}
-	if l, _ := it["limiting"].(*types.AttributeValueMemberS); l != nil {
-		p.Limiting = l.Value
-	}
-	if sg, _ := it["signals"].(*types.AttributeValueMemberS); sg != nil {
-		if err := json.Unmarshal([]byte(sg.Value), &p.Signals); err != nil {
+	if it.Signals != "" {
+		if err := json.Unmarshal([]byte(it.Signals), &p.Signals); err != nil {
 			return p, fmt.Errorf("history item signals: %w", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +14,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -36,24 +34,11 @@ type historyStore interface {
 	AppendReports(ctx context.Context, t time.Time, reports []loop.Report) error
 }
 
-var tableSeq atomic.Int64
-
 // newTable creates a fresh table (pk, sk) on the local AWS endpoint.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
-	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	name := strings.ToLower(fmt.Sprintf("sluice-hist-%d-%d", time.Now().UnixNano(), tableSeq.Add(1)))
-	if err := ddbstore.CreateTable(ctx, client, name); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
-	return client, name
+	return ddbtest.Table(t, "sluice-hist")
 }
 
 func point(t0 time.Time, k int) history.Point {

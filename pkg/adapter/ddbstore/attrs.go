@@ -3,67 +3,15 @@ package ddbstore
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// fromAV converts a DynamoDB attribute value to the Go values that
-// loop.DecodeParams reads: string (S), float64 (N), bool (BOOL),
-// map[string]any (M), []any (L and sets), nil (NULL), []byte (B).
-func fromAV(av types.AttributeValue) any {
-	switch x := av.(type) {
-	case *types.AttributeValueMemberS:
-		return x.Value
-	case *types.AttributeValueMemberN:
-		f, err := strconv.ParseFloat(x.Value, 64)
-		if err != nil {
-			// DynamoDB only stores valid numbers; keep the text so that
-			// the decoder names it.
-			return x.Value
-		}
-		return f
-	case *types.AttributeValueMemberBOOL:
-		return x.Value
-	case *types.AttributeValueMemberNULL:
-		return nil
-	case *types.AttributeValueMemberM:
-		return fromItem(x.Value)
-	case *types.AttributeValueMemberL:
-		out := make([]any, len(x.Value))
-		for i, v := range x.Value {
-			out[i] = fromAV(v)
-		}
-		return out
-	case *types.AttributeValueMemberSS:
-		out := make([]any, len(x.Value))
-		for i, v := range x.Value {
-			out[i] = v
-		}
-		return out
-	case *types.AttributeValueMemberNS:
-		out := make([]any, len(x.Value))
-		for i, v := range x.Value {
-			out[i] = v
-		}
-		return out
-	case *types.AttributeValueMemberB:
-		return x.Value
-	default:
-		return fmt.Sprintf("%T", av)
-	}
-}
-
-func fromItem(item map[string]types.AttributeValue) map[string]any {
-	out := make(map[string]any, len(item))
-	for k, v := range item {
-		out[k] = fromAV(v)
-	}
-	return out
-}
-
-// toAV converts a Go value (as fromAV returns, plus int and json-like
-// numbers) to a DynamoDB attribute value.
+// toAV converts a Go value (as paramsAttrs returns, plus int and json-like
+// numbers) to a DynamoDB attribute value. It is ours rather than
+// attributevalue's: a NaN or infinite number is refused here with its
+// attribute's name (attributevalue writes "NaN", which DynamoDB refuses
+// without naming it), and a fmt.Stringer (a duration) is stored as its text.
 func toAV(v any) (types.AttributeValue, error) {
 	switch x := v.(type) {
 	case nil:

@@ -2,11 +2,8 @@ package ddbstore_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,30 +12,16 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
-
-var tableSeq atomic.Int64
 
 // newStore returns a store on a fresh table in the local AWS endpoint.
 func newStore(t *testing.T) *ddbstore.Store {
 	t.Helper()
 	testenv.AWSEndpoint(t)
-	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := dynamodb.NewFromConfig(cfg)
-	name := strings.ToLower(fmt.Sprintf("sluice-test-%d-%d", time.Now().UnixNano(), tableSeq.Add(1)))
-	if err := ddbstore.CreateTable(ctx, client, name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
-	})
-	return ddbstore.New(client, name)
+	return ddbstore.New(ddbtest.Table(t, "sluice-test"))
 }
 
 func TestRateContract(t *testing.T) {

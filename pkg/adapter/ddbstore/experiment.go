@@ -9,8 +9,8 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
-// encodeExperiment and decodeExperiment keep STATE's guarded experiment
-// (loop.ExperimentState) as JSON text in the attribute experiment.
+// encodeExperiment keeps STATE's guarded experiment (loop.ExperimentState)
+// as JSON text in the attribute experiment (decodeState reads it back).
 func encodeExperiment(item map[string]types.AttributeValue, st loop.State) error {
 	if st.Experiment == nil {
 		return nil
@@ -20,18 +20,5 @@ func encodeExperiment(item map[string]types.AttributeValue, st loop.State) error
 		return fmt.Errorf("experiment state: %w", err)
 	}
 	item["experiment"] = str(string(b))
-	return nil
-}
-
-func decodeExperiment(item map[string]types.AttributeValue, st *loop.State) error {
-	text, err := optS(item, "experiment")
-	if err != nil || text == "" {
-		return err
-	}
-	var x loop.ExperimentState
-	if err := json.Unmarshal([]byte(text), &x); err != nil {
-		return fmt.Errorf("experiment: %w", err)
-	}
-	st.Experiment = &x
 	return nil
 }

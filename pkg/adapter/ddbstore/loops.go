@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -32,7 +33,21 @@ func (s *Store) ReadParams(ctx context.Context, loopID string) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	a := fromItem(item)
+	a, err := paramsAttrs(item)
+	if err != nil {
+		return nil, wrap("decode PARAMS", loopID, err)
+	}
+	return a, nil
+}
+
+// paramsAttrs converts a PARAMS item, without its keys, to the Go values
+// loop.DecodeParams reads: attributevalue's string (S), float64 (N), bool
+// (BOOL), map[string]any (M), []any (L), nil (NULL), []byte (B).
+func paramsAttrs(item map[string]types.AttributeValue) (map[string]any, error) {
+	var a map[string]any
+	if err := attributevalue.UnmarshalMap(item, &a); err != nil {
+		return nil, err
+	}
 	delete(a, "pk")
 	delete(a, "sk")
 	return a, nil
@@ -91,29 +106,28 @@ func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[stri
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error) {
-	item, err := s.get(ctx, loopID, SortParamsStatus)
-	if err != nil {
-		return loop.ParamsStatus{}, err
-	}
-	st, err := decodeStatus(item)
-	if err != nil {
-		return st, wrap("decode PARAMS_STATUS", loopID, err)
-	}
-	return st, nil
+	return read(ctx, s, loopID, SortParamsStatus, decodeStatus)
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadState(ctx context.Context, loopID string) (loop.State, error) {
-	item, err := s.get(ctx, loopID, SortState)
+	return read(ctx, s, loopID, SortState, decodeState)
+}
+
+// read gets the item sk of loopID and decodes it; a decoding error names
+// the item ("decode STATE").
+func read[T any](ctx context.Context, s *Store, loopID, sk string, decode func(map[string]types.AttributeValue) (T, error)) (T, error) {
+	item, err := s.get(ctx, loopID, sk)
 	if err != nil {
-		return loop.State{}, err
+		var zero T
+		return zero, err
 	}
-	st, err := decodeState(item)
+	v, err := decode(item)
 	if err != nil {
-		return st, wrap("decode STATE", loopID, err)
+		return v, wrap("decode "+sk, loopID, err)
 	}
-	return st, nil
+	return v, nil
 }
 
 func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.AttributeValue, error) {
@@ -155,10 +169,11 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 			if err != nil {
 				continue
 			}
-			a := fromItem(item)
-			delete(a, "pk")
-			delete(a, "sk")
-			snaps = append(snaps, loop.Snapshot{Loop: id, Params: a})
+			sn := loop.Snapshot{Loop: id}
+			if sn.Params, err = paramsAttrs(item); err != nil {
+				sn.Err = wrap("decode PARAMS", id, err)
+			}
+			snaps = append(snaps, sn)
 		}
 	}
 	byLoop := make(map[string]int, len(snaps))
@@ -384,82 +399,36 @@ func optBool(item map[string]types.AttributeValue, name string) (bool, error) {
 func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	var st loop.State
 	var err error
-	var v float64
-	var mode, ctrl, params string
 	if st.Loop, err = getS(item, "pk"); err != nil {
 		return st, err
 	}
-	errs := []error{}
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
+	r := &itemReader{item: item}
+	st.Version = int64(r.n("version"))
+	st.TickAt, st.MetricAt = r.optTS("tick_at"), r.optTS("metric_at")
+	st.Measured = r.optN("measured", math.NaN())
+	st.Setpoint, st.Rate = r.optN("setpoint", 0), r.optN("rate", 0)
+	st.Mode = loop.Mode(r.optS("mode"))
+	st.Stale, st.StaleSince = r.optBool("stale"), r.optTS("stale_since")
+	st.Terms.P, st.Terms.I, st.Terms.D, st.Terms.FF = r.optN("p", 0), r.optN("i", 0), r.optN("d", 0), r.optN("ff", 0)
+	st.Terms.Saturated, st.Terms.Rate = r.optBool("saturated"), st.Rate
+	if ctrl := r.optS("controller"); ctrl != "" {
+		r.add(json.Unmarshal([]byte(ctrl), &st.Controller))
 	}
-	v, err = getN(item, "version")
-	add(err)
-	st.Version = int64(v)
-	st.TickAt, err = optTime(item, "tick_at")
-	add(err)
-	st.MetricAt, err = optTime(item, "metric_at")
-	add(err)
-	st.Measured, err = optNum(item, "measured", math.NaN())
-	add(err)
-	st.Setpoint, err = optNum(item, "setpoint", 0)
-	add(err)
-	st.Rate, err = optNum(item, "rate", 0)
-	add(err)
-	mode, err = optS(item, "mode")
-	add(err)
-	st.Mode = loop.Mode(mode)
-	st.Stale, err = optBool(item, "stale")
-	add(err)
-	st.StaleSince, err = optTime(item, "stale_since")
-	add(err)
-	st.Terms.P, err = optNum(item, "p", 0)
-	add(err)
-	st.Terms.I, err = optNum(item, "i", 0)
-	add(err)
-	st.Terms.D, err = optNum(item, "d", 0)
-	add(err)
-	st.Terms.FF, err = optNum(item, "ff", 0)
-	add(err)
-	st.Terms.Saturated, err = optBool(item, "saturated")
-	add(err)
-	st.Terms.Rate = st.Rate
-	ctrl, err = optS(item, "controller")
-	add(err)
-	if ctrl != "" {
-		add(json.Unmarshal([]byte(ctrl), &st.Controller))
+	var p loop.Params
+	if r.optJSON("params_valid", &p) {
+		st.Params = &p
 	}
-	params, err = optS(item, "params_valid")
-	add(err)
-	if params != "" {
-		var p loop.Params
-		if err := json.Unmarshal([]byte(params), &p); err != nil {
-			add(fmt.Errorf("params_valid: %w", err))
-		} else {
-			st.Params = &p
-		}
+	st.ParamsFingerprint = r.optS("params_fingerprint")
+	r.optJSON("balance", &st.Balance)
+	r.optJSON("drift", &st.Drift)
+	r.add(decodeDemand(item, &st.Demand))
+	r.add(decodeMapping(item, &st.Mapping))
+	r.add(decodeSignals(item, &st))
+	var x loop.ExperimentState
+	if r.optJSON("experiment", &x) {
+		st.Experiment = &x
 	}
-	st.ParamsFingerprint, err = optS(item, "params_fingerprint")
-	add(err)
-	bal, err := optS(item, "balance")
-	add(err)
-	if bal != "" {
-		if err := json.Unmarshal([]byte(bal), &st.Balance); err != nil {
-			add(fmt.Errorf("balance: %w", err))
-		}
-	}
-	drift, err := optS(item, "drift")
-	add(err)
-	if drift != "" {
-		if err := json.Unmarshal([]byte(drift), &st.Drift); err != nil {
-			add(fmt.Errorf("drift: %w", err))
-		}
-	}
-	add(decodeDemand(item, &st.Demand))
-	add(errors.Join(decodeMapping(item, &st.Mapping), decodeSignals(item, &st), decodeExperiment(item, &st)))
-	return st, errors.Join(errs...)
+	return st, r.err()
 }
 
 func encodeStatus(st loop.ParamsStatus) map[string]types.AttributeValue {
@@ -478,28 +447,8 @@ func encodeStatus(st loop.ParamsStatus) map[string]types.AttributeValue {
 }
 
 func decodeStatus(item map[string]types.AttributeValue) (loop.ParamsStatus, error) {
-	var st loop.ParamsStatus
-	var err error
-	errs := []error{}
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
-	}
-	st.Loop, err = getS(item, "pk")
-	add(err)
-	st.Status, err = getS(item, "status")
-	add(err)
-	st.Reason, err = optS(item, "reason")
-	add(err)
-	st.InForce, err = optS(item, "in_force")
-	add(err)
-	st.Fingerprint, err = optS(item, "fingerprint")
-	add(err)
-	st.CheckedAt, err = optTime(item, "checked_at")
-	add(err)
-	t, err := optNum(item, "tick", 0)
-	add(err)
-	st.Tick = int64(t)
-	return st, errors.Join(errs...)
+	r := &itemReader{item: item}
+	st := loop.ParamsStatus{Loop: r.s("pk"), Status: r.s("status"), Reason: r.optS("reason"), InForce: r.optS("in_force"),
+		Fingerprint: r.optS("fingerprint"), CheckedAt: r.optTS("checked_at"), Tick: int64(r.optN("tick", 0))}
+	return st, r.err()
 }

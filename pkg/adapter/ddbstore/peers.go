@@ -3,7 +3,6 @@ package ddbstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -108,37 +107,14 @@ func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
 }
 
 func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
-	var p loop.Peer
-	var errs []error
-	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
-		}
-	}
-	var err error
-	p.Loop, err = getS(item, "loop")
-	add(err)
-	p.Instance, err = getS(item, "instance")
-	add(err)
-	p.Stored, err = getInt(item, "stored")
-	add(err)
-	p.StartedAt, err = getTime(item, "started_at")
-	add(err)
-	p.ReportedAt, err = getTime(item, "reported_at")
-	add(err)
-	p.ExpiresAt, err = getTime(item, "expires_at")
-	add(err)
+	r := &itemReader{item: item}
+	p := loop.Peer{Loop: r.s("loop"), Instance: r.s("instance"), Stored: r.whole("stored"),
+		StartedAt: r.ts("started_at"), ReportedAt: r.ts("reported_at"), ExpiresAt: r.ts("expires_at")}
 	if _, ok := item["batches"]; ok { // leases of consumers that report their batches
-		p.Batches, err = getInt(item, "batches")
-		add(err)
-		p.BatchMessages, err = getInt(item, "batch_messages")
-		add(err)
-		var ns int64
-		ns, err = getInt(item, "working_ns")
-		add(err)
-		p.Working = time.Duration(ns)
+		p.Batches, p.BatchMessages = r.whole("batches"), r.whole("batch_messages")
+		p.Working = time.Duration(r.whole("working_ns"))
 	}
-	return p, errors.Join(errs...)
+	return p, r.err()
 }
 
 // getInt reads the whole number attribute name of item (not through

@@ -326,7 +326,7 @@ func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) er
 			deadlocks++
 			s.stats.Deadlocks.Add(1)
 			s.cfg.Log.WarnContext(ctx, "MySQL deadlock; retrying the batch", "messages", len(items), "retry", deadlocks, "err", err)
-			if err := sleep(ctx, time.Duration(deadlocks)*(5*time.Millisecond+rand.N(20*time.Millisecond))); err != nil {
+			if err := (consume.WallClock{}).Sleep(ctx, time.Duration(deadlocks)*(5*time.Millisecond+rand.N(20*time.Millisecond))); err != nil {
 				return err
 			}
 		default:
@@ -334,17 +334,6 @@ func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) er
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // transaction writes the inbox rows of items and applies their statements,

@@ -221,19 +221,32 @@ func chunks[T any](xs []T) [][]T {
 // absorbs the repeat.
 func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
 	q.forget(msgs)
-	var errs []error
-	for _, batch := range chunks(msgs) {
+	return inBatches(msgs, "delete", func(batch []consume.Message) ([]types.BatchResultErrorEntry, error) {
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
 		for i, m := range batch {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m))}
 		}
 		out, err := q.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("delete %d messages: %w", len(batch), err))
+			return nil, err
+		}
+		return out.Failed, nil
+	})
+}
+
+// inBatches sends msgs in SQS batches of at most 10 with send, and joins
+// the errors of the calls that failed and of the entries SQS refused, each
+// saying what was done ("delete") to how many messages or to which one.
+func inBatches(msgs []consume.Message, what string, send func(batch []consume.Message) ([]types.BatchResultErrorEntry, error)) error {
+	var errs []error
+	for _, batch := range chunks(msgs) {
+		failed, err := send(batch)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %d messages: %w", what, len(batch), err))
 			continue
 		}
-		for _, f := range out.Failed {
-			errs = append(errs, fmt.Errorf("delete message %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
+		for _, f := range failed {
+			errs = append(errs, fmt.Errorf("%s message %s: %s %s", what, aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
 		}
 	}
 	return errors.Join(errs...)
@@ -263,8 +276,7 @@ func (q *Queue) changeVisibility(ctx context.Context, msgs []consume.Message, d 
 // ChangeVisibility sets the visibility timeout of each message (by its
 // receipt handle) to vis(message), in batches of 10.
 func ChangeVisibility(ctx context.Context, api API, queueURL string, msgs []consume.Message, vis func(consume.Message) time.Duration) error {
-	var errs []error
-	for _, batch := range chunks(msgs) {
+	return inBatches(msgs, "change visibility of", func(batch []consume.Message) ([]types.BatchResultErrorEntry, error) {
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
 		for i, m := range batch {
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
@@ -274,14 +286,10 @@ func ChangeVisibility(ctx context.Context, api API, queueURL string, msgs []cons
 		}
 		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &queueURL, Entries: entries})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("change visibility of %d messages: %w", len(batch), err))
-			continue
+			return nil, err
 		}
-		for _, f := range out.Failed {
-			errs = append(errs, fmt.Errorf("change visibility of message %s: %s %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
-		}
-	}
-	return errors.Join(errs...)
+		return out.Failed, nil
+	})
 }
 
 // DeadLetter sends poison messages to DeadLetterURL with their reason, then

@@ -144,6 +144,7 @@ type result struct {
 	OverheadRatio float64                  `json:"overhead_ratio"`
 	Overhead      map[string]float64       `json:"overhead"`
 	NoLoss        []consumers.NoLoss       `json:"no_loss"`
+	LambdaCost    []consumers.CostRow      `json:"lambda_cost,omitempty"`
 	Window        string                   `json:"window"`
 	Sink          string                   `json:"sink"`
 	Errors        []string                 `json:"errors,omitempty"`
@@ -174,12 +175,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	consList := fs.String("consumers", "1,4,8", "concurrent consumer counts")
 	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or null (stores nothing)")
 	messages := fs.Int("messages", 10000, "messages per no-loss path")
-	only := fs.String("only", "pacing,overhead,scaling,noloss", "parts to run")
+	only := fs.String("only", "pacing,overhead,scaling,noloss,cost", "parts to run")
 	scaleList := fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
 	scaleRate := fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
 	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
 	klRates := fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s")
 	klParts := fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
+	var co consumers.CostOptions
+	fs.IntVar(&co.Emulators, "cost-emulators", 30, "lambda_cost: the unpaced concurrency (one RIE each)")
+	fs.DurationVar(&co.StoreLatency, "cost-latency", 500*time.Millisecond, "lambda_cost: the HTTP destination's answer time per message")
+	fs.DurationVar(&co.Warmup, "cost-warmup", 25*time.Second, "lambda_cost: warm-up before each window (longer than a lease's TTL, 15 s)")
+	fs.DurationVar(&co.Window, "cost-window", 60*time.Second, "lambda_cost: measured window per row")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -291,7 +297,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fail("scaling: %v", err)
 		}
 	}
-	if parts["noloss"] {
+	if parts["noloss"] || parts["cost"] {
 		root, _ := os.Getwd()
 		work, err := os.MkdirTemp("", "bench-consumers-")
 		if err != nil {
@@ -306,30 +312,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if env.RIE == "" {
 			env.RIE = filepath.Join(root, ".cache/bin/aws-lambda-rie")
 		}
-		want := map[string]bool{}
-		for _, p := range strings.Split(*paths, ",") {
-			want[p] = true
+		if parts["noloss"] {
+			noLoss(ctx, env, *paths, *messages, &res, fail, log)
 		}
-		have := map[string]bool{}
-		for _, sc := range scenarios() {
-			have[sc.path] = true
-			if !want[sc.path] {
-				continue
-			}
-			log.Info("no-loss", "path", sc.path, "messages", *messages)
-			o := consumers.Options{Messages: *messages, PoisonEvery: 100, Rate: 1000, Timeout: 30 * time.Minute}
-			nl, err := sc.run(ctx, env, o)
+		if parts["cost"] {
+			log.Info("lambda_cost: the SQS Lambda path unpaced, then at each point paced (mapping by the rule) and fixed", "options", fmt.Sprintf("%+v", co))
+			rows, err := consumers.LambdaCost(ctx, env, co)
 			if err != nil {
-				fail("no-loss %s: %v", sc.path, err)
-				continue
+				fail("lambda_cost: %v", err)
 			}
-			log.Info("no-loss", "result", fmt.Sprintf("%+v", nl))
-			res.NoLoss = append(res.NoLoss, nl)
-		}
-		for p := range want {
-			if !have[p] {
-				fail("no-loss %s: scenario not provided in this build", p)
+			for i := range rows {
+				roundCost(&rows[i])
 			}
+			res.LambdaCost = rows
 		}
 	}
 	b, _ := json.Marshal(res)
@@ -338,6 +333,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// roundCost rounds a lambda_cost row for the JSON line.
+func roundCost(r *consumers.CostRow) {
+	for _, f := range []*float64{&r.Allowed, &r.Achieved, &r.ErrorPct, &r.GBsPerMillion, &r.UnpacedGBsPerMillion, &r.Ratio, &r.BatchSeconds, &r.BatchSize} {
+		*f = math.Round(*f*1000) / 1000
+	}
+}
+
+// noLoss runs the no-loss paths named in paths.
+func noLoss(ctx context.Context, env consumers.Env, paths string, messages int, res *result, fail func(string, ...any), log *slog.Logger) {
+	want := map[string]bool{}
+	for _, p := range strings.Split(paths, ",") {
+		want[p] = true
+	}
+	have := map[string]bool{}
+	for _, sc := range scenarios() {
+		have[sc.path] = true
+		if !want[sc.path] {
+			continue
+		}
+		log.Info("no-loss", "path", sc.path, "messages", messages)
+		o := consumers.Options{Messages: messages, PoisonEvery: 100, Rate: 1000, Timeout: 30 * time.Minute}
+		nl, err := sc.run(ctx, env, o)
+		if err != nil {
+			fail("no-loss %s: %v", sc.path, err)
+			continue
+		}
+		log.Info("no-loss", "result", fmt.Sprintf("%+v", nl))
+		res.NoLoss = append(res.NoLoss, nl)
+	}
+	for p := range want {
+		if !have[p] {
+			fail("no-loss %s: scenario not provided in this build", p)
+		}
+	}
 }
 
 // scaling runs the scaling row: instances come and go by phases, each
