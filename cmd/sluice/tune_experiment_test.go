@@ -109,13 +109,13 @@ func experimentScenario() sim.Scenario {
 
 func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the demo for 75 minutes of simulated time")
+		t.Skip("runs the demo for 45 minutes of simulated time")
 	}
 	s := experimentScenario()
-	r := runExperiment(t, s, "id=e1,step=10,abort_above=70,max_duration=30m", 20*time.Minute, 75*time.Minute)
+	r := runExperiment(t, s, "id=e1,step=10,abort_above=70,max_duration=20m", 10*time.Minute, 45*time.Minute)
 	ticks, end := r.running()
-	if len(ticks) < 25 || end < 0 || r.states[end].Experiment.Status != loop.ExperimentDone {
-		t.Fatalf("experiment ran %d ticks, ended at tick %d (%+v); want about 30, done", len(ticks), end, r.states[len(r.states)-1].Experiment)
+	if len(ticks) < 18 || end < 0 || r.states[end].Experiment.Status != loop.ExperimentDone {
+		t.Fatalf("experiment ran %d ticks, ended at tick %d (%+v); want about 20, done", len(ticks), end, r.states[len(r.states)-1].Experiment)
 	}
 	pts := r.rec.file.Points
 	highest := math.Inf(-1)
@@ -145,11 +145,11 @@ func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 
 func TestExperimentAbortIsBumpless(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the demo for 60 minutes of simulated time")
+		t.Skip("runs the demo for 30 minutes of simulated time")
 	}
 	s := experimentScenario()
-	s.Disturbances = []sim.Disturbance{{At: 30 * time.Minute, Duration: 20 * time.Minute, Size: 15}}
-	r := runExperiment(t, s, "id=e2,step=10,abort_above=68,max_duration=30m", 20*time.Minute, 60*time.Minute)
+	s.Disturbances = []sim.Disturbance{{At: 15 * time.Minute, Duration: 20 * time.Minute, Size: 15}}
+	r := runExperiment(t, s, "id=e2,step=10,abort_above=68,max_duration=30m", 10*time.Minute, 30*time.Minute)
 	ticks, end := r.running()
 	if end < 0 || r.states[end].Experiment.Status != loop.ExperimentAborted {
 		t.Fatalf("experiment ended at tick %d (%+v); want aborted by the load", end, r.states[len(r.states)-1].Experiment)
@@ -194,13 +194,13 @@ func window(pts []history.Point, from, to time.Time) []history.Point {
 // experiment, and identifies the plant from its history.
 func TestTuneExperimentCommand(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the demo for an hour of simulated time")
+		t.Skip("runs the demo for 35 minutes of simulated time")
 	}
 	s := experimentScenario()
 	r := startDemo(t, s)
 	defer r.sm.Close()
 	ctx := context.Background()
-	if err := r.sm.Advance(ctx, 20*time.Minute); err != nil {
+	if err := r.sm.Advance(ctx, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	env := experimentEnv{store: r.sm.Store(), now: r.sm.Now,
@@ -210,9 +210,9 @@ func TestTuneExperimentCommand(t *testing.T) {
 			f.Points = keepSince(f.Points, since)
 			return f, nil
 		}}
-	x := loop.Experiment{ID: "cli", Kind: loop.ExperimentSetpointStep, Step: 10, AbortAbove: 70, MaxDuration: 30 * time.Minute}
+	x := loop.Experiment{ID: "cli", Kind: loop.ExperimentSetpointStep, Step: 10, AbortAbove: 70, MaxDuration: 20 * time.Minute}
 	var out, errb bytes.Buffer
-	code := env.run(ctx, experimentRun{loopID: demo.LoopID, exp: x, poll: time.Minute, after: 10 * time.Minute, asJSON: true}, &out, &errb)
+	code := env.run(ctx, experimentRun{loopID: demo.LoopID, exp: x, poll: time.Minute, after: 5 * time.Minute, asJSON: true}, &out, &errb)
 	var got experimentReport
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v: %s %s", code, err, out.String(), errb.String())
@@ -228,13 +228,13 @@ func TestTuneExperimentCommand(t *testing.T) {
 
 func TestExperimentMaxRateStep(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the demo for 40 minutes of simulated time")
+		t.Skip("runs the demo for 25 minutes of simulated time")
 	}
 	s := experimentScenario()
-	r := runExperiment(t, s, "id=e3,step=10,abort_above=70,max_duration=15m,max_rate_step=100", 20*time.Minute, 40*time.Minute)
+	r := runExperiment(t, s, "id=e3,step=10,abort_above=70,max_duration=10m,max_rate_step=100", 10*time.Minute, 25*time.Minute)
 	ticks, end := r.running()
-	if len(ticks) < 10 || end < 0 {
-		t.Fatalf("experiment ran %d ticks, ended at %d; want 15, then done", len(ticks), end)
+	if len(ticks) < 8 || end < 0 {
+		t.Fatalf("experiment ran %d ticks, ended at %d; want 10, then done", len(ticks), end)
 	}
 	x := r.states[end].Experiment
 	pts := r.rec.file.Points
