@@ -1,10 +1,12 @@
 package loop_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -45,4 +47,50 @@ func TestDecodeParamsExperimentRefusals(t *testing.T) {
 			t.Errorf("experiment %q: error %v; want one saying %q", tc.text, err, tc.want)
 		}
 	}
+}
+
+// A stale metric ends a running experiment and the stale policy acts; an
+// experiment runs once per id.
+func TestExperimentStaleEndsItOnce(t *testing.T) {
+	m := control.FOPDT{Gain: 0.05, Tau: 15 * time.Second, DeadTime: 5 * time.Second, Base: 10}
+	pl := newPlantLoop(t, m, m.Input(50), time.Minute, 90*time.Second)
+	edit := func(a map[string]any) { a["setpoint"], a["kp"], a["ki"] = 50.0, 1.0, 0.2 }
+	pl.params(edit)
+	for range 5 {
+		pl.step()
+	}
+	pl.params(func(a map[string]any) {
+		edit(a)
+		a[loop.AttrExperiment] = "id=x1,step=5,abort_above=80,max_duration=30m"
+	})
+	rep, _ := pl.step()
+	if x := pl.experiment(); x == nil || x.Status != loop.ExperimentRunning || rep.Setpoint != 55 {
+		t.Fatalf("after the edit: experiment %+v, recorded setpoint %v; want running at 55", x, rep.Setpoint)
+	}
+	pl.outage = true
+	for range 10 {
+		if rep, _ = pl.step(); rep.Stale {
+			break
+		}
+	}
+	x := pl.experiment()
+	if !rep.Stale || x.Status != loop.ExperimentAborted || !strings.Contains(x.Reason, "stale") || rep.Setpoint != 50 {
+		t.Fatalf("metric stale: report stale %v, setpoint %v, experiment %+v; want aborted by the stale metric, setpoint 50", rep.Stale, rep.Setpoint, x)
+	}
+	pl.outage = false
+	for range 5 {
+		pl.step()
+	}
+	if again := pl.experiment(); again.Status != loop.ExperimentAborted || !again.EndedAt.Equal(x.EndedAt) {
+		t.Fatalf("after the metric returned: experiment %+v; want it left as it ended (once per id)", again)
+	}
+}
+
+func (pl *plantLoop) experiment() *loop.ExperimentState {
+	pl.t.Helper()
+	st, err := pl.store.ReadState(context.Background(), pl.id)
+	if err != nil {
+		pl.t.Fatal(err)
+	}
+	return st.Experiment
 }
