@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
@@ -47,10 +49,6 @@ func badGains() lab.Gains {
 	return lab.Gains{Kp: &kp, Ki: &ki}
 }
 
-// The lab's recorder starts one controller update ahead of its first point;
-// the tests read the record from its eleventh minute on (--since 170m), as
-// a table's history starts in the middle of a run.
-
 func TestShadowReportReplayMatchesRecord(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
@@ -60,7 +58,7 @@ func TestShadowReportReplayMatchesRecord(t *testing.T) {
 	}{{"tuned", lab.Gains{}}, {"sluggish", badGains()}} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := writeLabHistoryGains(t, s, tc.g)
-			got, code := shadowReportOf(t, "--history-file", live, "--shadow-file", live, "--since", "170m")
+			got, code := shadowReportOf(t, "--history-file", live, "--shadow-file", live)
 			if code != 0 || got.Fit.Measured < 90 || got.Fit.Rate < 90 {
 				t.Errorf("exit %d, replay of the live gains fits the record by %.1f %% (measured), %.1f %% (rate); want >= 90 %%",
 					code, got.Fit.Measured, got.Fit.Rate)
@@ -77,11 +75,11 @@ func TestShadowReportProposalBeatsBadGains(t *testing.T) {
 	s.Noise = 1
 	good := writeLabHistoryGains(t, s, lab.Gains{})
 	bad := writeLabHistoryGains(t, s, badGains())
-	got, code := shadowReportOf(t, "--history-file", bad, "--shadow-file", good, "--since", "170m")
+	got, code := shadowReportOf(t, "--history-file", bad, "--shadow-file", good)
 	if code != 0 || got.Verdict != "promote" || got.IAERatio >= 0.95 {
 		t.Errorf("live sluggish, shadow tuned from the true model: exit %d, iae_ratio %.3f, verdict %q (%s); want promote", code, got.IAERatio, got.Verdict, got.Reason)
 	}
-	got, code = shadowReportOf(t, "--history-file", good, "--shadow-file", bad, "--since", "170m")
+	got, code = shadowReportOf(t, "--history-file", good, "--shadow-file", bad)
 	if code != 0 || got.Verdict != "keep" || got.IAERatio <= 1 {
 		t.Errorf("live tuned, shadow sluggish: exit %d, iae_ratio %.3f, verdict %q (%s); want keep, ratio > 1", code, got.IAERatio, got.Verdict, got.Reason)
 	}
@@ -136,7 +134,7 @@ func TestShadowReportTable(t *testing.T) {
 	if err := store.WriteParams(context.Background(), "orders-shadow", shadow.Attrs()); err != nil {
 		t.Fatal(err)
 	}
-	got, code := shadowReportOf(t, "--loop", "orders", "--shadow", "orders-shadow", "--table", table, "--since", "170m")
+	got, code := shadowReportOf(t, "--loop", "orders", "--shadow", "orders-shadow", "--table", table, "--since", "2h")
 	if code != 0 || got.Fit.Measured < 90 || got.Verdict != "keep" || got.IAERatio <= 1 {
 		t.Errorf("exit %d: fit %.1f %%, iae_ratio %.3f, verdict %q (%s); want fit >= 90 %%, the sluggish shadow kept", code, got.Fit.Measured, got.IAERatio, got.Verdict, got.Reason)
 	}
@@ -149,4 +147,33 @@ func mustConfig(t *testing.T, s sim.Scenario, g lab.Gains) control.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// On the production tick's history of a loop run with deliberately bad
+// gains, the gains tuned from the true model as the shadow are promoted.
+func TestShadowReportPromotesOnDemoHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for an hour of simulated time")
+	}
+	s := sim.Reference()
+	s.Noise, s.Duration = 1, time.Hour
+	s.SetpointChanges = []sim.SetpointChange{{At: 40 * time.Minute, Value: 50}}
+	s.Disturbances = []sim.Disturbance{{At: 15 * time.Minute, Duration: 15 * time.Minute, Size: 20}}
+	rec := newHistoryRecorder(s)
+	params := demo.DefaultParams(s, mustConfig(t, s, badGains()))
+	rec.file.Params = params.Attrs()
+	if _, err := demo.Run(context.Background(), demo.Config{Scenario: s, Params: params, NoSeries: true, OnTick: rec.record}); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(t.TempDir(), "live.json")
+	if err := rec.write(live); err != nil {
+		t.Fatal(err)
+	}
+	tuned := mustConfig(t, s, lab.Gains{})
+	shadow := fmt.Sprintf("kp=%g ki=%g", tuned.Kp, tuned.Ki)
+	got, code := shadowReportOf(t, "--history-file", live, "--shadow-params", shadow)
+	if code != 0 || got.Fit.Measured < 95 || got.Verdict != "promote" || got.IAERatio >= 0.95 {
+		t.Errorf("live sluggish, shadow %s: exit %d, fit %.1f %%, iae_ratio %.3f, verdict %q (%s); want the live replay to fit, promote",
+			shadow, code, got.Fit.Measured, got.IAERatio, got.Verdict, got.Reason)
+	}
 }

@@ -148,7 +148,7 @@ func Disturbance(tr Trace, p Plant) []float64 {
 // runs free: a record starts in the middle of a run, and every controller
 // starts bumplessly from the same recorded rates. The figures count the
 // ticks after it.
-const WarmUp = 1
+const WarmUp = 10
 
 // Simulate runs the controller cfg in closed loop on the model with the
 // disturbance d and the recorded setpoints. For the first WarmUp ticks its
