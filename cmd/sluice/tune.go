@@ -47,6 +47,12 @@ func usageWith(fs *flag.FlagSet, synopsis, description string) {
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
+	if tuneExperimentArg(args) { // tune_experiment.go
+		return runTuneExperiment(args, stdout, stderr)
+	}
+	if tuneShadowArg(args) { // tune_shadow.go
+		return runTuneShadow(args, stdout, stderr)
+	}
 	if tuneFromHistoryArg(args) { // tune_history.go
 		return runTuneFromHistory(args, stdout, stderr)
 	}
@@ -54,7 +60,9 @@ func runTune(args []string, stdout, stderr io.Writer) int {
 	usageWith(fs, "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
 		"Compute PI or PID gains from a first-order-plus-dead-time model of the plant.\n"+
 			"kp is in messages/s per point of CPU, ki in messages/s per point-second (kp/Ti),\n"+
-			"kd in messages per point (kp*Td). Durations use Go syntax: 90s, 2m, 1m30s.")
+			"kd in messages per point (kp*Td). Durations use Go syntax: 90s, 2m, 1m30s.\n"+
+			"From a running loop instead: --from-history (identify from its history), --experiment (a guarded\n"+
+			"setpoint step, then identify), --shadow-report (replay a shadow's gains against the live ones); -h each.")
 	gain := fs.Float64("gain", 0, "plant gain, points of CPU per message/s (required, > 0)")
 	tau := fs.Duration("tau", 0, "plant time constant (e.g. 15s)")
 	dead := fs.Duration("dead-time", 0, "plant dead time (e.g. 5s)")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -17,9 +18,13 @@ import (
 )
 
 // tuneFromHistoryArg reports whether args ask for `tune --from-history`.
-func tuneFromHistoryArg(args []string) bool {
+func tuneFromHistoryArg(args []string) bool { return hasBoolFlag(args, "from-history") }
+
+// hasBoolFlag reports whether args set the boolean flag name.
+func hasBoolFlag(args []string, name string) bool {
 	return slices.ContainsFunc(args, func(a string) bool {
-		return a == "--from-history" || a == "-from-history" || a == "--from-history=true" || a == "-from-history=true"
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		return a == name || a == name+"=true"
 	})
 }
 
@@ -103,15 +108,22 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, fitErr)
 		return 1
 	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, out); code != 0 {
+	return printReport(name+": no proposal", stdout, stderr, *asJSON, out, func(w io.Writer) { printProposal(w, out) }, fitErr)
+}
+
+// printReport prints a report as JSON (asJSON) or as text, then, when the
+// history was refused, why (prefix: the command and what it does not give)
+// with exit status 1.
+func printReport(prefix string, stdout, stderr io.Writer, asJSON bool, v any, text func(io.Writer), refused error) int {
+	if asJSON {
+		if code := printJSON(stdout, stderr, v); code != 0 {
 			return code
 		}
 	} else {
-		printProposal(stdout, out)
+		text(stdout)
 	}
-	if fitErr != nil {
-		fmt.Fprintf(stderr, "%s: no proposal: %v\n", name, fitErr)
+	if refused != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, refused)
 		return 1
 	}
 	return 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/internal/testenv"
@@ -46,16 +47,26 @@ func (r *pointRecorder) Rate(o sim.Observation) float64 {
 // as `sluice demo --history-out` does.
 func writeLabHistory(t *testing.T, s sim.Scenario) string {
 	t.Helper()
-	pol, _, err := lab.NewPolicy(lab.PIAWSPFF, s, lab.Plant{Model: s.Plant, NoiseSD: s.Noise}, lab.Gains{})
+	return writeLabHistoryGains(t, s, lab.Gains{})
+}
+
+// writeLabHistoryGains is writeLabHistory with the gains g (the tuned ones
+// where nil), and the loop's PARAMS in the file, as the demo writes them.
+func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
+	t.Helper()
+	plant := lab.Plant{Model: s.Plant, NoiseSD: s.Noise}
+	pol, _, err := lab.NewPolicy(lab.PIAWSPFF, s, plant, g)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := mustConfig(t, s, g)
 	rec := &pointRecorder{p: pol}
 	if _, err := sim.Run(s, rec); err != nil {
 		t.Fatal(err)
 	}
 	h := newHistoryRecorder(s)
 	h.file.Points = rec.pts
+	h.file.Params = demo.DefaultParams(s, cfg).Attrs()
 	path := filepath.Join(t.TempDir(), "history.json")
 	if err := h.write(path); err != nil {
 		t.Fatal(err)
@@ -143,26 +154,34 @@ func TestDemoHistoryOut(t *testing.T) {
 	}
 }
 
-// tune --from-history --loop reads the HIST items and PARAMS of the table.
-func TestTuneFromHistoryTable(t *testing.T) {
+// tableWithHistory creates a table on the test's DynamoDB with the loop's
+// PARAMS and its history's points as HIST items, and returns its name.
+func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []history.Point) (string, *ddbstore.Store) {
+	t.Helper()
 	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-tune")
 	ctx := context.Background()
-	if err := ddbstore.New(client, table).WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+	store := ddbstore.New(client, table)
+	if err := store.WriteParams(ctx, loopID, params); err != nil {
 		t.Fatal(err)
 	}
+	hist := ddbhistory.New(client, table)
+	for _, p := range pts {
+		if err := hist.Append(ctx, loopID, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return table, store
+}
+
+func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
 	f, err := readHistoryFile(writeLabHistory(t, s), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist := ddbhistory.New(client, table)
-	for _, p := range f.Points {
-		if err := hist.Append(ctx, "orders", p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(), f.Points)
 	var out, errb bytes.Buffer
 	if code := run([]string{"tune", "--from-history", "--loop", "orders", "--table", table, "--json"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())

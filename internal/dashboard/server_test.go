@@ -98,6 +98,8 @@ func TestSetParams(t *testing.T) {
 		{"unknown mode refused", "", `{"params":{"mode":"turbo"}}`, nil, 422, 0, "unknown mode"},
 		{"removing a required attribute refused", "", `{"params":{"setpoint":null}}`, nil, 422, 0, "setpoint: missing"},
 		{"removing an optional attribute", "", `{"params":{"slew_limit":null}}`, nil, 200, 1, ""},
+		{"experiment button", "", `{"params":{"experiment":"id=dash-1,step=5,abort_above=85,max_duration=20m"}}`, nil, 200, 1, ""},
+		{"experiment beyond its limits refused", "", `{"params":{"experiment":"id=dash-2,step=30,abort_above=85,max_duration=20m"}}`, nil, 422, 0, "at most 20"},
 		{"empty edit", "", `{"params":{}}`, nil, 400, 0, "at least one field"},
 		{"bad JSON", "", `{"params":`, nil, 400, 0, "invalid JSON"},
 		{"token missing", "tok", `{"params":{"setpoint":55}}`, nil, 401, 0, "requires a token"},

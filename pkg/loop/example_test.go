@@ -81,3 +81,19 @@ func ExampleMappingConcurrency() {
 	//    800 msg/s: MaximumConcurrency 50
 	//  80000 msg/s: MaximumConcurrency 1000
 }
+
+// An operator asks a running loop for a guarded setpoint step: the PARAMS
+// attribute experiment, read by ParseExperiment.
+func ExampleParseExperiment() {
+	e, err := loop.ParseExperiment("id=e1,step=5,abort_above=85,max_duration=20m")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(e.Kind, e.Step, e.AbortAbove, e.MaxDuration)
+	_, err = loop.ParseExperiment("id=e2,step=30,abort_above=85,max_duration=20m")
+	fmt.Println(err)
+	// Output:
+	// setpoint-step 5 85 20m0s
+	// step 30: want a non-zero number of points, at most 20 either way
+}

@@ -346,7 +346,11 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	var out control.Output
 	if len(p.Signals) == 0 {
 		st.Limiting, st.Signals = "", nil
-		out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // issue 20 (experiment.go)
+			out = updateExperiment(&ctrl, &st, p, in, s)
+		} else {
+			out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+		}
 	} else { // issue 19: override control (signals_tick.go)
 		out = w.override(&ctrl, &st, in, fresh, prev, now, dt, r)
 	}
@@ -419,7 +423,7 @@ func (w *due) record(st *State, cs control.State, out control.Output, prevVersio
 	st.Version = prevVersion + 1
 	st.Controller = cs
 	st.TickAt = now
-	st.Setpoint = p.Setpoint
+	st.Setpoint = p.Setpoint + st.Experiment.offset(p) // the setpoint in force
 	st.Rate = out.Rate
 	st.Mode = p.Mode
 	st.Terms = out
@@ -427,7 +431,7 @@ func (w *due) record(st *State, cs control.State, out control.Output, prevVersio
 	st.ParamsFingerprint = w.fp
 
 	r.Tick = st.Version
-	r.Mode, r.Setpoint, r.Rate = p.Mode, p.Setpoint, out.Rate
+	r.Mode, r.Setpoint, r.Rate = p.Mode, st.Setpoint, out.Rate
 	r.P, r.I, r.D, r.FF, r.Saturated = out.P, out.I, out.D, out.FF, out.Saturated
 	r.AtMin = out.Rate <= p.MinRate
 

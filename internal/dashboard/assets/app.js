@@ -327,6 +327,25 @@ async function save(ev) {
   }
 }
 
+// runExperiment writes the loop's experiment attribute (pkg/loop
+// experiment.go) from the small form: the controller runs and guards it.
+async function runExperiment(ev) {
+  ev.preventDefault();
+  const msg = $("exp-message");
+  const id = "dash-" + new Date().toISOString().replace(/[-:.]/g, "").slice(0, 15);
+  let text = "id=" + id + ",step=" + $("x-step").value + ",abort_above=" + $("x-abort").value + ",max_duration=" + $("x-duration").value;
+  if (Number($("x-rate").value) > 0) text += ",max_rate_step=" + $("x-rate").value;
+  const headers = { "Content-Type": "application/json" };
+  const tok = $("f-token").value;
+  if (tok) headers["Authorization"] = "Bearer " + tok;
+  const r = await api("/api/loops/" + encodeURIComponent(st.loop) + "/params", {
+    method: "POST", headers, body: JSON.stringify({ params: { experiment: text }, version: st.version }) });
+  msg.className = r.ok ? "ok" : "bad";
+  msg.textContent = r.ok ? "Experiment " + id + " written: it starts at the next tick (its status is in STATE)."
+    : (r.body.refused ? "Refused: " : "Not written (" + r.status + "): ") + (r.body.error || "");
+  if (r.ok) { showStatus(r.body); buildForm(r.body.params); }
+}
+
 async function selectLoop(id) {
   st.loop = id; st.points = [];
   dropSignalCharts();
@@ -350,6 +369,8 @@ async function main() {
   sel.addEventListener("change", () => selectLoop(sel.value));
   $("f-mode").addEventListener("change", modeChanged);
   $("params-form").addEventListener("submit", save);
+  $("exp-form").addEventListener("submit", runExperiment);
+  $("x-run").disabled = !st.cfg.writable;
   window.addEventListener("resize", drawAll);
   const want = decodeURIComponent(location.hash.slice(1));
   const first = loops.includes(want) ? want : loops[0];

@@ -354,7 +354,7 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	if err := encodeDemand(item, st.Demand); err != nil {
 		return nil, err
 	}
-	if err := encodeMapping(item, st.Mapping); err != nil {
+	if err := errors.Join(encodeMapping(item, st.Mapping), encodeExperiment(item, st)); err != nil {
 		return nil, err
 	}
 	if err := encodeSignals(item, st); err != nil {
@@ -424,6 +424,10 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	r.add(decodeDemand(item, &st.Demand))
 	r.add(decodeMapping(item, &st.Mapping))
 	r.add(decodeSignals(item, &st))
+	var x loop.ExperimentState
+	if r.optJSON("experiment", &x) {
+		st.Experiment = &x
+	}
 	return st, r.err()
 }
 

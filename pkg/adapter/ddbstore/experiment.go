@@ -1,0 +1,24 @@
+package ddbstore
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/loop"
+)
+
+// encodeExperiment keeps STATE's guarded experiment (loop.ExperimentState)
+// as JSON text in the attribute experiment (decodeState reads it back).
+func encodeExperiment(item map[string]types.AttributeValue, st loop.State) error {
+	if st.Experiment == nil {
+		return nil
+	}
+	b, err := json.Marshal(st.Experiment)
+	if err != nil {
+		return fmt.Errorf("experiment state: %w", err)
+	}
+	item["experiment"] = str(string(b))
+	return nil
+}
