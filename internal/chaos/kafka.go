@@ -123,7 +123,7 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	defer cl.Close()
 	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
 	if sc.Down > 0 || sc.MySQL {
-		if kr.db, err = privateMariaDB(ctx, root, kr.topic); err != nil {
+		if kr.db, err = privateMariaDB(ctx, kr.topic); err != nil {
 			return r, 0, err
 		}
 		defer kr.db.Close()

@@ -107,7 +107,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
 	}
 	if sc.Sink == "mysql" {
-		if run.DB, err = privateMariaDB(ctx, e.Root, prefix); err != nil {
+		if run.DB, err = privateMariaDB(ctx, prefix); err != nil {
 			return err
 		}
 		defer run.DB.Close()
@@ -137,14 +137,21 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 	return tally(ctx, st, dest, run.DB, r)
 }
 
-// privateMariaDB starts a MariaDB of the scenario's own under the
-// checkout's .cache (never the shared one: the scenario stops it).
-func privateMariaDB(ctx context.Context, root, prefix string) (*MariaDB, error) {
+// privateMariaDB starts a MariaDB of the scenario's own (never the shared
+// one: the scenario stops it) in a fresh directory under the system's
+// temporary directory: mariadbd runs as the user mysql, which cannot reach
+// a checkout whose parents are private to root (a CI clone under
+// `mktemp -d`, for one).
+func privateMariaDB(ctx context.Context, prefix string) (*MariaDB, error) {
 	port, err := consumers.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	return StartMariaDB(ctx, filepath.Join(root, ".cache", "chaos", prefix), port)
+	dir, err := os.MkdirTemp("", "sluice-chaos-"+prefix+"-")
+	if err != nil {
+		return nil, err
+	}
+	return StartMariaDB(ctx, dir, port)
 }
 
 // startPath starts the consumers of sc.Path and returns what stops them.
