@@ -47,7 +47,13 @@ func TestChaosKafkaShort(t *testing.T) {
 	root := testenv.ModuleRoot(t)
 	for _, sc := range chaos.KafkaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}) {
 		sc.Limit = 4 * time.Minute
-		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
+		sc.Rate = 200 // 2 s of records, paced alike in both runs
+		if sc.Stuck >= 0 {
+			// The throughput check compares two runs: over 2 s one batch's
+			// scheduling (0.1 to 0.3 s) alone moved the ratio below 0.9 in 3 of
+			// 5 runs; over 5 s it stays a check of head-of-line blocking.
+			sc.Rate = 80
+		}
 		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
 		if !chosen(sc.Name) {
 			continue
