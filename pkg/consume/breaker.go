@@ -122,3 +122,64 @@ func (b *Breaker) Failure() time.Duration {
 	b.openUntil = b.clock.Now().Add(d)
 	return d
 }
+
+// blameMemory bounds how many failed messages a blame remembers; past it
+// the memory starts over (failures then count against the destination, as
+// without it).
+const blameMemory = 4096
+
+// blame tells a message's own failure from the destination's: a batch that
+// fails whole, made only of messages that failed before while the
+// destination went on taking others, says nothing about the destination
+// (one record it chokes on every time, handed back alone after its backoff).
+// Counting it would open the circuit, and every half-open probe would take
+// that same record and fail it again: the consumer would stall behind one
+// record until its retries ran out. It is safe for concurrent use.
+type blame struct {
+	mu     sync.Mutex
+	batch  uint64            // batches noted
+	failed map[string]uint64 // message id -> the batch it first failed in (since stored)
+	took   uint64            // the last batch of which the destination stored a message
+}
+
+// theirs reports whether every message of a batch that failed whole failed
+// before, and the destination stored something since (or in the same batch).
+func (b *blame) theirs(msgs []Message) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(msgs) == 0 || b.took == 0 {
+		return false
+	}
+	for _, m := range msgs {
+		at, ok := b.failed[m.ID]
+		if m.ID == "" || !ok || at > b.took {
+			return false
+		}
+	}
+	return true
+}
+
+// note records a batch's outcome: the stored messages are forgotten, the
+// failed ones remembered by the batch they first failed in.
+func (b *blame) note(stored, failed []Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batch++
+	if len(stored) > 0 {
+		b.took = b.batch
+	}
+	for _, m := range stored {
+		delete(b.failed, m.ID)
+	}
+	if len(b.failed)+len(failed) > blameMemory {
+		b.failed = nil
+	}
+	if b.failed == nil {
+		b.failed = make(map[string]uint64, len(failed))
+	}
+	for _, m := range failed {
+		if _, ok := b.failed[m.ID]; !ok && m.ID != "" {
+			b.failed[m.ID] = b.batch
+		}
+	}
+}

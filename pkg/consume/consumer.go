@@ -125,6 +125,8 @@ type Consumer struct {
 	stats *Stats
 	// breaker stops taking messages while the destination is down.
 	breaker *Breaker
+	// blame keeps a message's own failures off the breaker.
+	blame blame
 	// perMessage is the recent store time per message (ns, EWMA), for
 	// the time reserved before a deadline.
 	perMessage atomic.Int64
@@ -324,7 +326,7 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 	if err != nil {
 		c.log.WarnContext(ctx, "store failed; retrying the batch later", "messages", len(msgs), "err", err)
 		rep.Retry, rep.Cause = append(rep.Retry, msgs...), err.Error()
-		c.breaker.Failure()
+		c.failed(ctx, msgs)
 		return
 	}
 	stored := len(rep.Stored)
@@ -342,10 +344,23 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 		}
 	}
 	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) {
-		c.breaker.Failure()
-	} else {
-		c.breaker.Success()
+		c.failed(ctx, msgs)
+		return
 	}
+	c.breaker.Success()
+	c.blame.note(rep.Stored[stored:], rep.Retry)
+}
+
+// failed records a batch that the destination failed whole: against the
+// destination (the breaker), unless every message in it failed before while
+// the destination took others (see blame).
+func (c *Consumer) failed(ctx context.Context, msgs []Message) {
+	if c.blame.theirs(msgs) {
+		c.log.InfoContext(ctx, "messages failing on their own while the destination takes others; circuit unchanged", "messages", len(msgs))
+	} else {
+		c.breaker.Failure()
+	}
+	c.blame.note(nil, msgs)
 }
 
 // observeStore folds one store's time per message into the running
