@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
 // fakeProc is a /proc and /sys in a map.
@@ -178,18 +179,6 @@ func TestUtilization(t *testing.T) {
 	}
 }
 
-// fakeClock advances only when Sleep is called.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.now = c.now.Add(d)
-	return nil
-}
-
 // recordingPutter records PutMetricData calls.
 type recordingPutter struct {
 	calls []*cloudwatch.PutMetricDataInput
@@ -209,7 +198,7 @@ func (r *recordingPutter) PutMetricData(_ context.Context, in *cloudwatch.PutMet
 // uses 0.5, then 1.5 cores of 2, and checks each datapoint's period, value
 // and the RDS metric identity.
 func TestPublisher(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_000_003, 0)} // 3 s into a 10 s period
+	clock := testclock.New(time.Unix(1_000_003, 0)) // 3 s into a 10 s period
 	proc := fakeProc{}
 	hz := uint64(100)
 	ticksAt := func(now time.Time) uint64 {
@@ -221,7 +210,7 @@ func TestPublisher(t *testing.T) {
 		return uint64((15 + 1.5*(s-30)) * float64(hz))
 	}
 	sampler := &Sampler{Read: func(path string) ([]byte, error) {
-		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.now), 0)
+		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.Now()), 0)
 		return proc.read(path)
 	}, PID: 7, Hz: int(hz), Cores: 2, Now: clock.Now}
 	api := &recordingPutter{fail: 1}
@@ -231,7 +220,7 @@ func TestPublisher(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Run until the fake clock passes 1_000_061.
 	done := make(chan struct{})
-	p.Clock = &stopClock{fakeClock: clock, until: time.Unix(1_000_061, 0), cancel: cancel}
+	p.Clock = &testclock.Stopper{Clock: clock, Until: time.Unix(1_000_061, 0), Cancel: cancel}
 	go func() { p.Run(ctx); close(done) }()
 	<-done
 
@@ -256,21 +245,6 @@ func TestPublisher(t *testing.T) {
 		aws.ToString(d.Dimensions[0].Value) != "sluice-db" || aws.ToInt32(d.StorageResolution) != 1 || d.Unit != "Percent" {
 		t.Errorf("PutMetricData input = %+v %+v; want AWS/RDS CPUUtilization DBInstanceIdentifier=sluice-db, high resolution, Percent", in, d)
 	}
-}
-
-// stopClock cancels the run when the time passes until.
-type stopClock struct {
-	*fakeClock
-	until  time.Time
-	cancel context.CancelFunc
-}
-
-func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
-	if c.now.Add(d).After(c.until) {
-		c.cancel()
-		return context.Canceled
-	}
-	return c.fakeClock.Sleep(ctx, d)
 }
 
 func TestSamplerFindsRestartedProcess(t *testing.T) {
