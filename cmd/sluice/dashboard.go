@@ -140,14 +140,12 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
-		return 2
+		return fail(stderr, "sluice dashboard", err, 2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serveDashboard(ctx, c, stdout, stderr, nil); err != nil {
-		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
-		return 1
+		return fail(stderr, "sluice dashboard", err, 1)
 	}
 	return 0
 }

@@ -55,8 +55,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 2
+		return fail(stderr, "sluice demo", err, 2)
 	}
 	if *batch <= 0 || *poison < 0 {
 		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
@@ -68,8 +67,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	ctrl, model, err := demo.Tune(s)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison, NoReport: *noReport}
@@ -88,8 +86,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 	wall := time.Since(start)
 	if *histOut != "" {
@@ -100,8 +97,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	other, err := demoCounterpart(s, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 
 	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
@@ -111,19 +107,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	if *plotPath != "" {
 		if err := os.MkdirAll(filepath.Dir(*plotPath), 0o755); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 		if err := demoFigure(s, res, fixed, other, cfg.NoReport).WriteFile(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 	}
 	bound := s.IAEBound()
 	if *asJSON {
 		if err := printDemoJSON(stdout, demoRun{s: s, model: model, cfg: cfg, res: res, other: other, fixed: fixed, plot: *plotPath, wall: wall, drift: rec.driftJSON(s)}); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 	} else {
 		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)

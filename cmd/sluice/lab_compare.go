@@ -73,8 +73,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	names, err := lab.ParseControllers(*list)
 	if err != nil {
@@ -92,8 +91,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: kp.ptr(), Ki: ki.ptr(), Kd: kd.ptr()}})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	if *plotPath != "" {
 		if err := compareFigure(s, rep).WriteFile(*plotPath); err != nil {
@@ -105,8 +103,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		return 0
 	}

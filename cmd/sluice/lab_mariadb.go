@@ -186,19 +186,16 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	l := rf.lab(rp, fmt.Sprintf("step-%d", time.Now().UnixNano()), stderr)
 	d, err := l.StepTest(ctx, sim.StepTest{From: *from, To: *to, At: *at, Duration: *duration})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	taken, _, _ := l.Plant.Counts()
 	_, distinct, err := l.Plant.CountStored(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	if *csvPath != "" {
 		if err := writeStepCSV(*csvPath, d); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 	}
 	r, err := ident.Fit(d)
@@ -209,8 +206,7 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	source := fmt.Sprintf("MariaDB step test %g to %g msg/s at %v", *from, *to, *at)
 	if *plotPath != "" {
 		if err := identifyFigure(source, d, r).WriteFile(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 	}
 	out := realStepOutput{Plant: "mariadb", Model: newIdentifyOutput(r).Model, RMSE: r.RMSE, StepFrom: *from, StepTo: *to,
@@ -386,8 +382,7 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 		ProducerRate: 2 * *maxRate, Backlog: 1_000_000, MaxRate: *maxRate, Duration: *duration, Step: rf.sample,
 	}
 	if err := s.Validate(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	// The policy sees the measurement noise of one metric period: the 1-s
 	// noise of the step test, averaged over the period.

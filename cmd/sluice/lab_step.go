@@ -65,8 +65,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab step", err, 2)
 	}
 	if badPlotPath("sluice lab step", *plotPath, stderr) {
 		return 2
@@ -74,13 +73,11 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	st := stepTestFor(s, from, to, *at, flagSet(fs, "duration"))
 	d, err := simulatedStepTest(s, st, *sample)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab step", err, 2)
 	}
 	if *csvPath != "" {
 		if err := writeStepCSV(*csvPath, d); err != nil {
-			fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab step", err, 1)
 		}
 	}
 	source := fmt.Sprintf("simulated step test %g to %g msg/s at %v", st.From, st.To, st.At)
