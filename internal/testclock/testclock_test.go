@@ -9,8 +9,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
+// start is where every clock of these tests starts.
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func TestClock(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := testclock.New(start)
 	if got := c.Now(); !got.Equal(start) {
 		t.Fatalf("Now() = %v; want %v", got, start)
@@ -33,7 +35,6 @@ func TestClock(t *testing.T) {
 }
 
 func TestStopper(t *testing.T) {
-	start := time.Unix(1000, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &testclock.Stopper{Clock: testclock.New(start), Until: start.Add(10 * time.Second), Cancel: cancel}
