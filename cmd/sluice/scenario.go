@@ -112,16 +112,26 @@ func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 	return s, nil
 }
 
+// cutAt splits an item AT=VALUE (what names the item, form its form with an
+// example, for the errors) into the trimmed item, AT as an offset from the
+// start, and VALUE.
+func cutAt(what, form, s string) (item string, at time.Duration, val string, err error) {
+	s = strings.TrimSpace(s)
+	a, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return s, 0, "", fmt.Errorf("%s %q: want %s", what, s, form)
+	}
+	if at, err = parseOffset(a); err != nil {
+		return s, 0, "", fmt.Errorf("%s %q: time: %w", what, s, err)
+	}
+	return s, at, val, nil
+}
+
 // parseSetpointChange parses AT=VALUE, e.g. "120m=50".
 func parseSetpointChange(s string) (sim.SetpointChange, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: want AT=VALUE, e.g. 120m=50", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("setpoint change", "AT=VALUE, e.g. 120m=50", s)
 	if err != nil {
-		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: time: %w", s, err)
+		return sim.SetpointChange{}, err
 	}
 	v, err := parsePercent(val)
 	if err != nil {
@@ -298,14 +308,9 @@ func newPlantChangesFlag(list *[]sim.PlantChange) *listFlag[sim.PlantChange] {
 
 // parseProducerChange parses AT=RATE, e.g. "30m=400".
 func parseProducerChange(s string) (sim.ProducerChange, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.ProducerChange{}, fmt.Errorf("producer change %q: want AT=RATE, e.g. 30m=400", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("producer change", "AT=RATE, e.g. 30m=400", s)
 	if err != nil {
-		return sim.ProducerChange{}, fmt.Errorf("producer change %q: time: %w", s, err)
+		return sim.ProducerChange{}, err
 	}
 	r, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
@@ -316,14 +321,9 @@ func parseProducerChange(s string) (sim.ProducerChange, error) {
 
 // parseBurst parses AT=N, e.g. "60m=300000".
 func parseBurst(s string) (sim.Burst, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.Burst{}, fmt.Errorf("burst %q: want AT=N, e.g. 60m=300000", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("burst", "AT=N, e.g. 60m=300000", s)
 	if err != nil {
-		return sim.Burst{}, fmt.Errorf("burst %q: time: %w", s, err)
+		return sim.Burst{}, err
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 	if err != nil || n < 0 || n > 1e12 {
