@@ -58,11 +58,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 
 func checkRows(t *testing.T, dsn, want string) {
 	t.Helper()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var ids sql.NullString
 	if err := db.QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM messages").Scan(&ids); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -60,11 +59,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 			t.Errorf("delivery %d: batchItemFailures = %+v; want only the malformed 2e1424d4-...", delivery, resp.BatchItemFailures)
 		}
 	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var n int
 	var ids string
 	if err := db.QueryRow("SELECT COUNT(*), GROUP_CONCAT(id ORDER BY id) FROM messages").Scan(&n, &ids); err != nil {
