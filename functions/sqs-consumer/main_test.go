@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
@@ -42,14 +42,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	fn, logs := functest.Bootstrap(ctx, t, "./functions/sqs-consumer", "", map[string]string{
 		"SLUICE_MYSQL_DSN": dsn, "SLUICE_TABLE": fmt.Sprintf("missing-%d", os.Getpid()), "SLUICE_SAFE_RATE": "100",
 	})
-	raw, err := os.ReadFile("testdata/sqs-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.SQSEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := testfile.JSON[events.SQSEvent](t, "testdata/sqs-event.json")
 	for delivery := 1; delivery <= 2; delivery++ {
 		resp, err := fn.Invoke(ctx, ev)
 		if err != nil {
