@@ -89,22 +89,16 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 		db.Close()
 		return nil, err
 	}
-	pid := f.pid
-	if pid == 0 {
-		if pid, err = cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), f.process); err != nil {
-			db.Close()
-			return nil, err
-		}
+	var find func() (int, error)
+	if f.pid == 0 {
+		find = cpupub.Named(f.process)
 	}
-	cores := f.cores
-	if cores <= 0 {
-		if cores, err = cpupub.Cores(os.ReadFile, pid); err != nil {
-			db.Close()
-			return nil, err
-		}
+	s, err := cpupub.NewSampler(f.pid, find, f.cores)
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
-	s := &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
-	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
+	return &realPlant{db: db, cpu: s, cores: s.Cores, pid: s.PID}, nil
 }
 
 // start checks --plot (plotPath) and opens the real plant under a context

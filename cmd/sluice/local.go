@@ -201,7 +201,11 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	sampler, err := newProcSampler(*process, *pid, *cores)
+	var find func() (int, error)
+	if *pid == 0 {
+		find = cpupub.Named(*process)
+	}
+	sampler, err := cpupub.NewSampler(*pid, find, *cores)
 	if err != nil {
 		return fail(stderr, name, err, 1)
 	}
@@ -217,24 +221,6 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, name, err, 2)
 	}
 	return 0
-}
-
-// newProcSampler finds the process and the cores it may use.
-func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, error) {
-	var err error
-	var find func() (int, error)
-	if pid == 0 {
-		find = func() (int, error) { return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), process) }
-		if pid, err = find(); err != nil {
-			return nil, err
-		}
-	}
-	if cores <= 0 {
-		if cores, err = cpupub.Cores(os.ReadFile, pid); err != nil {
-			return nil, err
-		}
-	}
-	return &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: find}, nil
 }
 
 func runLocalLoad(args []string, stdout, stderr io.Writer) int {

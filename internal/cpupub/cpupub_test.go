@@ -262,3 +262,29 @@ func TestSamplerFindsRestartedProcess(t *testing.T) {
 		t.Errorf("Sample of a vanished pid without Find: no error")
 	}
 }
+
+// TestNewSamplerLive builds samplers over this test's own process in the
+// live /proc: found by a find function with the cores it may use, or given
+// by pid with the cores said; a find that fails is the error.
+func TestNewSamplerLive(t *testing.T) {
+	self := os.Getpid()
+	s, err := NewSampler(0, func() (int, error) { return self, nil }, 0)
+	if err != nil {
+		t.Fatalf("NewSampler by find: %v", err)
+	}
+	if s.PID != self || s.Cores <= 0 || s.Find == nil {
+		t.Errorf("NewSampler by find = pid %d, %v cores, find set %v; want pid %d, cores > 0, find set", s.PID, s.Cores, s.Find != nil, self)
+	}
+	if _, err := s.Sample(); err != nil {
+		t.Errorf("Sample: %v", err)
+	}
+	if s, err = NewSampler(self, nil, 1.5); err != nil || s.PID != self || s.Cores != 1.5 {
+		t.Errorf("NewSampler(%d, nil, 1.5) = %+v, %v; want that pid and 1.5 cores", self, s, err)
+	}
+	if _, err := NewSampler(0, Named("no-such-process-sluice"), 0); err == nil {
+		t.Errorf("NewSampler of a process that does not run = nil error; want one")
+	}
+	if _, err := NewSampler(0, nil, 0); err == nil {
+		t.Errorf("NewSampler with no pid and no find = nil error; want one")
+	}
+}
