@@ -381,6 +381,18 @@ type stateSummary struct {
 	FF       float64   `json:"ff"`
 }
 
+// ifExists turns the result of reading an item into a pointer to it, nil
+// when the item does not exist (loop.ErrNotFound), or the read's error.
+func ifExists[T any](v T, err error) (*T, error) {
+	switch {
+	case err == nil:
+		return &v, nil
+	case errors.Is(err, loop.ErrNotFound):
+		return nil, nil
+	}
+	return nil, err
+}
+
 func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON bool, stdout, stderr io.Writer) int {
 	attrs, err := store.ReadParams(ctx, loopID)
 	if err != nil {
@@ -388,12 +400,14 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 	}
 	out := getOutput{Loop: loopID, Params: attrs, Validity: validate(loopID, attrs)}
 	out.Validity.Params = nil
-	if st, err := store.ReadStatus(ctx, loopID); err == nil {
-		out.Status = &st
-	} else if !errors.Is(err, loop.ErrNotFound) {
+	if out.Status, err = ifExists(store.ReadStatus(ctx, loopID)); err != nil {
 		return fail(stderr, "sluice params get", err, 1)
 	}
-	if st, err := store.ReadState(ctx, loopID); err == nil {
+	st, err := ifExists(store.ReadState(ctx, loopID))
+	if err != nil {
+		return fail(stderr, "sluice params get", err, 1)
+	}
+	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
 			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
 		// No datapoint yet: STATE has no metric_at (its measured is a
@@ -403,12 +417,8 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 			s.Measured = &m
 		}
 		out.State = &s
-	} else if !errors.Is(err, loop.ErrNotFound) {
-		return fail(stderr, "sluice params get", err, 1)
 	}
-	if r, err := store.ReadRate(ctx, loopID); err == nil {
-		out.Rate = &r
-	} else if !errors.Is(err, loop.ErrNotFound) {
+	if out.Rate, err = ifExists(store.ReadRate(ctx, loopID)); err != nil {
 		return fail(stderr, "sluice params get", err, 1)
 	}
 	if asJSON {
