@@ -34,15 +34,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress line")
 	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
 	noReport := fs.Bool("no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sluice demo [flags]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs the whole loop with no services: the reference scenario's simulated database,")
-		fmt.Fprintln(stderr, "the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'")
-		fmt.Fprintln(stderr, "pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
+	usageWith(fs, "sluice demo [flags]",
+		"Runs the whole loop with no services: the reference scenario's simulated database,\n"+
+			"the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'\n"+
+			"pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
