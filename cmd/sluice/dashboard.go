@@ -40,15 +40,10 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	var c dashboardConfig
 	fs := flag.NewFlagSet("sluice dashboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sluice dashboard [--listen ADDR] [--token-file FILE] [--allowed-host NAME,...] [--table NAME] [--demo [--speed X] [--prefill N]]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Serves the web dashboard: live charts of every loop in the table and a form")
-		fmt.Fprintln(stderr, "that edits its PARAMS item. AWS configuration comes from the usual chain")
-		fmt.Fprintln(stderr, "(AWS_PROFILE, AWS_REGION, ...; AWS_ENDPOINT_URL for moto_server or LocalStack).")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
+	usageWith(fs, "sluice dashboard [--listen ADDR] [--token-file FILE] [--allowed-host NAME,...] [--table NAME] [--demo [--speed X] [--prefill N]]",
+		"Serves the web dashboard: live charts of every loop in the table and a form\n"+
+			"that edits its PARAMS item. AWS configuration comes from the usual chain\n"+
+			"(AWS_PROFILE, AWS_REGION, ...; AWS_ENDPOINT_URL for moto_server or LocalStack).")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`address` to listen on, host:port; a non-loopback host requires a token")
 	tokenFile := fs.String("token-file", "", "`file` holding the token that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN. Never on the command line, where ps shows it")
 	hosts := fs.String("allowed-host", "", "comma-separated host `names` the browser may use to reach the dashboard (its Host header); default the loopback names and the --listen host. Others are refused (DNS rebinding)")
@@ -140,14 +135,12 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
-		return 2
+		return fail(stderr, "sluice dashboard", err, 2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serveDashboard(ctx, c, stdout, stderr, nil); err != nil {
-		fmt.Fprintf(stderr, "sluice dashboard: %v\n", err)
-		return 1
+		return fail(stderr, "sluice dashboard", err, 1)
 	}
 	return 0
 }

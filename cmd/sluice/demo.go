@@ -34,15 +34,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress line")
 	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
 	noReport := fs.Bool("no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sluice demo [flags]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs the whole loop with no services: the reference scenario's simulated database,")
-		fmt.Fprintln(stderr, "the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'")
-		fmt.Fprintln(stderr, "pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
+	usageWith(fs, "sluice demo [flags]",
+		"Runs the whole loop with no services: the reference scenario's simulated database,\n"+
+			"the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'\n"+
+			"pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -55,8 +50,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 2
+		return fail(stderr, "sluice demo", err, 2)
 	}
 	if *batch <= 0 || *poison < 0 {
 		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
@@ -68,8 +62,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	ctrl, model, err := demo.Tune(s)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison, NoReport: *noReport}
@@ -88,8 +81,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 	wall := time.Since(start)
 	if *histOut != "" {
@@ -100,8 +92,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	other, err := demoCounterpart(s, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-		return 1
+		return fail(stderr, "sluice demo", err, 1)
 	}
 
 	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
@@ -111,19 +102,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	if *plotPath != "" {
 		if err := os.MkdirAll(filepath.Dir(*plotPath), 0o755); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 		if err := demoFigure(s, res, fixed, other, cfg.NoReport).WriteFile(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 	}
 	bound := s.IAEBound()
 	if *asJSON {
 		if err := printDemoJSON(stdout, demoRun{s: s, model: model, cfg: cfg, res: res, other: other, fixed: fixed, plot: *plotPath, wall: wall, drift: rec.driftJSON(s)}); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: %v\n", err)
-			return 1
+			return fail(stderr, "sluice demo", err, 1)
 		}
 	} else {
 		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)

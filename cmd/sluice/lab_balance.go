@@ -55,36 +55,30 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	}
 	caps, err := parseCapacities(*capacities, *nodes, s.Seed)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab balance", err, 2)
 	}
 	s.Capacities = caps
 	if *plotFile != "" {
 		if err := plot.CheckPath(*plotFile); err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 2
+			return fail(stderr, "sluice lab balance", err, 2)
 		}
 	}
 	if err := s.Validate(); err != nil {
-		fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab balance", err, 2)
 	}
 	r, err := balancelab.Run(s)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-		return 1
+		return fail(stderr, "sluice lab balance", err, 1)
 	}
 	if *plotFile != "" {
 		if err := balanceFigure(s, r).WriteFile(*plotFile); err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab balance", err, 1)
 		}
 	}
 	if *asJSON {
 		b, err := json.Marshal(r)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab balance", err, 1)
 		}
 		fmt.Fprintln(stdout, string(b))
 		return 0
@@ -189,8 +183,7 @@ func balanceFigure(s balancelab.Scenario, r balancelab.Result) plot.Figure {
 func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 	if plotFile != "" {
 		if err := plot.CheckPath(plotFile); err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 2
+			return fail(stderr, "sluice lab balance", err, 2)
 		}
 	}
 	type row struct {
@@ -226,15 +219,13 @@ func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 			Panels: []plot.Panel{hot, rates},
 		}
 		if err := fig.WriteFile(plotFile); err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab balance", err, 1)
 		}
 	}
 	if asJSON {
 		b, err := json.Marshal(map[string]any{"cascade": rows})
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab balance", err, 1)
 		}
 		fmt.Fprintln(stdout, string(b))
 		return 0

@@ -14,29 +14,33 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
-// gainFlag is an optional controller gain: absent means "tune it".
-type gainFlag struct {
-	v   float64
-	set bool
+// optionalFloat is a flag whose value is a finite number >= 0 and whose
+// absence means "derive it" (a gain: tune it; a step rate: take it from the
+// scenario); want says, in an error, what the value must be.
+type optionalFloat struct {
+	v    float64
+	set  bool
+	want string
 }
 
-func (f *gainFlag) String() string {
+func (f *optionalFloat) String() string {
 	if f == nil || !f.set {
 		return ""
 	}
 	return strconv.FormatFloat(f.v, 'g', -1, 64)
 }
 
-func (f *gainFlag) Set(s string) error {
+func (f *optionalFloat) Set(s string) error {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return fmt.Errorf("%q: want a finite gain >= 0", s)
+		return fmt.Errorf("%q: want %s", s, f.want)
 	}
 	f.v, f.set = v, true
 	return nil
 }
 
-func (f *gainFlag) ptr() *float64 {
+// ptr is the value, or nil when the flag is absent.
+func (f *optionalFloat) ptr() *float64 {
 	if !f.set {
 		return nil
 	}
@@ -62,7 +66,8 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	list := fs.String("controllers", strings.Join(lab.Controllers(), ","),
 		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
 			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
-	var kp, ki, kd gainFlag
+	gain := func() optionalFloat { return optionalFloat{want: "a finite gain >= 0"} }
+	kp, ki, kd := gain(), gain(), gain()
 	fs.Var(&kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
 	fs.Var(&ki, "ki", "override the tuned integral gain, messages/s per point-second")
 	fs.Var(&kd, "kd", "override the tuned derivative gain, messages per point")
@@ -73,8 +78,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	names, err := lab.ParseControllers(*list)
 	if err != nil {
@@ -92,8 +96,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: kp.ptr(), Ki: ki.ptr(), Kd: kd.ptr()}})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	if *plotPath != "" {
 		if err := compareFigure(s, rep).WriteFile(*plotPath); err != nil {
@@ -105,8 +108,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		return 0
 	}

@@ -62,8 +62,7 @@ func runLabIdentify(args []string, stdout, stderr io.Writer) int {
 	if *csvPath != "-" {
 		f, err := os.Open(*csvPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice lab identify: %v\n", err)
-			return 2
+			return fail(stderr, "sluice lab identify", err, 2)
 		}
 		defer f.Close()
 		in = f

@@ -89,22 +89,16 @@ func (f *realPlantFlags) open(ctx context.Context) (*realPlant, error) {
 		db.Close()
 		return nil, err
 	}
-	pid := f.pid
-	if pid == 0 {
-		if pid, err = cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), f.process); err != nil {
-			db.Close()
-			return nil, err
-		}
+	var find func() (int, error)
+	if f.pid == 0 {
+		find = cpupub.Named(f.process)
 	}
-	cores := f.cores
-	if cores <= 0 {
-		if cores, err = cpupub.Cores(os.ReadFile, pid); err != nil {
-			db.Close()
-			return nil, err
-		}
+	s, err := cpupub.NewSampler(f.pid, find, f.cores)
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
-	s := &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
-	return &realPlant{db: db, cpu: s, cores: cores, pid: pid}, nil
+	return &realPlant{db: db, cpu: s, cores: s.Cores, pid: s.PID}, nil
 }
 
 // start checks --plot (plotPath) and opens the real plant under a context
@@ -186,19 +180,16 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	l := rf.lab(rp, fmt.Sprintf("step-%d", time.Now().UnixNano()), stderr)
 	d, err := l.StepTest(ctx, sim.StepTest{From: *from, To: *to, At: *at, Duration: *duration})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	taken, _, _ := l.Plant.Counts()
 	_, distinct, err := l.Plant.CountStored(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	if *csvPath != "" {
 		if err := writeStepCSV(*csvPath, d); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 	}
 	r, err := ident.Fit(d)
@@ -209,8 +200,7 @@ func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	source := fmt.Sprintf("MariaDB step test %g to %g msg/s at %v", *from, *to, *at)
 	if *plotPath != "" {
 		if err := identifyFigure(source, d, r).WriteFile(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 	}
 	out := realStepOutput{Plant: "mariadb", Model: newIdentifyOutput(r).Model, RMSE: r.RMSE, StepFrom: *from, StepTo: *to,
@@ -386,8 +376,7 @@ func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 		ProducerRate: 2 * *maxRate, Backlog: 1_000_000, MaxRate: *maxRate, Duration: *duration, Step: rf.sample,
 	}
 	if err := s.Validate(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	// The policy sees the measurement noise of one metric period: the 1-s
 	// noise of the step test, averaged over the period.

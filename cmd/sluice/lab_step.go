@@ -4,37 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
-
-// optionalRate is a rate flag whose absence means "derive it from the
-// scenario".
-type optionalRate struct {
-	v   float64
-	set bool
-}
-
-func (f *optionalRate) String() string {
-	if f == nil || !f.set {
-		return ""
-	}
-	return strconv.FormatFloat(f.v, 'g', -1, 64)
-}
-
-func (f *optionalRate) Set(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return fmt.Errorf("%q: want a rate in messages/s, a finite number >= 0", s)
-	}
-	f.v, f.set = v, true
-	return nil
-}
 
 func runLabStep(args []string, stdout, stderr io.Writer) int {
 	if code, handled := realPlantDispatch(args, runLabStepMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
@@ -52,7 +27,8 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 			"producer flags do not apply to an open-loop test.\n"+
 			"Durations use Go syntax: 90s, 2m.")
 	sf := addScenarioFlags(fs)
-	var from, to optionalRate
+	rate := func() optionalFloat { return optionalFloat{want: "a rate in messages/s, a finite number >= 0"} }
+	from, to := rate(), rate()
 	fs.Var(&from, "step-from", "rate before the step, messages/s (default: half the rate that holds the setpoint on the nominal plant)")
 	fs.Var(&to, "step-to", "rate after the step, messages/s (default: the rate that holds the setpoint on the nominal plant)")
 	at := fs.Duration("step-at", 2*time.Minute, "time of the step from the start of the test")
@@ -65,8 +41,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sf.Scenario()
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab step", err, 2)
 	}
 	if badPlotPath("sluice lab step", *plotPath, stderr) {
 		return 2
@@ -74,13 +49,11 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	st := stepTestFor(s, from, to, *at, flagSet(fs, "duration"))
 	d, err := simulatedStepTest(s, st, *sample)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-		return 2
+		return fail(stderr, "sluice lab step", err, 2)
 	}
 	if *csvPath != "" {
 		if err := writeStepCSV(*csvPath, d); err != nil {
-			fmt.Fprintf(stderr, "sluice lab step: %v\n", err)
-			return 1
+			return fail(stderr, "sluice lab step", err, 1)
 		}
 	}
 	source := fmt.Sprintf("simulated step test %g to %g msg/s at %v", st.From, st.To, st.At)
@@ -120,10 +93,10 @@ func simulatedStepTest(s sim.Scenario, st sim.StepTest, sample time.Duration) (i
 }
 
 // stepTestFor returns the step test the flags ask for on scenario s. Without
-// step flags (zero optionalRates, durationSet false) it steps from half the
+// step flags (absent --step-from and --step-to, durationSet false) it steps from half the
 // rate that holds the setpoint on the nominal plant to that rate, at the
 // given time, for max(8 minutes, 20 x (tau + dead time)) after it.
-func stepTestFor(s sim.Scenario, from, to optionalRate, at time.Duration, durationSet bool) sim.StepTest {
+func stepTestFor(s sim.Scenario, from, to optionalFloat, at time.Duration, durationSet bool) sim.StepTest {
 	nominal := s.Plant.Input(s.Setpoint)
 	st := sim.StepTest{From: nominal / 2, To: nominal, At: at, Duration: s.Duration}
 	if from.set {

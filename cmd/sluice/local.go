@@ -72,8 +72,7 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := s.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	return 0
 }
@@ -111,14 +110,12 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	api := sqs.NewFromConfig(cfg)
 	arn, err := localaws.LookupQueueARN(ctx, api, *queue)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
 	f := &localaws.Fleet{Every: *every, MemoryMB: *memory, Log: log}
@@ -172,8 +169,7 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	for _, u := range urls {
 		cl, err := localaws.NewKafkaClient(strings.Split(*brokers, ","), *group, strings.Split(*topics, ","))
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		defer cl.Close()
 		p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: u}, BatchSize: *batch, Window: *window,
@@ -205,43 +201,26 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	sampler, err := newProcSampler(*process, *pid, *cores)
+	var find func() (int, error)
+	if *pid == 0 {
+		find = cpupub.Named(*process)
+	}
+	sampler, err := cpupub.NewSampler(*pid, find, *cores)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+		return fail(stderr, name, err, 1)
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
 	log.Info("cpu publisher", "pid", sampler.PID, "cores", sampler.Cores, "clock_ticks", sampler.Hz, "instance", *instance, "period", period.String())
 	p := &cpupub.Publisher{CPU: sampler, API: cwmetric.NewClient(cfg, awsconf.Endpoint()), Instance: *instance,
 		Period: *period, Delay: *delay, Clock: consume.WallClock{}, Log: log}
 	if err := p.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	return 0
-}
-
-// newProcSampler finds the process and the cores it may use.
-func newProcSampler(process string, pid int, cores float64) (*cpupub.Sampler, error) {
-	var err error
-	var find func() (int, error)
-	if pid == 0 {
-		find = func() (int, error) { return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), process) }
-		if pid, err = find(); err != nil {
-			return nil, err
-		}
-	}
-	if cores <= 0 {
-		if cores, err = cpupub.Cores(os.ReadFile, pid); err != nil {
-			return nil, err
-		}
-	}
-	return &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: find}, nil
 }
 
 func runLocalLoad(args []string, stdout, stderr io.Writer) int {
@@ -270,22 +249,19 @@ func runLocalLoad(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	db, err := sql.Open("mysql", *dsn)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	defer db.Close()
 	if *install {
 		if err := dbload.Install(ctx, db, dbload.Workload{DataRows: *data, ScanRows: *scan}); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		fmt.Fprintf(stdout, "workload installed: %d data rows, %d rows per message\n", *data, *scan)
 		return 0
 	}
 	g := &dbload.LoadGenerator{DB: db, Rate: *qps, ScanRows: *scan, DataRows: *data, Workers: *workers}
 	if err := g.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	if *dur > 0 {
 		var cancel context.CancelFunc

@@ -65,8 +65,7 @@ func runLocalController(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	url, wait, err := startControllerRIE(ctx, c, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice local controller: %v\n", err)
-		return 1
+		return fail(stderr, "sluice local controller", err, 1)
 	}
 	defer wait()
 	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: url}, Period: c.period, Clock: consume.WallClock{},
@@ -78,8 +77,7 @@ func runLocalController(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "sluice local controller: %v\n", err)
-		return 1
+		return fail(stderr, "sluice local controller", err, 1)
 	}
 	return 0
 }

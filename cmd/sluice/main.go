@@ -66,3 +66,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	usage(stderr)
 	return 2
 }
+
+// fail reports err as command name's failure on stderr and returns code, the
+// command's exit status.
+func fail(stderr io.Writer, name string, err error, code int) int {
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return code
+}

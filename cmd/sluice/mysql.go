@@ -69,15 +69,13 @@ func runMySQLCheck(args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--dsn (or SLUICE_MYSQL_DSN) is required")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	return withMySQL(name, *dsn, *timeout, stderr, func(ctx context.Context, db *sql.DB) int {
 		checked, err := mysqlsink.Check(ctx, db, statement, sample)
 		printChecked(stdout, checked, sample != nil)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		if sample != nil {
 			fmt.Fprintln(stdout, "ok: the statement prepares and the sample message would be stored; nothing was written (rolled back)")
@@ -95,8 +93,7 @@ func withMySQL(name, dsn string, timeout time.Duration, stderr io.Writer, f func
 	defer cancel()
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
+		return fail(stderr, name, err, 2)
 	}
 	defer db.Close()
 	return f(ctx, db)
@@ -177,8 +174,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	return withMySQL(name, *dsn, *timeout, stderr, func(ctx context.Context, db *sql.DB) int {
 		if err := mysqlsink.MigratePrefix(ctx, db, *prefix); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return 1
+			return fail(stderr, name, err, 1)
 		}
 		fmt.Fprintf(stdout, "migrated: %[1]sschema_migrations, %[1]ssluice_inbox, %[1]smessages\n", *prefix)
 		return 0

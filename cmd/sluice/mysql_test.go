@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +15,7 @@ const checkOrders = `CREATE TABLE orders (order_id BIGINT PRIMARY KEY, customer 
 
 func checkDB(t *testing.T) string {
 	t.Helper()
-	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, dsn := mysqltest.Open(t, testenv.MySQLDSN(t))
 	if _, err := db.Exec(checkOrders); err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +59,7 @@ func TestMySQLCheck(t *testing.T) {
 			}
 		})
 	}
-	db, _ := sql.Open("mysql", dsn)
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var n int
 	if err := db.QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err != nil || n != 0 {
 		t.Errorf("orders after the checks = %d, %v; want 0 (nothing written)", n, err)
@@ -79,8 +72,7 @@ func TestMigrateCommand(t *testing.T) {
 	if code := run([]string{"migrate", "--dsn", dsn, "--prefix", "shop_"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	db, _ := sql.Open("mysql", dsn)
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var n int
 	if err := db.QueryRow("SELECT COUNT(*) FROM shop_sluice_inbox").Scan(&n); err != nil {
 		t.Errorf("shop_sluice_inbox: %v", err)

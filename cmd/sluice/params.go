@@ -141,8 +141,7 @@ func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
 	default:
 		attrs, err := store.ReadParams(ctx, *loopID)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice params validate: %v\n", err)
-			return 1
+			return fail(stderr, "sluice params validate", err, 1)
 		}
 		return report(*loopID, attrs, *asJSON, stdout)
 	}
@@ -225,8 +224,7 @@ func printValidity(w io.Writer, v validity) {
 func validateFile(path, loopID string, asJSON bool, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice params validate: %v\n", err)
-		return 2
+		return fail(stderr, "sluice params validate", err, 2)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.UseNumber()
@@ -322,8 +320,7 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 	if errors.Is(err, loop.ErrNotFound) {
 		attrs = map[string]any{}
 	} else if err != nil {
-		fmt.Fprintf(stderr, "sluice params set: %v\n", err)
-		return 1
+		return fail(stderr, "sluice params set", err, 1)
 	}
 	next := maps.Clone(attrs)
 	for _, e := range edits {
@@ -350,8 +347,7 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 			fmt.Fprintf(stderr, "sluice params set: conflict: the PARAMS of loop %q changed since they were read; nothing written: check them (sluice params get) and set again\n", loopID)
 			return 3
 		}
-		fmt.Fprintf(stderr, "sluice params set: %v\n", err)
-		return 1
+		return fail(stderr, "sluice params set", err, 1)
 	}
 	if asJSON {
 		writeJSON(stdout, v)
@@ -385,21 +381,33 @@ type stateSummary struct {
 	FF       float64   `json:"ff"`
 }
 
+// ifExists turns the result of reading an item into a pointer to it, nil
+// when the item does not exist (loop.ErrNotFound), or the read's error.
+func ifExists[T any](v T, err error) (*T, error) {
+	switch {
+	case err == nil:
+		return &v, nil
+	case errors.Is(err, loop.ErrNotFound):
+		return nil, nil
+	}
+	return nil, err
+}
+
 func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON bool, stdout, stderr io.Writer) int {
 	attrs, err := store.ReadParams(ctx, loopID)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
-		return 1
+		return fail(stderr, "sluice params get", err, 1)
 	}
 	out := getOutput{Loop: loopID, Params: attrs, Validity: validate(loopID, attrs)}
 	out.Validity.Params = nil
-	if st, err := store.ReadStatus(ctx, loopID); err == nil {
-		out.Status = &st
-	} else if !errors.Is(err, loop.ErrNotFound) {
-		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
-		return 1
+	if out.Status, err = ifExists(store.ReadStatus(ctx, loopID)); err != nil {
+		return fail(stderr, "sluice params get", err, 1)
 	}
-	if st, err := store.ReadState(ctx, loopID); err == nil {
+	st, err := ifExists(store.ReadState(ctx, loopID))
+	if err != nil {
+		return fail(stderr, "sluice params get", err, 1)
+	}
+	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
 			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
 		// No datapoint yet: STATE has no metric_at (its measured is a
@@ -409,15 +417,9 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 			s.Measured = &m
 		}
 		out.State = &s
-	} else if !errors.Is(err, loop.ErrNotFound) {
-		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
-		return 1
 	}
-	if r, err := store.ReadRate(ctx, loopID); err == nil {
-		out.Rate = &r
-	} else if !errors.Is(err, loop.ErrNotFound) {
-		fmt.Fprintf(stderr, "sluice params get: %v\n", err)
-		return 1
+	if out.Rate, err = ifExists(store.ReadRate(ctx, loopID)); err != nil {
+		return fail(stderr, "sluice params get", err, 1)
 	}
 	if asJSON {
 		writeJSON(stdout, out)

@@ -12,41 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
-// plantChangesFlag is a repeatable --plant-change: AT=gain=G[,tau=T][,dead-time=D],
-// several changes comma-separated or one per use. The first use replaces
-// the default list; "none" empties it.
-type plantChangesFlag struct {
-	list *[]sim.PlantChange
-	set  bool
-}
-
-func (f *plantChangesFlag) String() string {
-	if f == nil || f.list == nil {
-		return ""
-	}
-	parts := make([]string, len(*f.list))
-	for i, c := range *f.list {
-		parts[i] = c.String()
-	}
-	return strings.Join(parts, ",")
-}
-
-func (f *plantChangesFlag) Set(v string) error {
-	if !f.set {
-		*f.list, f.set = nil, true
-	}
-	if strings.TrimSpace(v) == "none" {
-		*f.list = nil
-		return nil
-	}
-	cs, err := parsePlantChanges(v)
-	if err != nil {
-		return err
-	}
-	*f.list = append(*f.list, cs...)
-	return nil
-}
-
 // parsePlantChanges parses a comma list of plant changes: an item AT=KEY=VALUE
 // starts a change, an item KEY=VALUE (gain, tau, dead-time) adds to the one
 // before it, e.g. "30m=gain=0.1,tau=30s,90m=dead-time=20s".

@@ -36,13 +36,13 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 	fs.DurationVar(&s.MetricDelay, "metric-delay", s.MetricDelay, "metric publication delay after the period ends")
 	fs.DurationVar(&s.Tick, "tick", s.Tick, "controller tick")
 	fs.Float64Var(&s.Setpoint, "setpoint", s.Setpoint, "CPU setpoint at the start, percent")
-	fs.Var(&setpointChangesFlag{list: &s.SetpointChanges}, "setpoint-change",
+	fs.Var(newSetpointChangesFlag(&s.SetpointChanges), "setpoint-change",
 		"setpoint change AT=VALUE, e.g. 120m=50 (repeatable or comma-separated; 'none' for no change)")
-	fs.Var(&disturbancesFlag{list: &s.Disturbances}, "disturbance",
+	fs.Var(newDisturbancesFlag(&s.Disturbances), "disturbance",
 		"outside load AT+DURATION=SIZE in points, e.g. 60m+40m=20 (repeatable or comma-separated; 'none' for none)")
 	fs.Float64Var(&s.ProducerRate, "producer-rate", s.ProducerRate, "producers' rate, messages/s")
 	fs.Int64Var(&s.Backlog, "backlog", s.Backlog, "messages queued at the start")
-	fs.Var(&plantChangesFlag{list: &s.PlantChanges}, "plant-change",
+	fs.Var(newPlantChangesFlag(&s.PlantChanges), "plant-change",
 		"the true plant changes at AT, the controller is not told: AT=gain=G[,tau=T][,dead-time=D],\ne.g. 30m=gain=0.1 (repeatable or comma-separated; 'none' for none)")
 	fs.Var(newProducerChangesFlag(&s.ProducerChanges), "producer-change",
 		"producers' rate from AT, AT=RATE in messages/s, e.g. 30m=400 (repeatable or comma-separated; 'none' for none)")
@@ -112,88 +112,26 @@ func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 	return s, nil
 }
 
-// setpointChangesFlag is a repeatable --setpoint-change. The first use
-// replaces the default list.
-type setpointChangesFlag struct {
-	list *[]sim.SetpointChange
-	set  bool
-}
-
-func (f *setpointChangesFlag) String() string {
-	if f == nil || f.list == nil {
-		return ""
+// cutAt splits an item AT=VALUE (what names the item, form its form with an
+// example, for the errors) into the trimmed item, AT as an offset from the
+// start, and VALUE.
+func cutAt(what, form, s string) (item string, at time.Duration, val string, err error) {
+	s = strings.TrimSpace(s)
+	a, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return s, 0, "", fmt.Errorf("%s %q: want %s", what, s, form)
 	}
-	var parts []string
-	for _, c := range *f.list {
-		parts = append(parts, fmt.Sprintf("%v=%v", c.At, c.Value))
+	if at, err = parseOffset(a); err != nil {
+		return s, 0, "", fmt.Errorf("%s %q: time: %w", what, s, err)
 	}
-	return strings.Join(parts, ",")
-}
-
-func (f *setpointChangesFlag) Set(v string) error {
-	if !f.set {
-		*f.list, f.set = nil, true
-	}
-	if strings.TrimSpace(v) == "none" {
-		*f.list = nil
-		return nil
-	}
-	for _, p := range strings.Split(v, ",") {
-		c, err := parseSetpointChange(p)
-		if err != nil {
-			return err
-		}
-		*f.list = append(*f.list, c)
-	}
-	return nil
-}
-
-// disturbancesFlag is a repeatable --disturbance. The first use replaces the
-// default list.
-type disturbancesFlag struct {
-	list *[]sim.Disturbance
-	set  bool
-}
-
-func (f *disturbancesFlag) String() string {
-	if f == nil || f.list == nil {
-		return ""
-	}
-	var parts []string
-	for _, d := range *f.list {
-		parts = append(parts, fmt.Sprintf("%v+%v=%v", d.At, d.Duration, d.Size))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (f *disturbancesFlag) Set(v string) error {
-	if !f.set {
-		*f.list, f.set = nil, true
-	}
-	if strings.TrimSpace(v) == "none" {
-		*f.list = nil
-		return nil
-	}
-	for _, p := range strings.Split(v, ",") {
-		d, err := parseDisturbance(p)
-		if err != nil {
-			return err
-		}
-		*f.list = append(*f.list, d)
-	}
-	return nil
+	return s, at, val, nil
 }
 
 // parseSetpointChange parses AT=VALUE, e.g. "120m=50".
 func parseSetpointChange(s string) (sim.SetpointChange, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: want AT=VALUE, e.g. 120m=50", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("setpoint change", "AT=VALUE, e.g. 120m=50", s)
 	if err != nil {
-		return sim.SetpointChange{}, fmt.Errorf("setpoint change %q: time: %w", s, err)
+		return sim.SetpointChange{}, err
 	}
 	v, err := parsePercent(val)
 	if err != nil {
@@ -288,13 +226,30 @@ func (f *scenarioFlags) overlay(preset, parsed sim.Scenario) sim.Scenario {
 	return s
 }
 
-// listFlag is a repeatable flag whose values are comma-separated items; the
-// first use replaces the default list and "none" empties it.
+// listFlag is a repeatable flag whose values are lists: the first use
+// replaces the default list and "none" empties it; each use appends what
+// parse makes of its value.
 type listFlag[T any] struct {
 	list   *[]T
 	set    bool
-	parse  func(string) (T, error)
+	parse  func(string) ([]T, error)
 	format func(T) string
+}
+
+// newListFlag is a listFlag over list whose values are comma-separated items,
+// each parsed by parse.
+func newListFlag[T any](list *[]T, parse func(string) (T, error), format func(T) string) *listFlag[T] {
+	return &listFlag[T]{list: list, parse: func(v string) ([]T, error) {
+		var out []T
+		for _, p := range strings.Split(v, ",") {
+			x, err := parse(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		return out, nil
+	}, format: format}
 }
 
 func (f *listFlag[T]) String() string {
@@ -316,42 +271,46 @@ func (f *listFlag[T]) Set(v string) error {
 		*f.list = nil
 		return nil
 	}
-	for _, p := range strings.Split(v, ",") {
-		x, err := f.parse(p)
-		if err != nil {
-			return err
-		}
-		*f.list = append(*f.list, x)
+	xs, err := f.parse(v)
+	if err != nil {
+		return err
 	}
+	*f.list = append(*f.list, xs...)
 	return nil
 }
 
-// producerChangesFlag is a repeatable --producer-change.
-type producerChangesFlag = listFlag[sim.ProducerChange]
-
-// burstsFlag is a repeatable --burst.
-type burstsFlag = listFlag[sim.Burst]
-
-func newProducerChangesFlag(list *[]sim.ProducerChange) *producerChangesFlag {
-	return &producerChangesFlag{list: list, parse: parseProducerChange,
-		format: func(c sim.ProducerChange) string { return fmt.Sprintf("%v=%v", c.At, c.Rate) }}
+func newSetpointChangesFlag(list *[]sim.SetpointChange) *listFlag[sim.SetpointChange] {
+	return newListFlag(list, parseSetpointChange,
+		func(c sim.SetpointChange) string { return fmt.Sprintf("%v=%v", c.At, c.Value) })
 }
 
-func newBurstsFlag(list *[]sim.Burst) *burstsFlag {
-	return &burstsFlag{list: list, parse: parseBurst,
-		format: func(b sim.Burst) string { return fmt.Sprintf("%v=%d", b.At, b.N) }}
+func newDisturbancesFlag(list *[]sim.Disturbance) *listFlag[sim.Disturbance] {
+	return newListFlag(list, parseDisturbance,
+		func(d sim.Disturbance) string { return fmt.Sprintf("%v+%v=%v", d.At, d.Duration, d.Size) })
+}
+
+func newProducerChangesFlag(list *[]sim.ProducerChange) *listFlag[sim.ProducerChange] {
+	return newListFlag(list, parseProducerChange,
+		func(c sim.ProducerChange) string { return fmt.Sprintf("%v=%v", c.At, c.Rate) })
+}
+
+func newBurstsFlag(list *[]sim.Burst) *listFlag[sim.Burst] {
+	return newListFlag(list, parseBurst, func(b sim.Burst) string { return fmt.Sprintf("%v=%d", b.At, b.N) })
+}
+
+// newPlantChangesFlag is a repeatable --plant-change: AT=gain=G[,tau=T][,dead-time=D],
+// several changes comma-separated or one per use (an item without AT adds
+// to the change before it).
+func newPlantChangesFlag(list *[]sim.PlantChange) *listFlag[sim.PlantChange] {
+	return &listFlag[sim.PlantChange]{list: list, parse: parsePlantChanges,
+		format: func(c sim.PlantChange) string { return c.String() }}
 }
 
 // parseProducerChange parses AT=RATE, e.g. "30m=400".
 func parseProducerChange(s string) (sim.ProducerChange, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.ProducerChange{}, fmt.Errorf("producer change %q: want AT=RATE, e.g. 30m=400", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("producer change", "AT=RATE, e.g. 30m=400", s)
 	if err != nil {
-		return sim.ProducerChange{}, fmt.Errorf("producer change %q: time: %w", s, err)
+		return sim.ProducerChange{}, err
 	}
 	r, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
@@ -362,14 +321,9 @@ func parseProducerChange(s string) (sim.ProducerChange, error) {
 
 // parseBurst parses AT=N, e.g. "60m=300000".
 func parseBurst(s string) (sim.Burst, error) {
-	s = strings.TrimSpace(s)
-	at, val, ok := strings.Cut(s, "=")
-	if !ok {
-		return sim.Burst{}, fmt.Errorf("burst %q: want AT=N, e.g. 60m=300000", s)
-	}
-	t, err := parseOffset(at)
+	s, t, val, err := cutAt("burst", "AT=N, e.g. 60m=300000", s)
 	if err != nil {
-		return sim.Burst{}, fmt.Errorf("burst %q: time: %w", s, err)
+		return sim.Burst{}, err
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 	if err != nil || n < 0 || n > 1e12 {

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -42,14 +42,7 @@ func (r *recordedHistory) AppendReports(_ context.Context, t time.Time, reports 
 
 func loadEvent(t *testing.T) events.EventBridgeEvent {
 	t.Helper()
-	b, err := os.ReadFile("testdata/scheduled-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.EventBridgeEvent
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := testfile.JSON[events.EventBridgeEvent](t, "testdata/scheduled-event.json")
 	if ev.DetailType != "Scheduled Event" || ev.Source != "aws.events" {
 		t.Fatalf("testdata event = %+v; want a scheduled event", ev)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -75,10 +76,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		t.Cleanup(r.Stop)
 		ries = append(ries, r)
 	}
-	payload, err := os.ReadFile("testdata/scheduled-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := testfile.Read(t, "testdata/scheduled-event.json")
 	invoke := func(r *harness.RIE) Result {
 		body, err := r.Invoke(ctx, payload)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -37,10 +38,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		"SLUICE_MYSQL_DSN": dsn, "SLUICE_TABLE": fmt.Sprintf("missing-%d", os.Getpid()), "SLUICE_SAFE_RATE": "100",
 		"SLUICE_DLQ_URL": dlq.url,
 	})
-	raw, err := os.ReadFile("testdata/msk-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, "testdata/msk-event.json")
 	for delivery := 1; delivery <= 2; delivery++ {
 		if _, err := (&localaws.RIE{URL: fn.URL}).Invoke(ctx, raw); err != nil {
 			t.Fatalf("delivery %d: %v\n%s", delivery, err, logs.String())
@@ -58,11 +56,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 
 func checkRows(t *testing.T, dsn, want string) {
 	t.Helper()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var ids sql.NullString
 	if err := db.QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM messages").Scan(&ids); err != nil {
 		t.Fatal(err)

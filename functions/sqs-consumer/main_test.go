@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/functions/internal/functest"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
@@ -43,14 +42,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	fn, logs := functest.Bootstrap(ctx, t, "./functions/sqs-consumer", "", map[string]string{
 		"SLUICE_MYSQL_DSN": dsn, "SLUICE_TABLE": fmt.Sprintf("missing-%d", os.Getpid()), "SLUICE_SAFE_RATE": "100",
 	})
-	raw, err := os.ReadFile("testdata/sqs-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.SQSEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := testfile.JSON[events.SQSEvent](t, "testdata/sqs-event.json")
 	for delivery := 1; delivery <= 2; delivery++ {
 		resp, err := fn.Invoke(ctx, ev)
 		if err != nil {
@@ -60,11 +52,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 			t.Errorf("delivery %d: batchItemFailures = %+v; want only the malformed 2e1424d4-...", delivery, resp.BatchItemFailures)
 		}
 	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mysqltest.Conn(t, dsn)
 	var n int
 	var ids string
 	if err := db.QueryRow("SELECT COUNT(*), GROUP_CONCAT(id ORDER BY id) FROM messages").Scan(&n, &ids); err != nil {

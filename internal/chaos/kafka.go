@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/bench/kafka"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
@@ -356,14 +357,7 @@ func (k *kafkaRun) readDLT(ctx context.Context) (map[int]string, error) {
 
 // until polls cond every 100 ms until it holds or ctx ends.
 func until(ctx context.Context, cond func() bool) error {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
+	return poll.Until(ctx, 100*time.Millisecond, func() (bool, error) { return cond(), nil })
 }
 
 // KafkaHTTPAttempts is the HTTP sink's attempts per Store on the Kafka

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
 // fakeProc is a /proc and /sys in a map.
@@ -178,18 +179,6 @@ func TestUtilization(t *testing.T) {
 	}
 }
 
-// fakeClock advances only when Sleep is called.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.now = c.now.Add(d)
-	return nil
-}
-
 // recordingPutter records PutMetricData calls.
 type recordingPutter struct {
 	calls []*cloudwatch.PutMetricDataInput
@@ -209,7 +198,7 @@ func (r *recordingPutter) PutMetricData(_ context.Context, in *cloudwatch.PutMet
 // uses 0.5, then 1.5 cores of 2, and checks each datapoint's period, value
 // and the RDS metric identity.
 func TestPublisher(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_000_003, 0)} // 3 s into a 10 s period
+	clock := testclock.New(time.Unix(1_000_003, 0)) // 3 s into a 10 s period
 	proc := fakeProc{}
 	hz := uint64(100)
 	ticksAt := func(now time.Time) uint64 {
@@ -221,7 +210,7 @@ func TestPublisher(t *testing.T) {
 		return uint64((15 + 1.5*(s-30)) * float64(hz))
 	}
 	sampler := &Sampler{Read: func(path string) ([]byte, error) {
-		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.now), 0)
+		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.Now()), 0)
 		return proc.read(path)
 	}, PID: 7, Hz: int(hz), Cores: 2, Now: clock.Now}
 	api := &recordingPutter{fail: 1}
@@ -231,7 +220,7 @@ func TestPublisher(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Run until the fake clock passes 1_000_061.
 	done := make(chan struct{})
-	p.Clock = &stopClock{fakeClock: clock, until: time.Unix(1_000_061, 0), cancel: cancel}
+	p.Clock = &testclock.Stopper{Clock: clock, Until: time.Unix(1_000_061, 0), Cancel: cancel}
 	go func() { p.Run(ctx); close(done) }()
 	<-done
 
@@ -258,21 +247,6 @@ func TestPublisher(t *testing.T) {
 	}
 }
 
-// stopClock cancels the run when the time passes until.
-type stopClock struct {
-	*fakeClock
-	until  time.Time
-	cancel context.CancelFunc
-}
-
-func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
-	if c.now.Add(d).After(c.until) {
-		c.cancel()
-		return context.Canceled
-	}
-	return c.fakeClock.Sleep(ctx, d)
-}
-
 func TestSamplerFindsRestartedProcess(t *testing.T) {
 	proc := fakeProc{"/proc/8/stat": stat(8, "mariadbd", 500, 100)}
 	now := time.Unix(1000, 0)
@@ -286,5 +260,31 @@ func TestSamplerFindsRestartedProcess(t *testing.T) {
 	s.PID = 9
 	if _, err := s.Sample(); err == nil {
 		t.Errorf("Sample of a vanished pid without Find: no error")
+	}
+}
+
+// TestNewSamplerLive builds samplers over this test's own process in the
+// live /proc: found by a find function with the cores it may use, or given
+// by pid with the cores said; a find that fails is the error.
+func TestNewSamplerLive(t *testing.T) {
+	self := os.Getpid()
+	s, err := NewSampler(0, func() (int, error) { return self, nil }, 0)
+	if err != nil {
+		t.Fatalf("NewSampler by find: %v", err)
+	}
+	if s.PID != self || s.Cores <= 0 || s.Find == nil {
+		t.Errorf("NewSampler by find = pid %d, %v cores, find set %v; want pid %d, cores > 0, find set", s.PID, s.Cores, s.Find != nil, self)
+	}
+	if _, err := s.Sample(); err != nil {
+		t.Errorf("Sample: %v", err)
+	}
+	if s, err = NewSampler(self, nil, 1.5); err != nil || s.PID != self || s.Cores != 1.5 {
+		t.Errorf("NewSampler(%d, nil, 1.5) = %+v, %v; want that pid and 1.5 cores", self, s, err)
+	}
+	if _, err := NewSampler(0, Named("no-such-process-sluice"), 0); err == nil {
+		t.Errorf("NewSampler of a process that does not run = nil error; want one")
+	}
+	if _, err := NewSampler(0, nil, 0); err == nil {
+		t.Errorf("NewSampler with no pid and no find = nil error; want one")
 	}
 }

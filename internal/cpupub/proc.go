@@ -290,3 +290,31 @@ func FindProcess(read ReadFileFunc, pids []int, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("%d processes are named %q (pids %v): give the pid", len(found), name, found)
 }
+
+// Named returns a function that finds the process whose command name is
+// name in the live /proc (FindProcess over PIDs).
+func Named(name string) func() (int, error) {
+	return func() (int, error) { return FindProcess(os.ReadFile, PIDs(), name) }
+}
+
+// NewSampler is a Sampler over the live /proc and the wall clock. It samples
+// process pid, or when pid is 0 the process find returns; find (nil: none)
+// also finds the process again after a restart. 100 % is cores, or when
+// cores <= 0 the cores the process may use (Cores).
+func NewSampler(pid int, find func() (int, error), cores float64) (*Sampler, error) {
+	var err error
+	if pid == 0 {
+		if find == nil {
+			return nil, errors.New("cpu sampler: no pid and no way to find the process")
+		}
+		if pid, err = find(); err != nil {
+			return nil, err
+		}
+	}
+	if cores <= 0 {
+		if cores, err = Cores(os.ReadFile, pid); err != nil {
+			return nil, err
+		}
+	}
+	return &Sampler{Read: os.ReadFile, PID: pid, Hz: ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: find}, nil
+}

@@ -17,12 +17,7 @@ import (
 
 func openTestDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := mysqltest.Open(t, testenv.MySQLDSN(t))
 	return db
 }
 

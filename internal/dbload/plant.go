@@ -74,10 +74,8 @@ func (p *Plant) Start(ctx context.Context, u float64) error {
 func (p *Plant) consume(ctx context.Context, sink *mysqlsink.Sink, batch int) {
 	for {
 		if p.Rate() < minRate {
-			select {
-			case <-ctx.Done():
+			if (consume.WallClock{}).Sleep(ctx, 100*time.Millisecond) != nil {
 				return
-			case <-time.After(100 * time.Millisecond):
 			}
 			continue
 		}

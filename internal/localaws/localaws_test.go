@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
 // fakeRIE is an emulator endpoint: it records each payload and answers
@@ -195,29 +196,12 @@ func TestFailedItems(t *testing.T) {
 	}
 }
 
-// fakeClock advances only in Sleep; it stops the run after until.
-type fakeClock struct {
-	now    time.Time
-	until  time.Time
-	cancel context.CancelFunc
-}
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if c.now.Add(d).After(c.until) {
-		c.cancel()
-		return context.Canceled
-	}
-	c.now = c.now.Add(d)
-	return nil
-}
-
 func TestScheduler(t *testing.T) {
 	rie := &fakeRIE{respond: func([]byte) (int, string) { return 200, `{"loops":1}` }}
 	srv := httptest.NewServer(rie)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	clock := &fakeClock{now: time.Date(2026, 11, 29, 23, 0, 3, 0, time.UTC), until: time.Date(2026, 11, 29, 23, 0, 35, 0, time.UTC), cancel: cancel}
+	clock := &testclock.Stopper{Clock: testclock.New(time.Date(2026, 11, 29, 23, 0, 3, 0, time.UTC)), Until: time.Date(2026, 11, 29, 23, 0, 35, 0, time.UTC), Cancel: cancel}
 	var invs []Invocation
 	n := 0
 	s := &Scheduler{Invoker: &RIE{URL: srv.URL}, Period: 10 * time.Second, Clock: clock,

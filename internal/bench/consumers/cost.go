@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -245,10 +246,7 @@ func (r *costRig) produce(ctx context.Context) {
 			Produce(ctx, r.st.SQS, r.st.QueueURL, 1000, 0)
 			continue
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+		_ = (consume.WallClock{}).Sleep(ctx, 200*time.Millisecond)
 	}
 }
 

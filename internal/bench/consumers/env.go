@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -191,22 +192,14 @@ func (s *Stack) Close() {
 	s.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &s.DLQURL})
 }
 
-// waitUntil polls cond every 200 ms until it is true, ctx ends, or err.
+// waitUntil polls cond every 200 ms until it is true, ctx ends (a time-out),
+// or err.
 func waitUntil(ctx context.Context, cond func() (bool, error)) error {
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(errors.New("timed out"), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := poll.Until(ctx, 200*time.Millisecond, cond)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return errors.Join(errors.New("timed out"), err)
 	}
+	return err
 }
 
 type netDialer struct{}

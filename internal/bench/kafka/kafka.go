@@ -32,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
@@ -105,30 +107,17 @@ func (c Config) poison(seq int) bool {
 	return c.PoisonEvery > 0 && seq%c.PoisonEvery == c.PoisonEvery-1
 }
 
-// Result is one row of the benchmark's no_loss table, with what was checked
-// beside it.
+// Result is one row of the benchmark's no_loss table (the counts every
+// no-loss path reports: Sent counts messages produced, poison included;
+// Stored rows in the messages table; Poison malformed messages found in the
+// dead-letter topic), with what was checked beside it.
 type Result struct {
-	Path string `json:"path"`
-	// Sent counts messages produced, poison included.
-	Sent int `json:"sent"`
-	// Stored counts rows in the messages table; Duplicates rows beyond the
-	// first for one message; Missing valid messages with no row.
-	Stored     int `json:"stored"`
-	Duplicates int `json:"duplicates"`
-	Missing    int `json:"missing"`
-	// Poison counts malformed messages found in the dead-letter topic,
-	// PoisonWithReason those of them that carry their reason, PoisonSent
-	// how many were sent.
-	Poison           int `json:"poison"`
-	PoisonWithReason int `json:"poison_with_reason"`
-	PoisonSent       int `json:"poison_sent"`
+	consumers.NoLoss
+	// PoisonSent counts the malformed messages sent.
+	PoisonSent int `json:"poison_sent"`
 	// Uncommitted counts offsets the group had not committed after the last
 	// worker's SIGTERM (0: every stored or dead-lettered record committed).
 	Uncommitted int64 `json:"uncommitted"`
-	// Faults lists the faults injected, in order.
-	Faults []string `json:"faults"`
-	// Seconds is the scenario's duration.
-	Seconds float64 `json:"seconds"`
 }
 
 // BuildWorker builds functions/worker from the module at moduleDir into dir
@@ -172,7 +161,7 @@ func NoLoss(ctx context.Context, cfg Config) (Result, error) {
 		s.path = LambdaPath
 	}
 	if len(cfg.Brokers) == 0 || cfg.DSN == "" || (cfg.WorkerBin == "" && cfg.Lambda == nil) {
-		return Result{Path: s.path}, fmt.Errorf("kafka no-loss: brokers, DSN and a worker binary or a Lambda are required")
+		return Result{NoLoss: consumers.NoLoss{Path: s.path}}, fmt.Errorf("kafka no-loss: brokers, DSN and a worker binary or a Lambda are required")
 	}
 	s.topic = "sluice-bench-" + s.run
 	defer s.stopAll(syscall.SIGKILL)
@@ -180,18 +169,18 @@ func NoLoss(ctx context.Context, cfg Config) (Result, error) {
 
 	dropDB, err := s.openDatabase(ctx)
 	if err != nil {
-		return Result{Path: s.path}, err
+		return Result{NoLoss: consumers.NoLoss{Path: s.path}}, err
 	}
 	defer dropDB()
 	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(s.topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond)); err != nil {
-		return Result{Path: s.path}, fmt.Errorf("kafka client: %w", err)
+		return Result{NoLoss: consumers.NoLoss{Path: s.path}}, fmt.Errorf("kafka client: %w", err)
 	}
 	defer s.cl.Close()
 	s.adm = kadm.NewClient(s.cl)
 	poisonSent, err := s.produce(ctx)
 	if err != nil {
-		return Result{Path: s.path}, err
+		return Result{NoLoss: consumers.NoLoss{Path: s.path}}, err
 	}
 
 	runErr := s.inject(ctx, poisonSent)
@@ -337,17 +326,15 @@ func (s *scenario) stored(ctx context.Context) int {
 
 // waitStored waits until at least n rows are stored.
 func (s *scenario) waitStored(ctx context.Context, n int, deadline time.Time) error {
-	for s.stored(ctx) < n {
+	return poll.Until(ctx, 100*time.Millisecond, func() (bool, error) {
+		if s.stored(ctx) >= n {
+			return true, nil
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out waiting for %d stored messages (have %d)", n, s.stored(ctx))
+			return false, fmt.Errorf("timed out waiting for %d stored messages (have %d)", n, s.stored(ctx))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 // inject runs the workers and the faults, and waits until every valid
@@ -388,20 +375,16 @@ func (s *scenario) inject(ctx context.Context, poison int) error {
 	if err := s.waitStored(ctx, valid, deadline); err != nil {
 		return err
 	}
-	for {
+	return poll.Until(ctx, 200*time.Millisecond, func() (bool, error) {
 		dead, err := s.deadLettered(ctx)
 		if err == nil && len(dead) >= poison {
-			return nil
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out waiting for %d dead letters (have %d, err %v)", poison, len(dead), err)
+			return false, fmt.Errorf("timed out waiting for %d dead letters (have %d, err %v)", poison, len(dead), err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return false, nil
+	})
 }
 
 // deadLettered reads the dead-letter topic and returns the seq of each
@@ -457,7 +440,7 @@ func Header(r *kgo.Record, key string) string {
 
 // count gathers the result after the workers stopped.
 func (s *scenario) count(ctx context.Context, poisonSent int) (Result, error) {
-	res := Result{Path: s.path, Sent: s.cfg.Messages, PoisonSent: poisonSent, Faults: s.faults}
+	res := Result{NoLoss: consumers.NoLoss{Path: s.path, Sent: s.cfg.Messages, Faults: s.faults}, PoisonSent: poisonSent}
 	dead, err := s.deadLettered(ctx)
 	if err != nil {
 		return res, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/bench/kafka"
 	"github.com/sluice-dev/sluice/internal/testenv"
 )
@@ -53,7 +54,7 @@ func TestNoLossSmall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NoLoss: %v\nworker logs (tail):\n%s", err, tail(logs.String(), 3000))
 	}
-	want := kafka.Result{Sent: 1000, Stored: 990, Poison: 10, PoisonSent: 10}
+	want := kafka.Result{NoLoss: consumers.NoLoss{Sent: 1000, Stored: 990, Poison: 10}, PoisonSent: 10}
 	if res.Sent != want.Sent || res.Stored != want.Stored || res.Duplicates != 0 || res.Missing != 0 || res.Poison != want.Poison || res.PoisonSent != want.PoisonSent {
 		t.Errorf("NoLoss = sent %d, stored %d, duplicates %d, missing %d, poison %d of %d; want sent 1000, stored 990, duplicates 0, missing 0, poison 10 of 10",
 			res.Sent, res.Stored, res.Duplicates, res.Missing, res.Poison, res.PoisonSent)

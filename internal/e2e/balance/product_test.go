@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/balancelab"
+	"github.com/sluice-dev/sluice/internal/testclock"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
@@ -62,25 +63,6 @@ func (m *nodeMetrics) read(ctx context.Context, base string, now time.Time) loop
 		return loop.Sample{Err: fmt.Errorf("GET %s/metrics: %w", base, err)}
 	}
 	return loop.Sample{Value: v.Utilization, Time: now, Found: true}
-}
-
-// virtualClock is the controller's clock: one tick period per real tick, so
-// that 1 s ticks (the shortest PARAMS allows) run every 200 ms.
-type virtualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // TestProductBalancesThreeHTTPServers runs the balancer as the product does:
@@ -141,12 +123,14 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	if err := store.WriteParams(ctx, loopID, params); err != nil {
 		t.Fatal(err)
 	}
-	clock := &virtualClock{now: time.Now()}
+	// The controller's clock: one tick period per real tick, so that 1 s
+	// ticks (the shortest PARAMS allows) run every 200 ms.
+	clock := testclock.New(time.Now())
 	metrics := &nodeMetrics{client: client}
 	ticker := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourcePrometheus: metrics}, Now: clock.Now}
 	tickOnce := func() loop.Report {
 		t.Helper()
-		clock.advance(period)
+		clock.Advance(period)
 		reports, err := ticker.Tick(ctx)
 		if err != nil {
 			t.Fatalf("Tick: %v", err)

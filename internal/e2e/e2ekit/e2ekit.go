@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -251,10 +252,7 @@ func KeepBacklog(ctx context.Context, api QueueAPI, queueURL string, target int,
 		for n := target - depth; n > 0 && ctx.Err() == nil; n -= 10 {
 			send(min(n, 10))
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
+		_ = (consume.WallClock{}).Sleep(ctx, 500*time.Millisecond)
 	}
 }
 

@@ -259,17 +259,11 @@ func (r *run) setup() error {
 	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
 		return err
 	}
-	pid, err := r.mariadbPID()
-	if err != nil {
+	if r.sampler, err = cpupub.NewSampler(0, r.mariadbPID, 0); err != nil {
 		return err
 	}
-	cores, err := cpupub.Cores(os.ReadFile, pid)
-	if err != nil {
-		return err
-	}
-	r.res.Cores = cores
-	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: r.mariadbPID}
-	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", pid, cores, r.dbName, c.scanRows)
+	r.res.Cores = r.sampler.Cores
+	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.scanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
 	awsCfg, err := awsconf.Load(r.Ctx)
@@ -370,7 +364,7 @@ func (r *run) mariadbPID() (int, error) {
 	if pid, err := e2ekit.ListenerPID(port); err == nil {
 		return pid, nil
 	}
-	return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), "mariadbd")
+	return cpupub.Named("mariadbd")()
 }
 
 // recordCPU samples MariaDB's CPU every second.

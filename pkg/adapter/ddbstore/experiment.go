@@ -1,9 +1,6 @@
 package ddbstore
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -15,10 +12,5 @@ func encodeExperiment(item map[string]types.AttributeValue, st loop.State) error
 	if st.Experiment == nil {
 		return nil
 	}
-	b, err := json.Marshal(st.Experiment)
-	if err != nil {
-		return fmt.Errorf("experiment state: %w", err)
-	}
-	item["experiment"] = str(string(b))
-	return nil
+	return setJSON(item, "experiment", st.Experiment)
 }

@@ -153,28 +153,20 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 // (peers.go) per 1 MB of them.
 func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	var snaps []loop.Snapshot
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(IndexBySort),
-		KeyConditionExpression:    aws.String("sk = :sk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(SortParams)},
-	}
-	for pages := dynamodb.NewQueryPaginator(s.api, in); pages.HasMorePages(); {
-		out, err := pages.NextPage(ctx)
+	err := s.queryBySort(ctx, SortParams, "PARAMS", func(item map[string]types.AttributeValue) error {
+		id, err := getS(item, "pk")
 		if err != nil {
-			return nil, fmt.Errorf("dynamodb list PARAMS (index %s of %s): %w", IndexBySort, s.table, err)
+			return nil // not a loop's PARAMS item
 		}
-		for _, item := range out.Items {
-			id, err := getS(item, "pk")
-			if err != nil {
-				continue
-			}
-			sn := loop.Snapshot{Loop: id}
-			if sn.Params, err = paramsAttrs(item); err != nil {
-				sn.Err = wrap("decode PARAMS", id, err)
-			}
-			snaps = append(snaps, sn)
+		sn := loop.Snapshot{Loop: id}
+		if sn.Params, err = paramsAttrs(item); err != nil {
+			sn.Err = wrap("decode PARAMS", id, err)
 		}
+		snaps = append(snaps, sn)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	byLoop := make(map[string]int, len(snaps))
 	for i, sn := range snaps {
@@ -322,32 +314,24 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	setNum(item, "d", st.Terms.D)
 	setNum(item, "ff", st.Terms.FF)
 	item["saturated"] = &types.AttributeValueMemberBOOL{Value: st.Terms.Saturated}
-	ctrl, err := json.Marshal(st.Controller)
-	if err != nil {
-		return nil, fmt.Errorf("controller state: %w", err)
+	if err := setJSON(item, "controller", st.Controller); err != nil {
+		return nil, err
 	}
-	item["controller"] = str(string(ctrl))
 	if st.Params != nil {
-		p, err := json.Marshal(st.Params)
-		if err != nil {
-			return nil, fmt.Errorf("valid params: %w", err)
+		if err := setJSON(item, "params_valid", st.Params); err != nil {
+			return nil, err
 		}
-		item["params_valid"] = str(string(p))
 	}
 	item["params_fingerprint"] = str(st.ParamsFingerprint)
 	if len(st.Balance.Nodes) > 0 || st.Balance.Ticks != 0 {
-		b, err := json.Marshal(st.Balance)
-		if err != nil {
-			return nil, fmt.Errorf("balancer state: %w", err)
+		if err := setJSON(item, "balance", st.Balance); err != nil {
+			return nil, err
 		}
-		item["balance"] = str(string(b))
 	}
 	if len(st.Drift.Samples) > 0 || st.Drift.ModelDrift {
-		b, err := json.Marshal(st.Drift)
-		if err != nil {
-			return nil, fmt.Errorf("drift state: %w", err)
+		if err := setJSON(item, "drift", st.Drift); err != nil {
+			return nil, err
 		}
-		item["drift"] = str(string(b))
 		// model_drift is its own attribute, for a reader of the item.
 		item["model_drift"] = &types.AttributeValueMemberBOOL{Value: st.Drift.ModelDrift}
 	}

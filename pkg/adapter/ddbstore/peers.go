@@ -80,28 +80,43 @@ func (s *Store) LivePeers(ctx context.Context, loopID string, now time.Time) (in
 	return n, nil
 }
 
-// loadPeers reads every lease of every loop (one paginated query on the
-// by-sk index), keyed by loop id.
-func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
+// queryBySort calls each for every item whose sort key is sk, in one
+// paginated query on the by-sk index; what names the items in an error.
+func (s *Store) queryBySort(ctx context.Context, sk, what string, each func(map[string]types.AttributeValue) error) error {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexBySort),
 		KeyConditionExpression:    aws.String("sk = :sk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(SortPeer)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(sk)},
 	}
-	peers := make(map[string][]loop.Peer)
 	for pages := dynamodb.NewQueryPaginator(s.api, in); pages.HasMorePages(); {
 		out, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("dynamodb list consumer leases (index %s of %s): %w", IndexBySort, s.table, err)
+			return fmt.Errorf("dynamodb list %s (index %s of %s): %w", what, IndexBySort, s.table, err)
 		}
 		for _, item := range out.Items {
-			p, err := decodePeer(item)
-			if err != nil {
-				return nil, fmt.Errorf("dynamodb decode consumer lease: %w", err)
+			if err := each(item); err != nil {
+				return err
 			}
-			peers[p.Loop] = append(peers[p.Loop], p)
 		}
+	}
+	return nil
+}
+
+// loadPeers reads every lease of every loop (one paginated query on the
+// by-sk index), keyed by loop id.
+func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
+	peers := make(map[string][]loop.Peer)
+	err := s.queryBySort(ctx, SortPeer, "consumer leases", func(item map[string]types.AttributeValue) error {
+		p, err := decodePeer(item)
+		if err != nil {
+			return fmt.Errorf("dynamodb decode consumer lease: %w", err)
+		}
+		peers[p.Loop] = append(peers[p.Loop], p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return peers, nil
 }

@@ -1,9 +1,6 @@
 package ddbstore
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -19,12 +16,7 @@ func encodeSignals(item map[string]types.AttributeValue, st loop.State) error {
 	if len(st.Signals) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(st.Signals)
-	if err != nil {
-		return fmt.Errorf("signals: %w", err)
-	}
-	item["signals"] = str(string(b))
-	return nil
+	return setJSON(item, "signals", st.Signals)
 }
 
 func decodeSignals(item map[string]types.AttributeValue, st *loop.State) error {
@@ -32,12 +24,5 @@ func decodeSignals(item map[string]types.AttributeValue, st *loop.State) error {
 	if st.Limiting, err = optS(item, "limiting"); err != nil {
 		return err
 	}
-	s, err := optS(item, "signals")
-	if err != nil || s == "" {
-		return err
-	}
-	if err := json.Unmarshal([]byte(s), &st.Signals); err != nil {
-		return fmt.Errorf("signals: %w", err)
-	}
-	return nil
+	return getJSON(item, "signals", &st.Signals)
 }

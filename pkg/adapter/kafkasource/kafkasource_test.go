@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-dev/sluice/internal/testclock"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -411,36 +411,13 @@ func TestLostPartitionsAreNotCommitted(t *testing.T) {
 	}
 }
 
-// stepClock is a clock that moves only when told.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Advance(d)
-	return ctx.Err()
-}
-
 // TestCommitInterval: with a CommitInterval, Ack commits at most once per
 // interval, and an idle Receive commits what waits once the interval passed.
 func TestCommitInterval(t *testing.T) {
 	c := newFake(t, "ival", 1)
 	brokers := c.ListenAddrs()
 	produce(t, brokers, "ival", "i", 0, 10, nil)
-	clk := &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	src, err := kafkasource.New(kafkasource.Config{Brokers: brokers, Topics: []string{"ival"}, Group: "g", Opts: fastGroup,
 		CommitInterval: time.Hour, Clock: clk})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -55,15 +55,7 @@ func lambdaHandler(rate float64, sink consume.Sink, dl kafkasource.DeadLetterSen
 
 func goldenEvent(t *testing.T) events.KafkaEvent {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/msk-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.KafkaEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return testfile.JSON[events.KafkaEvent](t, "testdata/msk-event.json")
 }
 
 // TestLambdaHandlerGolden runs the handler on a real MSK event: the two

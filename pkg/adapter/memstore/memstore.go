@@ -41,14 +41,10 @@ func New() *Store {
 // ReadRate returns the RATE item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadRate(_ context.Context, loopID string) (loop.Rate, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.rates[loopID]
-	if !ok {
-		return loop.Rate{}, fmt.Errorf("memstore read RATE loop %q: %w", loopID, loop.ErrNotFound)
-	}
-	r.Weights = maps.Clone(r.Weights)
-	return r, nil
+	return read(s, s.rates, "RATE", loopID, func(r loop.Rate) loop.Rate {
+		r.Weights = maps.Clone(r.Weights)
+		return r
+	})
 }
 
 // WriteRate writes the RATE item of r.Loop.
@@ -66,13 +62,7 @@ func (s *Store) WriteRate(_ context.Context, r loop.Rate) error {
 // ReadParams returns the raw attributes of the PARAMS item of loopID (see
 // loop.DecodeParams), or an error wrapping loop.ErrNotFound.
 func (s *Store) ReadParams(_ context.Context, loopID string) (map[string]any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.params[loopID]
-	if !ok {
-		return nil, fmt.Errorf("memstore read PARAMS loop %q: %w", loopID, loop.ErrNotFound)
-	}
-	return cloneAttrs(a), nil
+	return read(s, s.params, "PARAMS", loopID, cloneAttrs)
 }
 
 // WriteParams replaces the PARAMS item of loopID with attrs, unchecked, as
@@ -110,25 +100,26 @@ func (s *Store) WriteParamsIf(_ context.Context, loopID string, attrs map[string
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadStatus(_ context.Context, loopID string) (loop.ParamsStatus, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.status[loopID]
-	if !ok {
-		return loop.ParamsStatus{}, fmt.Errorf("memstore read PARAMS_STATUS loop %q: %w", loopID, loop.ErrNotFound)
-	}
-	return st, nil
+	return read(s, s.status, "PARAMS_STATUS", loopID, func(st loop.ParamsStatus) loop.ParamsStatus { return st })
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
 // loop.ErrNotFound.
 func (s *Store) ReadState(_ context.Context, loopID string) (loop.State, error) {
+	return read(s, s.states, "STATE", loopID, loop.State.Clone)
+}
+
+// read returns a copy (by clone) of loopID's item in m, the items of one
+// kind (what), or an error wrapping loop.ErrNotFound.
+func read[T any](s *Store, m map[string]T, what, loopID string, clone func(T) T) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.states[loopID]
+	v, ok := m[loopID]
 	if !ok {
-		return loop.State{}, fmt.Errorf("memstore read STATE loop %q: %w", loopID, loop.ErrNotFound)
+		var zero T
+		return zero, fmt.Errorf("memstore read %s loop %q: %w", what, loopID, loop.ErrNotFound)
 	}
-	return st.Clone(), nil
+	return clone(v), nil
 }
 
 // LoadLoops returns a snapshot of every loop that has any item.

@@ -22,13 +22,7 @@ func open(t testing.TB) *sql.DB {
 // openDSN is a fresh migrated database and its DSN.
 func openDSN(t testing.TB) (*sql.DB, string) {
 	t.Helper()
-	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, dsn
+	return mysqltest.Open(t, testenv.MySQLDSN(t))
 }
 
 func batch(from, n int) []consume.Message {

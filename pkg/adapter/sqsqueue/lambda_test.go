@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -20,15 +21,7 @@ import (
 
 func loadEvent(t *testing.T) events.SQSEvent {
 	t.Helper()
-	b, err := os.ReadFile("testdata/sqs-event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.SQSEvent
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatalf("decode testdata/sqs-event.json: %v", err)
-	}
-	return ev
+	return testfile.JSON[events.SQSEvent](t, "testdata/sqs-event.json")
 }
 
 func newHandler(sink consume.Sink) *sqsqueue.Handler {

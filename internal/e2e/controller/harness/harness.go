@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/poll"
 )
 
 // FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -105,25 +107,21 @@ func (p *Proc) Stop() {
 func WaitHTTP(ctx context.Context, url string, timeout time.Duration, p *Proc) error {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
-	for {
+	return poll.Until(ctx, 100*time.Millisecond, func() (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			return nil
+			return true, nil
 		}
 		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited before answering on %s (log %s)", p.Name, url, p.LogPath())
+			return false, fmt.Errorf("%s exited before answering on %s (log %s)", p.Name, url, p.LogPath())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer within %v: %w", url, timeout, err)
+			return false, fmt.Errorf("%s did not answer within %v: %w", url, timeout, err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return false, nil
+	})
 }
 
 // Moto is a moto_server this package started.

@@ -26,6 +26,26 @@ func Database(t testing.TB, dsn string) string {
 	return out
 }
 
+// Open creates a database as Database does and opens it; the handle is
+// closed, then the database dropped, when the test ends. It returns the
+// handle and the database's DSN.
+func Open(t testing.TB, serverDSN string) (*sql.DB, string) {
+	t.Helper()
+	dsn := Database(t, serverDSN)
+	return Conn(t, dsn), dsn
+}
+
+// Conn opens dsn for the test and closes it when the test ends.
+func Conn(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // Create creates a database named sluice_t<unique> next to the one in dsn
 // and migrates it; it returns its DSN and a function that drops it. It
 // retries for up to 30 s, so that a MariaDB restarted by a fault-injection

@@ -85,10 +85,7 @@ func kafkaNoLoss(ctx context.Context, e consumers.Env, o consumers.Options, cfg 
 	cfg.Brokers, cfg.DSN, cfg.MariaDBCtl, cfg.Log = strings.Split(brokers, ","), e.MySQLDSN, e.MariaDBCtl, e.Log
 	cfg.Messages, cfg.PoisonEvery, cfg.Rate = o.Messages, o.PoisonEvery, o.Rate
 	r, err := kafka.NoLoss(ctx, cfg)
-	return consumers.NoLoss{
-		Path: r.Path, Sent: r.Sent, Stored: r.Stored, Duplicates: r.Duplicates, Missing: r.Missing,
-		Poison: r.Poison, PoisonWithReason: r.PoisonWithReason, Faults: r.Faults, Seconds: r.Seconds,
-	}, err
+	return r.NoLoss, err
 }
 
 // paceKafkaLambda adds the kafka-lambda pacing rows: the real bootstrap
