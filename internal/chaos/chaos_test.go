@@ -47,7 +47,7 @@ func TestChaosKafkaShort(t *testing.T) {
 	root := testenv.ModuleRoot(t)
 	for _, sc := range chaos.KafkaScenarios(chaos.Size{Worker: 400, Scale: chaos.Short.Scale}) {
 		sc.Limit = 4 * time.Minute
-		sc.Rate = 200 // 2 s of records, paced alike in both runs
+		sc.Rate = 200                                                                     // 2 s of records, paced alike in both runs
 		sc.RetryBackoff = consume.Backoff{Base: 100 * time.Millisecond, Max: time.Second} // 10 attempts in about 5 s
 		if !chosen(sc.Name) {
 			continue

@@ -2,44 +2,26 @@ package consume_test
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
-// fakeClock is virtual time: Sleep advances it at once and records the sleep.
+// fakeClock is virtual time that also adds up what was slept on it.
 type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	slept  time.Duration
-	sleeps int
+	*testclock.Clock
+	slept atomic.Int64 // ns
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return &fakeClock{Clock: testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
+	if err := c.Clock.Sleep(ctx, max(d, 0)); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d > 0 {
-		c.now = c.now.Add(d)
-		c.slept += d
-	}
-	c.sleeps++
+	c.slept.Add(int64(max(d, 0)))
 	return nil
 }

@@ -126,8 +126,8 @@ func TestPacerWaitByNeverSleepsPastTheDeadline(t *testing.T) {
 	}
 	clk := newFakeClock()
 	p := consume.NewPacer(clk, 0, 10)
-	if got, err := p.WaitBy(context.Background(), 10, clk.Now().Add(time.Hour)); got != 0 || !errors.Is(err, consume.ErrPaused) || clk.slept != 0 {
-		t.Errorf("WaitBy at rate 0 = %d, %v after sleeping %v; want 0, ErrPaused at once", got, err, clk.slept)
+	if got, err := p.WaitBy(context.Background(), 10, clk.Now().Add(time.Hour)); got != 0 || !errors.Is(err, consume.ErrPaused) || clk.slept.Load() != 0 {
+		t.Errorf("WaitBy at rate 0 = %d, %v after sleeping %v; want 0, ErrPaused at once", got, err, time.Duration(clk.slept.Load()))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // parkedClock never lets a sleep end before its context does: a consumer
 // waiting for its pacing slot stays there until shutdown.
 type parkedClock struct {
-	fakeClock
+	*fakeClock
 	parked chan struct{}
 }
 
@@ -33,7 +33,7 @@ func (c *parkedClock) Sleep(ctx context.Context, d time.Duration) error {
 // TestRunShutdownReleasesHeldBatch: on shutdown (SIGTERM in the worker) a
 // batch waiting for its pacing slot is released, not lost and not stored.
 func TestRunShutdownReleasesHeldBatch(t *testing.T) {
-	clk := &parkedClock{fakeClock: fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, parked: make(chan struct{}, 1)}
+	clk := &parkedClock{fakeClock: newFakeClock(), parked: make(chan struct{}, 1)}
 	q := memqueue.New()
 	for i := range 25 {
 		q.Send(fmt.Appendf(nil, `{"i":%d}`, i))
