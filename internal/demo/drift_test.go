@@ -12,27 +12,11 @@ import (
 // report says model_drift (-1: never).
 func firstDrift(t *testing.T, s sim.Scenario) time.Duration {
 	t.Helper()
-	ctrl, _, err := Tune(s)
+	at, err := FirstDrift(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := time.Duration(-1)
-	start := time.Time{}
-	cfg := Config{Scenario: s, Params: DefaultParams(s, ctrl), BatchSize: 10, NoSeries: true}
-	cfg.OnTick = func(tk Tick) {
-		if start.IsZero() {
-			start = tk.Now
-		}
-		for _, r := range tk.Reports {
-			if r.ModelDrift && first < 0 {
-				first = tk.Now.Sub(start)
-			}
-		}
-	}
-	if _, err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	return first
+	return at
 }
 
 // compressed is the reference scenario's events in 75 minutes, with noise
