@@ -11,13 +11,17 @@ import (
 // Drift tracking: the loop compares each new datapoint with what its model
 // (PARAMS ff_gain, ff_base, ff_tau, ff_dead_time) predicts from the rates
 // it applied (the delay-aware integrator's history), and keeps the last
-// DriftWindow pairs. A load from outside shifts the residual by a constant
-// whatever the rate; a plant whose gain moved makes the residual follow the
-// rate. So the loop fits the residual as a level, which may step once where
-// it jumped while the prediction held (a load starting or ending), plus a
-// slope on the prediction: the slope is the relative gain error.
-// When it is beyond DriftGainError, and beyond DriftSignificance standard
-// errors, the loop sets model_drift in STATE until the model is edited.
+// DriftChangeWindow pairs, those at the CPU's ceiling as lower bounds. A
+// load from outside shifts the residual by a constant whatever the rate; a
+// plant whose gain moved makes the residual follow the rate. Two tests read
+// the window. The slope test fits the last DriftWindow datapoints below the
+// ceiling as a level, which may step once where it jumped while the
+// prediction held (a load starting or ending), plus a slope on the
+// prediction: the slope is the relative gain error, and it decides when it
+// is beyond DriftGainError and beyond DriftSignificance standard errors.
+// The change test (driftjump.go) asks whether a change of gain at some
+// instant explains the whole window better than a load. Either sets
+// model_drift in STATE until the model is edited.
 const (
 	// DriftWindow is the number of datapoints the regression spans.
 	DriftWindow = 10
