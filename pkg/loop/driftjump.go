@@ -19,7 +19,7 @@ const (
 	// sum of squares of a change of gain must be than that of a load.
 	// (A χ²-like figure: on the reference scenario with noise 1 point it
 	// stayed below 3 over whole runs without a change.)
-	DriftChangeEvidence = 12.0
+	DriftChangeEvidence = 10.0
 	// DriftChangeWindow is the number of datapoints the change test spans,
 	// those at the ceiling included: the change must still be in it when
 	// the controller's answer has moved the prediction.
