@@ -12,27 +12,11 @@ import (
 // report says model_drift (-1: never).
 func firstDrift(t *testing.T, s sim.Scenario) time.Duration {
 	t.Helper()
-	ctrl, _, err := Tune(s)
+	at, err := FirstDrift(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := time.Duration(-1)
-	start := time.Time{}
-	cfg := Config{Scenario: s, Params: DefaultParams(s, ctrl), BatchSize: 10, NoSeries: true}
-	cfg.OnTick = func(tk Tick) {
-		if start.IsZero() {
-			start = tk.Now
-		}
-		for _, r := range tk.Reports {
-			if r.ModelDrift && first < 0 {
-				first = tk.Now.Sub(start)
-			}
-		}
-	}
-	if _, err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	return first
+	return at
 }
 
 // compressed is the reference scenario's events in 75 minutes, with noise
@@ -64,17 +48,50 @@ func TestModelDrift(t *testing.T) {
 }
 
 // Issue 20 on the reference scenario with noise 1: the plant's gain doubles
-// or halves at 30 min; model_drift is set within 10 ticks of the change.
+// or halves at 30 min; model_drift is set within 10 ticks of the change (on
+// seed 3 the doubled gain looked like a load for longest; make bench-drift
+// runs more seeds, and the whole scenario without a change).
 func TestModelDriftReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo for 41 virtual minutes, twice")
 	}
-	for _, g := range []float64{0.1, 0.025} {
+	for _, run := range []struct {
+		seed uint64
+		gain float64
+	}{{3, 0.1}, {1, 0.025}} {
 		s := sim.Reference()
-		s.Noise, s.Duration = 1, 41*time.Minute
-		s.PlantChanges = []sim.PlantChange{{At: 30 * time.Minute, Gain: g}}
-		if at := firstDrift(t, s); at < 30*time.Minute || at > 40*time.Minute {
-			t.Errorf("gain %v from 30m: model_drift set at %v; want within 10 ticks (by 40m)", g, at)
+		s.Noise = 1
+		c := sim.PlantChange{At: 30 * time.Minute, Gain: run.gain}
+		f, err := MeasureDrift(context.Background(), s, &c, run.seed, (DriftBound+1)*s.Tick)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if f.Ticks < 1 || f.Ticks > DriftBound {
+			t.Errorf("seed %d, gain %v from 30m: model_drift after %d ticks; want 1 to %d", run.seed, run.gain, f.Ticks, DriftBound)
+		}
+	}
+}
+
+// A change of dead time at a steady rate leaves too little in the signal
+// for any test within the bound: the figure says so, and the loop does not
+// claim to have seen it.
+func TestDeadTimeChangeInvisible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 41 virtual minutes")
+	}
+	s := sim.Reference()
+	s.Noise = 1
+	dt := 20 * time.Second
+	c := sim.PlantChange{At: 30 * time.Minute, DeadTime: &dt}
+	f, err := MeasureDrift(context.Background(), s, &c, 1, (DriftBound+1)*s.Tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dead time 5s to 20s: %+v", f)
+	if f.Visible <= 0 || f.Visible > 1 {
+		t.Errorf("dead time 5s to 20s: visible %v noise variances; want some, below 1", f.Visible)
+	}
+	if f.Ticks >= 0 {
+		t.Errorf("dead time 5s to 20s: model_drift after %d ticks; want never (nothing to see)", f.Ticks)
 	}
 }

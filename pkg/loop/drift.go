@@ -11,13 +11,17 @@ import (
 // Drift tracking: the loop compares each new datapoint with what its model
 // (PARAMS ff_gain, ff_base, ff_tau, ff_dead_time) predicts from the rates
 // it applied (the delay-aware integrator's history), and keeps the last
-// DriftWindow pairs. A load from outside shifts the residual by a constant
-// whatever the rate; a plant whose gain moved makes the residual follow the
-// rate. So the loop fits the residual as a level, which may step once where
-// it jumped while the prediction held (a load starting or ending), plus a
-// slope on the prediction: the slope is the relative gain error.
-// When it is beyond DriftGainError, and beyond DriftSignificance standard
-// errors, the loop sets model_drift in STATE until the model is edited.
+// DriftChangeWindow pairs, those at the CPU's ceiling as lower bounds. A
+// load from outside shifts the residual by a constant whatever the rate; a
+// plant whose gain moved makes the residual follow the rate. Two tests read
+// the window. The slope test fits the last DriftWindow datapoints below the
+// ceiling as a level, which may step once where it jumped while the
+// prediction held (a load starting or ending), plus a slope on the
+// prediction: the slope is the relative gain error, and it decides when it
+// is beyond DriftGainError and beyond DriftSignificance standard errors.
+// The change test (driftjump.go) asks whether a change of gain at some
+// instant explains the whole window better than a load. Either sets
+// model_drift in STATE until the model is edited.
 const (
 	// DriftWindow is the number of datapoints the regression spans.
 	DriftWindow = 10
@@ -55,6 +59,9 @@ type DriftState struct {
 	// (0 before a verdict); SlopeSE the estimate's standard error.
 	GainRatio float64 `json:"gain_ratio,omitempty"`
 	SlopeSE   float64 `json:"slope_se,omitempty"`
+	// Evidence is the change test's last figure: how much better a change
+	// of gain explains the window than a load, in residual variances.
+	Evidence float64 `json:"evidence,omitempty"`
 	// Since is when ModelDrift was set; Votes counts the datapoints in a
 	// row that said the gain moved.
 	Since time.Time `json:"since,omitzero"`
@@ -73,6 +80,9 @@ type DriftSample struct {
 	End time.Duration `json:"t"`
 	Y   float64       `json:"y"`
 	Z   float64       `json:"z"`
+	// Cut is set for a datapoint at the ceiling, or right after one: Y is
+	// then a lower bound of the uncut signal.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Clone returns a deep copy of d.
@@ -99,36 +109,57 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 	if last >= 0 && end <= d.Samples[last].End {
 		return d
 	}
-	if in.Measurement >= driftPinned-p.NoiseBand { // pinned, valid or not (noise took it above 100)
+	z := m.Gain * m.Expected(cs.Applied, end-in.MeasurementPeriod, end)
+	switch {
+	case in.Measurement >= driftPinned-p.NoiseBand: // pinned, valid or not (noise took it above 100)
+		// The uncut signal was at least about the ceiling.
 		d.Pinned, d.PinnedEnd = true, end
+		d.Samples = append(d.Samples, DriftSample{End: end, Y: driftPinned - 2*p.NoiseBand, Z: z, Cut: true})
+	case !fresh:
 		return d
-	}
-	if !fresh {
-		return d
-	}
-	if d.Pinned && end-in.MeasurementPeriod <= d.PinnedEnd {
+	case d.Pinned && end-in.MeasurementPeriod <= d.PinnedEnd:
 		// The datapoint right after a pinned one: the pinning may have
 		// ended during its period, and its average is cut too.
-		return d
-	}
-	z := m.Gain * m.Expected(cs.Applied, end-in.MeasurementPeriod, end)
-	d.Samples = append(d.Samples, DriftSample{End: end, Y: in.Measurement, Z: z})
-	if len(d.Samples) > DriftWindow {
-		d.Samples = d.Samples[len(d.Samples)-DriftWindow:]
-	}
-	slope, se, ok := driftSlope(d.Samples, m.Base, 3*max(in.MeasurementPeriod, p.TickPeriod)/2)
-	if !ok {
-		d.Votes = 0
-		return d
-	}
-	d.GainRatio, d.SlopeSE = 1+slope, se
-	switch a := math.Abs(slope); {
-	case a > DriftStrong*DriftGainError && a > DriftStrong*DriftSignificance*se:
-		d.Votes = DriftVotes // beyond doubt: one datapoint decides
-	case a > DriftGainError && a > DriftSignificance*se:
-		d.Votes++
+		d.Samples = append(d.Samples, DriftSample{End: end, Y: in.Measurement - p.NoiseBand, Z: z, Cut: true})
 	default:
+		d.Samples = append(d.Samples, DriftSample{End: end, Y: in.Measurement, Z: z})
+	}
+	if len(d.Samples) > DriftChangeWindow {
+		d.Samples = d.Samples[len(d.Samples)-DriftChangeWindow:]
+	}
+	return judgeDrift(d, m.Base, p, in, now)
+}
+
+// judgeDrift gives the record its verdict on the window: the slope test on
+// the datapoints below the ceiling, and the change test on all of them.
+func judgeDrift(d DriftState, base float64, p Params, in control.Input, now time.Time) DriftState {
+	uncut := make([]DriftSample, 0, len(d.Samples))
+	for _, x := range d.Samples {
+		if !x.Cut {
+			uncut = append(uncut, x)
+		}
+	}
+	uncut = uncut[max(0, len(uncut)-DriftWindow):]
+	noise := math.Max(p.NoiseBand*p.NoiseBand/9, driftNoiseFloor) // the band is about 3 times the noise
+	ev, g, changed := driftChange(d.Samples, base, noise)
+	changed = changed && ev > DriftChangeEvidence && math.Abs(g) > DriftGainError
+	d.Evidence = ev
+	slope, se, ok := driftSlope(uncut, base, 3*max(in.MeasurementPeriod, p.TickPeriod)/2)
+	switch {
+	case changed:
+		d.GainRatio, d.Votes = 1+g, DriftVotes
+	case !ok:
 		d.Votes = 0
+	default:
+		d.GainRatio, d.SlopeSE = 1+slope, se
+		switch a := math.Abs(slope); {
+		case a > DriftStrong*DriftGainError && a > DriftStrong*DriftSignificance*se:
+			d.Votes = DriftVotes // beyond doubt: one datapoint decides
+		case a > DriftGainError && a > DriftSignificance*se:
+			d.Votes++
+		default:
+			d.Votes = 0
+		}
 	}
 	if !d.ModelDrift && d.Votes >= DriftVotes {
 		d.ModelDrift, d.Since = true, now

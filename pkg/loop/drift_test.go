@@ -2,6 +2,7 @@ package loop
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,22 +95,29 @@ func TestTrackDrift(t *testing.T) {
 	}
 }
 
-// A datapoint at the ceiling is left out, and so is the next one, whose
-// period may have held the pinning's end (its average is cut too).
-func TestTrackDriftSkipsAfterPinned(t *testing.T) {
+// A datapoint at the ceiling, and the next one, whose period may have held
+// the pinning's end (its average is cut too), are kept as lower bounds
+// (Cut): the pinned one at the ceiling less twice the noise band, the next
+// one at its value less the band. The slope test leaves them out.
+func TestTrackDriftCutsPinned(t *testing.T) {
 	m := control.FOPDT{Gain: 0.05, Base: 10}
-	p := Params{Feedforward: &m, Controls: Controls{DelayAware: true}}
+	p := Params{Feedforward: &m, Controls: Controls{DelayAware: true, NoiseBand: 2}}
 	var d DriftState
 	for k, y := range []float64{70, 70, 100.4, 95, 80} {
 		cs := control.State{Applied: []control.Segment{{At: -time.Hour, Value: 1200}}, Clock: time.Duration(k+1) * time.Minute}
 		in := control.Input{Measurement: y, MeasurementPeriod: time.Minute}
 		d = trackDrift(d, p, cs, in, y <= 100, time.Unix(int64(60*k), 0))
 	}
-	var ends []time.Duration
-	for _, s := range d.Samples {
-		ends = append(ends, s.End)
+	want := []DriftSample{
+		{End: time.Minute, Y: 70, Z: 60},
+		{End: 2 * time.Minute, Y: 70, Z: 60},
+		{End: 3 * time.Minute, Y: driftPinned - 4, Z: 60, Cut: true},
+		{End: 4 * time.Minute, Y: 93, Z: 60, Cut: true},
+		{End: 5 * time.Minute, Y: 80, Z: 60},
 	}
-	if len(ends) != 3 || ends[2] != 5*time.Minute || !d.Pinned || d.PinnedEnd != 3*time.Minute {
-		t.Fatalf("samples at %v, pinned %v at %v; want 1m, 2m, 5m and the pinned one at 3m", ends, d.Pinned, d.PinnedEnd)
+	if !slices.EqualFunc(d.Samples, want, func(a, b DriftSample) bool {
+		return a.End == b.End && a.Cut == b.Cut && math.Abs(a.Y-b.Y) < 1e-9 && math.Abs(a.Z-b.Z) < 1e-9
+	}) || !d.Pinned || d.PinnedEnd != 3*time.Minute {
+		t.Fatalf("samples %+v, pinned %v at %v; want %+v and the pinned one at 3m", d.Samples, d.Pinned, d.PinnedEnd, want)
 	}
 }
