@@ -18,6 +18,15 @@ func (r *run) history(loopID string, t time.Time) ([]history.Point, error) {
 	return pts, nil
 }
 
+// consumed is the live loop's mean consumed rate since t (0 when unknown).
+func (r *run) consumed(t time.Time) float64 {
+	pts, err := r.history(r.live, t)
+	if err != nil || len(pts) == 0 {
+		return 0
+	}
+	return summarize("", pts).MeanConsumed
+}
+
 // phases records what the live loop's history shows from t on, split at
 // its setpoint edits.
 func (r *run) phases(t time.Time, name string) {

@@ -116,11 +116,14 @@ func (r *run) scenario() error {
 	r.sleep(p)
 	r.setSetpoint(r.live, c.setpoints[1])
 	r.sleep(2 * p)
+	// The burst: a phase's worth of what the consumers took at the new
+	// setpoint, so that it drains within the run on a loaded machine.
+	took := r.consumed(time.Now().Add(-p))
 	prod.stop()
 	r.event("producers stopped: the queue drains and idles")
 	r.sleep(3 * p / 2)
-	n := int(c.maxRate * 40)
-	r.event("burst: %d messages at once", n)
+	n := max(50, int(took*p.Seconds()))
+	r.event("burst: %d messages at once (the consumers took %.1f msg/s before the stop)", n, took)
 	r.send(n)
 	r.sleep(3 * p / 2)
 	r.phases(liveFrom, "live")
@@ -272,8 +275,12 @@ func (r *run) sluice(args ...string) (json.RawMessage, int) {
 	return out, status
 }
 
-// producers keep a backlog of about 200 messages in the queue while
-// started: the producers outpace the loop, so the rate is the loop's.
+// backlog is the queue depth the producers keep: a full batch for every
+// consumer, so the rate is the loop's, and a queue that drains within a
+// tick or two when they stop (an idle phase that is idle).
+const backlog = 60
+
+// producers keep a backlog of messages in the queue while started.
 type producers struct {
 	r      *run
 	mu     sync.Mutex
@@ -295,7 +302,7 @@ func (p *producers) start() {
 	go func() {
 		defer p.wg.Done()
 		for ctx.Err() == nil {
-			if n := 200 - p.r.depth(ctx); n > 0 {
+			if n := backlog - p.r.depth(ctx); n > 0 {
 				p.r.send(n)
 			}
 			select {
