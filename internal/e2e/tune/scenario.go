@@ -36,10 +36,12 @@ type Result struct {
 	Tune       json.RawMessage `json:"tune"`
 	TuneStatus int             `json:"tune_exit_status"`
 	// ShadowTicks are the shadow loop's HIST points; ShadowReport the JSON
-	// of `sluice tune --shadow-report` (null when the command is missing or
-	// there was no proposal); ShadowReportError says why it is null.
+	// of `sluice tune --shadow-report` over the shadow phase,
+	// ShadowReportAll over the whole run (null when the command is missing
+	// or there was no proposal); ShadowReportError says why.
 	ShadowTicks       int             `json:"shadow_ticks"`
 	ShadowReport      json.RawMessage `json:"shadow_report"`
+	ShadowReportAll   json.RawMessage `json:"shadow_report_whole_run"`
 	ShadowReportError string          `json:"shadow_report_error,omitempty"`
 	// Phases: the measured CPU (the HIST items' datapoints) per phase.
 	Phases []phase `json:"phases"`
@@ -226,21 +228,30 @@ func (r *run) outsideLoad(d time.Duration) error {
 	return nil
 }
 
-// shadowReport runs `sluice tune --shadow-report` over the shadow phase.
+// shadowReport runs `sluice tune --shadow-report` over the shadow phase
+// (the proving period) and over the whole run (more history for the model
+// the replay runs on).
 func (r *run) shadowReport(since time.Duration) {
 	hist, err := r.history(r.shadow, time.Time{})
 	r.res.ShadowTicks = len(hist)
 	if err != nil || len(hist) == 0 {
 		r.fail("the shadow loop recorded no history (%v)", err)
 	}
-	r.event("sluice tune --loop %s --shadow-report --shadow %s --since %v", r.live, r.shadow, since)
-	out, status := r.sluice("tune", "--loop", r.live, "--shadow-report", "--shadow", r.shadow, "--since", since.String(), "--json")
-	if status == 0 && json.Valid(out) {
-		r.res.ShadowReport = out
-		return
+	for _, s := range []struct {
+		since time.Duration
+		out   *json.RawMessage
+	}{{since, &r.res.ShadowReport}, {0, &r.res.ShadowReportAll}} {
+		args := []string{"tune", "--loop", r.live, "--shadow-report", "--shadow", r.shadow, "--metric-delay", "0s", "--json"}
+		if s.since > 0 {
+			args = append(args, "--since", s.since.String())
+		}
+		r.event("sluice %s", strings.Join(args, " "))
+		out, status := r.sluice(args...)
+		*s.out = out
+		if status != 0 || out == nil {
+			r.res.ShadowReportError += fmt.Sprintf("since %v: exit %d: %s; ", s.since, status, lastLine(r.lastStderr))
+		}
 	}
-	r.res.ShadowReportError = fmt.Sprintf("exit %d: %s", status, lastLine(r.lastStderr))
-	r.logf("shadow report: %s", r.res.ShadowReportError)
 }
 
 func lastLine(s string) string {
