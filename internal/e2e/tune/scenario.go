@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,12 @@ type Result struct {
 	// (model, confidence, excitation_ok, reason, kp, ki, params).
 	Tune       json.RawMessage `json:"tune"`
 	TuneStatus int             `json:"tune_exit_status"`
+	// TuneUnsmoothed is the same on the same points with the consumed
+	// rate unsmoothed (historyfile.go); ProposalFrom says which proposal
+	// the shadow runs ("" when both refused).
+	TuneUnsmoothed       json.RawMessage `json:"tune_unsmoothed"`
+	TuneUnsmoothedStatus int             `json:"tune_unsmoothed_exit_status"`
+	ProposalFrom         string          `json:"proposal_from"`
 	// ShadowTicks are the shadow loop's HIST points; ShadowReport the JSON
 	// of `sluice tune --shadow-report` over the shadow phase,
 	// ShadowReportAll over the whole run (null when the command is missing
@@ -130,20 +137,11 @@ func (r *run) scenario() error {
 	r.sleep(3 * p / 2)
 	r.phases(liveFrom, "live")
 
-	// 2. The proposal from the loop's history.
-	r.event("sluice tune --from-history --loop %s", r.live)
-	out, status := r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
-	r.res.Tune, r.res.TuneStatus = out, status
-	var prop struct {
-		ExcitationOK bool           `json:"excitation_ok"`
-		Reason       string         `json:"reason"`
-		Params       map[string]any `json:"params"`
-	}
-	if err := json.Unmarshal(out, &prop); err != nil {
-		return fmt.Errorf("tune --from-history: exit %d, no JSON report: %v", status, err)
-	}
-	if !prop.ExcitationOK || prop.Params == nil {
-		r.event("tune refused: %s", prop.Reason)
+	// 2. The proposal from the loop's history: its HIST items as the table
+	// holds them, then the same points with the consumed rate unsmoothed.
+	prop, err := r.propose(liveFrom)
+	if err != nil {
+		return err
 	}
 
 	// 3. The shadow beside the live loop: another edit, an outside load.
@@ -176,6 +174,39 @@ func (r *run) scenario() error {
 	// 5. Drain in manual mode at max_rate and count.
 	prod.stop()
 	return r.drainAndCount()
+}
+
+// proposal is what the scenario reads of `tune --from-history --json`.
+type proposal struct {
+	ExcitationOK bool           `json:"excitation_ok"`
+	Reason       string         `json:"reason"`
+	Params       map[string]any `json:"params"`
+}
+
+// propose runs `sluice tune --from-history` on the live loop's HIST items,
+// then on the same history with the consumed rate unsmoothed (a history
+// file), and returns the first proposal (Params nil when both refused).
+func (r *run) propose(from time.Time) (proposal, error) {
+	var props [2]proposal
+	r.event("sluice tune --from-history --loop %s", r.live)
+	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
+	file := filepath.Join(r.cfg.logDir, "history-"+r.id+".json")
+	if err := r.exportUnsmoothed(file, from); err != nil {
+		return proposal{}, err
+	}
+	r.event("sluice tune --from-history --history-file %s (the consumed rate unsmoothed)", file)
+	r.res.TuneUnsmoothed, r.res.TuneUnsmoothedStatus = r.sluice("tune", "--from-history", "--history-file", file, "--json")
+	for i, out := range []json.RawMessage{r.res.Tune, r.res.TuneUnsmoothed} {
+		if err := json.Unmarshal(out, &props[i]); err != nil {
+			return proposal{}, fmt.Errorf("tune --from-history: no JSON report: %v", err)
+		}
+		if props[i].ExcitationOK && props[i].Params != nil {
+			r.res.ProposalFrom = []string{"table", "unsmoothed history file"}[i]
+			return props[i], nil
+		}
+		r.event("tune refused: %s", props[i].Reason)
+	}
+	return props[1], nil
 }
 
 // setSetpoint edits one loop's setpoint in its PARAMS.
