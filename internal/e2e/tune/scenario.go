@@ -317,10 +317,10 @@ func (r *run) sluice(args ...string) (json.RawMessage, int) {
 	return out, status
 }
 
-// backlog is the queue depth the producers keep: a full batch for every
-// consumer, so the rate is the loop's, and a queue that drains within a
-// tick or two when they stop (an idle phase that is idle).
-const backlog = 60
+// backlog is the queue depth the producers keep: two full batches for
+// every consumer, so the rate is the loop's, and a queue that drains in
+// a few ticks when they stop (an idle phase that is idle).
+const backlog = 120
 
 // producers keep a backlog of messages in the queue while started.
 type producers struct {
