@@ -20,11 +20,14 @@ import (
 // pipeline delay: metric period/2 + publication delay + tick/2). A bare
 // JSON array of points is read too; the timing then comes from flags.
 type historyFile struct {
-	Loop           string          `json:"loop"`
-	TickS          float64         `json:"tick_s,omitempty"`
-	MetricPeriodS  float64         `json:"metric_period_s,omitempty"`
-	PipelineDelayS float64         `json:"pipeline_delay_s,omitempty"`
-	Points         []history.Point `json:"points"`
+	Loop           string  `json:"loop"`
+	TickS          float64 `json:"tick_s,omitempty"`
+	MetricPeriodS  float64 `json:"metric_period_s,omitempty"`
+	PipelineDelayS float64 `json:"pipeline_delay_s,omitempty"`
+	// Params are the loop's PARAMS attributes at the start (`tune
+	// --shadow-report` replays the live gains from them).
+	Params map[string]any  `json:"params,omitempty"`
+	Points []history.Point `json:"points"`
 }
 
 // historyRecorder keeps one history point per applied tick of the demo, with

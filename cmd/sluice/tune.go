@@ -47,6 +47,9 @@ func usageWith(fs *flag.FlagSet, synopsis, description string) {
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
+	if tuneShadowArg(args) { // tune_shadow.go
+		return runTuneShadow(args, stdout, stderr)
+	}
 	if tuneFromHistoryArg(args) { // tune_history.go
 		return runTuneFromHistory(args, stdout, stderr)
 	}

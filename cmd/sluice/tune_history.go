@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -17,9 +18,13 @@ import (
 )
 
 // tuneFromHistoryArg reports whether args ask for `tune --from-history`.
-func tuneFromHistoryArg(args []string) bool {
+func tuneFromHistoryArg(args []string) bool { return hasBoolFlag(args, "from-history") }
+
+// hasBoolFlag reports whether args set the boolean flag name.
+func hasBoolFlag(args []string, name string) bool {
 	return slices.ContainsFunc(args, func(a string) bool {
-		return a == "--from-history" || a == "-from-history" || a == "--from-history=true" || a == "-from-history=true"
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		return a == name || a == name+"=true"
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/internal/testenv"
@@ -49,7 +50,19 @@ func (r *pointRecorder) Rate(o sim.Observation) float64 {
 // as `sluice demo --history-out` does.
 func writeLabHistory(t *testing.T, s sim.Scenario) string {
 	t.Helper()
-	pol, _, err := lab.NewPolicy(lab.PIAWSPFF, s, lab.Plant{Model: s.Plant, NoiseSD: s.Noise}, lab.Gains{})
+	return writeLabHistoryGains(t, s, lab.Gains{})
+}
+
+// writeLabHistoryGains is writeLabHistory with the gains g (the tuned ones
+// where nil), and the loop's PARAMS in the file, as the demo writes them.
+func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
+	t.Helper()
+	plant := lab.Plant{Model: s.Plant, NoiseSD: s.Noise}
+	pol, _, err := lab.NewPolicy(lab.PIAWSPFF, s, plant, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := lab.ControllerConfig(lab.PIAWSPFF, s, plant, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +72,7 @@ func writeLabHistory(t *testing.T, s sim.Scenario) string {
 	}
 	h := newHistoryRecorder(s)
 	h.file.Points = rec.pts
+	h.file.Params = demo.DefaultParams(s, cfg).Attrs()
 	path := filepath.Join(t.TempDir(), "history.json")
 	if err := h.write(path); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func readTableHistory(ctx context.Context, table, loopID string, since, metricDe
 	f := historyFile{
 		Loop: loopID, TickS: p.TickPeriod.Seconds(), MetricPeriodS: p.Metric.Period.Seconds(),
 		PipelineDelayS: (p.Metric.Period/2 + metricDelay + p.TickPeriod/2).Seconds(),
-		Points:         keepSince(pts, since),
+		Points:         keepSince(pts, since), Params: attrs,
 	}
 	return f, nil
 }

@@ -125,6 +125,9 @@ type Params struct {
 	// loop with one signal. The rate is the lowest of every signal's
 	// controller's output (override control; signals.go).
 	Signals []Signal `json:"signals,omitempty"`
+	// Experiment is the guarded experiment asked of the loop; nil for none
+	// (experiment.go).
+	Experiment *Experiment `json:"experiment,omitempty"`
 }
 
 // FieldError says why one PARAMS attribute was refused.
@@ -494,6 +497,7 @@ func (p Params) check() []FieldError {
 	p.checkNodes(fail)
 	p.checkMapping(fail)
 	p.checkSignals(fail)
+	p.checkExperiment(fail)
 	return errs
 }
 

@@ -157,6 +157,8 @@ var paramTable = []param{
 		balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
 	{AttrSignals, kindSignals, false, "none", "further signals (override control): signal name (`[a-z0-9_-]{1,32}`, at most 8 signals in all) → a map of its own `setpoint` and `kp` (required), `unit`, `direction`, `ki`, `kd`, `derivative_filter`, `noise_band`, `setpoint_filter`, `anti_windup`, `tracking_time`, `delay_aware`, `ff_*`, `metric_*` and `stale_policy`, `stale_decay`, `stale_grace`, `stale_after`, meaning what they mean at the top level. Each signal has its own controller; the rate is the lowest output, the others track it; a stale signal follows its own policy, and the loop fails closed to `min_rate` if the signal limiting the rate goes stale",
 		codec{}}, // set by signals.go's init
+	{AttrExperiment, kindString, false, "none", "a guarded experiment (`sluice tune --experiment`, the dashboard's button): `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE]`. Once per `id`, the setpoint is offset by `step` (at most 20 points) for `max_duration` (at most 24h), the rate stays within `max_rate_step` of the rate before it; the first fresh datapoint at or above `abort_above` aborts it at once, back to the setpoint and the rate before it (bumpless); a stale metric ends it. Bounds, slew limit and stale policy stay in force; its progress is in STATE (`experiment`)",
+		experimentCodec},
 }
 
 // omit says whether an attribute is left out of the item for its value.

@@ -53,6 +53,9 @@ type State struct {
 	// Drift is how well the loop's model predicts its measured signal, and
 	// model_drift when the residual says the plant moved (drift.go).
 	Drift DriftState `json:"drift,omitzero"`
+	// Experiment is the progress of the loop's last guarded experiment;
+	// nil when none ran (experiment.go).
+	Experiment *ExperimentState `json:"experiment,omitempty"`
 	// Demand is what the consumers reported at the last tick: the
 	// processed rate and each instance's count (peers.go).
 	Demand Demand `json:"demand,omitzero"`
@@ -171,6 +174,10 @@ func (s State) Clone() State {
 	s.Controller.Applied = slices.Clone(s.Controller.Applied)
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
+	if s.Experiment != nil {
+		x := *s.Experiment
+		s.Experiment = &x
+	}
 	s.Demand.Stored = maps.Clone(s.Demand.Stored)
 	s.Mapping = s.Mapping.Clone()
 	s.Signals = slices.Clone(s.Signals)

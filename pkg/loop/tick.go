@@ -346,7 +346,11 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	var out control.Output
 	if len(p.Signals) == 0 {
 		st.Limiting, st.Signals = "", nil
-		out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // issue 20 (experiment.go)
+			out = updateExperiment(&ctrl, &st, p, in, s)
+		} else {
+			out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+		}
 	} else { // issue 19: override control (signals_tick.go)
 		out = w.override(&ctrl, &st, in, fresh, prev, now, dt, r)
 	}

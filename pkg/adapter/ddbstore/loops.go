@@ -339,7 +339,7 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	if err := encodeDemand(item, st.Demand); err != nil {
 		return nil, err
 	}
-	if err := encodeMapping(item, st.Mapping); err != nil {
+	if err := errors.Join(encodeMapping(item, st.Mapping), encodeExperiment(item, st)); err != nil {
 		return nil, err
 	}
 	if err := encodeSignals(item, st); err != nil {
@@ -458,7 +458,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 		}
 	}
 	add(decodeDemand(item, &st.Demand))
-	add(errors.Join(decodeMapping(item, &st.Mapping), decodeSignals(item, &st)))
+	add(errors.Join(decodeMapping(item, &st.Mapping), decodeSignals(item, &st), decodeExperiment(item, &st)))
 	return st, errors.Join(errs...)
 }
 

@@ -181,6 +181,8 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 			Model: control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
 		},
 		Limiting: "lag",
+		Experiment: &loop.ExperimentState{ID: "e1", Status: loop.ExperimentAborted, Reason: "datapoint 86 at or above the ceiling 85",
+			StartedAt: at.Add(-10 * time.Minute), EndedAt: at, Setpoint: 70, Rate: 300},
 		Signals: []loop.SignalState{
 			{Name: "cpu", MetricAt: at.Add(-2 * time.Minute), Measured: 66.5, Setpoint: 70, Unit: "%",
 				Terms: control.Output{Rate: 400, P: 7, I: 300}, Tracking: true, Stale: true, StaleSince: at.Add(-time.Minute)},
