@@ -33,27 +33,34 @@ func unsmooth(pts []history.Point) []history.Point {
 }
 
 // historyFile is the history file `sluice tune --from-history
-// --history-file` reads (the shape `sluice demo --history-out` writes).
+// --history-file` and `sluice tune --shadow-report --history-file` read
+// (the shape `sluice demo --history-out` writes).
 type historyFile struct {
 	Loop           string          `json:"loop"`
 	TickS          float64         `json:"tick_s"`
 	MetricPeriodS  float64         `json:"metric_period_s"`
 	PipelineDelayS float64         `json:"pipeline_delay_s"`
+	Params         map[string]any  `json:"params"`
 	Points         []history.Point `json:"points"`
 }
 
-// exportUnsmoothed writes the live loop's history since t, its consumed
-// rate unsmoothed, to path. The pipeline delay is the metric period/2 +
-// tick/2: the publisher publishes a period's average as it ends.
-func (r *run) exportUnsmoothed(path string, t time.Time) error {
-	pts, err := r.history(r.live, t)
+// exportUnsmoothed writes a loop's history since t, its consumed rate
+// unsmoothed, and its PARAMS to path. The pipeline delay is the metric
+// period/2 + tick/2: the publisher publishes a period's average as it
+// ends.
+func (r *run) exportUnsmoothed(loopID, path string, t time.Time) error {
+	pts, err := r.history(loopID, t)
 	if err != nil {
 		return err
 	}
-	tick := r.cfg.tick.Seconds()
-	b, err := json.Marshal(historyFile{Loop: r.live, TickS: tick, MetricPeriodS: tick, PipelineDelayS: tick, Points: unsmooth(pts)})
+	attrs, err := r.store.ReadParams(r.ctx, loopID)
 	if err != nil {
-		return fmt.Errorf("encode the history: %w", err)
+		return fmt.Errorf("read the PARAMS of %s: %w", loopID, err)
+	}
+	tick := r.cfg.tick.Seconds()
+	b, err := json.Marshal(historyFile{Loop: loopID, TickS: tick, MetricPeriodS: tick, PipelineDelayS: tick, Params: attrs, Points: unsmooth(pts)})
+	if err != nil {
+		return fmt.Errorf("encode the history of %s: %w", loopID, err)
 	}
 	return os.WriteFile(path, b, 0o644)
 }

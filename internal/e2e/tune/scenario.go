@@ -43,13 +43,14 @@ type Result struct {
 	TuneUnsmoothedStatus int             `json:"tune_unsmoothed_exit_status"`
 	ProposalFrom         string          `json:"proposal_from"`
 	// ShadowTicks are the shadow loop's HIST points; ShadowReport the JSON
-	// of `sluice tune --shadow-report` over the shadow phase,
-	// ShadowReportAll over the whole run (null when the command is missing
-	// or there was no proposal); ShadowReportError says why.
-	ShadowTicks       int             `json:"shadow_ticks"`
-	ShadowReport      json.RawMessage `json:"shadow_report"`
-	ShadowReportAll   json.RawMessage `json:"shadow_report_whole_run"`
-	ShadowReportError string          `json:"shadow_report_error,omitempty"`
+	// of `sluice tune --shadow-report` on the table over the shadow phase,
+	// ShadowReportUnsmoothed over the whole run's history with the consumed
+	// rate unsmoothed (null when refused or there was no proposal);
+	// ShadowReportError says why.
+	ShadowTicks            int             `json:"shadow_ticks"`
+	ShadowReport           json.RawMessage `json:"shadow_report"`
+	ShadowReportUnsmoothed json.RawMessage `json:"shadow_report_unsmoothed"`
+	ShadowReportError      string          `json:"shadow_report_error,omitempty"`
 	// Phases: the measured CPU (the HIST items' datapoints) per phase.
 	Phases []phase `json:"phases"`
 
@@ -166,7 +167,7 @@ func (r *run) scenario() error {
 	// 4. The shadow report.
 	since := time.Since(shadowFrom).Round(time.Second)
 	if prop.Params != nil {
-		r.shadowReport(since)
+		r.shadowReport(liveFrom, since)
 	} else {
 		r.res.ShadowReportError = "no proposal to shadow: " + prop.Reason
 	}
@@ -191,7 +192,7 @@ func (r *run) propose(from time.Time) (proposal, error) {
 	r.event("sluice tune --from-history --loop %s", r.live)
 	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
 	file := filepath.Join(r.cfg.logDir, "history-"+r.id+".json")
-	if err := r.exportUnsmoothed(file, from); err != nil {
+	if err := r.exportUnsmoothed(r.live, file, from); err != nil {
 		return proposal{}, err
 	}
 	r.event("sluice tune --from-history --history-file %s (the consumed rate unsmoothed)", file)
@@ -259,28 +260,38 @@ func (r *run) outsideLoad(d time.Duration) error {
 	return nil
 }
 
-// shadowReport runs `sluice tune --shadow-report` over the shadow phase
-// (the proving period) and over the whole run (more history for the model
-// the replay runs on).
-func (r *run) shadowReport(since time.Duration) {
+// shadowReport runs `sluice tune --shadow-report` as an operator would,
+// on the table over the shadow phase (the proving period), then on the
+// whole run's history with the consumed rate unsmoothed (history files).
+func (r *run) shadowReport(start time.Time, since time.Duration) {
 	hist, err := r.history(r.shadow, time.Time{})
 	r.res.ShadowTicks = len(hist)
 	if err != nil || len(hist) == 0 {
 		r.fail("the shadow loop recorded no history (%v)", err)
 	}
-	for _, s := range []struct {
-		since time.Duration
-		out   *json.RawMessage
-	}{{since, &r.res.ShadowReport}, {0, &r.res.ShadowReportAll}} {
-		args := []string{"tune", "--loop", r.live, "--shadow-report", "--shadow", r.shadow, "--metric-delay", "0s", "--json"}
-		if s.since > 0 {
-			args = append(args, "--since", s.since.String())
+	liveFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-all.json")
+	shadowFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-shadow.json")
+	for _, f := range []struct {
+		loop, path string
+	}{{r.live, liveFile}, {r.shadow, shadowFile}} {
+		if err := r.exportUnsmoothed(f.loop, f.path, start); err != nil {
+			r.fail("%v", err)
+			return
 		}
+	}
+	for _, s := range []struct {
+		args []string
+		out  *json.RawMessage
+	}{
+		{[]string{"--loop", r.live, "--shadow", r.shadow, "--metric-delay", "0s", "--since", since.String()}, &r.res.ShadowReport},
+		{[]string{"--history-file", liveFile, "--shadow-file", shadowFile}, &r.res.ShadowReportUnsmoothed},
+	} {
+		args := append([]string{"tune", "--shadow-report", "--json"}, s.args...)
 		r.event("sluice %s", strings.Join(args, " "))
 		out, status := r.sluice(args...)
 		*s.out = out
 		if status != 0 || out == nil {
-			r.res.ShadowReportError += fmt.Sprintf("since %v: exit %d: %s; ", s.since, status, lastLine(r.lastStderr))
+			r.res.ShadowReportError += fmt.Sprintf("%s: exit %d: %s; ", s.args[0], status, lastLine(r.lastStderr))
 		}
 	}
 }
