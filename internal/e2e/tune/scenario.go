@@ -86,12 +86,13 @@ func (r *run) liveParams() loop.Params {
 	c := r.cfg
 	r.res.LiveGains.Kp, r.res.LiveGains.Ki = c.kp, c.ki
 	return loop.Params{
-		Loop: r.live, Enabled: true, Mode: loop.ModeAuto, Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
-		AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.tick,
+		Loop: r.live, Enabled: true, Mode: loop.ModeAuto,
+		Controls: loop.Controls{Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
+			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.tick},
 		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
-		Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-		Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick,
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
 	}
 }
 
