@@ -36,21 +36,21 @@ type Result struct {
 	// (model, confidence, excitation_ok, reason, kp, ki, params).
 	Tune       json.RawMessage `json:"tune"`
 	TuneStatus int             `json:"tune_exit_status"`
-	// TuneUnsmoothed is the same on the same points with the consumed
-	// rate unsmoothed (historyfile.go); ProposalFrom says which proposal
-	// the shadow runs ("" when both refused).
-	TuneUnsmoothed       json.RawMessage `json:"tune_unsmoothed"`
-	TuneUnsmoothedStatus int             `json:"tune_unsmoothed_exit_status"`
-	ProposalFrom         string          `json:"proposal_from"`
+	// TuneFile is the same on the same points exported to a history file
+	// (historyfile.go); ProposalFrom says which proposal the shadow runs
+	// ("" when both refused).
+	TuneFile       json.RawMessage `json:"tune_file"`
+	TuneFileStatus int             `json:"tune_file_exit_status"`
+	ProposalFrom   string          `json:"proposal_from"`
 	// ShadowTicks are the shadow loop's HIST points; ShadowReport the JSON
 	// of `sluice tune --shadow-report` on the table over the shadow phase,
-	// ShadowReportUnsmoothed over the whole run's history with the consumed
-	// rate unsmoothed (null when refused or there was no proposal);
+	// ShadowReportFile over the whole run's history in history files
+	// (null when refused or there was no proposal);
 	// ShadowReportError says why.
-	ShadowTicks            int             `json:"shadow_ticks"`
-	ShadowReport           json.RawMessage `json:"shadow_report"`
-	ShadowReportUnsmoothed json.RawMessage `json:"shadow_report_unsmoothed"`
-	ShadowReportError      string          `json:"shadow_report_error,omitempty"`
+	ShadowTicks       int             `json:"shadow_ticks"`
+	ShadowReport      json.RawMessage `json:"shadow_report"`
+	ShadowReportFile  json.RawMessage `json:"shadow_report_file"`
+	ShadowReportError string          `json:"shadow_report_error,omitempty"`
 	// Phases: the measured CPU (the HIST items' datapoints) per phase.
 	Phases []phase `json:"phases"`
 
@@ -140,7 +140,7 @@ func (r *run) scenario() error {
 	r.phases(liveFrom, "live")
 
 	// 2. The proposal from the loop's history: its HIST items as the table
-	// holds them, then the same points with the consumed rate unsmoothed.
+	// holds them, then the same points in a history file.
 	prop, err := r.propose(liveFrom)
 	if err != nil {
 		return err
@@ -186,24 +186,23 @@ type proposal struct {
 }
 
 // propose runs `sluice tune --from-history` on the live loop's HIST items,
-// then on the same history with the consumed rate unsmoothed (a history
-// file), and returns the first proposal (Params nil when both refused).
+// then on the same history exported to a history file, and returns the first proposal (Params nil when both refused).
 func (r *run) propose(from time.Time) (proposal, error) {
 	var props [2]proposal
 	r.event("sluice tune --from-history --loop %s", r.live)
 	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
 	file := filepath.Join(r.cfg.logDir, "history-"+r.id+".json")
-	if err := r.exportUnsmoothed(r.live, file, from); err != nil {
+	if err := r.export(r.live, file, from); err != nil {
 		return proposal{}, err
 	}
-	r.event("sluice tune --from-history --history-file %s (the consumed rate unsmoothed)", file)
-	r.res.TuneUnsmoothed, r.res.TuneUnsmoothedStatus = r.sluice("tune", "--from-history", "--history-file", file, "--json")
-	for i, out := range []json.RawMessage{r.res.Tune, r.res.TuneUnsmoothed} {
+	r.event("sluice tune --from-history --history-file %s", file)
+	r.res.TuneFile, r.res.TuneFileStatus = r.sluice("tune", "--from-history", "--history-file", file, "--json")
+	for i, out := range []json.RawMessage{r.res.Tune, r.res.TuneFile} {
 		if err := json.Unmarshal(out, &props[i]); err != nil {
 			return proposal{}, fmt.Errorf("tune --from-history: no JSON report: %v", err)
 		}
 		if props[i].ExcitationOK && props[i].Params != nil {
-			r.res.ProposalFrom = []string{"table", "unsmoothed history file"}[i]
+			r.res.ProposalFrom = []string{"table", "history file"}[i]
 			return props[i], nil
 		}
 		r.event("tune refused: %s", props[i].Reason)
@@ -263,7 +262,7 @@ func (r *run) outsideLoad(d time.Duration) error {
 
 // shadowReport runs `sluice tune --shadow-report` as an operator would,
 // on the table over the shadow phase (the proving period), then on the
-// whole run's history with the consumed rate unsmoothed (history files).
+// whole run's history in history files.
 func (r *run) shadowReport(start time.Time, since time.Duration) {
 	hist, err := r.history(r.shadow, time.Time{})
 	r.res.ShadowTicks = len(hist)
@@ -275,7 +274,7 @@ func (r *run) shadowReport(start time.Time, since time.Duration) {
 	for _, f := range []struct {
 		loop, path string
 	}{{r.live, liveFile}, {r.shadow, shadowFile}} {
-		if err := r.exportUnsmoothed(f.loop, f.path, start); err != nil {
+		if err := r.export(f.loop, f.path, start); err != nil {
 			r.fail("%v", err)
 			return
 		}
@@ -285,7 +284,7 @@ func (r *run) shadowReport(start time.Time, since time.Duration) {
 		out  *json.RawMessage
 	}{
 		{[]string{"--loop", r.live, "--shadow", r.shadow, "--metric-delay", "0s", "--since", since.String()}, &r.res.ShadowReport},
-		{[]string{"--history-file", liveFile, "--shadow-file", shadowFile}, &r.res.ShadowReportUnsmoothed},
+		{[]string{"--history-file", liveFile, "--shadow-file", shadowFile}, &r.res.ShadowReportFile},
 	} {
 		args := append([]string{"tune", "--shadow-report", "--json"}, s.args...)
 		r.event("sluice %s", strings.Join(args, " "))
