@@ -59,6 +59,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
@@ -82,10 +83,8 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
-	flag.StringVar(&c.consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
 	flag.StringVar(&c.sluice, "sluice", "bin/e2e/sluice", "the sluice command (tune --from-history, --shadow-report)")
-	flag.StringVar(&c.rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
 	flag.Float64Var(&c.setpoints[0], "setpoint", 10, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoints[1], "setpoint2", 20, "setpoint after the live phase's edit")
