@@ -45,10 +45,13 @@ e2e-replica: e2e-bootstraps
 #                 proposal from its HIST items (sluice tune --from-history), a
 #                 shadow loop on the proposal, the shadow report; about 6 minutes,
 #                 on the stack that is already running (eval env.sh); JSON last line.
+#                 E2E_TUNE_DSN=DSN: another MariaDB than the stack's (a private
+#                 server on its own port, whose CPU is then the loop's alone).
+E2E_TUNE_DSN ?=
 .PHONY: e2e-tune
 
 ## e2e-tune: history -> proposal -> shadow on MariaDB (the stack must be up); JSON last line (docs/tuning.md).
 e2e-tune: e2e-bootstraps
 	$(GO) build -o $(E2E_BIN)/sluice ./cmd/sluice
-	eval "$$(bash localstack/stack/env.sh)" && $(GO) run ./internal/e2e/tune -controller $(E2E_BIN)/controller/bootstrap \
+	eval "$$(bash localstack/stack/env.sh)" && $(if $(E2E_TUNE_DSN),SLUICE_MYSQL_DSN='$(E2E_TUNE_DSN)') $(GO) run ./internal/e2e/tune -controller $(E2E_BIN)/controller/bootstrap \
 		-consumer $(E2E_BIN)/sqs-consumer/bootstrap -sluice $(E2E_BIN)/sluice $(E2E_TUNE_FLAGS)
