@@ -2,7 +2,10 @@
 // per applied controller tick (setpoint, measured signal, allowed and consumed
 // rate, the controller's terms, queue depth, mode). The controller appends a
 // point after each tick (pkg/adapter/ddbhistory stores them in the loop's
-// table as HIST items with a TTL); readers get them oldest first.
+// table as HIST items with a TTL); readers get them oldest first. File is a
+// loop's history as one JSON document (what `sluice demo --history-out`
+// writes and `sluice tune` reads), and RawConsumed turns the controller's
+// averaged consumed rate back into the rate of each tick.
 package history
 
 import (
