@@ -11,6 +11,7 @@
 E2E_BIN := $(BIN)/e2e
 E2E_LAMBDA_FLAGS := -trimpath -tags lambda.norpc
 E2E_FLAGS ?=
+E2E_TUNE_FLAGS ?=
 
 .PHONY: e2e e2e-bootstraps
 
@@ -38,3 +39,19 @@ E2E_REPLICA_FLAGS ?=
 ## e2e-replica: override control on a real primary and replica: the loop switches to the replica's lag and holds it; JSON last line (see docs/replica.md).
 e2e-replica: e2e-bootstraps
 	$(GO) run ./internal/e2e/replica -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_REPLICA_FLAGS)
+
+# make e2e-tune   tuning a loop in production on the real plant (docs/tuning.md,
+#                 "On a real database"): the live loop on hand-picked gains, the
+#                 proposal from its HIST items (sluice tune --from-history), a
+#                 shadow loop on the proposal, the shadow report; about 6 minutes,
+#                 on the stack that is already running (eval env.sh); JSON last line.
+#                 E2E_TUNE_DSN=DSN: another MariaDB than the stack's (a private
+#                 server on its own port, whose CPU is then the loop's alone).
+E2E_TUNE_DSN ?=
+.PHONY: e2e-tune
+
+## e2e-tune: history -> proposal -> shadow on MariaDB (the stack must be up); JSON last line (docs/tuning.md).
+e2e-tune: e2e-bootstraps
+	$(GO) build -o $(E2E_BIN)/sluice ./cmd/sluice
+	eval "$$(bash localstack/stack/env.sh)" && $(if $(E2E_TUNE_DSN),SLUICE_MYSQL_DSN='$(E2E_TUNE_DSN)') $(GO) run ./internal/e2e/tune -controller $(E2E_BIN)/controller/bootstrap \
+		-consumer $(E2E_BIN)/sqs-consumer/bootstrap -sluice $(E2E_BIN)/sluice $(E2E_TUNE_FLAGS)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -29,7 +30,7 @@ type experimentReport struct {
 type experimentEnv struct {
 	store   paramsStore
 	sleep   func(ctx context.Context, d time.Duration) error
-	history func(ctx context.Context, since time.Duration) (historyFile, error)
+	history func(ctx context.Context, since time.Duration) (history.File, error)
 	now     func() time.Time
 }
 
@@ -80,7 +81,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	env := experimentEnv{store: store, sleep: restFor, now: time.Now, // lab_mariadb.go
-		history: func(ctx context.Context, since time.Duration) (historyFile, error) {
+		history: func(ctx context.Context, since time.Duration) (history.File, error) {
 			return readTableHistory(ctx, *table, *loopID, since, *metricDelay)
 		}}
 	return env.run(ctx, experimentRun{loopID: *loopID, exp: x, poll: *poll, after: *after, asJSON: *asJSON}, stdout, stderr)

@@ -205,9 +205,9 @@ func TestTuneExperimentCommand(t *testing.T) {
 	}
 	env := experimentEnv{store: r.sm.Store(), now: r.sm.Now,
 		sleep: func(ctx context.Context, d time.Duration) error { return r.sm.Advance(ctx, d) },
-		history: func(_ context.Context, since time.Duration) (historyFile, error) {
+		history: func(_ context.Context, since time.Duration) (history.File, error) {
 			f := r.rec.file
-			f.Points = keepSince(f.Points, since)
+			f.Points = history.KeepSince(f.Points, since)
 			return f, nil
 		}}
 	x := loop.Experiment{ID: "cli", Kind: loop.ExperimentSetpointStep, Step: 10, AbortAbove: 70, MaxDuration: 20 * time.Minute}

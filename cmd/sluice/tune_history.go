@@ -88,14 +88,14 @@ func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	var f historyFile
+	var f history.File
 	var err error
 	switch {
 	case (*file == "") == (*loopID == ""):
 		fmt.Fprintf(stderr, "%s: want one of --history-file FILE and --loop ID\n", name)
 		return 2
 	case *file != "":
-		f, err = readHistoryFile(*file, *since)
+		f, err = history.ReadFile(*file, *since)
 	default:
 		f, err = readTableHistory(context.Background(), *table, *loopID, *since, *metricDelay)
 	}
@@ -132,7 +132,7 @@ func printReport(prefix string, stdout, stderr io.Writer, asJSON bool, v any, te
 // identifyAndPropose fits the history and, when it identifies the plant,
 // adds the proposal. The error wraps ident.ErrNoExcitation when the
 // history was refused (the report then holds the reason and the figures).
-func identifyAndPropose(f historyFile, opt ident.ClosedLoopOptions) (historyProposal, error) {
+func identifyAndPropose(f history.File, opt ident.ClosedLoopOptions) (historyProposal, error) {
 	h, input := identHistory(f.Points)
 	res, err := ident.FitClosedLoop(h, opt)
 	if err != nil && !errors.Is(err, ident.ErrNoExcitation) {
@@ -147,7 +147,7 @@ func identifyAndPropose(f historyFile, opt ident.ClosedLoopOptions) (historyProp
 
 // pipelineOptions are the measurement's timing: the flags, else the file's,
 // else CloudWatch's defaults (60 s periods published 90 s late, 60 s tick).
-func pipelineOptions(f historyFile, period, delay time.Duration) ident.ClosedLoopOptions {
+func pipelineOptions(f history.File, period, delay time.Duration) ident.ClosedLoopOptions {
 	opt := ident.ClosedLoopOptions{MetricPeriod: period, PipelineDelay: delay}
 	if opt.MetricPeriod == 0 {
 		opt.MetricPeriod = time.Minute
@@ -165,11 +165,13 @@ func pipelineOptions(f historyFile, period, delay time.Duration) ident.ClosedLoo
 }
 
 // identHistory turns history points into the fit's samples: time since the
-// first point, the consumed rate as the input (the allowed rate of the
-// tick before when the consumers' report is missing: input "allowed"), the
-// measured signal as the output (NaN while stale).
+// first point, the consumed rate as the input (the raw rate since the
+// previous tick: the controller's average undone, history.RawConsumed; the
+// allowed rate of the tick before when the consumers' report is missing:
+// input "allowed"), the measured signal as the output (NaN while stale).
 func identHistory(pts []history.Point) (ident.History, string) {
 	var h ident.History
+	pts = history.RawConsumed(pts)
 	input := "processed"
 	for i, p := range pts {
 		u := p.Consumed

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
+	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
@@ -138,7 +139,7 @@ func TestDemoHistoryOut(t *testing.T) {
 	if code := run(args, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	f, err := readHistoryFile(path, 0)
+	f, err := history.ReadFile(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +147,10 @@ func TestDemoHistoryOut(t *testing.T) {
 		t.Fatalf("history file: loop %q, %d points, pipeline %v s, period %v s; want demo, 20 (one per tick), 150, 60", f.Loop, len(f.Points), f.PipelineDelayS, f.MetricPeriodS)
 	}
 	last := f.Points[len(f.Points)-1]
-	if math.IsNaN(last.Consumed) || math.IsNaN(last.Measured) || last.Rate <= 0 {
-		t.Fatalf("last point %+v: want the consumed rate, the measured CPU and the rate", last)
+	if math.IsNaN(last.Consumed) || math.IsNaN(last.Measured) || last.Rate <= 0 || last.ConsumedSmoothing != 0 {
+		t.Fatalf("last point %+v: want the consumed rate (raw: no smoothing), the measured CPU and the rate", last)
 	}
-	if kept, _ := readHistoryFile(path, 5*time.Minute); len(kept.Points) != 6 {
+	if kept, _ := history.ReadFile(path, 5*time.Minute); len(kept.Points) != 6 {
 		t.Fatalf("--since 5m kept %d points; want 6 (the newest and the five minutes before it)", len(kept.Points))
 	}
 }
@@ -177,7 +178,7 @@ func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []
 func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := readHistoryFile(writeLabHistory(t, s), 0)
+	f, err := history.ReadFile(writeLabHistory(t, s), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestTuneFromHistoryTable(t *testing.T) {
 func TestTuneFromHistoryAllowedRate(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := readHistoryFile(writeLabHistory(t, s), 0)
+	f, err := history.ReadFile(writeLabHistory(t, s), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,5 +223,31 @@ func TestTuneFromHistoryAllowedRate(t *testing.T) {
 	out, err := identifyAndPropose(f, pipelineOptions(f, 0, 0))
 	if err != nil || math.Abs(out.Model.Gain-0.05) > 0.0075 {
 		t.Fatalf("identify on the allowed rate: gain %v, %v; want within 15 %% of 0.05", out.Model.Gain, err)
+	}
+}
+
+// The HIST items' consumed rate is the controller's average
+// (ConsumedSmoothing): the fit's input is the raw rate behind it, while a
+// raw figure (the demo's, an old item's) is taken as it is.
+func TestIdentHistoryUndoesSmoothing(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	a := math.Exp(-5.0 / 30)
+	raw, avg := []float64{4, 4, 10, 10, 2}, 4.0
+	var smoothed, plain []history.Point
+	for k, r := range raw {
+		if k > 0 {
+			avg = a*avg + (1-a)*r
+		}
+		tk := t0.Add(time.Duration(5*k) * time.Second)
+		smoothed = append(smoothed, history.Point{T: tk, Measured: 10, Consumed: avg, ConsumedSmoothing: loop.ProcessedSmoothing})
+		plain = append(plain, history.Point{T: tk, Measured: 10, Consumed: r})
+	}
+	for name, pts := range map[string][]history.Point{"smoothed": smoothed, "raw": plain} {
+		h, input := identHistory(pts)
+		for k, r := range raw {
+			if math.Abs(h.U[k]-r) > 1e-9 || input != "processed" {
+				t.Errorf("%s: U[%d] = %v (input %s); want the raw rate %v", name, k, h.U[k], input, r)
+			}
+		}
 	}
 }

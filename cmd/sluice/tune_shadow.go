@@ -100,7 +100,7 @@ func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 }
 
 // read returns the live history and the two gain sets the flags name.
-func (fl shadowFlags) read(ctx context.Context) (f historyFile, live, shadow loop.Params, shadowID string, err error) {
+func (fl shadowFlags) read(ctx context.Context) (f history.File, live, shadow loop.Params, shadowID string, err error) {
 	switch {
 	case (*fl.file == "") == (*fl.loopID == ""):
 		return f, live, shadow, "", errors.New("want one of --history-file FILE and --loop ID")
@@ -111,10 +111,10 @@ func (fl shadowFlags) read(ctx context.Context) (f historyFile, live, shadow loo
 	}
 	var shadowAttrs map[string]any
 	if *fl.file != "" {
-		f, err = readHistoryFile(*fl.file, *fl.since)
+		f, err = history.ReadFile(*fl.file, *fl.since)
 		if err == nil && *fl.shadowFile != "" {
-			var sf historyFile
-			sf, err = readHistoryFile(*fl.shadowFile, 0)
+			var sf history.File
+			sf, err = history.ReadFile(*fl.shadowFile, 0)
 			shadowAttrs, shadowID = sf.Params, sf.Loop
 		}
 	} else {
@@ -194,7 +194,7 @@ func decodeGains(loopID string, attrs map[string]any) (loop.Params, error) {
 // shadowCompare identifies the plant from the live history and replays
 // both gain sets on it. The error wraps ident.ErrNoExcitation when the
 // history cannot identify the plant.
-func shadowCompare(f historyFile, opt ident.ClosedLoopOptions, live, shadow loop.Params) (shadowReport, error) {
+func shadowCompare(f history.File, opt ident.ClosedLoopOptions, live, shadow loop.Params) (shadowReport, error) {
 	h, input := identHistory(f.Points)
 	res, err := ident.FitClosedLoop(h, opt)
 	if err != nil && !errors.Is(err, ident.ErrNoExcitation) {

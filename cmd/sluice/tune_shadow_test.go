@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -123,7 +124,7 @@ func TestShadowReportOnDemoHistory(t *testing.T) {
 func TestShadowReportTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := readHistoryFile(writeLabHistoryGains(t, s, lab.Gains{}), 0)
+	f, err := history.ReadFile(writeLabHistoryGains(t, s, lab.Gains{}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

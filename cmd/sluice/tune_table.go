@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -21,29 +22,29 @@ const maxTableHistory = 7 * 24 * 60
 // (the last since of them; a week at most) and the measurement's timing
 // from its PARAMS (metric period and tick), with metricDelay as the
 // metric's publication delay.
-func readTableHistory(ctx context.Context, table, loopID string, since, metricDelay time.Duration) (historyFile, error) {
+func readTableHistory(ctx context.Context, table, loopID string, since, metricDelay time.Duration) (history.File, error) {
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {
-		return historyFile{}, err
+		return history.File{}, err
 	}
 	client := dynamodb.NewFromConfig(cfg)
 	attrs, err := ddbstore.New(client, table).ReadParams(ctx, loopID)
 	if err != nil {
-		return historyFile{}, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
+		return history.File{}, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
 	}
 	p, err := loop.DecodeParams(loopID, attrs)
 	if err != nil {
-		return historyFile{}, fmt.Errorf("loop %s: PARAMS: %w", loopID, err)
+		return history.File{}, fmt.Errorf("loop %s: PARAMS: %w", loopID, err)
 	}
 	hist := ddbhistory.New(client, table)
 	pts, err := hist.Last(ctx, loopID, maxTableHistory)
 	if err != nil {
-		return historyFile{}, fmt.Errorf("loop %s: read history: %w", loopID, err)
+		return history.File{}, fmt.Errorf("loop %s: read history: %w", loopID, err)
 	}
-	f := historyFile{
+	f := history.File{
 		Loop: loopID, TickS: p.TickPeriod.Seconds(), MetricPeriodS: p.Metric.Period.Seconds(),
 		PipelineDelayS: (p.Metric.Period/2 + metricDelay + p.TickPeriod/2).Seconds(),
-		Points:         keepSince(pts, since), Params: attrs,
+		Points:         history.KeepSince(pts, since), Params: attrs,
 	}
 	return f, nil
 }

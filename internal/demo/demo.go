@@ -94,10 +94,11 @@ type Tick struct {
 
 // Point is the history point of report r of the tick (history.FromReport),
 // with what the consumers achieved and the queue's depth; ok is false for a
-// report that applied no tick.
+// report that applied no tick. The consumed rate is the raw one (no
+// ConsumedSmoothing).
 func (t Tick) Point(r loop.Report) (p history.Point, ok bool) {
 	p, ok = history.FromReport(t.Now, r)
-	p.Consumed, p.Depth = t.Consumed, float64(t.Depth)
+	p.Consumed, p.ConsumedSmoothing, p.Depth = t.Consumed, 0, float64(t.Depth)
 	return p, ok
 }
 

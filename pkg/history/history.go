@@ -2,7 +2,10 @@
 // per applied controller tick (setpoint, measured signal, allowed and consumed
 // rate, the controller's terms, queue depth, mode). The controller appends a
 // point after each tick (pkg/adapter/ddbhistory stores them in the loop's
-// table as HIST items with a TTL); readers get them oldest first.
+// table as HIST items with a TTL); readers get them oldest first. File is a
+// loop's history as one JSON document (what `sluice demo --history-out`
+// writes and `sluice tune` reads), and RawConsumed turns the controller's
+// averaged consumed rate back into the rate of each tick.
 package history
 
 import (
@@ -28,6 +31,11 @@ type Point struct {
 	// Consumed is the rate the consumers actually achieved, messages/s; NaN
 	// when unknown.
 	Consumed float64
+	// ConsumedSmoothing is the time constant of the exponential average
+	// that Consumed is (the controller's, loop.ProcessedSmoothing); zero
+	// when Consumed is the raw rate since the previous point (a simulated
+	// world, a point stored before this field). RawConsumed undoes it.
+	ConsumedSmoothing time.Duration
 	// P, I and FF are the proportional, integral and feedforward terms of
 	// the controller output, messages/s.
 	P, I, FF float64
@@ -94,6 +102,7 @@ type pointJSON struct {
 	Measured  *float64      `json:"measured"`
 	Rate      *float64      `json:"rate"`
 	Consumed  *float64      `json:"consumed"`
+	Smoothing float64       `json:"consumed_smoothing_s,omitempty"`
 	P         *float64      `json:"p"`
 	I         *float64      `json:"i"`
 	FF        *float64      `json:"ff"`
@@ -126,8 +135,8 @@ func unnum(p *float64) float64 {
 func (p Point) MarshalJSON() ([]byte, error) {
 	return json.Marshal(pointJSON{
 		T: p.T.UnixMilli(), Setpoint: num(p.Setpoint), Measured: num(p.Measured),
-		Rate: num(p.Rate), Consumed: num(p.Consumed), P: num(p.P), I: num(p.I), FF: num(p.FF),
-		Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
+		Rate: num(p.Rate), Consumed: num(p.Consumed), Smoothing: p.ConsumedSmoothing.Seconds(),
+		P: num(p.P), I: num(p.I), FF: num(p.FF), Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
 		Drift:   p.ModelDrift,
 		Limited: p.Limited, Limiting: p.Limiting, Signals: p.Signals,
 	})
@@ -141,7 +150,8 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 	}
 	*p = Point{
 		T: time.UnixMilli(j.T).UTC(), Setpoint: unnum(j.Setpoint), Measured: unnum(j.Measured),
-		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
+		Rate: unnum(j.Rate), Consumed: unnum(j.Consumed), ConsumedSmoothing: time.Duration(j.Smoothing * float64(time.Second)),
+		P: unnum(j.P), I: unnum(j.I), FF: unnum(j.FF),
 		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
 		ModelDrift: j.Drift,
 		Limited:    j.Limited, Limiting: j.Limiting, Signals: j.Signals,
@@ -152,7 +162,8 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 // FromReport returns the history point of one loop's controller tick at
 // t, and false when the tick wrote nothing (lost to another invocation, not
 // due, disabled, without parameters, failed). The consumed rate is what the
-// consumers reported storing since the previous tick and the depth the
+// consumers reported storing since the previous tick, averaged as the
+// controller averages it (ConsumedSmoothing), and the depth the
 // queue's metric (PARAMS depth_queue); NaN when unknown. While the metric is
 // stale the controller holds its output and does not compute its terms, so
 // P, I and FF are NaN (a gap on the chart).
@@ -167,7 +178,7 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 		Limited:    r.DemandLimited,
 	}
 	if r.ProcessedKnown {
-		p.Consumed = r.Processed
+		p.Consumed, p.ConsumedSmoothing = r.Processed, loop.ProcessedSmoothing
 	}
 	if r.DepthKnown {
 		p.Depth = r.Depth
@@ -184,4 +195,30 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 		p.Signals = append(p.Signals, sp)
 	}
 	return p, true
+}
+
+// RawConsumed returns a copy of pts in which every consumed rate that is an
+// exponential average (ConsumedSmoothing > 0) is turned back into the rate
+// since the previous point, exactly: the average restarts where the rate was
+// unknown, so a point whose previous rate is unknown keeps its figure. The
+// raw rate is what an identification needs as its input: at a tick much
+// shorter than the smoothing the average lags the rate that loaded the
+// destination.
+func RawConsumed(pts []Point) []Point {
+	out := append([]Point(nil), pts...)
+	for i := range out {
+		out[i].ConsumedSmoothing = 0
+		tau := pts[i].ConsumedSmoothing
+		if i == 0 || tau <= 0 {
+			continue
+		}
+		prev, cur := pts[i-1].Consumed, pts[i].Consumed
+		dt := pts[i].T.Sub(pts[i-1].T)
+		if math.IsNaN(prev) || math.IsNaN(cur) || dt <= 0 {
+			continue
+		}
+		a := math.Exp(-dt.Seconds() / tau.Seconds())
+		out[i].Consumed = max(0, (cur-a*prev)/(1-a))
+	}
+	return out
 }

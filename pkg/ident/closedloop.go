@@ -157,6 +157,7 @@ type closedLoop struct {
 	dist   []StepDisturbance
 	xbuf   []float64
 	period float64
+	span   float64 // the history's length, seconds
 }
 
 // clRow is a usable datapoint: its value and the fine samples its period
@@ -185,6 +186,7 @@ func newClosedLoop(h History, opt ClosedLoopOptions) (*closedLoop, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("history is empty: %w", ErrTooFewSamples)
 	}
+	p.span = h.T[n-1] - h.T[0]
 	start := h.T[0] - lag - period - 600 // room for the plant to settle
 	u := fillInput(h.U)
 	for t, i := start, 0; t < h.T[n-1]; t += p.dt {
@@ -395,25 +397,34 @@ func gaussJordan(a []float64, m int) {
 }
 
 // clTaus and the dead-time grid are where the search starts: lags from none
-// to a quarter of an hour, dead times up to four minutes.
+// to a quarter of an hour, dead times up to four minutes. The search never
+// leaves these bounds, nor the history's span.
 var clTaus = []float64{0, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 900}
 
-const clMaxTheta = 240.0
+const (
+	clMaxTau   = 900.0
+	clMaxTheta = 240.0
+)
 
 // search finds the lag and dead time of least cost: the grid, then a simplex
-// from its best point.
+// from its best point, both within the bounds (clMaxTau, clMaxTheta, the
+// history's span).
 func (p *closedLoop) search() clFit {
+	maxTau, maxTheta := math.Min(clMaxTau, p.span), math.Min(clMaxTheta, p.span)
 	best := clFit{sse: math.Inf(1)}
 	for _, tau := range clTaus {
-		for theta := 0.0; theta <= clMaxTheta; theta += p.dt {
+		for theta := 0.0; theta <= maxTheta && tau <= maxTau; theta += p.dt {
 			if f := p.solve(tau, theta); f.sse < best.sse {
 				best = f
 			}
 		}
 	}
-	obj := func(q [2]float64) float64 { return p.solve(math.Abs(q[0]), math.Abs(q[1])).sse }
+	bound := func(q [2]float64) (float64, float64) {
+		return math.Min(math.Abs(q[0]), maxTau), math.Min(math.Abs(q[1]), maxTheta)
+	}
+	obj := func(q [2]float64) float64 { return p.solve(bound(q)).sse }
 	q := nelderMead(obj, [2]float64{best.tau, best.theta}, [2]float64{math.Max(best.tau/4, 2), math.Max(best.theta/4, 2)}, 200)
-	if f := p.solve(math.Abs(q[0]), math.Abs(q[1])); f.sse < best.sse {
+	if f := p.solve(bound(q)); f.sse < best.sse {
 		best = f
 	}
 	return best
@@ -530,6 +541,9 @@ func (p *closedLoop) result(fit clFit, res ClosedLoopResult) (ClosedLoopResult, 
 	case !(res.Model.Gain > 0):
 		res.Excitation.OK = false
 		res.Excitation.Reason = fmt.Sprintf("the fitted gain is %.3g: the CPU does not rise with the processed rate in this history", res.Model.Gain)
+	case implausible(res.Model, res.Excitation.InputRange, p.span) != "":
+		res.Excitation.OK = false
+		res.Excitation.Reason = implausible(res.Model, res.Excitation.InputRange, p.span)
 	case res.GainSE > MaxGainRelSE*res.Model.Gain:
 		res.Excitation.OK = false
 		res.Excitation.Reason = fmt.Sprintf("the gain %.4g is known only to ±%.0f %% (one standard error; need %.0f %%): the processed rate did not move the CPU clearly above the noise",
@@ -539,6 +553,27 @@ func (p *closedLoop) result(fit clFit, res ClosedLoopResult) (ClosedLoopResult, 
 		return res, fmt.Errorf("%s: %w", res.Excitation.Reason, ErrNoExcitation)
 	}
 	return res, nil
+}
+
+// implausible says why model m cannot be the plant of a history of span
+// seconds whose processed rate spanned inputRange messages/s, or "" when
+// it can be: the gain would move the CPU more than its 100 points over
+// that span, the base load (the CPU at no input) lies outside -10 to 100 %,
+// or the lag plus dead time is more than half the history (a lag that long
+// is a drift of the other load that the fit took for the plant).
+func implausible(m control.FOPDT, inputRange, span float64) string {
+	lag := m.Tau + m.DeadTime
+	switch {
+	case m.Gain*inputRange > 100:
+		return fmt.Sprintf("implausible model: a gain of %.3g points per msg/s would move the CPU %.0f points over the processed rate's span of %.3g msg/s (the CPU has 100)",
+			m.Gain, m.Gain*inputRange, inputRange)
+	case m.Base < -10 || m.Base > 100:
+		return fmt.Sprintf("implausible model: a base load of %.3g %% (the CPU at no processed rate) is outside -10 to 100 %%", m.Base)
+	case lag.Seconds() > span/2:
+		return fmt.Sprintf("implausible model: a lag + dead time of %v is more than half the history (%v): the fit took a slow drift of the other load for the plant",
+			lag, seconds(span))
+	}
+	return ""
 }
 
 // lagDeadInterval is the range of lag + dead time whose best cost stays

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +150,74 @@ func TestJumpPair(t *testing.T) {
 		k1, k2, ok := jumpPair(c.r)
 		if k1 != c.k1 || k2 != c.k2 || ok != c.ok {
 			t.Errorf("%s: jumpPair(%v) = %d, %d, %v; want %d, %d, %v", c.name, c.r, k1, k2, ok, c.k1, c.k2, c.ok)
+		}
+	}
+}
+
+// driftHistory is a short record at a 5-s tick whose CPU follows the
+// running sum of the input (an integrator: the other tenants' drifting load
+// riding on it) and noise: no FOPDT within the record fits it.
+func driftHistory() History {
+	var h History
+	rng := rand.New(rand.NewPCG(5, 6))
+	y := 5.0
+	for k := range 40 {
+		u := 4 + 3*float64((k/5)%2)
+		y += 0.08 * u
+		h.T, h.U, h.Y = append(h.T, float64(5*k)), append(h.U, u), append(h.Y, y+0.3*rng.NormFloat64())
+	}
+	return h
+}
+
+func TestFitClosedLoopBounded(t *testing.T) {
+	opt := ClosedLoopOptions{MetricPeriod: 5 * time.Second, PipelineDelay: 5 * time.Second}
+	res, err := FitClosedLoop(driftHistory(), opt)
+	if !errors.Is(err, ErrNoExcitation) || res.Excitation.OK {
+		t.Fatalf("integrating drift: model %+v, err %v; want a refusal (ErrNoExcitation)", res.Model, err)
+	}
+	span := 195 * time.Second
+	if res.Model.Tau > span || res.Model.DeadTime > span {
+		t.Errorf("lag %v, dead time %v: beyond the record's %v; the search must stay within it", res.Model.Tau, res.Model.DeadTime, span)
+	}
+}
+
+// A fit whose model is implausible is refused with the reason, even with a
+// small standard error.
+func TestFitClosedLoopRefusesImplausible(t *testing.T) {
+	opt := ClosedLoopOptions{MetricPeriod: 5 * time.Second, PipelineDelay: 5 * time.Second}
+	p, err := newClosedLoop(driftHistory(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ClosedLoopResult{Excitation: p.inputExcitation()}
+	fit := clFit{tau: 150, coef: []float64{4, 1.3, 0}, cov: make([]float64, 9), resid: make([]float64, len(p.rows))}
+	res, err = p.result(fit, res)
+	if !errors.Is(err, ErrNoExcitation) || res.Excitation.OK || !strings.Contains(res.Excitation.Reason, "implausible") {
+		t.Errorf("lag 150 s on a 195-s record: ok %v, reason %q, err %v; want a refusal that says the model is implausible",
+			res.Excitation.OK, res.Excitation.Reason, err)
+	}
+	fit.tau = 5
+	if res, err = p.result(fit, ClosedLoopResult{Excitation: p.inputExcitation()}); err != nil || !res.Excitation.OK {
+		t.Errorf("lag 5 s: ok %v, err %v; want the model", res.Excitation.OK, err)
+	}
+}
+
+func TestPlausible(t *testing.T) {
+	const span = 600.0
+	for _, c := range []struct {
+		name string
+		m    control.FOPDT
+		ok   bool
+	}{
+		{"fine", control.FOPDT{Gain: 1.3, Base: 4, Tau: 5 * time.Second}, true},
+		{"gain beyond the CPU's range", control.FOPDT{Gain: 20, Base: 4}, false},
+		{"negative base", control.FOPDT{Gain: 1, Base: -30}, false},
+		{"base above 100", control.FOPDT{Gain: 1, Base: 120}, false},
+		{"lag beyond half the record", control.FOPDT{Gain: 1, Base: 4, Tau: 250 * time.Second, DeadTime: 60 * time.Second}, false},
+	} {
+		reason := implausible(c.m, 10, span)
+		if (reason == "") != c.ok {
+			t.Errorf("%s: reason %q; want ok %v", c.name, reason, c.ok)
 		}
 	}
 }

@@ -12,6 +12,7 @@
 //	measured  N|NULL measured CPU, percent; NULL when stale or missing
 //	rate      N     allowed rate, messages/s
 //	consumed  N|NULL consumed rate, messages/s
+//	consumed_smoothing_s N  the time constant of the average consumed is, seconds (absent: the raw rate)
 //	p, i, ff  N     controller terms, messages/s
 //	saturated BOOL  output at a bound or slew limit
 //	limited   BOOL  the loop was limited by demand (rate held near what was taken)
@@ -109,7 +110,7 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 	it, err := attributevalue.MarshalMap(item{
 		PK: loopID, SK: SortKey(p.T), T: &ms, Setpoint: nullable(p.Setpoint), Measured: nullable(p.Measured),
 		Rate: nullable(p.Rate), Consumed: nullable(p.Consumed), P: nullable(p.P), I: nullable(p.I), FF: nullable(p.FF),
-		Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
+		Smoothing: p.ConsumedSmoothing.Seconds(), Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
 		Depth: nullable(p.Depth), Mode: p.Mode, Limiting: p.Limiting, Signals: signals, TTL: p.T.Add(s.retention).Unix(),
 	})
 	if err != nil {
@@ -206,7 +207,7 @@ func decode(av map[string]types.AttributeValue) (history.Point, error) {
 	p := history.Point{
 		T: time.UnixMilli(*it.T).UTC(), Setpoint: float64(it.Setpoint), Measured: float64(it.Measured),
 		Rate: float64(it.Rate), Consumed: float64(it.Consumed), P: float64(it.P), I: float64(it.I), FF: float64(it.FF),
-		Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
+		ConsumedSmoothing: time.Duration(it.Smoothing * float64(time.Second)), Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
 		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting,
 	}
 	if it.Signals != "" {

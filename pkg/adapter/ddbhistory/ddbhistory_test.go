@@ -47,6 +47,9 @@ func point(t0 time.Time, k int) history.Point {
 		Rate: 1000 + float64(k), Consumed: 990 + float64(k), P: float64(k), I: -float64(k), FF: 1200,
 		Saturated: k%3 == 0, Stale: k%4 == 0, Depth: 5000 - float64(k), Mode: "auto", ModelDrift: k%5 == 1,
 	}
+	if k%2 == 0 {
+		p.ConsumedSmoothing = loop.ProcessedSmoothing
+	}
 	if p.Stale {
 		p.Measured = math.NaN()
 	}
@@ -60,7 +63,7 @@ func point(t0 time.Time, k int) history.Point {
 func same(a, b history.Point) bool {
 	eq := func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) }
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
-		eq(a.Consumed, b.Consumed) && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
+		eq(a.Consumed, b.Consumed) && a.ConsumedSmoothing == b.ConsumedSmoothing && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
 		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && len(a.Signals) == len(b.Signals) &&
 		!slices.ContainsFunc(a.Signals, func(s history.SignalPoint) bool {

@@ -19,6 +19,7 @@ type item struct {
 	Measured   nullable `dynamodbav:"measured"`
 	Rate       nullable `dynamodbav:"rate"`
 	Consumed   nullable `dynamodbav:"consumed"`
+	Smoothing  float64  `dynamodbav:"consumed_smoothing_s,omitempty"`
 	P          nullable `dynamodbav:"p"`
 	I          nullable `dynamodbav:"i"`
 	FF         nullable `dynamodbav:"ff"`
