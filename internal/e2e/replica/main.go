@@ -120,6 +120,7 @@ type config struct {
 	lagSetpoint, lagBand      float64
 	cpuSetpoint, maxRate      float64
 	replicaCPU, slew, tauC    float64
+	lagKd                     float64
 	consumers, lines          int
 	scanRows, dataRows        int
 	duration, settle          time.Duration
@@ -137,6 +138,7 @@ func main() {
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
 	flag.Float64Var(&c.slew, "slew", 0.1, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
+	flag.Float64Var(&c.lagKd, "lag-kd", 1, "the lag controller's kd as a fraction of the replica's measured capacity")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")

@@ -59,9 +59,11 @@ func (r *run) params() (loop.Params, error) {
 	lagKp := r.res.ReplicaCapacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
 	// The lag's slope is the rate's excess over what the replica applies,
-	// divided by that capacity: a derivative term of half the capacity
-	// takes back half the excess before the lag reaches its setpoint.
-	lagKd := r.res.ReplicaCapacity / 2
+	// divided by that capacity: a derivative term of the capacity
+	// (-lag-kd 1) takes back the whole excess the lag shows before it
+	// reaches its setpoint (half of it let a slew-limited ramp overshoot
+	// to 20 s: docs/replica.md).
+	lagKd := c.lagKd * r.res.ReplicaCapacity
 	// The slew limit (an operator's knob) bounds how fast the rate climbs,
 	// under both signals: a lag at 0 asks only for one slew step more
 	// (control.SignalInput.AtFloor), so the rate crosses the replica's
