@@ -411,6 +411,34 @@ func TestConditionalAntiWindupReachesTheBound(t *testing.T) {
 	}
 }
 
+func TestConditionalAntiWindupClimbsAtTheSlewLimit(t *testing.T) {
+	// The measurement stays far below the setpoint and every integrator
+	// step would take the output past the slew limit: the integrator
+	// integrates as far as the slew limit lets the output go, so the rate
+	// climbs one slew step per update to Max, and holds no more than the
+	// output took (no windup once the error vanishes).
+	c := Controller{Config: Config{Kp: 0.1, Ki: 0.3, Min: 3, Max: 60, Slew: 3, AntiWindup: AntiWindupConditional}}
+	in := Input{Setpoint: 21, Measurement: 3, SamplingInterval: 5 * time.Second}
+	for k := 1; k <= 25; k++ {
+		out := c.Update(in)
+		if want := math.Min(3+3*float64(k), 60); math.Abs(out.Rate-want) > 1e-9 {
+			t.Fatalf("update %d: rate %v; want %v (one slew step of 3 per update up to max 60)", k, out.Rate, want)
+		}
+		if !out.Saturated {
+			t.Fatalf("update %d: rate %v not reported saturated", k, out.Rate)
+		}
+		if p := out.P; out.I+p > out.Rate+1e-9 {
+			t.Fatalf("update %d: integrator %v plus P %v holds more than the output %v took", k, out.I, p, out.Rate)
+		}
+	}
+	// The measurement reaches the setpoint: P vanishes, the integrator
+	// holds what the output took less P, nothing more.
+	in.Measurement = 21
+	if out := c.Update(in); out.Rate > 60-0.1*18+1e-9 {
+		t.Fatalf("error gone: rate %v; want at most 58.2 (the integrator wound up past the bound)", out.Rate)
+	}
+}
+
 func TestDerivativeUsesTimeBetweenDatapoints(t *testing.T) {
 	// The measurement is a ramp of 0.01 points per second; datapoints are
 	// 60 s averages published 90 s late, ticks every 60 s. Kd = 1 without a
