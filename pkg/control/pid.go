@@ -246,7 +246,8 @@ type Input struct {
 	SamplingInterval time.Duration
 	// ActualRate is the rate the plant really received since the previous
 	// update (the consumers' processed rate), when ActualKnown. A rate
-	// below the last output means something else limited it (an empty
+	// below the last output (by more than 5 % and, under a slew limit, one
+	// slew step) means something else limited it (an empty
 	// queue, slow consumers): the integrator does not wind up against that
 	// limit (unless AntiWindup is none), and the delay-aware prediction
 	// uses what was really applied (tracking of the actuator's output,
@@ -288,7 +289,8 @@ type Output struct {
 
 // actualTolerance is how far, relative to the last output, Input.ActualRate
 // may fall below it before the plant counts as limited by something else
-// (batching and the time a batch takes make the two differ a little).
+// (batching and the time a batch takes make the two differ a little); under
+// a slew limit, one slew step more (trackActual).
 const actualTolerance = 0.05
 
 // Controller is a discrete PID controller: plain data (Config and State)
@@ -388,11 +390,15 @@ func (c *Controller) start(in Input, valid bool) {
 
 // trackActual reports whether the plant received less than the last output
 // since the last update (Input.ActualRate), and then corrects the history
-// the delay-aware prediction runs on.
+// the delay-aware prediction runs on. Under a slew limit the plant may take
+// one slew step less: consumers that pick up a new rate during the interval
+// took partly the output before, which the slew limit keeps at most one step
+// below the last one, and a climb at the slew limit is not a plant that
+// cannot take the output.
 func (c *Controller) trackActual(in Input) bool {
 	cfg, s := &c.Config, &c.State
 	dt := in.SamplingInterval
-	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)
+	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)-cfg.Slew
 	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
 		actual := math.Max(0, in.ActualRate)
 		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {
