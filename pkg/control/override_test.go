@@ -232,6 +232,35 @@ func TestOverrideSignalAtFloorStaysOut(t *testing.T) {
 	}
 }
 
+// A controller that is not selected keeps its derivative action: a lag
+// rising toward its setpoint makes it ask for less than the applied rate
+// plus its proportional action, so that it takes over before the lag
+// reaches its setpoint (the anticipation a derivative is for), not when
+// the lag crosses it.
+func TestOverrideNonSelectedDerivativeAnticipates(t *testing.T) {
+	takeover := func(kd float64) (lag float64) {
+		o := newOverride()
+		o.Controllers["lag"].Config.Kd = kd
+		for k := range 30 {
+			lag := 0.5 * float64(k) // 0.5 s per one-minute tick
+			out := o.Update([]SignalInput{
+				{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute}},
+				{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}},
+			})
+			if k > 0 && out.Limiting == "lag" {
+				return lag
+			}
+		}
+		return math.Inf(1)
+	}
+	// Kd 6000 s: D = -Kd x slope = -50 msg/s, against P = 10 (10 - lag)
+	// and the CPU's climb of 12 msg/s per tick.
+	with, without := takeover(6000), takeover(0)
+	if with > 5 || without < 9 {
+		t.Fatalf("the lag took over at %.1f s with kd, at %.1f s without; want at most 5 s with kd (its derivative anticipates), at least 9 without", with, without)
+	}
+}
+
 func TestOverrideRoundTripsThroughJSON(t *testing.T) {
 	a := newOverride()
 	runOverride(a, 50, capacityDrop)
