@@ -14,12 +14,14 @@ import (
 // The controllers that are not selected track the rate really applied by
 // external reset feedback: after each update the integrator of every
 // controller that was not selected is reset so that its output is the
-// applied rate plus its own proportional action (u = applied + Kp e, the
-// position form of Shinskey's external reset). A constraint far below its
-// setpoint (e > 0) therefore asks for more than is applied by Kp e and no
-// more, whatever time passes: its integrator does not wind up while another
-// signal limits; and it takes over exactly when its error turns negative
-// (its measurement crosses the setpoint), from the rate in force, so that
+// applied rate plus its own proportional and derivative action (u = applied
+// + Kp e + D, the position form of Shinskey's external reset). A constraint
+// far below its setpoint (e > 0) therefore asks for more than is applied by
+// Kp e + D and no more, whatever time passes: its integrator does not wind
+// up while another signal limits; and it takes over when its error turns
+// negative (its measurement crosses the setpoint) or, with a derivative
+// gain, earlier, when its measurement rises toward the setpoint fast
+// enough (Kd times its slope above Kp e), from the rate in force, so that
 // the hand-over is bumpless. Every controller is also told the applied rate
 // (Controller.Override), so that its slew limit and its delay-aware
 // prediction start from what was really sent.
@@ -128,11 +130,13 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 // trackSelected is the external reset feedback of a controller under
 // override: it records the applied rate u as what was sent (Override), and
 // a controller that was not selected and did not hold resets its integrator
-// so that its output would be u plus its proportional term: u = FF + P + I +
-// D with I = u - FF - D. A selected controller keeps its integrator.
+// so that FF + I = u: its output is then u plus its proportional and
+// derivative terms, so that a derivative keeps anticipating (resetting to u
+// - FF - D cancelled a steady slope's D at the next update). A selected
+// controller keeps its integrator.
 func (c *Controller) trackSelected(u float64, out Output, selected bool) {
 	if !selected && !out.Held && c.Config.Mode != ModeManual {
-		c.State.Integral = finite(u-out.FF-out.D, c.State.Integral)
+		c.State.Integral = finite(u-out.FF, c.State.Integral)
 	}
 	c.Override(u)
 }
