@@ -261,6 +261,36 @@ func TestOverrideNonSelectedDerivativeAnticipates(t *testing.T) {
 	}
 }
 
+// A signal at its floor says nothing of how far the rate may rise: it never
+// limits while another signal is off its floor. Here the CPU's controller
+// starts from its feedforward's rate (40 msg/s) and the lag's from min_rate
+// (10): the lag at 0 asks for less than the CPU and, were it selected,
+// would keep the label once it leaves the floor (0.5 s, both asking for more
+// than one slew step) and climb at its own integral speed (17 msg/s a tick)
+// instead of the slew limit.
+func TestOverrideSignalAtFloorNeverLimits(t *testing.T) {
+	o := newOverride()
+	ff := FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second}
+	o.Controllers["cpu"].Config.Feedforward = &ff
+	plant := &twoConstraints{capacity: 2000}
+	rate := 40.0
+	for k := range 6 {
+		plant.step(rate, time.Minute)
+		lag := 0.5
+		if k == 0 {
+			lag = 0
+		}
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}, AtFloor: lag <= 0},
+		})
+		if want := rate + 100; out.Limiting != "cpu" || math.Abs(out.Rate-want) > 1e-9 {
+			t.Fatalf("minute %d: rate %.1f limited by %s; want %.1f by cpu, one slew step more (both signals ask for more)", k+1, out.Rate, out.Limiting, want)
+		}
+		rate = out.Rate
+	}
+}
+
 func TestOverrideRoundTripsThroughJSON(t *testing.T) {
 	a := newOverride()
 	runOverride(a, 50, capacityDrop)
