@@ -58,8 +58,8 @@ type SignalInput struct {
 	// AtFloor says the measurement sits at the floor of its range: a
 	// replication lag of 0 says only that the replica keeps up, not how far
 	// the rate is from making it fall behind. The signal then asks for as
-	// much as its slew limit allows (up to Max), so that it limits the rate
-	// only where every other signal asks for as much, and its controller
+	// much as its slew limit allows (up to Max) and limits the rate only
+	// when every signal is at its floor, and its controller
 	// tracks the applied rate as one not selected does; it takes part again
 	// from the applied rate once its measurement leaves the floor.
 	AtFloor bool
@@ -82,7 +82,7 @@ type OverrideOutput struct {
 // A signal whose controller holds (Output.Held) asks for what its stale
 // policy makes of what it asked at the last update (Asked); one at the floor
 // of its range (SignalInput.AtFloor) asks for as much as its slew limit
-// allows. On a tie the signal that limited at the last update keeps
+// allows and limits only when every signal is at its floor. On a tie the signal that limited at the last update keeps
 // limiting, else the first in the order of in. Inputs whose name has no
 // controller are ignored; with no usable input the rate is NaN and
 // Limiting "".
@@ -109,10 +109,8 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 			out.Rate = s.Stale.Apply(last, s.StaleFor, s.Input.SamplingInterval)
 		}
 		res.Outputs[s.Name] = out
-		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
-			res.Rate, res.Limiting = out.Rate, s.Name
-		}
 	}
+	o.selectLowest(&res, in)
 	if res.Limiting == "" {
 		return res
 	}
@@ -125,6 +123,31 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 	}
 	o.Limiting = res.Limiting
 	return res
+}
+
+// selectLowest sets res.Rate and res.Limiting: the lowest output of the
+// signals off their floor (of all signals when every one is at its floor),
+// on a tie the signal that limited at the last update, else the first in
+// the order of in. A signal at its floor asks for as much as the slew limit
+// allows from its own last output, which says nothing of how far the rate
+// may rise: it does not take the rate, nor the label, from a signal that
+// measures something.
+func (o *Override) selectLowest(res *OverrideOutput, in []SignalInput) {
+	off := false
+	for _, s := range in {
+		if _, ok := res.Outputs[s.Name]; ok && !s.AtFloor {
+			off = true
+		}
+	}
+	for _, s := range in {
+		out, ok := res.Outputs[s.Name]
+		if !ok || (off && s.AtFloor) {
+			continue
+		}
+		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
+			res.Rate, res.Limiting = out.Rate, s.Name
+		}
+	}
 }
 
 // trackSelected is the external reset feedback of a controller under
