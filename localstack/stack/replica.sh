@@ -23,9 +23,9 @@
 # every transaction in order, while the primary runs the consumers'
 # transactions concurrently), durable like the primary (sync_relay_log=1,
 # sync_relay_log_info=1, sync_master_info=1), with a redo log of 1 GB (with
-# the default 96 MB the checkpoint age reached the adaptive flushing's low
-# water mark within a minute of the run, and the page cleaner's flushing,
-# under the same CPU cap, took the SQL thread's share in bursts), and a CPU cap of
+# the default 96 MB the checkpoint age was past the adaptive flushing's low
+# water mark a minute into a run: the page cleaner's flushing would share the
+# CPU cap with the SQL thread), and a CPU cap of
 # SLUICE_REPLICA_CPU percent of one core (default 5; `replica.sh cap`): a
 # CFS quota of a cgroup of its own, or cpulimit where no cgroup can be made:
 # a much smaller machine than the primary. Both servers
