@@ -22,7 +22,10 @@
 # single-threaded apply (slave_parallel_threads=0: one SQL thread applies
 # every transaction in order, while the primary runs the consumers'
 # transactions concurrently), durable like the primary (sync_relay_log=1,
-# sync_relay_log_info=1, sync_master_info=1), and a CPU cap of
+# sync_relay_log_info=1, sync_master_info=1), with a redo log of 1 GB (with
+# the default 96 MB the checkpoint age was past the adaptive flushing's low
+# water mark a minute into a run: the page cleaner's flushing would share the
+# CPU cap with the SQL thread), and a CPU cap of
 # SLUICE_REPLICA_CPU percent of one core (default 5; `replica.sh cap`): a
 # CFS quota of a cgroup of its own, or cpulimit where no cgroup can be made:
 # a much smaller machine than the primary. Both servers
@@ -84,7 +87,8 @@ start_primary() {
 
 start_replica() {
 	launch replica "$REPLICA_PORT" "$R" --server-id=2 --relay-log=relay-bin --read-only \
-		--slave-parallel-threads=0 --sync-relay-log=1 --sync-relay-log-info=1 --sync-master-info=1
+		--slave-parallel-threads=0 --sync-relay-log=1 --sync-relay-log-info=1 --sync-master-info=1 \
+		--innodb-log-file-size=1G
 }
 
 # The users, made on the primary and replicated: the first transactions of

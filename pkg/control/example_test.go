@@ -69,11 +69,11 @@ func ExampleOverride() {
 		fmt.Printf("rate %.0f limited by %s (cpu asks %.0f, lag asks %.0f)\n",
 			out.Rate, out.Limiting, out.Outputs["cpu"].Rate, out.Outputs["lag"].Rate)
 	}
-	tick(60, 0)  // both below their setpoints: the CPU asks for the smaller increase
+	tick(60, 0)  // both below their setpoints: the CPU asks for the smaller increase (the lag, the slew limit's 10 + 100)
 	tick(62, 0)  // the lag, not selected, asks for the applied 32 + Kp e = 132
 	tick(63, 11) // the lag is above its setpoint: it takes over and cuts
 	// Output:
-	// rate 32 limited by cpu (cpu asks 32, lag asks 100)
+	// rate 32 limited by cpu (cpu asks 32, lag asks 110)
 	// rate 38 limited by cpu (cpu asks 38, lag asks 132)
 	// rate 26 limited by lag (cpu asks 44, lag asks 26)
 }

@@ -14,12 +14,14 @@ import (
 // The controllers that are not selected track the rate really applied by
 // external reset feedback: after each update the integrator of every
 // controller that was not selected is reset so that its output is the
-// applied rate plus its own proportional action (u = applied + Kp e, the
-// position form of Shinskey's external reset). A constraint far below its
-// setpoint (e > 0) therefore asks for more than is applied by Kp e and no
-// more, whatever time passes: its integrator does not wind up while another
-// signal limits; and it takes over exactly when its error turns negative
-// (its measurement crosses the setpoint), from the rate in force, so that
+// applied rate plus its own proportional and derivative action (u = applied
+// + Kp e + D, the position form of Shinskey's external reset). A constraint
+// far below its setpoint (e > 0) therefore asks for more than is applied by
+// Kp e + D and no more, whatever time passes: its integrator does not wind
+// up while another signal limits; and it takes over when its error turns
+// negative (its measurement crosses the setpoint) or, with a derivative
+// gain, earlier, when its measurement rises toward the setpoint fast
+// enough (Kd times its slope above Kp e), from the rate in force, so that
 // the hand-over is bumpless. Every controller is also told the applied rate
 // (Controller.Override), so that its slew limit and its delay-aware
 // prediction start from what was really sent.
@@ -56,8 +58,8 @@ type SignalInput struct {
 	// AtFloor says the measurement sits at the floor of its range: a
 	// replication lag of 0 says only that the replica keeps up, not how far
 	// the rate is from making it fall behind. The signal then asks for as
-	// much as its slew limit allows (up to Max), so that it limits the rate
-	// only where every other signal asks for as much, and its controller
+	// much as its slew limit allows (up to Max) and limits the rate only
+	// when every signal is at its floor, and its controller
 	// tracks the applied rate as one not selected does; it takes part again
 	// from the applied rate once its measurement leaves the floor.
 	AtFloor bool
@@ -80,7 +82,7 @@ type OverrideOutput struct {
 // A signal whose controller holds (Output.Held) asks for what its stale
 // policy makes of what it asked at the last update (Asked); one at the floor
 // of its range (SignalInput.AtFloor) asks for as much as its slew limit
-// allows. On a tie the signal that limited at the last update keeps
+// allows and limits only when every signal is at its floor. On a tie the signal that limited at the last update keeps
 // limiting, else the first in the order of in. Inputs whose name has no
 // controller are ignored; with no usable input the rate is NaN and
 // Limiting "".
@@ -107,10 +109,8 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 			out.Rate = s.Stale.Apply(last, s.StaleFor, s.Input.SamplingInterval)
 		}
 		res.Outputs[s.Name] = out
-		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
-			res.Rate, res.Limiting = out.Rate, s.Name
-		}
 	}
+	o.selectLowest(&res, in)
 	if res.Limiting == "" {
 		return res
 	}
@@ -125,14 +125,41 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 	return res
 }
 
+// selectLowest sets res.Rate and res.Limiting: the lowest output of the
+// signals off their floor (of all signals when every one is at its floor),
+// on a tie the signal that limited at the last update, else the first in
+// the order of in. A signal at its floor asks for as much as the slew limit
+// allows from its own last output, which says nothing of how far the rate
+// may rise: it does not take the rate, nor the label, from a signal that
+// measures something.
+func (o *Override) selectLowest(res *OverrideOutput, in []SignalInput) {
+	off := false
+	for _, s := range in {
+		if _, ok := res.Outputs[s.Name]; ok && !s.AtFloor {
+			off = true
+		}
+	}
+	for _, s := range in {
+		out, ok := res.Outputs[s.Name]
+		if !ok || (off && s.AtFloor) {
+			continue
+		}
+		if math.IsNaN(res.Rate) || out.Rate < res.Rate || (out.Rate == res.Rate && s.Name == o.Limiting) {
+			res.Rate, res.Limiting = out.Rate, s.Name
+		}
+	}
+}
+
 // trackSelected is the external reset feedback of a controller under
 // override: it records the applied rate u as what was sent (Override), and
 // a controller that was not selected and did not hold resets its integrator
-// so that its output would be u plus its proportional term: u = FF + P + I +
-// D with I = u - FF - D. A selected controller keeps its integrator.
+// so that FF + I = u: its output is then u plus its proportional and
+// derivative terms, so that a derivative keeps anticipating (resetting to u
+// - FF - D cancelled a steady slope's D at the next update). A selected
+// controller keeps its integrator.
 func (c *Controller) trackSelected(u float64, out Output, selected bool) {
 	if !selected && !out.Held && c.Config.Mode != ModeManual {
-		c.State.Integral = finite(u-out.FF-out.D, c.State.Integral)
+		c.State.Integral = finite(u-out.FF, c.State.Integral)
 	}
 	c.Override(u)
 }

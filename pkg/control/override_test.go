@@ -123,8 +123,10 @@ func TestOverrideNonSelectedDoesNotWindUp(t *testing.T) {
 			t.Fatalf("tick %d: cpu controller asks %.1f above the applied rate, more than Kp e + Ki e dt = %.1f: it winds up", i+1, over, kp*e+ki*e*60)
 		}
 	}
-	if lagTicks < 100 {
-		t.Fatalf("the lag limited %d ticks; the scenario wants it in charge most of the time", lagTicks)
+	// The lag limits from when the replica falls below the rate the CPU
+	// allows (about minute 103) to the end.
+	if lagTicks < 90 {
+		t.Fatalf("the lag limited %d ticks; the scenario wants it in charge from about minute 103", lagTicks)
 	}
 	// Without tracking (the plain minimum of the controllers) the CPU
 	// controller's integrator runs to the maximum rate: the test above
@@ -182,8 +184,15 @@ func TestOverrideStaleHoldDoesNotTakeOver(t *testing.T) {
 // A lag at 0 (its floor) says only that the replica keeps up: it does not
 // hold the rate's rise back to its own integral speed; the CPU's controller
 // raises the rate as fast as alone (its slew limit), and the lag takes part
-// again, bumplessly, once it rises.
+// again, bumplessly, once it rises. The lag's controller here has a
+// proportional action at 0 (Kp times the setpoint, 30) below the CPU's
+// climb, so that without the floor rule it limits from the start.
 func TestOverrideSignalAtFloorStaysOut(t *testing.T) {
+	newOverride := func() *Override {
+		o := newOverride()
+		o.Controllers["lag"].Config.Kp = 3
+		return o
+	}
 	run := func(floor bool) (rates []float64, limiting []string) {
 		o := newOverride()
 		plant := &twoConstraints{capacity: 800}
@@ -220,6 +229,65 @@ func TestOverrideSignalAtFloorStaysOut(t *testing.T) {
 	}
 	if lim[5] != "cpu" || lim[39] != "lag" {
 		t.Errorf("limiting at minute 6 %s, at minute 40 %s; want cpu, then the lag once the replica falls behind", lim[5], lim[39])
+	}
+}
+
+// A controller that is not selected keeps its derivative action: a lag
+// rising toward its setpoint makes it ask for less than the applied rate
+// plus its proportional action, so that it takes over before the lag
+// reaches its setpoint (the anticipation a derivative is for), not when
+// the lag crosses it.
+func TestOverrideNonSelectedDerivativeAnticipates(t *testing.T) {
+	takeover := func(kd float64) (lag float64) {
+		o := newOverride()
+		o.Controllers["lag"].Config.Kd = kd
+		for k := range 30 {
+			lag := 0.5 * float64(k) // 0.5 s per one-minute tick
+			out := o.Update([]SignalInput{
+				{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute}},
+				{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}},
+			})
+			if k > 0 && out.Limiting == "lag" {
+				return lag
+			}
+		}
+		return math.Inf(1)
+	}
+	// Kd 6000 s: D = -Kd x slope = -50 msg/s, against P = 10 (10 - lag)
+	// and the CPU's climb of 12 msg/s per tick.
+	with, without := takeover(6000), takeover(0)
+	if with > 5 || without < 9 {
+		t.Fatalf("the lag took over at %.1f s with kd, at %.1f s without; want at most 5 s with kd (its derivative anticipates), at least 9 without", with, without)
+	}
+}
+
+// A signal at its floor says nothing of how far the rate may rise: it never
+// limits while another signal is off its floor. Here the CPU's controller
+// starts from its feedforward's rate (40 msg/s) and the lag's from min_rate
+// (10): the lag at 0 asks for less than the CPU and, were it selected,
+// would keep the label once it leaves the floor (0.5 s, both asking for more
+// than one slew step) and climb at its own integral speed (17 msg/s a tick)
+// instead of the slew limit.
+func TestOverrideSignalAtFloorNeverLimits(t *testing.T) {
+	o := newOverride()
+	ff := FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second}
+	o.Controllers["cpu"].Config.Feedforward = &ff
+	plant := &twoConstraints{capacity: 2000}
+	rate := 40.0
+	for k := range 6 {
+		plant.step(rate, time.Minute)
+		lag := 0.5
+		if k == 0 {
+			lag = 0
+		}
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: plant.cpu, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}, AtFloor: lag <= 0},
+		})
+		if want := rate + 100; out.Limiting != "cpu" || math.Abs(out.Rate-want) > 1e-9 {
+			t.Fatalf("minute %d: rate %.1f limited by %s; want %.1f by cpu, one slew step more (both signals ask for more)", k+1, out.Rate, out.Limiting, want)
+		}
+		rate = out.Rate
 	}
 }
 

@@ -16,8 +16,8 @@ const (
 	AntiWindupNone AntiWindup = ""
 	// AntiWindupConditional integrates only up to the bounds (conditional
 	// integration, the thesis's choice): the integrator never holds more than
-	// puts the output at a bound, the other terms included, and does not
-	// integrate upward while the slew limit holds the output back.
+	// puts the output at a bound, the other terms included, and integrates
+	// upward only as far as the slew limit lets the output go.
 	AntiWindupConditional AntiWindup = "conditional"
 	// AntiWindupBackCalculation feeds the difference between the saturated
 	// and the unsaturated output back into the integrator with the tracking
@@ -246,7 +246,8 @@ type Input struct {
 	SamplingInterval time.Duration
 	// ActualRate is the rate the plant really received since the previous
 	// update (the consumers' processed rate), when ActualKnown. A rate
-	// below the last output means something else limited it (an empty
+	// below the last output (by more than 5 % and, under a slew limit, one
+	// slew step) means something else limited it (an empty
 	// queue, slow consumers): the integrator does not wind up against that
 	// limit (unless AntiWindup is none), and the delay-aware prediction
 	// uses what was really applied (tracking of the actuator's output,
@@ -288,7 +289,8 @@ type Output struct {
 
 // actualTolerance is how far, relative to the last output, Input.ActualRate
 // may fall below it before the plant counts as limited by something else
-// (batching and the time a batch takes make the two differ a little).
+// (batching and the time a batch takes make the two differ a little); under
+// a slew limit, one slew step more (trackActual).
 const actualTolerance = 0.05
 
 // Controller is a discrete PID controller: plain data (Config and State)
@@ -388,11 +390,15 @@ func (c *Controller) start(in Input, valid bool) {
 
 // trackActual reports whether the plant received less than the last output
 // since the last update (Input.ActualRate), and then corrects the history
-// the delay-aware prediction runs on.
+// the delay-aware prediction runs on. Under a slew limit the plant may take
+// one slew step less: consumers that pick up a new rate during the interval
+// took partly the output before, which the slew limit keeps at most one step
+// below the last one, and a climb at the slew limit is not a plant that
+// cannot take the output.
 func (c *Controller) trackActual(in Input) bool {
 	cfg, s := &c.Config, &c.State
 	dt := in.SamplingInterval
-	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)
+	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)-cfg.Slew
 	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
 		actual := math.Max(0, in.ActualRate)
 		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {
@@ -563,7 +569,7 @@ func (c *Controller) integrate(out *Output, smp sample, eI float64, limited bool
 	}
 	var integral, u float64
 	if cfg.AntiWindup == AntiWindupConditional {
-		integral, _, u = c.conditional(out, step, eI)
+		integral, u = c.conditional(out, step, eI)
 	} else {
 		integral, u = c.backCalculate(out, step, smp.dt)
 	}
@@ -624,10 +630,12 @@ func (c *Controller) Override(u float64) {
 // lies beyond a bound (a feedforward beyond it, bounds that were tightened)
 // is first brought back to it, so that the output leaves the bound as soon as
 // the error turns, as a loop that always had that bound would. While the
-// slew limit holds back an increase it does not integrate further upward. It
-// returns the integral, the output before the bounds and slew limit, and the
-// output; it sets out.Integrated and out.Saturated.
-func (c *Controller) conditional(out *Output, step, eI float64) (integral, v, u float64) {
+// slew limit holds back an increase it integrates upward only as far as the
+// slew limit lets the output go, so that the output climbs at the slew
+// limit and the integrator holds no more than the output took. It
+// returns the integral and the output; it sets out.Integrated and
+// out.Saturated (also when the slew limit cut the integrator's step).
+func (c *Controller) conditional(out *Output, step, eI float64) (integral, u float64) {
 	cfg, s := &c.Config, &c.State
 	rest := out.FF + out.P + out.D
 	lo, hi := cfg.Min-rest, cfg.Max-rest
@@ -649,17 +657,20 @@ func (c *Controller) conditional(out *Output, step, eI float64) (integral, v, u 
 	if bounded && integral == base {
 		out.Integrated = false
 	}
-	v = at(integral)
+	v := at(integral)
 	u = limit(v, s.Output, cfg)
-	if out.Integrated && u != v && (v > u) == (eI > 0) {
+	slewed := out.Integrated && u < v && eI > 0
+	if slewed {
 		// The slew limit holds the output back and the error pushes
-		// further: do not integrate.
-		integral, out.Integrated = base, false
+		// further: integrate only as far as the output may go (u less
+		// the other terms), never below where the integrator was.
+		integral = clamp(u-rest, base, integral)
+		out.Integrated = integral != base
 		v = at(integral)
 		u = limit(v, s.Output, cfg)
 	}
-	out.Saturated = u != v || bounded
-	return integral, v, u
+	out.Saturated = u != v || bounded || slewed
+	return integral, u
 }
 
 // differentiate updates the filtered derivative of the measurement with the

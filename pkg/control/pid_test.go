@@ -357,6 +357,34 @@ func TestNoWindupWhenThePlantTakesLess(t *testing.T) {
 	}
 }
 
+func TestSlewLimitedClimbNotTakenForALimitedPlant(t *testing.T) {
+	// The consumers follow a climbing, slew-limited rate one update behind
+	// (they read RATE during the interval): what they took is the output
+	// before the last one, one slew step below it. That is not a plant
+	// that cannot take the output: the rate climbs at the slew limit.
+	c := Controller{Config: Config{Kp: 0.1, Ki: 0.3, Min: 3, Max: 60, Slew: 3, AntiWindup: AntiWindupConditional}}
+	prev := 3.0
+	for k := 1; k <= 15; k++ {
+		before := c.State.Output
+		if !c.State.Init {
+			before = c.Config.Min
+		}
+		out := c.Update(Input{Setpoint: 21, Measurement: 3, SamplingInterval: 5 * time.Second, ActualRate: prev, ActualKnown: true})
+		if want := 3 + 3*float64(k); math.Abs(out.Rate-want) > 1e-9 {
+			t.Fatalf("update %d: rate %v; want %v (the slew limit's climb, the plant one update behind)", k, out.Rate, want)
+		}
+		prev = before
+	}
+	// A plant that takes clearly less than that (an empty queue taking 20
+	// msg/s) still stops the climb, within one slew step of what it takes.
+	for range 20 {
+		c.Update(Input{Setpoint: 21, Measurement: 3, SamplingInterval: 5 * time.Second, ActualRate: 20, ActualKnown: true})
+	}
+	if got := c.State.Output; got > 48+1e-9 {
+		t.Fatalf("plant taking 20 msg/s: rate %v; want the climb stopped (the rate was 48)", got)
+	}
+}
+
 func TestBumplessFeedforwardChange(t *testing.T) {
 	m := testModel
 	cfg := Config{Kp: 0.5, Ki: 0.01, Min: 0, Max: 3000, AntiWindup: AntiWindupConditional, Feedforward: &m, DelayAware: true}
@@ -408,6 +436,34 @@ func TestConditionalAntiWindupReachesTheBound(t *testing.T) {
 	}
 	if out.Rate != 1000 || !out.Saturated {
 		t.Fatalf("steady state with the error pushing up: rate %v (saturated %v); want the bound 1000, saturated", out.Rate, out.Saturated)
+	}
+}
+
+func TestConditionalAntiWindupClimbsAtTheSlewLimit(t *testing.T) {
+	// The measurement stays far below the setpoint and every integrator
+	// step would take the output past the slew limit: the integrator
+	// integrates as far as the slew limit lets the output go, so the rate
+	// climbs one slew step per update to Max, and holds no more than the
+	// output took (no windup once the error vanishes).
+	c := Controller{Config: Config{Kp: 0.1, Ki: 0.3, Min: 3, Max: 60, Slew: 3, AntiWindup: AntiWindupConditional}}
+	in := Input{Setpoint: 21, Measurement: 3, SamplingInterval: 5 * time.Second}
+	for k := 1; k <= 25; k++ {
+		out := c.Update(in)
+		if want := math.Min(3+3*float64(k), 60); math.Abs(out.Rate-want) > 1e-9 {
+			t.Fatalf("update %d: rate %v; want %v (one slew step of 3 per update up to max 60)", k, out.Rate, want)
+		}
+		if !out.Saturated {
+			t.Fatalf("update %d: rate %v not reported saturated", k, out.Rate)
+		}
+		if p := out.P; out.I+p > out.Rate+1e-9 {
+			t.Fatalf("update %d: integrator %v plus P %v holds more than the output %v took", k, out.I, p, out.Rate)
+		}
+	}
+	// The measurement reaches the setpoint: P vanishes, the integrator
+	// holds what the output took less P, nothing more.
+	in.Measurement = 21
+	if out := c.Update(in); out.Rate > 60-0.1*18+1e-9 {
+		t.Fatalf("error gone: rate %v; want at most 58.2 (the integrator wound up past the bound)", out.Rate)
 	}
 }
 

@@ -110,6 +110,8 @@ type gains struct {
 	LagKp float64 `json:"lag_kp"`
 	LagKi float64 `json:"lag_ki"`
 	LagKd float64 `json:"lag_kd"`
+	// SlewLimit is PARAMS slew_limit: the largest rate increase per tick.
+	SlewLimit float64 `json:"slew_limit"`
 }
 
 type config struct {
@@ -117,7 +119,9 @@ type config struct {
 	tick                      time.Duration
 	lagSetpoint, lagBand      float64
 	cpuSetpoint, maxRate      float64
-	replicaCPU                float64
+	replicaCPU, slew, tauC    float64
+	lagKd                     float64
+	lagAW                     string
 	consumers, lines          int
 	scanRows, dataRows        int
 	duration, settle          time.Duration
@@ -133,6 +137,10 @@ func main() {
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
+	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
+	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
+	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
+	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")

@@ -49,36 +49,45 @@ func (r *run) params() (loop.Params, error) {
 	}
 	tc := lab.IntegralTime(s, lab.Plant{Model: m})
 	cpuKp, cpuKi := g.Kp, 1/(m.Gain*tc.Seconds())
-	// Lag: an integrator, d lag/dt = (rate - capacity)/capacity, behind
-	// the tick and the exporter's and Prometheus' second each. SIMC for an
-	// integrating process with tau_c = theta: Kc = 1/(k (tau_c + theta)),
-	// Ti = 4 (tau_c + theta). (tau_c = 2 theta let the lag overshoot to
-	// 15 s before it took over: docs/replica.md.)
+	// Lag: an integrator, d lag/dt = (rate - capacity)/capacity (k' =
+	// 1/capacity), behind the tick and the exporter's and Prometheus'
+	// second each (theta). SIMC for an integrating process: Kc = 1/(k'
+	// (tau_c + theta)), Ti = 4 (tau_c + theta); tau_c = 2 theta by default
+	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
 	theta := c.tick.Seconds() + 2
-	lagKp := r.res.ReplicaCapacity / (2 * theta)
-	lagKi := lagKp / (8 * theta)
+	tauC := c.tauC * theta
+	lagKp := r.res.ReplicaCapacity / (tauC + theta)
+	lagKi := lagKp / (4 * (tauC + theta))
 	// The lag's slope is the rate's excess over what the replica applies,
-	// divided by that capacity: a derivative term of half the capacity
-	// takes back half the excess before the lag reaches its setpoint (the
-	// hand-over from the CPU otherwise overshot to 15-22 s).
-	lagKd := r.res.ReplicaCapacity / 2
-	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd)}
+	// divided by that capacity: a derivative term of the capacity
+	// (-lag-kd 1) takes back the whole excess the lag shows before it
+	// reaches its setpoint (half of it let a slew-limited ramp overshoot
+	// to 20 s: docs/replica.md).
+	lagKd := c.lagKd * r.res.ReplicaCapacity
+	// The slew limit (an operator's knob) bounds how fast the rate climbs,
+	// under both signals: a lag at 0 asks only for one slew step more
+	// (control.SignalInput.AtFloor), so the rate crosses the replica's
+	// capacity slowly enough for the lag controller to see the lag rise
+	// before it overshoots (without it the CPU controller's feedforward bid
+	// 1.6 times the capacity at each hand-over: a limit cycle).
+	slew := math.Round(c.slew*r.res.ReplicaCapacity*10) / 10
+	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd), SlewLimit: slew}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu",
-		Controls: loop.Controls{Setpoint: c.cpuSetpoint, Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupConditional, DelayAware: true,
+		Controls: loop.Controls{Setpoint: c.cpuSetpoint, Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupNone, DelayAware: true,
 			SetpointFilter: max(time.Second, lab.SetpointFilter(tuning.LoopModel(m, s.PipelineDelay())).Round(time.Second))},
 		Feedforward: &m,
 		// No demand cap: the run is about the signals (its producers keep a
 		// backlog anyway).
 		DemandHeadroom: 0,
-		MinRate:        3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate:        3, MaxRate: c.maxRate, SlewLimit: slew, TickPeriod: c.tick, RateTTL: 6 * c.tick,
 		Sensing: loop.Sensing{
 			Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
-			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindupConditional},
+			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindup(c.lagAW)},
 			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		}},
@@ -86,8 +95,8 @@ func (r *run) params() (loop.Params, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
-	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g); the model puts the CPU at %.1f %% at the replica's capacity",
-		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, m.Output(r.res.ReplicaCapacity))
+	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g), slew_limit %g/tick; the model puts the CPU at %.1f %% at the replica's capacity",
+		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, slew, m.Output(r.res.ReplicaCapacity))
 	return p, nil
 }
 
