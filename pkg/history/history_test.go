@@ -3,6 +3,7 @@ package history_test
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,92 @@ func TestFromReportSignals(t *testing.T) {
 	}
 	if q.Limiting != "lag" || len(q.Signals) != 2 || q.Signals[1].Unit != "s" || q.Signals[1].Setpoint != 10 || !math.IsNaN(q.Signals[1].Measured) {
 		t.Errorf("round trip %s = %+v", b, q)
+	}
+}
+
+// The controller's consumed rate is its exponential average: the point says
+// so, on the wire too; a point without the mark (an old item, a raw rate)
+// reads as raw.
+func TestFromReportMarksConsumedSmoothing(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p, _ := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, Processed: 7, ProcessedKnown: true})
+	if p.ConsumedSmoothing != loop.ProcessedSmoothing {
+		t.Fatalf("ConsumedSmoothing = %v; want loop.ProcessedSmoothing", p.ConsumedSmoothing)
+	}
+	b, _ := json.Marshal(p)
+	var back history.Point
+	if err := json.Unmarshal(b, &back); err != nil || back.ConsumedSmoothing != loop.ProcessedSmoothing {
+		t.Fatalf("round trip of %s = %+v, %v", b, back, err)
+	}
+	var old history.Point
+	if err := json.Unmarshal([]byte(`{"t":0,"consumed":5}`), &old); err != nil || old.ConsumedSmoothing != 0 {
+		t.Fatalf("old point = %+v, %v; want ConsumedSmoothing 0", old, err)
+	}
+	p.ConsumedSmoothing = 0
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "consumed_smoothing") {
+		t.Errorf("raw point = %s; want no consumed_smoothing_s", b)
+	}
+}
+
+// RawConsumed undoes the exponential average exactly, keeps a point that
+// restarts the average (the previous rate unknown) and raw points, and
+// leaves its argument alone.
+func TestRawConsumed(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	raw := []float64{4, 4, 10, 10, 2, math.NaN(), 6, 8}
+	var pts []history.Point
+	avg, known := 0.0, false
+	for k, r := range raw {
+		tk := t0.Add(time.Duration(5*k) * time.Second)
+		switch {
+		case math.IsNaN(r):
+			known = false
+		case known:
+			a := math.Exp(-5.0 / 30)
+			avg = a*avg + (1-a)*r
+		default:
+			avg, known = r, true
+		}
+		c := avg
+		if !known {
+			c = math.NaN()
+		}
+		pts = append(pts, history.Point{T: tk, Consumed: c, ConsumedSmoothing: 30 * time.Second})
+	}
+	pts = append(pts, history.Point{T: t0.Add(40 * time.Second), Consumed: 3}) // raw
+	got := history.RawConsumed(pts)
+	want := append(raw, 3)
+	for i := range want {
+		if !(math.Abs(got[i].Consumed-want[i]) < 1e-9 || math.IsNaN(want[i]) && math.IsNaN(got[i].Consumed)) {
+			t.Errorf("point %d: consumed %v; want %v", i, got[i].Consumed, want[i])
+		}
+		if got[i].ConsumedSmoothing != 0 {
+			t.Errorf("point %d: still marked smoothed", i)
+		}
+	}
+	if pts[2].ConsumedSmoothing == 0 || pts[2].Consumed == 10 {
+		t.Error("RawConsumed changed its argument")
+	}
+}
+
+// A tick whose STATE says the model drifted marks its point, on the wire
+// as model_drift, and only then.
+func TestPointModelDrift(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	p, ok := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, Measured: 60, ModelDrift: true})
+	if !ok || !p.ModelDrift {
+		t.Fatalf("FromReport with model drift = %+v, %v; want ModelDrift", p, ok)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back history.Point
+	if err := json.Unmarshal(b, &back); err != nil || !back.ModelDrift || !strings.Contains(string(b), `"model_drift":true`) {
+		t.Fatalf("round trip of %s = %+v, %v; want model_drift true", b, back, err)
+	}
+	p.ModelDrift = false
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "model_drift") {
+		t.Fatalf("point without drift = %s; want no model_drift", b)
 	}
 }
