@@ -156,27 +156,6 @@ func TestCloseLeavesUnsettledUncommitted(t *testing.T) {
 	}
 }
 
-// failOffsetCommit answers the next OffsetCommit with an error on every
-// partition.
-func failOffsetCommit(c *kfake.Cluster, calls *atomic.Int64) {
-	c.ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		calls.Add(1)
-		req := kreq.(*kmsg.OffsetCommitRequest)
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.OffsetMetadataTooLarge.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
-}
-
 // TestCommitFailureIsRetried: a failed commit is reported, and the next
 // commit covers what it missed.
 func TestCommitFailureIsRetried(t *testing.T) {
@@ -185,13 +164,12 @@ func TestCommitFailureIsRetried(t *testing.T) {
 	produce(t, brokers, "cfail", "f", 0, 10, nil)
 	src := newSource(t, brokers, "cfail", "g", nil)
 	msgs := receiveN(t, src, 10)
-	var calls atomic.Int64
-	failOffsetCommit(c, &calls)
+	failed := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: kerr.OffsetMetadataTooLarge})
 	if err := src.Ack(context.Background(), msgs[:5]); err == nil {
 		t.Errorf("Ack with the commit failing = nil error; want one")
 	}
-	if calls.Load() != 1 {
-		t.Fatalf("injected commit failures = %d; want 1", calls.Load())
+	if failed.Hits() != 1 {
+		t.Fatalf("injected commit failures = %d; want 1", failed.Hits())
 	}
 	if got, ok := committed(t, brokers, "g", "cfail")[0]; ok {
 		t.Errorf("committed offset after a failed commit = %d; want none", got)
@@ -205,26 +183,6 @@ func TestCommitFailureIsRetried(t *testing.T) {
 	if got := src.Stats().CommitErrors.Load(); got != 1 {
 		t.Errorf("Stats().CommitErrors = %d; want 1", got)
 	}
-}
-
-// failProduce answers the next Produce with TOPIC_AUTHORIZATION_FAILED.
-func failProduce(c *kfake.Cluster, calls *atomic.Int64) {
-	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		calls.Add(1)
-		req := kreq.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
 }
 
 // TestDeadLetterBeforeCommit: a poison record's offset is committed only
@@ -244,12 +202,11 @@ func TestDeadLetterBeforeCommit(t *testing.T) {
 		t.Errorf("committed offset with the poison record unsettled = %d; want none", got)
 	}
 
-	var calls atomic.Int64
-	failProduce(c, &calls)
+	failed := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.TopicAuthorizationFailed})
 	if err := src.DeadLetter(ctx, []consume.Poison{{Message: msgs[0], Reason: "bad body"}}); err == nil {
 		t.Errorf("DeadLetter with the produce failing = nil error; want one")
 	}
-	if calls.Load() == 0 {
+	if failed.Hits() == 0 {
 		t.Fatalf("the injected produce failure was not hit")
 	}
 	if got, ok := committed(t, brokers, "g", "dl")[0]; ok {
