@@ -67,6 +67,19 @@ func ExampleTicker() {
 	// RATE 200.0 msg/s until 12:05
 }
 
+// A TickStore refuses, before writing, a commit that does not advance
+// STATE's version by one.
+func ExampleCommit_Validate() {
+	read := loop.State{Loop: "orders", Version: 4}
+	next := read.Clone()
+	next.Version = read.Version + 1
+	fmt.Println(loop.Commit{PrevVersion: read.Version, State: next}.Validate())
+	fmt.Println(loop.Commit{PrevVersion: read.Version, State: read}.Validate())
+	// Output:
+	// <nil>
+	// loop "orders": new version 4 does not follow 4
+}
+
 func ExampleMappingConcurrency() {
 	// Batches of 10 messages that take 0.5 s of work each (pacing
 	// excluded), with the tick's 25 % headroom.

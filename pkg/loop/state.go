@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -151,6 +152,19 @@ type Commit struct {
 	State       State
 	Rate        *Rate
 	Status      *ParamsStatus
+}
+
+// Validate reports why c is not a commit a TickStore can write: it names no
+// loop, or State.Version is not PrevVersion + 1. A TickStore checks it in
+// CommitTick before writing anything; its error does not wrap ErrConflict.
+func (c Commit) Validate() error {
+	if c.State.Loop == "" {
+		return errors.New("empty loop id")
+	}
+	if c.State.Version != c.PrevVersion+1 {
+		return fmt.Errorf("loop %q: new version %d does not follow %d", c.State.Loop, c.State.Version, c.PrevVersion)
+	}
+	return nil
 }
 
 // ErrConflict is returned by CommitTick when STATE's version is no longer

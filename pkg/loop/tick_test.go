@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -548,5 +549,31 @@ func TestTickCorruptStateFailsItsLoopOnly(t *testing.T) {
 	}
 	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, loop.ErrNotFound) {
 		t.Errorf("RATE of the corrupt loop: err = %v; want not found (nothing written)", err)
+	}
+}
+
+// A commit names its loop and advances STATE's version by exactly one.
+func TestCommitValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		c    loop.Commit
+		want string
+	}{
+		{"first version", loop.Commit{PrevVersion: 0, State: loop.State{Loop: "orders", Version: 1}}, ""},
+		{"next version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 8}}, ""},
+		{"no loop", loop.Commit{PrevVersion: 0, State: loop.State{Version: 1}}, "empty loop id"},
+		{"same version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 7}}, `loop "orders": new version 7 does not follow 7`},
+		{"skipped version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 9}}, `loop "orders": new version 9 does not follow 7`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.c.Validate()
+			if got := fmt.Sprint(err); (err == nil) != (tt.want == "") || err != nil && got != tt.want {
+				t.Errorf("Validate() = %v; want %q", err, tt.want)
+			}
+			if errors.Is(err, loop.ErrConflict) {
+				t.Errorf("Validate() = %v wraps ErrConflict; a malformed commit is not a conflict", err)
+			}
+		})
 	}
 }

@@ -238,13 +238,10 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 // failed condition, or a concurrent transaction on the same items, returns
 // an error wrapping loop.ErrConflict.
 func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("dynamodb commit: %w", err)
+	}
 	id := c.State.Loop
-	if id == "" {
-		return fmt.Errorf("dynamodb commit: empty loop id")
-	}
-	if c.State.Version != c.PrevVersion+1 {
-		return fmt.Errorf("dynamodb commit loop %q: new version %d does not follow %d", id, c.State.Version, c.PrevVersion)
-	}
 	stateItem, err := encodeState(c.State)
 	if err != nil {
 		return wrap("encode STATE", id, err)

@@ -155,13 +155,10 @@ func (s *Store) LoadLoops(_ context.Context) ([]loop.Snapshot, error) {
 // CommitTick writes STATE, RATE and PARAMS_STATUS at once if STATE's
 // version is still c.PrevVersion.
 func (s *Store) CommitTick(_ context.Context, c loop.Commit) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("memstore commit: %w", err)
+	}
 	id := c.State.Loop
-	if id == "" {
-		return fmt.Errorf("memstore commit: empty loop id")
-	}
-	if c.State.Version != c.PrevVersion+1 {
-		return fmt.Errorf("memstore commit loop %q: new version %d does not follow %d", id, c.State.Version, c.PrevVersion)
-	}
 	if err := encodable(c.State); err != nil {
 		return fmt.Errorf("memstore commit loop %q: %w", id, err)
 	}
