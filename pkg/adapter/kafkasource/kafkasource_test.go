@@ -56,6 +56,29 @@ func receiveN(t *testing.T, src *kafkasource.Source, n int) []consume.Message {
 	return out
 }
 
+// receivedFromFake starts a one-partition fake cluster whose topic holds n
+// records, ids prefix-0 on, and a source of group g that has received them
+// all.
+func receivedFromFake(t *testing.T, topic, prefix string, n int) (*kfake.Cluster, *kafkasource.Source, []consume.Message) {
+	t.Helper()
+	c := newFake(t, topic, 1)
+	produce(t, c.ListenAddrs(), topic, prefix, 0, n, nil)
+	src := newSource(t, c.ListenAddrs(), topic, "g", nil)
+	return c, src, receiveN(t, src, n)
+}
+
+// ackWantCommitted acknowledges msgs, then checks that group g's committed
+// offset of topic's partition 0 is want; when says at what point.
+func ackWantCommitted(t *testing.T, src *kafkasource.Source, brokers []string, topic string, msgs []consume.Message, want int64, when string) {
+	t.Helper()
+	if err := src.Ack(context.Background(), msgs); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if got := committed(t, brokers, "g", topic)[0]; got != want {
+		t.Errorf("committed offset %s = %d; want %d", when, got, want)
+	}
+}
+
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -99,19 +122,11 @@ func TestMessageIDs(t *testing.T) {
 // TestCommitsOnlyStoredPrefix: an unstored record holds its partition's
 // commit back until it is stored.
 func TestCommitsOnlyStoredPrefix(t *testing.T) {
-	c := newFake(t, "prefix", 1)
+	c, src, msgs := receivedFromFake(t, "prefix", "s", 10)
 	brokers := c.ListenAddrs()
-	produce(t, brokers, "prefix", "s", 0, 10, nil)
-	src := newSource(t, brokers, "prefix", "g", nil)
 	ctx := context.Background()
-	msgs := receiveN(t, src, 10)
 
-	if err := src.Ack(ctx, append(append([]consume.Message{}, msgs[:4]...), msgs[5:]...)); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-	if got := committed(t, brokers, "g", "prefix")[0]; got != 4 {
-		t.Errorf("committed offset with offset 4 unstored = %d; want 4", got)
-	}
+	ackWantCommitted(t, src, brokers, "prefix", append(append([]consume.Message{}, msgs[:4]...), msgs[5:]...), 4, "with offset 4 unstored")
 	if lag, err := src.Lag(ctx); err != nil || lag != 6 {
 		t.Errorf("Lag() with 4 of 10 committed = %d, %v; want 6, nil", lag, err)
 	}
@@ -122,22 +137,14 @@ func TestCommitsOnlyStoredPrefix(t *testing.T) {
 	if again[0].ID != "s-4" || again[0].ReceiveCount != 2 {
 		t.Errorf("redelivered (ID, ReceiveCount) = (%q, %d); want (%q, 2)", again[0].ID, again[0].ReceiveCount, "s-4")
 	}
-	if err := src.Ack(ctx, again); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-	if got := committed(t, brokers, "g", "prefix")[0]; got != 10 {
-		t.Errorf("committed offset after storing everything = %d; want 10", got)
-	}
+	ackWantCommitted(t, src, brokers, "prefix", again, 10, "after storing everything")
 }
 
 // TestCloseLeavesUnsettledUncommitted: on shutdown what was stored is
 // committed and the rest comes to the next member.
 func TestCloseLeavesUnsettledUncommitted(t *testing.T) {
-	c := newFake(t, "close", 1)
+	c, src, msgs := receivedFromFake(t, "close", "c", 10)
 	brokers := c.ListenAddrs()
-	produce(t, brokers, "close", "c", 0, 10, nil)
-	src := newSource(t, brokers, "close", "g", nil)
-	msgs := receiveN(t, src, 10)
 	if err := src.Ack(context.Background(), msgs[:6]); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
@@ -159,11 +166,8 @@ func TestCloseLeavesUnsettledUncommitted(t *testing.T) {
 // TestCommitFailureIsRetried: a failed commit is reported, and the next
 // commit covers what it missed.
 func TestCommitFailureIsRetried(t *testing.T) {
-	c := newFake(t, "cfail", 1)
+	c, src, msgs := receivedFromFake(t, "cfail", "f", 10)
 	brokers := c.ListenAddrs()
-	produce(t, brokers, "cfail", "f", 0, 10, nil)
-	src := newSource(t, brokers, "cfail", "g", nil)
-	msgs := receiveN(t, src, 10)
 	failed := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: kerr.OffsetMetadataTooLarge})
 	if err := src.Ack(context.Background(), msgs[:5]); err == nil {
 		t.Errorf("Ack with the commit failing = nil error; want one")
@@ -174,12 +178,7 @@ func TestCommitFailureIsRetried(t *testing.T) {
 	if got, ok := committed(t, brokers, "g", "cfail")[0]; ok {
 		t.Errorf("committed offset after a failed commit = %d; want none", got)
 	}
-	if err := src.Ack(context.Background(), msgs[5:]); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-	if got := committed(t, brokers, "g", "cfail")[0]; got != 10 {
-		t.Errorf("committed offset after the next commit = %d; want 10", got)
-	}
+	ackWantCommitted(t, src, brokers, "cfail", msgs[5:], 10, "after the next commit")
 	if got := src.Stats().CommitErrors.Load(); got != 1 {
 		t.Errorf("Stats().CommitErrors = %d; want 1", got)
 	}
@@ -336,12 +335,9 @@ func TestKilledConsumerNoLossFake(t *testing.T) {
 // answered UNKNOWN_MEMBER_ID, partitions lost), acknowledging the batch it
 // still holds commits nothing; the records come again after it rejoins.
 func TestLostPartitionsAreNotCommitted(t *testing.T) {
-	c := newFake(t, "lost", 1)
+	c, src, held := receivedFromFake(t, "lost", "l", 10)
 	brokers := c.ListenAddrs()
-	produce(t, brokers, "lost", "l", 0, 10, nil)
-	src := newSource(t, brokers, "lost", "g", nil)
 	ctx := context.Background()
-	held := receiveN(t, src, 10)
 	var fenced atomic.Int64
 	c.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fenced.Add(1)
@@ -360,12 +356,7 @@ func TestLostPartitionsAreNotCommitted(t *testing.T) {
 	if again[0].ID != "l-0" {
 		t.Errorf("first record after rejoining = %q; want l-0 (redelivered from the last commit)", again[0].ID)
 	}
-	if err := src.Ack(ctx, again); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-	if got := committed(t, brokers, "g", "lost")[0]; got != 10 {
-		t.Errorf("committed offset after storing the redelivered records = %d; want 10", got)
-	}
+	ackWantCommitted(t, src, brokers, "lost", again, 10, "after storing the redelivered records")
 }
 
 // TestCommitInterval: with a CommitInterval, Ack commits at most once per
