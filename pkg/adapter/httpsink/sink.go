@@ -89,11 +89,7 @@ type Config struct {
 // SLUICE_HTTP_POISON_STATUS, e.g. "400,413,415,422"); each must be 400-499.
 func ParseStatuses(list string) ([]int, error) {
 	var out []int
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range items(list) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 400 || n > 499 {
 			return nil, fmt.Errorf("HTTP status %q: want a 4xx status (only a client error can be the message's fault)", f)
@@ -108,11 +104,7 @@ func ParseStatuses(list string) ([]int, error) {
 // each is an absolute http or https URL.
 func ParseEndpoints(list string) ([]string, error) {
 	var out []string
-	for _, e := range strings.Split(list, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
+	for _, e := range items(list) {
 		u, err := url.Parse(e)
 		if err != nil {
 			return nil, fmt.Errorf("HTTP endpoint %q: %w", e, err)
@@ -126,6 +118,18 @@ func ParseEndpoints(list string) ([]string, error) {
 		return nil, fmt.Errorf("HTTP endpoints %q: no URL", list)
 	}
 	return out, nil
+}
+
+// items returns the comma-separated items of list, trimmed, without empty
+// ones ("a, b," is [a b]).
+func items(list string) []string {
+	var out []string
+	for _, x := range strings.Split(list, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Sink is the HTTP sink.
