@@ -28,19 +28,26 @@ func (r rateAt) ReadRate(_ context.Context, id string) (loop.Rate, error) {
 	return loop.Rate{Loop: id, PerSecond: v, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, nil
 }
 
+// waited makes batches Waits of batch messages and returns how long they
+// took on clock.
+func waited(t *testing.T, lim *consume.Limiter, clock *fakeClock, batches, batch int) time.Duration {
+	t.Helper()
+	start := clock.Now()
+	for range batches {
+		if err := lim.Wait(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return clock.Now().Sub(start)
+}
+
 func TestLimiterPacesAtTheShare(t *testing.T) {
 	clock := newFakeClock()
 	r := rateAt{clock: clock, at: clock.Now(), after: 400}
 	lim := consume.NewLimiter(r, "orders", consume.WithClock(clock), consume.WithPeers(consume.FixedPeers(4)))
-	start := clock.Now()
-	for range 21 {
-		if err := lim.Wait(context.Background(), 10); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// 210 messages at a share of 100/s (the bucket starts empty): 2.1 s,
 	// less at most one batch.
-	if got := clock.Now().Sub(start); got < 2*time.Second || got > 2100*time.Millisecond {
+	if got := waited(t, lim, clock, 21, 10); got < 2*time.Second || got > 2100*time.Millisecond {
 		t.Errorf("210 messages at a share of 100/s took %v; want 2s to 2.1s", got)
 	}
 }
@@ -49,11 +56,7 @@ func TestLimiterWaitsOutAPausedLoop(t *testing.T) {
 	clock := newFakeClock()
 	r := rateAt{clock: clock, at: clock.Now().Add(5 * time.Second), before: 0, after: 50}
 	lim := consume.NewLimiter(r, "orders", consume.WithClock(clock))
-	start := clock.Now()
-	if err := lim.Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	if got := clock.Now().Sub(start); got < 5*time.Second || got > 6*time.Second {
+	if got := waited(t, lim, clock, 1, 1); got < 5*time.Second || got > 6*time.Second {
 		t.Errorf("Wait returned after %v; want once the rate rose at 5s (within a rate period)", got)
 	}
 }
