@@ -36,14 +36,16 @@ func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (cod
 	return 0, false
 }
 
-// usageWith sets fs's usage to a synopsis and description followed by the
-// flags.
-func usageWith(fs *flag.FlagSet, synopsis, description string) {
+// newFlagSet is command name's flag set, whose usage is the synopsis and
+// description followed by the flags.
+func newFlagSet(name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", synopsis, description)
 		fs.PrintDefaults()
 	}
+	return fs
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
@@ -56,8 +58,7 @@ func runTune(args []string, stdout, stderr io.Writer) int {
 	if tuneFromHistoryArg(args) { // tune_history.go
 		return runTuneFromHistory(args, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("sluice tune", flag.ContinueOnError)
-	usageWith(fs, "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
+	fs := newFlagSet("sluice tune", "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
 		"Compute PI or PID gains from a first-order-plus-dead-time model of the plant.\n"+
 			"kp is in messages/s per point of CPU, ki in messages/s per point-second (kp/Ti),\n"+
 			"kd in messages per point (kp*Td). Durations use Go syntax: 90s, 2m, 1m30s.\n"+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -44,8 +43,7 @@ type experimentRun struct {
 
 func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --experiment"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --loop ID --step POINTS --abort-above LEVEL --max-duration D [--max-rate-step R] [--id ID] [--json]",
+	fs := newFlagSet(name, name+" --loop ID --step POINTS --abort-above LEVEL --max-duration D [--max-rate-step R] [--id ID] [--json]",
 		"Run a guarded experiment on the live loop, then identify the plant from it. The controller offsets\n"+
 			"the setpoint by --step for at most --max-duration, keeps the rate within --max-rate-step of the rate\n"+
 			"before it, and aborts at once (back to that rate, bumpless) at the first datapoint at or above\n"+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -69,8 +68,7 @@ type historyConfidence struct {
 // parameters.
 func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --from-history"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" (--history-file FILE | --loop ID [--table T] [--metric-delay D]) [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
+	fs := newFlagSet(name, name+" (--history-file FILE | --loop ID [--table T] [--metric-delay D]) [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
 		"Identify the plant in closed loop from the loop's history (one point per tick: the processed\n"+
 			"rate as the input, the measured signal as the output, the metric pipeline's delay known),\n"+
 			"report the model with its confidence, and propose the product controller's parameters\n"+

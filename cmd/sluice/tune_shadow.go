@@ -73,8 +73,7 @@ func newShadowFlags(fs *flag.FlagSet) shadowFlags {
 // the disturbance the live loop saw, and say whether to promote.
 func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --shadow-report"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" (--loop LIVE --shadow SHADOW | --history-file FILE (--shadow-file FILE | --shadow-params 'k=v ...')) [--since D] [--json]",
+	fs := newFlagSet(name, name+" (--loop LIVE --shadow SHADOW | --history-file FILE (--shadow-file FILE | --shadow-params 'k=v ...')) [--since D] [--json]",
 		"How the shadow's gains would have done against the live gains on the same data. A shadow sees\n"+
 			"the live loop's datapoints, not those its own rate would have caused, so the comparison is a\n"+
 			"counterfactual replay: the plant identified from the live history (as --from-history), the\n"+
