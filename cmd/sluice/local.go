@@ -96,12 +96,8 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	mapping := fs.String("mapping", "", "UUID of the event source mapping whose MaximumConcurrency limits the pollers")
 	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
 	memory := fs.Int("memory", 256, "the function's memory in MB (for GB-seconds)")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "queue-url"); done {
 		return code
-	}
-	if *queue == "" {
-		fmt.Fprintf(stderr, "%s: --queue-url is required\n", name)
-		return 2
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -146,12 +142,8 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	retryWait := fs.Duration("retry-wait", time.Second, "pause before a failed batch is invoked again")
 	maxRetries := fs.Int("max-retries", 0, "retries before a failed batch is discarded (0: until it succeeds)")
 	selfManaged := fs.Bool("self-managed", false, "eventSource SelfManagedKafka instead of aws:kafka")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "topics"); done {
 		return code
-	}
-	if *topics == "" {
-		fmt.Fprintf(stderr, "%s: --topics is required\n", name)
-		return 2
 	}
 	ctx, stop := signalContext()
 	defer stop()

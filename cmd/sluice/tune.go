@@ -16,8 +16,9 @@ import (
 
 // flagsOrExit parses args into fs. It returns done=true with the exit code
 // when the command must stop: 0 after -h (usage on stdout), 2 after a bad
-// flag (the flag package's message and the usage on stderr).
-func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+// flag (the flag package's message and the usage on stderr) or when a flag
+// named in required is empty.
+func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, required ...string) (code int, done bool) {
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
 	err := fs.Parse(args)
@@ -31,6 +32,12 @@ func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (cod
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "%s: unexpected argument %q (flags only; see -h)\n", fs.Name(), fs.Arg(0))
 		return 2, true
+	}
+	for _, name := range required {
+		if fs.Lookup(name).Value.String() == "" {
+			fmt.Fprintf(stderr, "%s: --%s is required\n", fs.Name(), name)
+			return 2, true
+		}
 	}
 	fs.SetOutput(stderr)
 	return 0, false

@@ -62,12 +62,8 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", 30*time.Second, "how often to read STATE")
 	after := fs.Duration("after", 10*time.Minute, "how long to keep recording after the step ends (its return excites the plant too)")
 	asJSON := fs.Bool("json", false, "print the experiment and the identification as JSON")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "loop"); done {
 		return code
-	}
-	if *loopID == "" {
-		fmt.Fprintf(stderr, "%s: --loop is required\n", name)
-		return 2
 	}
 	if x.ID == "" {
 		x.ID = "exp-" + time.Now().UTC().Format("20060102T150405")
