@@ -50,6 +50,16 @@ func writeLabHistory(t *testing.T, s sim.Scenario) string {
 	return writeLabHistoryGains(t, s, lab.Gains{})
 }
 
+// readLabHistory is the history writeLabHistory writes, read back.
+func readLabHistory(t *testing.T, s sim.Scenario) history.File {
+	t.Helper()
+	f, err := history.ReadFile(writeLabHistory(t, s), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // writeLabHistoryGains is writeLabHistory with the gains g (the tuned ones
 // where nil), and the loop's PARAMS in the file, as the demo writes them.
 func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
@@ -171,10 +181,7 @@ func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []
 func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := history.ReadFile(writeLabHistory(t, s), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readLabHistory(t, s)
 	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(), f.Points)
 	var got struct {
 		Model struct {
@@ -196,10 +203,7 @@ func TestTuneFromHistoryTable(t *testing.T) {
 func TestTuneFromHistoryAllowedRate(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := history.ReadFile(writeLabHistory(t, s), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readLabHistory(t, s)
 	for i := range f.Points {
 		f.Points[i].Consumed = math.NaN()
 	}
