@@ -38,12 +38,11 @@ type dashboardConfig struct {
 
 func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	var c dashboardConfig
-	fs := flag.NewFlagSet("sluice dashboard", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	usageWith(fs, "sluice dashboard [--listen ADDR] [--token-file FILE] [--allowed-host NAME,...] [--table NAME] [--demo [--speed X] [--prefill N]]",
+	fs := newFlagSet("sluice dashboard", "sluice dashboard [--listen ADDR] [--token-file FILE] [--allowed-host NAME,...] [--table NAME] [--demo [--speed X] [--prefill N]]",
 		"Serves the web dashboard: live charts of every loop in the table and a form\n"+
 			"that edits its PARAMS item. AWS configuration comes from the usual chain\n"+
 			"(AWS_PROFILE, AWS_REGION, ...; AWS_ENDPOINT_URL for moto_server or LocalStack).")
+	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`address` to listen on, host:port; a non-loopback host requires a token")
 	tokenFile := fs.String("token-file", "", "`file` holding the token that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN. Never on the command line, where ps shows it")
 	hosts := fs.String("allowed-host", "", "comma-separated host `names` the browser may use to reach the dashboard (its Host header); default the loopback names and the --listen host. Others are refused (DNS rebinding)")

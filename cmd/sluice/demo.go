@@ -24,7 +24,10 @@ import (
 // time; a live progress line, then a summary beside today's fixed rate and
 // the path of a plot.
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sluice demo", flag.ContinueOnError)
+	fs := newFlagSet("sluice demo", "sluice demo [flags]",
+		"Runs the whole loop with no services: the reference scenario's simulated database,\n"+
+			"the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'\n"+
+			"pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
 	fs.SetOutput(stderr)
 	sf := addScenarioFlags(fs)
 	plotPath := fs.String("plot", filepath.Join("out", "demo.svg"), "write the run's plot to this file (.svg or .png); empty for none")
@@ -34,10 +37,6 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress line")
 	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
 	noReport := fs.Bool("no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
-	usageWith(fs, "sluice demo [flags]",
-		"Runs the whole loop with no services: the reference scenario's simulated database,\n"+
-			"the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'\n"+
-			"pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

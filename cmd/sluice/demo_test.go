@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,11 +27,6 @@ func TestDemoBadInput(t *testing.T) {
 
 func TestDemoJSON(t *testing.T) {
 	plotPath := filepath.Join(t.TempDir(), "demo.svg")
-	var out, errb bytes.Buffer
-	args := []string{"demo", "--json", "--duration", "30m", "--disturbance", "10m+10m=20", "--setpoint-change", "25m=50", "--backlog", "100000", "--plot", plotPath}
-	if code := run(args, &out, &errb); code != 0 {
-		t.Fatalf("sluice demo = exit %d; stderr %s", code, errb.String())
-	}
 	var got struct {
 		Sluice struct {
 			Lost     int64   `json:"lost"`
@@ -44,9 +38,7 @@ func TestDemoJSON(t *testing.T) {
 		} `json:"fixed"`
 		Plot string `json:"plot"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("demo --json output %q: %v", out.String(), err)
-	}
+	runJSON(t, &got, "demo", "--json", "--duration", "30m", "--disturbance", "10m+10m=20", "--setpoint-change", "25m=50", "--backlog", "100000", "--plot", plotPath)
 	if got.Sluice.Lost != 0 || got.Sluice.Ticks != 30 {
 		t.Errorf("lost %d, ticks %d; want 0 and 30", got.Sluice.Lost, got.Sluice.Ticks)
 	}

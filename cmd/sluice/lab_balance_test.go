@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,10 +19,6 @@ func TestLabBalanceJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if code := run(append([]string{"lab", "balance", "--json"}, tt.args...), &out, &errb); code != 0 {
-				t.Fatalf("exit %d; want 0 (stderr %s)", code, errb.String())
-			}
 			var r struct {
 				RoundRobin struct {
 					MaxAvg float64 `json:"max_avg"`
@@ -33,11 +28,9 @@ func TestLabBalanceJSON(t *testing.T) {
 					TicksTo105 *int    `json:"ticks_to_1_05"`
 				} `json:"pid"`
 			}
-			if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-				t.Fatalf("output %q is not JSON: %v", out.String(), err)
-			}
+			out := runJSON(t, &r, append([]string{"lab", "balance", "--json"}, tt.args...)...)
 			if r.PID.MaxAvg > 1.02 || r.PID.TicksTo105 == nil || *r.PID.TicksTo105 > 20 || r.RoundRobin.MaxAvg < 1.3 {
-				t.Errorf("output %s; want pid max_avg <= 1.02 within 20 ticks, round_robin >= 1.3", out.String())
+				t.Errorf("output %s; want pid max_avg <= 1.02 within 20 ticks, round_robin >= 1.3", out)
 			}
 		})
 	}
@@ -87,10 +80,6 @@ func TestLabBalanceBadInput(t *testing.T) {
 }
 
 func TestLabBalanceCascade(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run([]string{"lab", "balance", "--cascade", "--json"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d; want 0 (stderr %s)", code, errb.String())
-	}
 	var r struct {
 		Cascade []struct {
 			Name        string  `json:"name"`
@@ -98,9 +87,7 @@ func TestLabBalanceCascade(t *testing.T) {
 			SecondsOver float64 `json:"seconds_over"`
 		} `json:"cascade"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("output %q is not JSON: %v", out.String(), err)
-	}
+	runJSON(t, &r, "lab", "balance", "--cascade", "--json")
 	if len(r.Cascade) != 8 {
 		t.Fatalf("%d cascade variants; want 8", len(r.Cascade))
 	}

@@ -53,8 +53,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	const name = "sluice lab compare"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" [scenario flags] [--controllers LIST] [--kp K --ki K --kd K] [--json] [--plot FILE]",
+	fs := newFlagSet(name, name+" [scenario flags] [--controllers LIST] [--kp K --ki K --kd K] [--json] [--plot FILE]",
 		"Identify the simulated plant by an open-loop step test, tune every feedback controller\n"+
 			"from the identified model (SIMC, with the loop dead time = identified dead time +\n"+
 			"metric period/2 + publication delay + tick/2), then run each controller in closed loop\n"+

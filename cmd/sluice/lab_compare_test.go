@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,11 +9,6 @@ import (
 )
 
 func TestLabCompareJSON(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"lab", "compare", "--controllers", "fixed,pi-aw-spf-ff", "--json"}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var rep struct {
 		Scenario      map[string]any `json:"scenario"`
 		Model         map[string]any `json:"model"`
@@ -29,9 +23,7 @@ func TestLabCompareJSON(t *testing.T) {
 			Settling   map[string]*float64 `json:"settling_s"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("output is not the JSON contract: %v\n%s", err, out.String())
-	}
+	runJSON(t, &rep, "lab", "compare", "--controllers", "fixed,pi-aw-spf-ff", "--json")
 	if rep.LoopDeadTimeS != 155 || rep.IAEBound != 18600 || len(rep.Results) != 2 {
 		t.Fatalf("loop dead time %v, bound %v, %d results; want 155, 18600, 2", rep.LoopDeadTimeS, rep.IAEBound, len(rep.Results))
 	}
@@ -102,11 +94,6 @@ func TestLabCompareGainOverride(t *testing.T) {
 
 func TestLabCompareReplicaLag(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lag.svg")
-	var out, errb bytes.Buffer
-	code := run([]string{"lab", "compare", "--scenario", "replica-lag", "--json", "--plot", path}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var rep struct {
 		Scenario struct {
 			Replica struct {
@@ -127,9 +114,7 @@ func TestLabCompareReplicaLag(t *testing.T) {
 			LimitingSwitches *int `json:"limiting_switches"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
+	runJSON(t, &rep, "lab", "compare", "--scenario", "replica-lag", "--json", "--plot", path)
 	if rep.Scenario.Replica.Capacity != 1000 || rep.Scenario.Replica.LagSetpoint != 10 || len(rep.Results) != 2 ||
 		rep.Results[0].Controller != "pi-aw-spf-ff" || rep.Results[1].Controller != "override" {
 		t.Fatalf("scenario %+v, results %+v; want the replica and the default controllers pi-aw-spf-ff, override", rep.Scenario, rep.Results)
@@ -146,7 +131,7 @@ func TestLabCompareReplicaLag(t *testing.T) {
 		t.Fatalf("plot %s: %v; want a replication lag panel", path, err)
 	}
 	// Without a replica the result has the CPU's signal alone and no lag panel.
-	out.Reset()
+	var out, errb bytes.Buffer
 	if code := run([]string{"lab", "compare", "--duration", "30m", "--controllers", "pi", "--json", "--plot", path}, &out, &errb); code != 0 {
 		t.Fatal(errb.String())
 	}

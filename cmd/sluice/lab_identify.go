@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,8 +38,7 @@ func newIdentifyOutput(r ident.Result) identifyOutput {
 }
 
 func runLabIdentify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sluice lab identify", flag.ContinueOnError)
-	usageWith(fs, "sluice lab identify --csv FILE [--json] [--plot FILE.svg|FILE.png]",
+	fs := newFlagSet("sluice lab identify", "sluice lab identify --csv FILE [--json] [--plot FILE.svg|FILE.png]",
 		"Fit a first-order-plus-dead-time model (gain, time constant, dead time, base load)\n"+
 			"to an open-loop step test by least squares, starting from Smith's two-point estimate.\n"+
 			"The CSV has a header t_s,input,output: time in seconds (strictly increasing),\n"+

@@ -154,8 +154,7 @@ type realStepOutput struct {
 // runLabStepMariaDB is `sluice lab step --plant mariadb`.
 func runLabStepMariaDB(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice lab step --plant mariadb"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" [--step-from RATE --step-to RATE --step-at DUR --duration DUR] [--json] [--plot FILE] [--csv FILE]",
+	fs := newFlagSet(name, name+" [--step-from RATE --step-to RATE --step-at DUR --duration DUR] [--json] [--plot FILE] [--csv FILE]",
 		"Open-loop step test on the real database: consumers store messages in MariaDB's\n"+
 			"messages table (each insert runs the workload trigger of internal/dbload) at --step-from\n"+
 			"messages/s, then at --step-to from --step-at; the database server's CPU is read from\n"+
@@ -286,8 +285,7 @@ type realRunSummary struct {
 // runLabCompareMariaDB is `sluice lab compare --plant mariadb`.
 func runLabCompareMariaDB(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice lab compare --plant mariadb"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" [--model FILE | --step-from R --step-to R] [--controllers LIST] [--json] [--plot FILE]",
+	fs := newFlagSet(name, name+" [--model FILE | --step-from R --step-to R] [--controllers LIST] [--json] [--plot FILE]",
 		"Closed loop on the real database: identify MariaDB by a step test (or read the model\n"+
 			"that `sluice lab step --plant mariadb --json` wrote), tune every controller from it as\n"+
 			"the simulated lab does, measure the disturbance (the load generator alone), then run\n"+

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +14,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	if code, handled := realPlantDispatch(args, runLabStepMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
 		return code
 	}
-	fs := flag.NewFlagSet("sluice lab step", flag.ContinueOnError)
-	usageWith(fs, "sluice lab step [scenario flags] [--step-from RATE --step-to RATE --step-at DUR] [--sample DUR] [--json] [--plot FILE] [--csv FILE]",
+	fs := newFlagSet("sluice lab step", "sluice lab step [scenario flags] [--step-from RATE --step-to RATE --step-at DUR] [--sample DUR] [--json] [--plot FILE] [--csv FILE]",
 		"Run an open-loop step test on the simulated plant (the rate steps from --step-from to\n"+
 			"--step-to at --step-at), sample its CPU every --sample with the scenario's --noise, and\n"+
 			"identify a first-order-plus-dead-time model as `sluice lab identify` does. The model is\n"+

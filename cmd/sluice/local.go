@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,8 +48,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local scheduler"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --rie URL [--period 10s]",
+	fs := newFlagSet(name, name+" --rie URL [--period 10s]",
 		"Invoke the function served by a Lambda Runtime Interface Emulator every --period, on\n"+
 			"multiples of the period, with an EventBridge scheduled-event payload (as the controller's\n"+
 			"schedule rule does). One JSON log line per invocation on stdout.")
@@ -79,8 +77,7 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 
 func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local esm"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --queue-url URL --rie URL[,URL...] [--batch 10] [--mapping UUID] [--memory 256]",
+	fs := newFlagSet(name, name+" --queue-url URL --rie URL[,URL...] [--batch 10] [--mapping UUID] [--memory 256]",
 		"Poll an SQS queue and invoke the consumer function under the emulator with real SQS batch\n"+
 			"events, one poller per emulator (an emulator runs one invocation at a time). With --mapping,\n"+
 			"at most the mapping's ScalingConfig.MaximumConcurrency pollers run at once, read from the\n"+
@@ -99,12 +96,8 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	mapping := fs.String("mapping", "", "UUID of the event source mapping whose MaximumConcurrency limits the pollers")
 	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
 	memory := fs.Int("memory", 256, "the function's memory in MB (for GB-seconds)")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "queue-url"); done {
 		return code
-	}
-	if *queue == "" {
-		fmt.Fprintf(stderr, "%s: --queue-url is required\n", name)
-		return 2
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -132,8 +125,7 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 
 func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local kafka-esm"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --topics T[,T...] [--brokers 127.0.0.1:9092] [--group G] --rie URL[,URL...] [--batch 100]",
+	fs := newFlagSet(name, name+" --topics T[,T...] [--brokers 127.0.0.1:9092] [--group G] --rie URL[,URL...] [--batch 100]",
 		"Read Kafka topics as a consumer group and invoke the Kafka consumer function under the\n"+
 			"emulator with real Kafka events (base64 keys and values, headers as byte lists), one group\n"+
 			"member per emulator: the partitions are shared among them, as Lambda's pollers share them.\n"+
@@ -150,12 +142,8 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	retryWait := fs.Duration("retry-wait", time.Second, "pause before a failed batch is invoked again")
 	maxRetries := fs.Int("max-retries", 0, "retries before a failed batch is discarded (0: until it succeeds)")
 	selfManaged := fs.Bool("self-managed", false, "eventSource SelfManagedKafka instead of aws:kafka")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "topics"); done {
 		return code
-	}
-	if *topics == "" {
-		fmt.Fprintf(stderr, "%s: --topics is required\n", name)
-		return 2
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -184,8 +172,7 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 
 func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local cpu-publisher"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" [--instance ID] [--period 60s] [--process mariadbd | --pid N] [--cores N]",
+	fs := newFlagSet(name, name+" [--instance ID] [--period 60s] [--process mariadbd | --pid N] [--cores N]",
 		"Measure the database server process's CPU from /proc/<pid>/stat (utime + stime over wall\n"+
 			"time) and publish it as AWS/RDS CPUUtilization with DBInstanceIdentifier, once per period,\n"+
 			"as RDS does. 100 % is every core the process may use: the smaller of its CPU affinity and\n"+
@@ -225,8 +212,7 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 
 func runLocalLoad(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local load"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" [--qps 20] [--for 2m] | --install",
+	fs := newFlagSet(name, name+" [--qps 20] [--for 2m] | --install",
 		"Add CPU load to MariaDB from outside the loop: the workload's aggregate over --scan-rows\n"+
 			"rows, --qps times a second, for --for (0: until SIGINT). With --install, install the\n"+
 			"per-message workload (internal/dbload: tables and the trigger on the messages table) in the\n"+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,8 +27,7 @@ type localControllerConfig struct {
 func parseLocalController(args []string, stdout, stderr io.Writer) (localControllerConfig, int, bool) {
 	const name = "sluice local controller"
 	var c localControllerConfig
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --table T [--period 1m] [--once] [--bootstrap FILE] [--rie FILE]",
+	fs := newFlagSet(name, name+" --table T [--period 1m] [--once] [--bootstrap FILE] [--rie FILE]",
 		"Run the real controller bootstrap under the Lambda Runtime Interface Emulator against the\n"+
 			"table T of the local endpoint (AWS_ENDPOINT_URL, e.g. moto_server) and invoke it on a\n"+
 			"schedule, as the deployed EventBridge rule does. The function's log lines (one JSON line\n"+

@@ -46,8 +46,7 @@ func dsnFlag(fs *flag.FlagSet) *string {
 
 func runMySQLCheck(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice mysql check"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --dsn DSN (--statement SQL | --statement-file FILE) [--message FILE [--id ID] [--attr NAME=VALUE ...]]",
+	fs := newFlagSet(name, name+" --dsn DSN (--statement SQL | --statement-file FILE) [--message FILE [--id ID] [--attr NAME=VALUE ...]]",
 		"Check a consumer's statement (SLUICE_MYSQL_STATEMENT) against the database: it must parse,\n"+
 			"use only :id, :body, :json.PATH and :attr.NAME, and prepare. With --message (a sample\n"+
 			"message body) it shows the parameters the message binds and runs the statement in a\n"+
@@ -157,8 +156,7 @@ func describe(v any) (string, string) {
 
 func runMigrate(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice migrate"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --dsn DSN [--prefix P]",
+	fs := newFlagSet(name, name+" --dsn DSN [--prefix P]",
 		"Create or upgrade the tables the MySQL consumers use, as they do at start: <prefix>schema_migrations\n"+
 			"(what was applied), <prefix>sluice_inbox (exactly-once), <prefix>messages (the default table).\n"+
 			"Exit codes: 0 done, 1 failed, 2 bad usage.")

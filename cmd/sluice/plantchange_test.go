@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,6 @@ func TestParsePlantChanges(t *testing.T) {
 }
 
 func TestLabCompareFloorAndPlantChange(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"lab", "compare", "--controllers", "pi-aw-spf-ff", "--plant-change", "30m=dead-time=20s", "--json"}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var rep struct {
 		Scenario struct {
 			PlantChanges []string `json:"plant_changes"`
@@ -47,15 +41,13 @@ func TestLabCompareFloorAndPlantChange(t *testing.T) {
 			} `json:"plant_changes"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
-	}
+	runJSON(t, &rep, "lab", "compare", "--controllers", "pi-aw-spf-ff", "--plant-change", "30m=dead-time=20s", "--json")
 	r := rep.Results[0]
 	if rep.IAEFloor != 8400 || r.IAEFloorRatio != r.IAE/8400 || len(rep.Scenario.PlantChanges) != 1 || len(r.PlantChanges) != 1 || len(r.Events) != 5 {
 		t.Fatalf("floor %v, result %+v, scenario changes %v; want floor 8400, floor ratio IAE/8400, one plant change, five events",
 			rep.IAEFloor, r, rep.Scenario.PlantChanges)
 	}
-	out.Reset()
+	var out, errb bytes.Buffer
 	if code := run([]string{"lab", "compare", "--controllers", "pi", "--duration", "40m", "--plant-change", "30m=gain=0.1"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

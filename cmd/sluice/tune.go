@@ -16,8 +16,9 @@ import (
 
 // flagsOrExit parses args into fs. It returns done=true with the exit code
 // when the command must stop: 0 after -h (usage on stdout), 2 after a bad
-// flag (the flag package's message and the usage on stderr).
-func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+// flag (the flag package's message and the usage on stderr) or when a flag
+// named in required is empty.
+func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, required ...string) (code int, done bool) {
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
 	err := fs.Parse(args)
@@ -32,18 +33,26 @@ func flagsOrExit(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (cod
 		fmt.Fprintf(stderr, "%s: unexpected argument %q (flags only; see -h)\n", fs.Name(), fs.Arg(0))
 		return 2, true
 	}
+	for _, name := range required {
+		if fs.Lookup(name).Value.String() == "" {
+			fmt.Fprintf(stderr, "%s: --%s is required\n", fs.Name(), name)
+			return 2, true
+		}
+	}
 	fs.SetOutput(stderr)
 	return 0, false
 }
 
-// usageWith sets fs's usage to a synopsis and description followed by the
-// flags.
-func usageWith(fs *flag.FlagSet, synopsis, description string) {
+// newFlagSet is command name's flag set, whose usage is the synopsis and
+// description followed by the flags.
+func newFlagSet(name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", synopsis, description)
 		fs.PrintDefaults()
 	}
+	return fs
 }
 
 func runTune(args []string, stdout, stderr io.Writer) int {
@@ -56,8 +65,7 @@ func runTune(args []string, stdout, stderr io.Writer) int {
 	if tuneFromHistoryArg(args) { // tune_history.go
 		return runTuneFromHistory(args, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("sluice tune", flag.ContinueOnError)
-	usageWith(fs, "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
+	fs := newFlagSet("sluice tune", "sluice tune --gain K --tau T --dead-time D [--rule simc|imc|zn|cc] [--form pi|pid] [--tauc X] [--extra-delay E] [--json]",
 		"Compute PI or PID gains from a first-order-plus-dead-time model of the plant.\n"+
 			"kp is in messages/s per point of CPU, ki in messages/s per point-second (kp/Ti),\n"+
 			"kd in messages per point (kp*Td). Durations use Go syntax: 90s, 2m, 1m30s.\n"+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -44,8 +43,7 @@ type experimentRun struct {
 
 func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --experiment"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" --loop ID --step POINTS --abort-above LEVEL --max-duration D [--max-rate-step R] [--id ID] [--json]",
+	fs := newFlagSet(name, name+" --loop ID --step POINTS --abort-above LEVEL --max-duration D [--max-rate-step R] [--id ID] [--json]",
 		"Run a guarded experiment on the live loop, then identify the plant from it. The controller offsets\n"+
 			"the setpoint by --step for at most --max-duration, keeps the rate within --max-rate-step of the rate\n"+
 			"before it, and aborts at once (back to that rate, bumpless) at the first datapoint at or above\n"+
@@ -64,12 +62,8 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Duration("poll", 30*time.Second, "how often to read STATE")
 	after := fs.Duration("after", 10*time.Minute, "how long to keep recording after the step ends (its return excites the plant too)")
 	asJSON := fs.Bool("json", false, "print the experiment and the identification as JSON")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, "loop"); done {
 		return code
-	}
-	if *loopID == "" {
-		fmt.Fprintf(stderr, "%s: --loop is required\n", name)
-		return 2
 	}
 	if x.ID == "" {
 		x.ID = "exp-" + time.Now().UTC().Format("20060102T150405")

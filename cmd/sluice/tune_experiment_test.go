@@ -51,9 +51,12 @@ func startDemo(t *testing.T, s sim.Scenario) *demoExperiment {
 }
 
 // runExperiment runs s, writes the experiment attribute at `at` and runs
-// until `until`.
+// until `until`. It skips the test in -short mode.
 func runExperiment(t *testing.T, s sim.Scenario, exp string, at, until time.Duration) *demoExperiment {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("runs the demo for %.0f minutes of simulated time", until.Minutes())
+	}
 	r := startDemo(t, s)
 	defer r.sm.Close()
 	ctx := context.Background()
@@ -108,9 +111,6 @@ func experimentScenario() sim.Scenario {
 }
 
 func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the demo for 45 minutes of simulated time")
-	}
 	s := experimentScenario()
 	r := runExperiment(t, s, "id=e1,step=10,abort_above=70,max_duration=20m", 10*time.Minute, 45*time.Minute)
 	ticks, end := r.running()
@@ -144,9 +144,6 @@ func TestExperimentRunsWithinLimitsAndIdentifies(t *testing.T) {
 }
 
 func TestExperimentAbortIsBumpless(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the demo for 30 minutes of simulated time")
-	}
 	s := experimentScenario()
 	s.Disturbances = []sim.Disturbance{{At: 15 * time.Minute, Duration: 20 * time.Minute, Size: 15}}
 	r := runExperiment(t, s, "id=e2,step=10,abort_above=68,max_duration=30m", 10*time.Minute, 30*time.Minute)
@@ -227,9 +224,6 @@ func TestTuneExperimentCommand(t *testing.T) {
 }
 
 func TestExperimentMaxRateStep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the demo for 25 minutes of simulated time")
-	}
 	s := experimentScenario()
 	r := runExperiment(t, s, "id=e3,step=10,abort_above=70,max_duration=10m,max_rate_step=100", 10*time.Minute, 25*time.Minute)
 	ticks, end := r.running()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/tuning"
@@ -69,41 +67,29 @@ type historyConfidence struct {
 // parameters.
 func runTuneFromHistory(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --from-history"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" (--history-file FILE | --loop ID [--table T] [--metric-delay D]) [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
+	fs := newFlagSet(name, name+" (--history-file FILE | --loop ID [--table T] [--metric-delay D]) [--since D] [--metric-period P] [--pipeline-delay L] [--json]",
 		"Identify the plant in closed loop from the loop's history (one point per tick: the processed\n"+
 			"rate as the input, the measured signal as the output, the metric pipeline's delay known),\n"+
 			"report the model with its confidence, and propose the product controller's parameters\n"+
 			"(pkg/tuning: SIMC's kp on the loop model, the delay-aware ki, the feedforward on the model).\n"+
 			"Refuses, with the reason, when the history holds too little excitation. docs/tuning.md.")
 	fs.Bool("from-history", true, "identify from the loop's history (this command)")
-	file := fs.String("history-file", "", "the history as JSON (`sluice demo --history-out` writes it; an array of points works too)")
-	loopID := fs.String("loop", "", "read the loop's HIST items and PARAMS from the table instead of a file")
-	table := fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table with --loop (default: SLUICE_TABLE or sluice)")
-	metricDelay := fs.Duration("metric-delay", 90*time.Second, "with --loop: the metric's publication delay after its period ends")
-	since := fs.Duration("since", 0, "keep only the last DURATION of the history (0: all of it)")
-	period := fs.Duration("metric-period", 0, "the metric's averaging period (default: the file's, else 1m)")
-	delay := fs.Duration("pipeline-delay", 0, "metric period/2 + publication delay + tick/2 (default: the file's, else 150s)")
+	hf := addHistoryFlags(fs, "the history as JSON (`sluice demo --history-out` writes it; an array of points works too)",
+		"read the loop's HIST items and PARAMS from the table instead of a file")
 	asJSON := fs.Bool("json", false, "print the model, confidence, excitation_ok, kp, ki and params as JSON")
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	var f history.File
-	var err error
-	switch {
-	case (*file == "") == (*loopID == ""):
-		fmt.Fprintf(stderr, "%s: want one of --history-file FILE and --loop ID\n", name)
+	if err := hf.check(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
-	case *file != "":
-		f, err = history.ReadFile(*file, *since)
-	default:
-		f, err = readTableHistory(context.Background(), *table, *loopID, *since, *metricDelay)
 	}
+	f, err := hf.read(context.Background())
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	out, fitErr := identifyAndPropose(f, pipelineOptions(f, *period, *delay))
+	out, fitErr := identifyAndPropose(f, hf.options(f))
 	if fitErr != nil && !errors.Is(fitErr, ident.ErrNoExcitation) {
 		fmt.Fprintf(stderr, "%s: %v\n", name, fitErr)
 		return 1

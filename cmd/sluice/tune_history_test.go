@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,6 +50,16 @@ func writeLabHistory(t *testing.T, s sim.Scenario) string {
 	return writeLabHistoryGains(t, s, lab.Gains{})
 }
 
+// readLabHistory is the history writeLabHistory writes, read back.
+func readLabHistory(t *testing.T, s sim.Scenario) history.File {
+	t.Helper()
+	f, err := history.ReadFile(writeLabHistory(t, s), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // writeLabHistoryGains is writeLabHistory with the gains g (the tuned ones
 // where nil), and the loop's PARAMS in the file, as the demo writes them.
 func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
@@ -79,10 +88,6 @@ func TestTuneFromHistoryJSON(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
 	path := writeLabHistory(t, s)
-	var out, errb bytes.Buffer
-	if code := run([]string{"tune", "--from-history", "--history-file", path, "--json"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var got struct {
 		Model struct {
 			Gain, TauS, DeadTimeS, Base float64
@@ -92,11 +97,9 @@ func TestTuneFromHistoryJSON(t *testing.T) {
 		ExcitationOK bool           `json:"excitation_ok"`
 		Params       map[string]any `json:"params"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out.String())
-	}
+	out := runJSON(t, &got, "tune", "--from-history", "--history-file", path, "--json")
 	if !got.ExcitationOK || got.Kp == nil || got.Ki == nil || *got.Ki <= 0 || math.Abs(got.Model.Gain-0.05) > 0.0075 || math.Abs(got.Model.Base-10) > 2 || got.Params["ff_gain"] == nil {
-		t.Fatalf("tune --from-history = %s; want excitation_ok, kp, the gain within 15 %% of 0.05, the base within 2 of 10, params", out.String())
+		t.Fatalf("tune --from-history = %s; want excitation_ok, kp, the gain within 15 %% of 0.05, the base within 2 of 10, params", out)
 	}
 }
 
@@ -178,15 +181,8 @@ func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []
 func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := history.ReadFile(writeLabHistory(t, s), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readLabHistory(t, s)
 	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(), f.Points)
-	var out, errb bytes.Buffer
-	if code := run([]string{"tune", "--from-history", "--loop", "orders", "--table", table, "--json"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
 	var got struct {
 		Model struct {
 			Gain float64 `json:"gain"`
@@ -196,11 +192,9 @@ func TestTuneFromHistoryTable(t *testing.T) {
 			PipelineDelayS float64 `json:"pipeline_delay_s"`
 		} `json:"confidence"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatal(err)
-	}
+	out := runJSON(t, &got, "tune", "--from-history", "--loop", "orders", "--table", table, "--json")
 	if math.Abs(got.Model.Gain-0.05) > 0.0075 || got.Confidence.PipelineDelayS != 150 || got.Confidence.Samples < 170 {
-		t.Fatalf("tune --loop = %s; want the gain within 15 %% of 0.05, pipeline delay 150 s (from PARAMS and --metric-delay), all the ticks", out.String())
+		t.Fatalf("tune --loop = %s; want the gain within 15 %% of 0.05, pipeline delay 150 s (from PARAMS and --metric-delay), all the ticks", out)
 	}
 }
 
@@ -209,10 +203,7 @@ func TestTuneFromHistoryTable(t *testing.T) {
 func TestTuneFromHistoryAllowedRate(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := history.ReadFile(writeLabHistory(t, s), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readLabHistory(t, s)
 	for i := range f.Points {
 		f.Points[i].Consumed = math.NaN()
 	}

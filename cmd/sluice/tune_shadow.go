@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
@@ -42,28 +41,23 @@ type shadowReport struct {
 	VerdictReason string      `json:"verdict_reason"`
 }
 
-// shadowFlags are the flags of `tune --shadow-report`.
+// shadowFlags are the flags of `tune --shadow-report`: the live loop's
+// history (as --from-history's) and the shadow's gains.
 type shadowFlags struct {
-	file, shadowFile, liveParams, shadowParams *string
-	loopID, shadow, table                      *string
-	metricDelay, since, period, delay          *time.Duration
-	asJSON                                     *bool
+	historyFlags
+	shadowFile, liveParams, shadowParams, shadow *string
+	asJSON                                       *bool
 }
 
 func newShadowFlags(fs *flag.FlagSet) shadowFlags {
 	fs.Bool("shadow-report", true, "compare the shadow's gains with the live gains (this command)")
 	return shadowFlags{
-		file:         fs.String("history-file", "", "the live loop's history as JSON (`sluice demo --history-out`; its params are the live gains)"),
+		historyFlags: addHistoryFlags(fs, "the live loop's history as JSON (`sluice demo --history-out`; its params are the live gains)",
+			"the live loop: read its HIST items and PARAMS from the table"),
 		shadowFile:   fs.String("shadow-file", "", "with --history-file: the shadow loop's history file, for its params"),
 		liveParams:   fs.String("live-params", "", "with --history-file: PARAMS edits (name=value ...) over the file's params for the live gains"),
 		shadowParams: fs.String("shadow-params", "", "PARAMS edits (name=value ..., as `tune --from-history` prints them) over the live params for the shadow"),
-		loopID:       fs.String("loop", "", "the live loop: read its HIST items and PARAMS from the table"),
 		shadow:       fs.String("shadow", "", "with --loop: the shadow loop whose PARAMS hold the proposal"),
-		table:        fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table with --loop (default: SLUICE_TABLE or sluice)"),
-		metricDelay:  fs.Duration("metric-delay", 90*time.Second, "with --loop: the metric's publication delay after its period ends"),
-		since:        fs.Duration("since", 0, "keep only the last DURATION of the history (0: all of it)"),
-		period:       fs.Duration("metric-period", 0, "the metric's averaging period (default: the file's, else 1m)"),
-		delay:        fs.Duration("pipeline-delay", 0, "metric period/2 + publication delay + tick/2 (default: the file's, else 150s)"),
 		asJSON:       fs.Bool("json", false, "print the report as JSON"),
 	}
 }
@@ -73,8 +67,7 @@ func newShadowFlags(fs *flag.FlagSet) shadowFlags {
 // the disturbance the live loop saw, and say whether to promote.
 func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice tune --shadow-report"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	usageWith(fs, name+" (--loop LIVE --shadow SHADOW | --history-file FILE (--shadow-file FILE | --shadow-params 'k=v ...')) [--since D] [--json]",
+	fs := newFlagSet(name, name+" (--loop LIVE --shadow SHADOW | --history-file FILE (--shadow-file FILE | --shadow-params 'k=v ...')) [--since D] [--json]",
 		"How the shadow's gains would have done against the live gains on the same data. A shadow sees\n"+
 			"the live loop's datapoints, not those its own rate would have caused, so the comparison is a\n"+
 			"counterfactual replay: the plant identified from the live history (as --from-history), the\n"+
@@ -90,7 +83,7 @@ func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
-	rep, err := shadowCompare(f, pipelineOptions(f, *fl.period, *fl.delay), live, shadow)
+	rep, err := shadowCompare(f, fl.options(f), live, shadow)
 	rep.Shadow = shadowID
 	if err != nil && !errors.Is(err, ident.ErrNoExcitation) {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -101,28 +94,26 @@ func runTuneShadow(args []string, stdout, stderr io.Writer) int {
 
 // read returns the live history and the two gain sets the flags name.
 func (fl shadowFlags) read(ctx context.Context) (f history.File, live, shadow loop.Params, shadowID string, err error) {
+	if err = fl.check(); err != nil {
+		return f, live, shadow, "", err
+	}
 	switch {
-	case (*fl.file == "") == (*fl.loopID == ""):
-		return f, live, shadow, "", errors.New("want one of --history-file FILE and --loop ID")
 	case *fl.loopID != "" && *fl.shadow == "":
 		return f, live, shadow, "", errors.New("--loop needs --shadow SHADOW (the shadow loop's id)")
 	case *fl.file != "" && (*fl.shadowFile == "") == (*fl.shadowParams == ""):
 		return f, live, shadow, "", errors.New("--history-file needs one of --shadow-file FILE and --shadow-params 'name=value ...'")
 	}
 	var shadowAttrs map[string]any
-	if *fl.file != "" {
-		f, err = history.ReadFile(*fl.file, *fl.since)
-		if err == nil && *fl.shadowFile != "" {
-			var sf history.File
-			sf, err = history.ReadFile(*fl.shadowFile, 0)
-			shadowAttrs, shadowID = sf.Params, sf.Loop
-		}
-	} else {
-		f, err = readTableHistory(ctx, *fl.table, *fl.loopID, *fl.since, *fl.metricDelay)
-		if err == nil {
-			shadowAttrs, err = readLoopParams(ctx, *fl.table, *fl.shadow)
-			shadowID = *fl.shadow
-		}
+	f, err = fl.historyFlags.read(ctx)
+	switch {
+	case err != nil:
+	case *fl.loopID != "":
+		shadowAttrs, err = readLoopParams(ctx, *fl.table, *fl.shadow)
+		shadowID = *fl.shadow
+	case *fl.shadowFile != "":
+		var sf history.File
+		sf, err = history.ReadFile(*fl.shadowFile, 0)
+		shadowAttrs, shadowID = sf.Params, sf.Loop
 	}
 	if err != nil {
 		return f, live, shadow, "", err

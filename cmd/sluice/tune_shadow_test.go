@@ -14,7 +14,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -124,10 +123,7 @@ func TestShadowReportOnDemoHistory(t *testing.T) {
 func TestShadowReportTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
-	f, err := history.ReadFile(writeLabHistoryGains(t, s, lab.Gains{}), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readLabHistory(t, s)
 	live := demo.DefaultParams(s, mustConfig(t, s, lab.Gains{}))
 	table, store := tableWithHistory(t, "orders", live.Attrs(), f.Points)
 	shadow := demo.DefaultParams(s, mustConfig(t, s, badGains()))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
+	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -47,4 +50,49 @@ func readTableHistory(ctx context.Context, table, loopID string, since, metricDe
 		Points:         history.KeepSince(pts, since), Params: attrs,
 	}
 	return f, nil
+}
+
+// historyFlags say where `tune --from-history` and `tune --shadow-report`
+// read the live loop's history (a file, or the table with --loop) and how
+// its measurement is timed.
+type historyFlags struct {
+	file, loopID, table               *string
+	metricDelay, since, period, delay *time.Duration
+}
+
+// addHistoryFlags registers the history flags on fs; fileUsage and
+// loopUsage say what --history-file and --loop are to the command.
+func addHistoryFlags(fs *flag.FlagSet, fileUsage, loopUsage string) historyFlags {
+	return historyFlags{
+		file:        fs.String("history-file", "", fileUsage),
+		loopID:      fs.String("loop", "", loopUsage),
+		table:       fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table with --loop (default: SLUICE_TABLE or sluice)"),
+		metricDelay: fs.Duration("metric-delay", 90*time.Second, "with --loop: the metric's publication delay after its period ends"),
+		since:       fs.Duration("since", 0, "keep only the last DURATION of the history (0: all of it)"),
+		period:      fs.Duration("metric-period", 0, "the metric's averaging period (default: the file's, else 1m)"),
+		delay:       fs.Duration("pipeline-delay", 0, "metric period/2 + publication delay + tick/2 (default: the file's, else 150s)"),
+	}
+}
+
+// check says what is wrong when not exactly one of --history-file and
+// --loop is given.
+func (h historyFlags) check() error {
+	if (*h.file == "") == (*h.loopID == "") {
+		return errors.New("want one of --history-file FILE and --loop ID")
+	}
+	return nil
+}
+
+// read reads the history from --history-file or, with --loop, the table.
+func (h historyFlags) read(ctx context.Context) (history.File, error) {
+	if *h.file != "" {
+		return history.ReadFile(*h.file, *h.since)
+	}
+	return readTableHistory(ctx, *h.table, *h.loopID, *h.since, *h.metricDelay)
+}
+
+// options are the measurement's timing of f (pipelineOptions) with the
+// flags --metric-period and --pipeline-delay.
+func (h historyFlags) options(f history.File) ident.ClosedLoopOptions {
+	return pipelineOptions(f, *h.period, *h.delay)
 }

@@ -16,6 +16,20 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// runJSON runs `sluice args...`, wants exit status 0, decodes the output
+// into v and returns it.
+func runJSON(t *testing.T, v any, args ...string) string {
+	t.Helper()
+	code, out, errOut := runCmd(t, args...)
+	if code != 0 {
+		t.Fatalf("sluice %s = exit %d; want 0 (stderr %s)", strings.Join(args, " "), code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("sluice %s: output %q is not JSON: %v", strings.Join(args, " "), out, err)
+	}
+	return out
+}
+
 func TestTuneJSON(t *testing.T) {
 	tests := []struct {
 		args           []string
@@ -156,4 +170,20 @@ func FuzzTune(f *testing.F) {
 			t.Fatalf("sluice %q exit %d (stderr %q); want 0 or 2", args, code, errOut.String())
 		}
 	})
+}
+
+// A command stops with exit status 2 when a flag it requires is empty.
+func TestRequiredFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"local", "esm"}, "sluice local esm: --queue-url is required\n"},
+		{[]string{"local", "kafka-esm", "--topics", ""}, "sluice local kafka-esm: --topics is required\n"},
+		{[]string{"tune", "--experiment", "--step", "5"}, "sluice tune --experiment: --loop is required\n"},
+	} {
+		if code, out, errb := runCmd(t, tt.args...); code != 2 || errb != tt.want || out != "" {
+			t.Errorf("sluice %v = exit %d, stdout %q, stderr %q; want 2 and %q", tt.args, code, out, errb, tt.want)
+		}
+	}
 }
