@@ -125,9 +125,14 @@ func SetDefaultEnv() {
 	}
 }
 
-// StartStack starts services with localstack/stack/up.sh, recording what
-// it started in rec, and defers stopping exactly that (down.sh).
+// StartStack starts services and the SQS server (ElasticMQ, or none
+// under SLUICE_SQS=moto: moto serves SQS) with localstack/stack/up.sh,
+// recording what it started in rec, and defers stopping exactly that
+// (down.sh).
 func (r *Run) StartStack(rec string, services ...string) error {
+	if !SQSOnMoto() {
+		services = append(services, "elasticmq")
+	}
 	up := exec.CommandContext(r.Ctx, "bash", append([]string{"localstack/stack/up.sh", "--record", rec}, services...)...)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
 	if err := up.Run(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
@@ -51,9 +50,6 @@ func (r *Run) StartFunctions(f Functions) error {
 		consumers = append(consumers, ce)
 	}
 	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), filepath.Clean(f.LogDir))
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
 	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: f.Tick, Clock: consume.WallClock{},
 		OnInvocation: func(inv localaws.Invocation) {
 			r.Ticks.Add(1)
@@ -62,13 +58,11 @@ func (r *Run) StartFunctions(f Functions) error {
 				r.Logf("tick error: %v", inv.Err)
 			}
 		}}
-	wg.Add(1)
-	go func() { defer wg.Done(); sched.Run(bg) }()
+	r.Go(func(ctx context.Context) { sched.Run(ctx) })
 	for _, ce := range consumers {
 		p := &localaws.Poller{API: f.SQS, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: f.QueueURL, QueueARN: f.QueueARN,
 			Region: f.Region, BatchSize: 10, Wait: time.Second, OnBatch: f.OnBatch}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(bg) }()
+		r.Go(func(ctx context.Context) { p.Run(ctx) })
 	}
 	return nil
 }

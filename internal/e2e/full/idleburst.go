@@ -35,7 +35,7 @@ func (r *run) idleBurst() {
 	r.Logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.maxRate, n)
 	at := r.now()
 	for sent := 0; sent < n; sent += 10 {
-		r.sendBatch(min(10, n-sent))
+		r.SendOrders(&r.orders, min(10, n-sent))
 	}
 	r.sleepUntil(at + 2*c.phase)
 	peak := r.peakMeanCPU(at, r.now(), time.Minute)

@@ -32,14 +32,11 @@
 package main
 
 import (
-	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,15 +52,13 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
-	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -107,13 +102,11 @@ type Result struct {
 		Base      float64  `json:"base"`
 		RMSE      *float64 `json:"rmse"` // null for the documented model (no fit)
 	} `json:"model"`
-	ModelFallback bool     `json:"model_fallback"`
-	Kp            float64  `json:"kp"`
-	Ki            float64  `json:"ki"`
-	Cores         float64  `json:"cores"`
-	Seconds       float64  `json:"seconds"`
-	OK            bool     `json:"ok"`
-	Failures      []string `json:"failures"`
+	ModelFallback bool    `json:"model_fallback"`
+	Kp            float64 `json:"kp"`
+	Ki            float64 `json:"ki"`
+	Cores         float64 `json:"cores"`
+	verdict.Verdict
 }
 
 type config struct {
@@ -148,13 +141,8 @@ func main() {
 	root, _ := os.Getwd()
 	c.root = root
 	r := &run{Run: e2ekit.Run{Name: "e2e", Start: time.Now()}, cfg: c}
-	code := r.Main(25*time.Minute, r.setup, r.scenario)
-	r.res.Failures = append([]string{}, r.Failures...)
-	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
-	r.res.OK = code == 0
-	b, _ := json.Marshal(r.res)
-	fmt.Println(string(b))
-	os.Exit(code)
+	r.Main(25*time.Minute, r.setup, r.scenario)
+	os.Exit(r.Report(&r.res, &r.res.Verdict))
 }
 
 type run struct {
@@ -175,11 +163,10 @@ type run struct {
 	ddb      *dynamodb.Client
 	sqs      *sqs.Client
 	sampler  *cpupub.Sampler
+	orders   e2ekit.Orders // one in 50 poison
 
 	mu      sync.Mutex
 	cpu     []cpuPoint // 1-s CPU of mariadbd
-	sent    atomic.Int64
-	poison  atomic.Int64
 	batches atomic.Int64
 	failed  atomic.Int64
 	points  atomic.Int64
@@ -204,17 +191,10 @@ func (r *run) setup() error {
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return err
 	}
-	services := []string{"moto", "mariadb", "rie"}
-	if !e2ekit.SQSOnMoto() {
-		services = append(services, "elasticmq")
-	}
-	if err := r.StartStack(rec, services...); err != nil {
+	if err := r.StartStack(rec, "moto", "mariadb", "rie"); err != nil {
 		return err
 	}
-	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
-	if c.rie != "" {
-		rie, err = c.rie, nil
-	}
+	rie, err := e2ekit.FindRIE(c.rie, c.root)
 	if err != nil {
 		return err
 	}
@@ -230,24 +210,9 @@ func (r *run) setup() error {
 	if err != nil {
 		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
 	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
+	if r.dsn, err = r.CreateDatabase(cfg, r.dbName, c.keep); err != nil {
 		return err
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
-		return fmt.Errorf("create database %s: %w", r.dbName, err)
-	}
-	if !c.keep {
-		r.Defer(func() {
-			if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
-				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
-				db.Close()
-			}
-		})
-	}
-	cfg.DBName = r.dbName
-	r.dsn = cfg.FormatDSN()
 	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
 		return err
 	}
@@ -272,46 +237,20 @@ func (r *run) setup() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
-	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
-	if out, err := initScript.CombinedOutput(); err != nil {
-		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
-	}
-	// The init script's default loop stays disabled here: only this run's
-	// loop ticks.
-	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
-		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, c.keep); err != nil {
 		return err
 	}
-	if !c.keep {
-		r.Defer(func() { e2ekit.AWS(r.Ctx, "dynamodb", "delete-table", "--table-name", r.table) })
-	}
-	dlq, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-dlq-" + r.id)})
-	if err != nil {
-		return fmt.Errorf("create dead-letter queue: %w", err)
-	}
-	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	dlqARN, err := localaws.LookupQueueARN(r.Ctx, r.sqs, r.dlqURL)
-	if err != nil {
+	var dlqARN string
+	if r.dlqURL, dlqARN, err = r.CreateQueue(r.sqs, "sluice-e2e-dlq-"+r.id, nil, c.keep); err != nil {
 		return err
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
-	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
-	if err != nil {
-		return fmt.Errorf("create queue: %w", err)
-	}
-	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
+	if r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-"+r.id,
+		map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}, c.keep); err != nil {
 		return err
 	}
-	if !c.keep {
-		r.Defer(func() {
-			ctx := context.Background()
-			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
-			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.dlqURL)})
-		})
-	}
+	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
+	r.orders.Poison = func(seq int64) bool { return seq%50 == 49 }
 
 	// 4. Identify the database and tune the loop from the model.
 	params, err := r.tune()
@@ -338,15 +277,15 @@ func (r *run) setup() error {
 	}
 
 	// 6. The CPU publisher, and the 1-s CPU record the checks use.
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
-	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
-		Period: c.tick, Clock: consume.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
-	wg.Add(1)
-	go func() { defer wg.Done(); pub.Run(bg) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.tick, func(cpupub.Datapoint) { r.points.Add(1) })
+	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
+		r.mu.Lock()
+		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})
+		r.mu.Unlock()
+	}, func(gap time.Duration) {
+		r.stalls.Add(1)
+		r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
+	})
 	return nil
 }
 
@@ -365,30 +304,6 @@ func (r *run) mariadbPID() (int, error) {
 		return pid, nil
 	}
 	return cpupub.Named("mariadbd")()
-}
-
-// recordCPU samples MariaDB's CPU every second.
-func (r *run) recordCPU(ctx context.Context) {
-	prev, err := r.sampler.Sample()
-	if err != nil {
-		return
-	}
-	e2ekit.Every(ctx, time.Second, func() {
-		cur, err := r.sampler.Sample()
-		if err != nil {
-			return
-		}
-		if gap := cur.At.Sub(prev.At); gap > 3*time.Second {
-			r.stalls.Add(1)
-			r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
-		}
-		if u, err := r.sampler.Utilization(prev, cur); err == nil {
-			r.mu.Lock()
-			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.Start), cpu: u})
-			r.mu.Unlock()
-		}
-		prev = cur
-	})
 }
 
 // meanCPU is the mean CPU over [from, to) since the start.
@@ -506,15 +421,14 @@ func (r *run) identify() (ident.Result, error) {
 
 // status reads PARAMS_STATUS.
 func (r *run) status() (status, reason string, err error) {
-	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "PARAMS_STATUS"}}})
+	item, err := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "PARAMS_STATUS")
 	if err != nil {
 		return "", "", fmt.Errorf("read PARAMS_STATUS: %w", err)
 	}
-	if v, ok := out.Item["status"].(*ddbtypes.AttributeValueMemberS); ok {
+	if v, ok := item["status"].(*ddbtypes.AttributeValueMemberS); ok {
 		status = v.Value
 	}
-	if v, ok := out.Item["reason"].(*ddbtypes.AttributeValueMemberS); ok {
+	if v, ok := item["reason"].(*ddbtypes.AttributeValueMemberS); ok {
 		reason = v.Value
 	}
 	return status, reason, nil
@@ -535,31 +449,6 @@ func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
 
 func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 
-// produce keeps a backlog of about target messages in the queue until ctx
-// ends: the producers always outpace the loop, so the rate is the loop's.
-// One message in 50 is poison (not JSON).
-func (r *run) produce(ctx context.Context, target int) {
-	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
-}
-
-// sendBatch sends n messages with the next sequence numbers, retrying the
-// entries SQS did not take.
-func (r *run) sendBatch(n int) {
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for range n {
-		seq := r.sent.Add(1) - 1
-		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
-		if seq%50 == 49 {
-			body = fmt.Sprintf("poison %d: not JSON", seq)
-			r.poison.Add(1)
-		}
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
-	}
-	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
-		r.Fail("%v", err)
-	}
-}
-
 func (r *run) scenario() error {
 	c := r.cfg
 	p := c.phase
@@ -568,13 +457,9 @@ func (r *run) scenario() error {
 	// it [4.5p, 5.5p); invalid edit at 4.5p; then the drain.
 	t0 := r.now()
 	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
-	prodCtx, stopProd := context.WithCancel(r.Ctx)
-	var pwg sync.WaitGroup
-	for range 2 {
-		pwg.Add(1)
-		go func() { defer pwg.Done(); r.produce(prodCtx, 200) }()
-	}
-	defer func() { stopProd(); pwg.Wait() }()
+	// The producers always outpace the loop, so the rate is the loop's.
+	stopProd := r.Produce(&r.orders, 2, 200)
+	defer stopProd()
 	r.Logf("producing; setpoint %g %%", c.setpoint)
 
 	r.sleepUntil(at(2))
@@ -627,13 +512,9 @@ func (r *run) scenario() error {
 		r.Fail("the valid PARAMS restored after the refused edit was not applied")
 	}
 	stopProd()
-	pwg.Wait()
 	r.idleBurst() // the idle phase and the burst (idleburst.go)
-	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
-		return err
-	}
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
+	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.orders.Sent.Load(), r.orders.Poisoned.Load(), c.maxRate)
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.maxRate); err != nil {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
@@ -647,13 +528,13 @@ func (r *run) scenario() error {
 	r.res.DisturbancePP = round(dist - before)
 
 	// Checks.
-	r.res.Sent = int(r.sent.Load())
+	r.res.Sent = int(r.orders.Sent.Load())
 	var err error
 	r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.res.Sent, r.poisonSeqs())
 	if err != nil {
 		return err
 	}
-	r.res.Poison = int(r.poison.Load())
+	r.res.Poison = int(r.orders.Poisoned.Load())
 	dl, withReason, err := r.deadLetters()
 	if err != nil {
 		return err
@@ -698,7 +579,7 @@ func (r *run) maxCPU() float64 {
 
 func (r *run) poisonSeqs() map[int]bool {
 	skip := map[int]bool{}
-	for seq := 49; seq < int(r.sent.Load()); seq += 50 {
+	for seq := 49; seq < int(r.orders.Sent.Load()); seq += 50 {
 		skip[seq] = true
 	}
 	return skip
@@ -709,7 +590,7 @@ func (r *run) poisonSeqs() map[int]bool {
 // have messages in flight in an invocation.
 func (r *run) drain(within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	sent := int(r.sent.Load())
+	sent := int(r.orders.Sent.Load())
 	for time.Now().Before(deadline) {
 		var stored int
 		err := r.db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders").Scan(&stored)

@@ -32,7 +32,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -46,7 +45,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -54,12 +52,9 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
-	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // Result is the JSON last line.
@@ -80,28 +75,26 @@ type Result struct {
 	// took over for good (the last switch to lag: it limits from there to
 	// the end), LagLimitingShare the share of the readings since it first
 	// limited where it did (-1: never).
-	LimitingSwitches  int      `json:"limiting_switches"`
-	FirstLagLimitingS float64  `json:"first_lag_limiting_s"`
-	LagLimitingAtS    float64  `json:"lag_limiting_at_s"`
-	LagLimitingShare  float64  `json:"lag_limiting_share"`
-	MeanRateSettled   float64  `json:"mean_rate_after_settle"`
-	Sent              int      `json:"sent"`
-	Stored            int      `json:"stored"`
-	ReplicaStored     int      `json:"replica_stored"`
-	Missing           int      `json:"missing"`
-	Duplicates        int      `json:"duplicates"`
-	PrimaryCapacity   float64  `json:"primary_write_capacity"`
-	ReplicaCapacity   float64  `json:"replica_apply_capacity"`
-	ReplicaUncapped   float64  `json:"replica_apply_capacity_uncapped"`
-	ReplicaCPULimit   float64  `json:"replica_cpu_limit"`
-	CPUGain           float64  `json:"cpu_gain"`
-	Lines             int      `json:"lines_per_order"`
-	Ticks             int      `json:"ticks"`
-	TickErrors        int      `json:"tick_errors"`
-	Gains             gains    `json:"gains"`
-	Seconds           float64  `json:"seconds"`
-	OK                bool     `json:"ok"`
-	Failures          []string `json:"failures"`
+	LimitingSwitches  int     `json:"limiting_switches"`
+	FirstLagLimitingS float64 `json:"first_lag_limiting_s"`
+	LagLimitingAtS    float64 `json:"lag_limiting_at_s"`
+	LagLimitingShare  float64 `json:"lag_limiting_share"`
+	MeanRateSettled   float64 `json:"mean_rate_after_settle"`
+	Sent              int     `json:"sent"`
+	Stored            int     `json:"stored"`
+	ReplicaStored     int     `json:"replica_stored"`
+	Missing           int     `json:"missing"`
+	Duplicates        int     `json:"duplicates"`
+	PrimaryCapacity   float64 `json:"primary_write_capacity"`
+	ReplicaCapacity   float64 `json:"replica_apply_capacity"`
+	ReplicaUncapped   float64 `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit   float64 `json:"replica_cpu_limit"`
+	CPUGain           float64 `json:"cpu_gain"`
+	Lines             int     `json:"lines_per_order"`
+	Ticks             int     `json:"ticks"`
+	TickErrors        int     `json:"tick_errors"`
+	Gains             gains   `json:"gains"`
+	verdict.Verdict
 }
 
 type gains struct {
@@ -153,13 +146,8 @@ func main() {
 	flag.Parse()
 	c.root, _ = os.Getwd()
 	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
-	code := r.Main(15*time.Minute, r.setup, r.scenario)
-	r.res.Failures = append([]string{}, r.Failures...)
-	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
-	r.res.OK = code == 0
-	b, _ := json.Marshal(r.res)
-	fmt.Println(string(b))
-	os.Exit(code)
+	r.Main(15*time.Minute, r.setup, r.scenario)
+	os.Exit(r.Report(&r.res, &r.res.Verdict))
 }
 
 type run struct {
@@ -174,6 +162,7 @@ type run struct {
 	ddb                                 *dynamodb.Client
 	sqs                                 *sqs.Client
 	sampler                             *cpupub.Sampler
+	orders                              e2ekit.Orders
 
 	mu       sync.Mutex
 	cpu      []point // 1-s CPU of the primary
@@ -184,7 +173,6 @@ type run struct {
 	baseCPU float64
 	// settledFor is how long the run lasted after settling.
 	settledFor time.Duration
-	sent       atomic.Int64
 }
 
 type point struct {
@@ -245,11 +233,7 @@ func (r *run) setup() error {
 // startStack starts moto, the SQS server, the RIE, and the primary/replica
 // pair, each stopped at the end only if this run started it.
 func (r *run) startStack() error {
-	services := []string{"moto", "rie"}
-	if !e2ekit.SQSOnMoto() {
-		services = append(services, "elasticmq")
-	}
-	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), services...); err != nil {
+	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
 		return err
 	}
 	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
@@ -271,11 +255,13 @@ func (r *run) startStack() error {
 	return nil
 }
 
-func dsn(addr, db string) string {
+// server is how the harness logs in to the MariaDB server at addr, no
+// database named.
+func server(addr string) *mysql.Config {
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "sluice", "sluice", "tcp", addr, db
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "sluice", "sluice", "tcp", addr
 	cfg.ParseTime = true
-	return cfg.FormatDSN()
+	return cfg
 }
 
 // setupDatabases creates the run's database on the primary (it
@@ -284,29 +270,18 @@ func dsn(addr, db string) string {
 // sampler.
 func (r *run) setupDatabases() error {
 	c := r.cfg
-	admin, err := sql.Open("mysql", dsn(primaryAddr, ""))
-	if err != nil {
-		return err
+	var err error
+	if r.dsn, err = r.CreateDatabase(server(primaryAddr), r.dbName, c.keep); err != nil {
+		return fmt.Errorf("the primary: %w", err)
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
-		return fmt.Errorf("create database %s on the primary: %w", r.dbName, err)
-	}
-	if !c.keep {
-		r.Defer(func() {
-			if db, err := sql.Open("mysql", dsn(primaryAddr, "")); err == nil {
-				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
-				db.Close()
-			}
-		})
-	}
-	r.dsn = dsn(primaryAddr, r.dbName)
 	if r.primary, err = sql.Open("mysql", r.dsn); err != nil {
 		return err
 	}
 	r.primary.SetMaxOpenConns(16)
 	r.Defer(func() { r.primary.Close() })
-	if r.replica, err = sql.Open("mysql", dsn(replicaAddr, r.dbName)); err != nil {
+	replicaDB := server(replicaAddr)
+	replicaDB.DBName = r.dbName
+	if r.replica, err = sql.Open("mysql", replicaDB.FormatDSN()); err != nil {
 		return err
 	}
 	r.replica.SetMaxOpenConns(4)
@@ -317,12 +292,8 @@ func (r *run) setupDatabases() error {
 	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
 	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
-	wg.Add(1)
-	go func() { defer wg.Done(); hb.Run(bg) }()
+	r.Go(func(ctx context.Context) { hb.Run(ctx) })
 	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
 		return fmt.Errorf("the replica did not load the schema: %w", err)
 	}
@@ -340,9 +311,8 @@ func (r *run) setupDatabases() error {
 		return fmt.Errorf("the lag exporter (Prometheus scrapes %s): %w", lagExporterAdr, err)
 	}
 	srv := &http.Server{Handler: exp}
-	wg.Add(2)
-	go func() { defer wg.Done(); exp.Run(bg) }()
-	go func() { defer wg.Done(); srv.Serve(ln) }()
+	r.Go(func(ctx context.Context) { exp.Run(ctx) })
+	r.Go(func(context.Context) { srv.Serve(ln) })
 	r.Defer(func() { srv.Close() })
 
 	_, port, _ := strings.Cut(primaryAddr, ":")
@@ -355,8 +325,11 @@ func (r *run) setupDatabases() error {
 		return err
 	}
 	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
-	wg.Add(1)
-	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
+		r.mu.Lock()
+		r.cpu = append(r.cpu, point{t: at.Sub(r.Start), v: u})
+		r.mu.Unlock()
+	}, nil)
 	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
 	return nil
 }
@@ -378,26 +351,6 @@ func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
 		r.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("still behind after %v: %v", within, last)
-}
-
-// recordCPU samples the primary's CPU every second.
-func (r *run) recordCPU(ctx context.Context) {
-	prev, err := r.sampler.Sample()
-	if err != nil {
-		return
-	}
-	e2ekit.Every(ctx, time.Second, func() {
-		cur, err := r.sampler.Sample()
-		if err != nil {
-			return
-		}
-		if u, err := r.sampler.Utilization(prev, cur); err == nil {
-			r.mu.Lock()
-			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.Start), v: u})
-			r.mu.Unlock()
-		}
-		prev = cur
-	})
 }
 
 // measureCapacity measures, with n orders of negative ids written by as
@@ -539,33 +492,12 @@ func (r *run) setupAWS() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
-	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
-	if out, err := initScript.CombinedOutput(); err != nil {
-		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
-	}
-	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
-		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, r.cfg.keep); err != nil {
 		return err
 	}
-	if !r.cfg.keep {
-		r.Defer(func() { e2ekit.AWS(context.Background(), "dynamodb", "delete-table", "--table-name", r.table) })
-	}
-	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "60"}})
-	if err != nil {
-		return fmt.Errorf("create queue: %w", err)
-	}
-	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
-		return err
-	}
-	if !r.cfg.keep {
-		r.Defer(func() {
-			r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
-		})
-	}
-	return nil
+	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.cfg.keep)
+	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
+	return err
 }
 
 // startLoop writes PARAMS and starts the controller and consumer
@@ -576,10 +508,7 @@ func (r *run) startLoop() error {
 	if err := r.putParams(); err != nil {
 		return err
 	}
-	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
-	if c.rie != "" {
-		rie, err = c.rie, nil
-	}
+	rie, err := e2ekit.FindRIE(c.rie, c.root)
 	if err != nil {
 		return err
 	}
@@ -597,25 +526,19 @@ func (r *run) startLoop() error {
 	if err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
-	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
-		Period: c.tick, Clock: consume.WallClock{}}
-	wg.Add(2)
-	go func() { defer wg.Done(); pub.Run(bg) }()
-	go func() { defer wg.Done(); r.recordState(bg) }()
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.tick, nil)
+	r.Go(r.recordState)
 	return nil
 }
 
 // recordState reads STATE's limiting signal and RATE every second.
 func (r *run) recordState(ctx context.Context) {
 	e2ekit.Every(ctx, time.Second, func() {
-		st, err := r.item("STATE")
+		st, err := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "STATE")
 		if err != nil {
 			return
 		}
-		rate, _ := r.item("RATE")
+		rate, _ := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "RATE")
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
@@ -627,13 +550,4 @@ func (r *run) recordState(ctx context.Context) {
 			r.rate = append(r.rate, point{t: r.now(), v: x})
 		}
 	})
-}
-
-func (r *run) item(sk string) (map[string]ddbtypes.AttributeValue, error) {
-	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}})
-	if err != nil {
-		return nil, err
-	}
-	return out.Item, nil
 }

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
-	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
@@ -112,36 +107,12 @@ func (r *run) putParams() error {
 	return e2ekit.PutParams(r.Ctx, r.table, p)
 }
 
-// produce keeps a backlog of about target messages in the queue until ctx
-// ends: the producers outpace the loop, so the rate is the loop's.
-func (r *run) produce(ctx context.Context, target int) {
-	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
-}
-
-// sendBatch sends n orders with the next sequence numbers, retrying the
-// entries SQS did not take.
-func (r *run) sendBatch(n int) {
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for range n {
-		seq := r.sent.Add(1) - 1
-		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
-	}
-	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
-		r.Fail("%v", err)
-	}
-}
-
 func (r *run) scenario() error {
 	c := r.cfg
 	t0 := r.now()
-	prodCtx, stopProd := context.WithCancel(r.Ctx)
-	var pwg sync.WaitGroup
-	for range 2 {
-		pwg.Add(1)
-		go func() { defer pwg.Done(); r.produce(prodCtx, 300) }()
-	}
-	defer func() { stopProd(); pwg.Wait() }()
+	// The producers outpace the loop, so the rate is the loop's.
+	stopProd := r.Produce(&r.orders, 2, 300)
+	defer stopProd()
 	r.Logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
 	for r.now() < t0+c.duration && r.Ctx.Err() == nil {
 		r.Sleep(15 * time.Second)
@@ -158,21 +129,17 @@ func (r *run) scenario() error {
 			rate = r.rate[n-1].v
 		}
 		r.mu.Unlock()
-		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
+		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.orders.Sent.Load())
 	}
 	end := r.now()
 	stopProd()
-	pwg.Wait()
 	r.analyse(end)
 
 	// Drain at max_rate, then let the replica catch up.
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.maxRate); err != nil {
 		return err
 	}
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
-		return err
-	}
-	sent := int(r.sent.Load())
+	sent := int(r.orders.Sent.Load())
 	r.res.Sent = sent
 	if !r.waitCount(r.primary, sent, 3*time.Minute) {
 		r.Fail("the queue did not drain into the primary")
