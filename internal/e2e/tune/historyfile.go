@@ -19,7 +19,7 @@ func (r *run) export(loopID, path string, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	attrs, err := r.store.ReadParams(r.ctx, loopID)
+	attrs, err := r.store.ReadParams(r.Ctx, loopID)
 	if err != nil {
 		return fmt.Errorf("read the PARAMS of %s: %w", loopID, err)
 	}
