@@ -110,33 +110,20 @@ type Result struct {
 }
 
 type config struct {
-	controller, consumer, rie string
-	tick                      time.Duration
-	setpoint, setpoint2       float64
-	maxRate                   float64
-	consumers                 int
-	scanRows, dataRows        int
-	phase                     time.Duration
-	keep                      bool
-	pid                       int
-	logDir                    string
-	root                      string
+	e2ekit.Flags
+	setpoint, setpoint2 float64
+	phase               time.Duration
+	pid                 int
+	root                string
 }
 
 func main() {
 	var c config
-	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
-	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
+	c.Declare("full", 350_000, 400_000)
 	flag.Float64Var(&c.setpoint, "setpoint", 20, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
-	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
-	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators (the mapping's maximum concurrency)")
-	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
 	flag.IntVar(&c.pid, "mariadb-pid", 0, "pid of the MariaDB server of SLUICE_MYSQL_DSN (default: the listener on its port)")
-	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queues for inspection")
-	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/full", "logs of the emulators")
 	flag.Parse()
 	root, _ := os.Getwd()
 	c.root = root
@@ -187,18 +174,18 @@ func (r *run) setup() error {
 
 	// 1. The stack: moto, the SQS server and MariaDB, stopping at the end
 	// only what this run started.
-	rec := filepath.Join(c.logDir, "stack-started-"+r.id)
-	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+	rec := filepath.Join(c.LogDir, "stack-started-"+r.id)
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return err
 	}
 	if err := r.StartStack(rec, "moto", "mariadb", "rie"); err != nil {
 		return err
 	}
-	rie, err := e2ekit.FindRIE(c.rie, c.root)
+	rie, err := e2ekit.FindRIE(c.RIE, c.root)
 	if err != nil {
 		return err
 	}
-	for _, b := range []string{c.controller, c.consumer} {
+	for _, b := range []string{c.Controller, c.Consumer} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("bootstrap %s: %w (make e2e builds it)", b, err)
 		}
@@ -210,7 +197,7 @@ func (r *run) setup() error {
 	if err != nil {
 		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
 	}
-	if r.dsn, err = r.CreateDatabase(cfg, r.dbName, c.keep); err != nil {
+	if r.dsn, err = r.CreateDatabase(cfg, r.dbName, c.Keep); err != nil {
 		return err
 	}
 	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
@@ -218,7 +205,7 @@ func (r *run) setup() error {
 	}
 	r.db.SetMaxOpenConns(16)
 	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
 		return err
 	}
 	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
@@ -228,7 +215,7 @@ func (r *run) setup() error {
 		return err
 	}
 	r.res.Cores = r.sampler.Cores
-	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.scanRows)
+	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.ScanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
 	awsCfg, err := awsconf.Load(r.Ctx)
@@ -237,16 +224,16 @@ func (r *run) setup() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	if err := r.CreateTable(r.table, r.id, r.instance, c.keep); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, c.Keep); err != nil {
 		return err
 	}
 	var dlqARN string
-	if r.dlqURL, dlqARN, err = r.CreateQueue(r.sqs, "sluice-e2e-dlq-"+r.id, nil, c.keep); err != nil {
+	if r.dlqURL, dlqARN, err = r.CreateQueue(r.sqs, "sluice-e2e-dlq-"+r.id, nil, c.Keep); err != nil {
 		return err
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
 	if r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-"+r.id,
-		map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}, c.keep); err != nil {
+		map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}, c.Keep); err != nil {
 		return err
 	}
 	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
@@ -263,11 +250,11 @@ func (r *run) setup() error {
 
 	// 5. The functions under the emulator, and the stand-ins: schedule,
 	// event source mapping.
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
 		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn, "SLUICE_DLQ_URL=" + r.dlqURL,
 			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
-		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		Consumers: c.Consumers, Tick: c.Tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
 		OnBatch: func(b localaws.BatchResult) {
 			r.batches.Add(1)
 			r.failed.Add(int64(b.Failed))
@@ -277,7 +264,7 @@ func (r *run) setup() error {
 	}
 
 	// 6. The CPU publisher, and the 1-s CPU record the checks use.
-	r.PublishCPU(awsCfg, r.sampler, r.instance, c.tick, func(cpupub.Datapoint) { r.points.Add(1) })
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.points.Add(1) })
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
 		r.mu.Lock()
 		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})
@@ -343,12 +330,12 @@ func (r *run) tune() (loop.Params, error) {
 		r.res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
 	}
 	r.Logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
-	if top := m.Output(c.maxRate); top < c.setpoint+15 {
-		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.maxRate, top)
+	if top := m.Output(c.MaxRate); top < c.setpoint+15 {
+		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.MaxRate, top)
 	}
 	// The loop as the lab sees it: the controller reads a datapoint of one
 	// tick's period, published at the period's end, at a tick.
-	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.setpoint, MaxRate: c.maxRate}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.setpoint, MaxRate: c.MaxRate}
 	loopModel := tuning.LoopModel(m, s.PipelineDelay())
 	g, err := tuning.Tune(loopModel, tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {
@@ -362,10 +349,10 @@ func (r *run) tune() (loop.Params, error) {
 			AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
 			DelayAware: true},
 		Feedforward: &ff,
-		MinRate:     3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate:     3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
 	if p.SetpointFilter < time.Second {
 		p.SetpointFilter = time.Second
@@ -402,7 +389,7 @@ func (r *run) identify() (ident.Result, error) {
 			r.Logf("step test %d: %v", attempt, err)
 			continue
 		}
-		if f, err := os.Create(filepath.Join(r.cfg.logDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
+		if f, err := os.Create(filepath.Join(r.cfg.LogDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
 			ident.WriteCSV(f, d)
 			f.Close()
 		}
@@ -467,7 +454,7 @@ func (r *run) scenario() error {
 	r.res.MeanCPUBeforeEdit = round(before)
 	// The disturbance: the load generator sized to add about 8 points.
 	qps := 8 / r.res.Model.Gain
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, DataRows: c.dataRows, Workers: 2}
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
 	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
@@ -490,7 +477,7 @@ func (r *run) scenario() error {
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", `{"N":"150"}`); err != nil {
 		return err
 	}
-	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.tick)
+	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.Tick)
 	r.res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
 	r.res.InvalidEditReason = reason
 	if !r.res.InvalidEditRefused {
@@ -508,13 +495,13 @@ func (r *run) scenario() error {
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return err
 	}
-	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.tick); !ok {
+	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.Tick); !ok {
 		r.Fail("the valid PARAMS restored after the refused edit was not applied")
 	}
 	stopProd()
 	r.idleBurst() // the idle phase and the burst (idleburst.go)
-	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.orders.Sent.Load(), r.orders.Poisoned.Load(), c.maxRate)
-	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.maxRate); err != nil {
+	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.orders.Sent.Load(), r.orders.Poisoned.Load(), c.MaxRate)
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.MaxRate); err != nil {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)

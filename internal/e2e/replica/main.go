@@ -108,41 +108,31 @@ type gains struct {
 }
 
 type config struct {
-	controller, consumer, rie string
-	tick                      time.Duration
-	lagSetpoint, lagBand      float64
-	cpuSetpoint, maxRate      float64
-	replicaCPU, slew, tauC    float64
-	lagKd                     float64
-	lagAW                     string
-	consumers, lines          int
-	scanRows, dataRows        int
-	duration, settle          time.Duration
-	keep                      bool
-	logDir, root              string
+	e2ekit.Flags
+	lagSetpoint, lagBand   float64
+	cpuSetpoint            float64
+	replicaCPU, slew, tauC float64
+	lagKd                  float64
+	lagAW                  string
+	lines                  int
+	duration, settle       time.Duration
+	root                   string
 }
 
 func main() {
 	var c config
-	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
-	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
+	c.Declare("replica", 60_000, 100_000)
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
-	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
 	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
 	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
-	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
-	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")
 	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
-	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
-	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
 	flag.Parse()
 	c.root, _ = os.Getwd()
 	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
@@ -212,7 +202,7 @@ func (r *run) setup() error {
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
 	r.dbName = "sluice_replica_" + r.id
-	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return err
 	}
 	if err := r.startStack(); err != nil {
@@ -233,14 +223,14 @@ func (r *run) setup() error {
 // startStack starts moto, the SQS server, the RIE, and the primary/replica
 // pair, each stopped at the end only if this run started it.
 func (r *run) startStack() error {
-	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
+	if err := r.StartStack(filepath.Join(r.cfg.LogDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
 		return err
 	}
 	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
 	if err := r.stack("replica.sh", nil, "start"); err != nil {
 		return err
 	}
-	if !running && !r.cfg.keep {
+	if !running && !r.cfg.Keep {
 		r.Defer(func() {
 			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
 			down.Stdout, down.Stderr = os.Stderr, os.Stderr
@@ -271,7 +261,7 @@ func server(addr string) *mysql.Config {
 func (r *run) setupDatabases() error {
 	c := r.cfg
 	var err error
-	if r.dsn, err = r.CreateDatabase(server(primaryAddr), r.dbName, c.keep); err != nil {
+	if r.dsn, err = r.CreateDatabase(server(primaryAddr), r.dbName, c.Keep); err != nil {
 		return fmt.Errorf("the primary: %w", err)
 	}
 	if r.primary, err = sql.Open("mysql", r.dsn); err != nil {
@@ -286,7 +276,7 @@ func (r *run) setupDatabases() error {
 	}
 	r.replica.SetMaxOpenConns(4)
 	r.Defer(func() { r.replica.Close() })
-	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
 		return err
 	}
 	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
@@ -384,7 +374,7 @@ func (r *run) measureCapacity(n int) error {
 	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
 		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
 	r.Logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
-		r.res.PrimaryCapacity, r.cfg.consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
+		r.res.PrimaryCapacity, r.cfg.Consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
 	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
 		return err
 	}
@@ -410,7 +400,7 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var werr atomic.Value
-	for range r.cfg.consumers {
+	for range r.cfg.Consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -492,10 +482,10 @@ func (r *run) setupAWS() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	if err := r.CreateTable(r.table, r.id, r.instance, r.cfg.keep); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, r.cfg.Keep); err != nil {
 		return err
 	}
-	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.cfg.keep)
+	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.cfg.Keep)
 	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
 	return err
 }
@@ -508,7 +498,7 @@ func (r *run) startLoop() error {
 	if err := r.putParams(); err != nil {
 		return err
 	}
-	rie, err := e2ekit.FindRIE(c.rie, c.root)
+	rie, err := e2ekit.FindRIE(c.RIE, c.root)
 	if err != nil {
 		return err
 	}
@@ -516,17 +506,17 @@ func (r *run) startLoop() error {
 	if err != nil {
 		return err
 	}
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
 		Env:           []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ControllerEnv: []string{"SLUICE_PROMETHEUS_URL=" + prometheusURL},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn,
 			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"},
-		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		Consumers: c.Consumers, Tick: c.Tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
 	})
 	if err != nil {
 		return err
 	}
-	r.PublishCPU(awsCfg, r.sampler, r.instance, c.tick, nil)
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, nil)
 	r.Go(r.recordState)
 	return nil
 }

@@ -34,10 +34,10 @@ func (r *run) params() (loop.Params, error) {
 		// Reachable, so that the CPU limits first, at 1.6 times the rate
 		// the replica keeps up with (never above 90 % of max_rate);
 		// out of reach while the lag limits.
-		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.maxRate)))
+		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.MaxRate)))
 		r.cfg.cpuSetpoint = c.cpuSetpoint
 	}
-	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.cpuSetpoint, MaxRate: c.maxRate}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.cpuSetpoint, MaxRate: c.MaxRate}
 	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {
 		return loop.Params{}, fmt.Errorf("tune the CPU: %w", err)
@@ -49,7 +49,7 @@ func (r *run) params() (loop.Params, error) {
 	// second each (theta). SIMC for an integrating process: Kc = 1/(k'
 	// (tau_c + theta)), Ti = 4 (tau_c + theta); tau_c = 2 theta by default
 	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
-	theta := c.tick.Seconds() + 2
+	theta := c.Tick.Seconds() + 2
 	tauC := c.tauC * theta
 	lagKp := r.res.ReplicaCapacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
@@ -75,16 +75,16 @@ func (r *run) params() (loop.Params, error) {
 		// No demand cap: the run is about the signals (its producers keep a
 		// backlog anyway).
 		DemandHeadroom: 0,
-		MinRate:        3, MaxRate: c.maxRate, SlewLimit: slew, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate:        3, MaxRate: c.MaxRate, SlewLimit: slew, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{
 			Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
+				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
 			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindup(c.lagAW)},
 			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
-				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
+				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		}},
 	}
 	if err := p.Validate(); err != nil {
@@ -136,7 +136,7 @@ func (r *run) scenario() error {
 	r.analyse(end)
 
 	// Drain at max_rate, then let the replica catch up.
-	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.maxRate); err != nil {
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.MaxRate); err != nil {
 		return err
 	}
 	sent := int(r.orders.Sent.Load())

@@ -79,11 +79,11 @@ func (r *run) drainAndCount() error {
 	if err != nil {
 		return fmt.Errorf("read the live PARAMS: %w", err)
 	}
-	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.cfg.maxRate
+	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.cfg.MaxRate
 	if err := r.store.WriteParams(r.Ctx, r.live, attrs); err != nil {
 		return fmt.Errorf("manual mode for the drain: %w", err)
 	}
-	r.event("draining in manual mode at %g msg/s", r.cfg.maxRate)
+	r.event("draining in manual mode at %g msg/s", r.cfg.MaxRate)
 	sent := int(r.sent.Load())
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -61,36 +61,24 @@ import (
 )
 
 type config struct {
-	controller, consumer, sluice, rie string
-	tick                              time.Duration
-	setpoints                         [3]float64 // start, after the live edit, after the shadow's edit
-	kp, ki                            float64
-	maxRate                           float64
-	consumers                         int
-	scanRows, dataRows                int
-	live, shadow                      time.Duration
-	keep                              bool
-	logDir                            string
+	e2ekit.Flags
+	sluice       string
+	setpoints    [3]float64 // start, after the live edit, after the shadow's edit
+	kp, ki       float64
+	live, shadow time.Duration
 }
 
 func main() {
 	var c config
-	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
+	c.Declare("tune", 350_000, 400_000)
 	flag.StringVar(&c.sluice, "sluice", "bin/e2e/sluice", "the sluice command (tune --from-history, --shadow-report)")
-	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
 	flag.Float64Var(&c.setpoints[0], "setpoint", 10, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoints[1], "setpoint2", 20, "setpoint after the live phase's edit")
 	flag.Float64Var(&c.setpoints[2], "setpoint3", 12, "setpoint after the shadow phase's edit")
 	flag.Float64Var(&c.kp, "kp", 0.2, "the live loop's hand-picked kp (msg/s per point)")
 	flag.Float64Var(&c.ki, "ki", 0.05, "the live loop's hand-picked ki (msg/s per point-second; the sample PARAMS' value)")
-	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loops, messages/s")
-	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators (the mapping's maximum concurrency)")
-	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.live, "live", 200*time.Second, "length of the live phase (start-up, edit, idle, burst)")
 	flag.DurationVar(&c.shadow, "shadow", 105*time.Second, "length of the shadow phase (edit, outside load)")
-	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queue for inspection")
-	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/tune", "logs of the emulators")
 	flag.Parse()
 	r := &run{Run: e2ekit.Run{Name: "e2e-tune", Start: time.Now()}, cfg: c}
 	r.Main(15*time.Minute, r.setup, r.scenario)
@@ -124,11 +112,11 @@ func (r *run) setup() error {
 	r.table, r.instance, r.dbName = "sluice-e2etune-"+r.id, "sluice-e2etune-"+r.id, "sluice_e2etune_"+r.id
 	r.live, r.shadow = "tune-live", "tune-shadow"
 	root, _ := os.Getwd()
-	rie, err := e2ekit.FindRIE(c.rie, root)
+	rie, err := e2ekit.FindRIE(c.RIE, root)
 	if err != nil {
 		return err
 	}
-	for _, b := range []string{c.controller, c.consumer, c.sluice} {
+	for _, b := range []string{c.Controller, c.Consumer, c.sluice} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s: %w (make e2e-tune builds it)", b, err)
 		}
@@ -146,7 +134,7 @@ func (r *run) setup() error {
 		return err
 	}
 	r.store, r.hist = ddbstore.New(client, r.table), ddbhistory.New(client, r.table)
-	if !c.keep {
+	if !c.Keep {
 		r.Defer(func() {
 			client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(r.table)})
 		})
@@ -156,17 +144,17 @@ func (r *run) setup() error {
 	}
 	r.sqs = sqs.NewFromConfig(awsCfg)
 	var queueARN string
-	if r.queueURL, queueARN, err = r.CreateQueue(r.sqs, "sluice-e2etune-"+r.id, map[string]string{"VisibilityTimeout": "60"}, c.keep); err != nil {
+	if r.queueURL, queueARN, err = r.CreateQueue(r.sqs, "sluice-e2etune-"+r.id, map[string]string{"VisibilityTimeout": "60"}, c.Keep); err != nil {
 		return err
 	}
 
 	// The functions under the emulator, the stand-ins that drive them.
-	logDir := filepath.Join(c.logDir, r.id)
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: logDir,
+	logDir := filepath.Join(c.LogDir, r.id)
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: logDir,
 		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.live, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + dsn, "SLUICE_MYSQL_STATEMENT=" + statement,
 			"SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
-		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: queueARN, Region: awsCfg.Region,
+		Consumers: c.Consumers, Tick: c.Tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: queueARN, Region: awsCfg.Region,
 		OnBatch: func(b localaws.BatchResult) {
 			r.batches.Add(1)
 			r.failed.Add(int64(b.Failed))
@@ -174,8 +162,8 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	r.PublishCPU(awsCfg, sampler, r.instance, c.tick, func(cpupub.Datapoint) { r.published.Add(1) })
-	r.Logf("up: table %s, database %s, controller and %d consumers (logs in %s)", r.table, r.dbName, c.consumers, logDir)
+	r.PublishCPU(awsCfg, sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.published.Add(1) })
+	r.Logf("up: table %s, database %s, controller and %d consumers (logs in %s)", r.table, r.dbName, c.Consumers, logDir)
 	return nil
 }
 
@@ -192,7 +180,7 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
 	}
-	dsn, err := r.CreateDatabase(cfg, r.dbName, r.cfg.keep)
+	dsn, err := r.CreateDatabase(cfg, r.dbName, r.cfg.Keep)
 	if err != nil {
 		return "", nil, err
 	}
@@ -200,7 +188,7 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 		return "", nil, err
 	}
 	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: r.cfg.dataRows, ScanRows: r.cfg.scanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: r.cfg.DataRows, ScanRows: r.cfg.ScanRows}); err != nil {
 		return "", nil, err
 	}
 	find := func() (int, error) { return listener(cfg.Addr) }
@@ -213,7 +201,7 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 		return "", nil, err
 	}
 	r.res.Cores = cores
-	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", pid, cores, r.dbName, r.cfg.scanRows)
+	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", pid, cores, r.dbName, r.cfg.ScanRows)
 	return dsn, &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile),
 		Cores: cores, Now: time.Now, Find: find}, nil
 }

@@ -88,11 +88,11 @@ func (r *run) liveParams() loop.Params {
 	return loop.Params{
 		Loop: r.live, Enabled: true, Mode: loop.ModeAuto,
 		Controls: loop.Controls{Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
-			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.tick},
-		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.Tick},
+		MinRate: 3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
 }
 
@@ -184,7 +184,7 @@ func (r *run) propose(from time.Time) (proposal, error) {
 	var props [2]proposal
 	r.event("sluice tune --from-history --loop %s", r.live)
 	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
-	file := filepath.Join(r.cfg.logDir, "history-"+r.id+".json")
+	file := filepath.Join(r.cfg.LogDir, "history-"+r.id+".json")
 	if err := r.export(r.live, file, from); err != nil {
 		return proposal{}, err
 	}
@@ -241,7 +241,7 @@ func (r *run) writeShadow(proposal map[string]any) error {
 // outsideLoad runs the workload's load generator for d, about 8 points of
 // CPU from outside the loop: an unmeasured disturbance.
 func (r *run) outsideLoad(d time.Duration) error {
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.cfg.scanRows, DataRows: r.cfg.dataRows, Workers: 2}
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.cfg.ScanRows, DataRows: r.cfg.DataRows, Workers: 2}
 	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
@@ -262,8 +262,8 @@ func (r *run) shadowReport(start time.Time, since time.Duration) {
 	if err != nil || len(hist) == 0 {
 		r.Fail("the shadow loop recorded no history (%v)", err)
 	}
-	liveFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-all.json")
-	shadowFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-shadow.json")
+	liveFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-all.json")
+	shadowFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-shadow.json")
 	for _, f := range []struct {
 		loop, path string
 	}{{r.live, liveFile}, {r.shadow, shadowFile}} {
