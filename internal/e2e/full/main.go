@@ -604,32 +604,24 @@ func (r *run) drain(within time.Duration) bool {
 func (r *run) deadLetters() (n, withReason int, err error) {
 	seen := map[string]bool{}
 	bodies := map[string]bool{}
-	empty := 0
-	for empty < 3 {
-		out, err := r.sqs.ReceiveMessage(r.Ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
-			WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			return n, withReason, fmt.Errorf("receive dead letters: %w", err)
+	err = localaws.ReceiveAll(r.Ctx, r.sqs, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
+		WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}}, 3, func(m sqstypes.Message) {
+		if seen[aws.ToString(m.MessageId)] {
+			return
 		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
+		seen[aws.ToString(m.MessageId)] = true
+		if bodies[aws.ToString(m.Body)] {
+			r.res.DeadLetterCopies++
+			return
 		}
-		for _, m := range out.Messages {
-			if seen[aws.ToString(m.MessageId)] {
-				continue
-			}
-			seen[aws.ToString(m.MessageId)] = true
-			if bodies[aws.ToString(m.Body)] {
-				r.res.DeadLetterCopies++
-				continue
-			}
-			bodies[aws.ToString(m.Body)] = true
-			n++
-			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
-				withReason++
-			}
+		bodies[aws.ToString(m.Body)] = true
+		n++
+		if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
+			withReason++
 		}
+	})
+	if err != nil {
+		return n, withReason, fmt.Errorf("receive dead letters: %w", err)
 	}
 	return n, withReason, nil
 }
