@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/localaws"
 )
 
@@ -79,16 +79,11 @@ func (k *kafkaRun) consumeLambda(ctx context.Context, sc KafkaScenario, poison i
 // scenario's destination, its rate the scenario's (the safe rate: no RATE
 // item is reachable).
 func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string) (*exec.Cmd, string, error) {
-	port, err := consumers.FreePort()
+	args, port, err := harness.RIEArgs(sc.Lambda.Bootstrap)
 	if err != nil {
 		return nil, "", err
 	}
-	api, err := consumers.FreePort()
-	if err != nil {
-		return nil, "", err
-	}
-	cmd := exec.Command(sc.Lambda.RIE, "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(port),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(api), sc.Lambda.Bootstrap)
+	cmd := exec.Command(sc.Lambda.RIE, args...)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_MAX_ATTEMPTS=1", "AWS_ACCESS_KEY_ID=test",
 		"AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30",
 		"SLUICE_SAFE_RATE="+strconv.FormatFloat(sc.Rate, 'f', -1, 64), "SLUICE_KAFKA_DLT="+k.topic+".dlt",

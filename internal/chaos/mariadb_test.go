@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/chaos"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/testenv"
 )
 
@@ -20,7 +20,7 @@ func TestPrivateMariaDB(t *testing.T) {
 		}
 		t.Skip("mariadb-install-db not found")
 	}
-	port, err := consumers.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -143,7 +144,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 // a checkout whose parents are private to root (a CI clone under
 // `mktemp -d`, for one).
 func privateMariaDB(ctx context.Context, prefix string) (*MariaDB, error) {
-	port, err := consumers.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}

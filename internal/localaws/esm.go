@@ -312,3 +312,23 @@ func QueueARN(url, region string) string {
 	}
 	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, parts[len(parts)-2], parts[len(parts)-1])
 }
+
+// ReceiveAll receives with in until empties receives have come back empty,
+// passing every message to f: how a harness reads a whole queue (a dead
+// letter queue at the end of a run).
+func ReceiveAll(ctx context.Context, api SQSAPI, in *sqs.ReceiveMessageInput, empties int, f func(types.Message)) error {
+	for empty := 0; empty < empties; {
+		out, err := api.ReceiveMessage(ctx, in)
+		if err != nil {
+			return err
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range out.Messages {
+			f(m)
+		}
+	}
+	return nil
+}

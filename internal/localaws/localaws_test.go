@@ -289,3 +289,19 @@ func TestQueueARN(t *testing.T) {
 		t.Errorf("QueueARN = %q", got)
 	}
 }
+
+// ReceiveAll passes on every message, batch after batch, and stops after
+// the given number of empty receives.
+func TestReceiveAll(t *testing.T) {
+	q := &fakeSQS{msgs: messages("a", "b", "c", "d", "e")}
+	var got []string
+	err := ReceiveAll(context.Background(), q, &sqs.ReceiveMessageInput{MaxNumberOfMessages: 2}, 3, func(m types.Message) {
+		got = append(got, aws.ToString(m.Body))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "") != "abcde" || q.receives != 3+3 {
+		t.Errorf("ReceiveAll passed on %q in %d receives; want abcde in 3 receives and 3 empty ones", got, q.receives)
+	}
+}

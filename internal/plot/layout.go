@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 )
@@ -56,6 +57,20 @@ type canvas interface {
 	line(pts []point, color string, width float64, dashed bool, clip *rectangle, name string)
 	// text draws s with its baseline at y; vertical text reads bottom to top.
 	text(x, y float64, s string, size float64, a anchor, vertical bool, color string)
+	// end finishes the drawing and writes it out.
+	end() error
+}
+
+// render validates the figure, draws it on c and writes it out in format.
+func (f Figure) render(c canvas, format string) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	f.draw(c)
+	if err := c.end(); err != nil {
+		return fmt.Errorf("write %s: %w", format, err)
+	}
+	return nil
 }
 
 type rectangle struct{ x, y, w, h float64 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -167,16 +169,31 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestWriteFileSVG(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fig.svg")
-	if err := sample().WriteFile(path); err != nil {
-		t.Fatalf("WriteFile: %v", err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte("<svg")) || !bytes.HasSuffix(b, []byte("</svg>\n")) {
-		t.Errorf("WriteFile(%s) wrote %d bytes that are not a whole SVG", path, len(b))
+// WriteFile writes the format the file's extension names, whatever its
+// case.
+func TestWriteFile(t *testing.T) {
+	for name, check := range map[string]func(b []byte) error{
+		"fig.svg": func(b []byte) error {
+			if !bytes.Contains(b, []byte("<svg")) || !bytes.HasSuffix(b, []byte("</svg>\n")) {
+				return fmt.Errorf("%d bytes that are not a whole SVG", len(b))
+			}
+			return nil
+		},
+		"fig.PNG": func(b []byte) error {
+			_, err := png.Decode(bytes.NewReader(b))
+			return err
+		},
+	} {
+		path := filepath.Join(t.TempDir(), name)
+		if err := sample().WriteFile(path); err != nil {
+			t.Fatalf("WriteFile: %v", err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(b); err != nil {
+			t.Errorf("WriteFile(%s) did not write its format: %v", path, err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package plot
 
 import (
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -14,24 +13,19 @@ import (
 // WritePNG writes the figure as a PNG image: the same layout as WriteSVG,
 // with anti-aliased lines and a built-in 5x7 bitmap font.
 func (f Figure) WritePNG(w io.Writer) error {
-	if err := f.Validate(); err != nil {
-		return err
-	}
-	c := &rasterCanvas{}
-	f.draw(c)
-	if err := png.Encode(w, c.img); err != nil {
-		return fmt.Errorf("write PNG: %w", err)
-	}
-	return nil
+	return f.render(&rasterCanvas{w: w}, "PNG")
 }
 
 // rasterCanvas draws on an RGBA image.
 type rasterCanvas struct {
+	w   io.Writer
 	img *image.RGBA
 	// cov is the coverage of the polyline being drawn, so that joints and
 	// overlaps are blended once.
 	cov []float32
 }
+
+func (c *rasterCanvas) end() error { return png.Encode(c.w, c.img) }
 
 var _ canvas = (*rasterCanvas)(nil)
 

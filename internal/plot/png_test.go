@@ -5,8 +5,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -62,21 +60,6 @@ func TestWritePNG(t *testing.T) {
 	}
 	if n := countColor(img, parseColor(palette[2]), 8); n != 0 {
 		t.Errorf("PNG without the measured series has %d pixels of its color; want 0", n)
-	}
-}
-
-func TestWriteFilePNG(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fig.PNG")
-	if err := sample().WriteFile(path); err != nil {
-		t.Fatalf("WriteFile: %v", err)
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	if _, err := png.Decode(file); err != nil {
-		t.Errorf("WriteFile(%s) did not write a PNG: %v", path, err)
 	}
 }
 

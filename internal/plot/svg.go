@@ -12,25 +12,21 @@ import (
 // WriteSVG writes the figure as a standalone SVG document. Each named series
 // is a group with class "series" whose title element holds its name.
 func (f Figure) WriteSVG(w io.Writer) error {
-	if err := f.Validate(); err != nil {
-		return err
-	}
-	c := &svgCanvas{w: bufio.NewWriter(w)}
-	f.draw(c)
-	c.printf("</svg>\n")
-	if c.err == nil {
-		c.err = c.w.Flush()
-	}
-	if c.err != nil {
-		return fmt.Errorf("write SVG: %w", c.err)
-	}
-	return nil
+	return f.render(&svgCanvas{w: bufio.NewWriter(w)}, "SVG")
 }
 
 type svgCanvas struct {
 	w     *bufio.Writer
 	err   error
 	clips map[rectangle]string
+}
+
+func (c *svgCanvas) end() error {
+	c.printf("</svg>\n")
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	return c.err
 }
 
 var _ canvas = (*svgCanvas)(nil)

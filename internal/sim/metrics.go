@@ -65,11 +65,7 @@ func Measure(s Scenario, ser Series, c Counts) Metrics {
 			if e.Kind != kind {
 				continue
 			}
-			end := s.Duration
-			if i+1 < len(ev) {
-				end = ev[i+1].At
-			}
-			return settlingTime(ser, e.At, end)
+			return settlingTime(ser, e.At, s.eventEnd(ev, i))
 		}
 		return nil
 	}

@@ -37,11 +37,7 @@ func PlantChangeResponses(s Scenario, ser Series) []ChangeResponse {
 		if e.Kind != EventPlantChange {
 			continue
 		}
-		end := s.Duration
-		if i+1 < len(ev) {
-			end = ev[i+1].At
-		}
-		r := changeResponse(ser, e.At, end)
+		r := changeResponse(ser, e.At, s.eventEnd(ev, i))
 		out = append(out, r)
 	}
 	return out

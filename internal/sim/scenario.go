@@ -234,6 +234,15 @@ func (s Scenario) Events() []Event {
 	return out
 }
 
+// eventEnd is when the i-th of the scenario's events ev ends: at the next
+// event, else at the end of the run.
+func (s Scenario) eventEnd(ev []Event, i int) time.Duration {
+	if i+1 < len(ev) {
+		return ev[i+1].At
+	}
+	return s.Duration
+}
+
 // IAEBound is the error a perfect controller cannot avoid (docs/architecture.md): the
 // sum over events of |step size| x loop dead time, in point-seconds, for the
 // true plant's dead time.

@@ -140,16 +140,6 @@ func (e Env) Build(ctx context.Context, pkg, name string) (string, error) {
 	return out, nil
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Stack is the per-scenario AWS side: a RATE table and a queue with a DLQ
 // whose redrive policy moves a message after maxReceive receives.
 type Stack struct {

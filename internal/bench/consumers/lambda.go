@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
@@ -32,16 +33,11 @@ type RIE struct {
 // StartRIE starts bootstrap under the emulator with env, on free ports, and
 // waits until it accepts connections.
 func (e Env) StartRIE(ctx context.Context, bootstrap string, env map[string]string, log io.Writer) (*RIE, error) {
-	p1, err := FreePort()
+	args, p1, err := harness.RIEArgs(bootstrap)
 	if err != nil {
 		return nil, err
 	}
-	p2, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(e.RIE, "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(p1),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(p2), bootstrap)
+	cmd := exec.Command(e.RIE, args...)
 	cmd.Env = e.childEnv(env)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

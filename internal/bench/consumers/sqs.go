@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
@@ -123,23 +124,17 @@ func HasReason(m types.Message) bool {
 func DeadLetters(ctx context.Context, c *sqs.Client, url string, counted func(types.Message) bool) (map[int]int, int, error) {
 	seqs := map[int]int{}
 	n := 0
-	for empty := 0; empty < 2; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 600})
-		if err != nil {
-			return seqs, n, fmt.Errorf("receive DLQ: %w", err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		for _, m := range out.Messages {
+	err := localaws.ReceiveAll(ctx, c, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, VisibilityTimeout: 600}, 2,
+		func(m types.Message) {
 			if seq, ok := Seq([]byte(aws.ToString(m.Body))); ok {
 				seqs[seq]++
 			}
 			if counted(m) {
 				n++
 			}
-		}
+		})
+	if err != nil {
+		return seqs, n, fmt.Errorf("receive DLQ: %w", err)
 	}
 	return seqs, n, nil
 }

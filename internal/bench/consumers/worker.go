@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -76,7 +77,7 @@ type Worker struct {
 
 // StartWorker builds nothing: bin is the built worker.
 func (e Env) StartWorker(bin string, env map[string]string, log io.Writer) (*Worker, error) {
-	port, err := FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/localaws"
 )
 
@@ -56,16 +56,11 @@ type lambdaMember struct {
 
 // startLambda starts an emulator with the bootstrap and a poller invoking it.
 func (s *scenario) startLambda(name string) error {
-	port, err := consumers.FreePort()
+	args, port, err := harness.RIEArgs(s.cfg.Lambda.Bootstrap)
 	if err != nil {
 		return err
 	}
-	api, err := consumers.FreePort()
-	if err != nil {
-		return err
-	}
-	rie := exec.Command(s.cfg.Lambda.RIE, "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(port),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(api), s.cfg.Lambda.Bootstrap)
+	rie := exec.Command(s.cfg.Lambda.RIE, args...)
 	rie.Env = append(s.functionEnv(), "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "SLUICE_KAFKA_DLT="+s.topic+".dlt")
 	rie.Stdout, rie.Stderr = s.cfg.WorkerLog, s.cfg.WorkerLog
 	if err := rie.Start(); err != nil {

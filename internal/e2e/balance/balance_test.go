@@ -180,14 +180,8 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	metrics := metricReader{client: client, urls: urls}
-	ticker := time.NewTicker(tick)
-	defer ticker.Stop()
-	wait := func() {
-		select {
-		case <-ticker.C:
-		case <-ctx.Done():
-		}
-	}
+	wait, stop := ticks(ctx, tick)
+	defer stop()
 
 	// Phase 1: plain round-robin (equal weights), once the window is full.
 	for i := 0; i < 5; i++ {
@@ -289,4 +283,17 @@ func checkBalanced(t *testing.T, who string, roundRobin, pid float64, series []f
 	if pid >= roundRobin {
 		t.Errorf("%s max/avg %.3f; want below round-robin's %.3f", who, pid, roundRobin)
 	}
+}
+
+// ticks returns wait, which waits for the next tick of period or the end
+// of ctx, and stop, which stops the ticks.
+func ticks(ctx context.Context, period time.Duration) (wait, stop func()) {
+	t := time.NewTicker(period)
+	wait = func() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return wait, t.Stop
 }

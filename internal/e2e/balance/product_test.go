@@ -183,14 +183,8 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 		}
 		return balancelab.MaxAvg(u)
 	}
-	real := time.NewTicker(tick)
-	defer real.Stop()
-	wait := func() {
-		select {
-		case <-real.C:
-		case <-ctx.Done():
-		}
-	}
+	wait, stopTicks := ticks(ctx, tick)
+	defer stopTicks()
 
 	// Phase 1: no nodes in PARAMS: RATE has no weights, the picker spreads
 	// equally (round-robin).

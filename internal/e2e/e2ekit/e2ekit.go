@@ -1,7 +1,10 @@
 // Package e2ekit holds what the end-to-end harnesses (internal/e2e/full,
-// internal/e2e/replica) share: the run's skeleton (log, failures, cleanups,
-// timeout), the local stack's environment, the AWS CLI as an operator
-// uses it on PARAMS, and the orders schema the consumers write.
+// internal/e2e/replica, internal/e2e/tune) share: the run's skeleton (log,
+// failures, cleanups, timeout, the JSON line's verdict), their common
+// flags, the local stack's environment, the run's database, table and
+// queues, the functions under the RIE, the CPU publisher and record, the
+// AWS CLI as an operator uses it on PARAMS, and the orders the producers
+// send and the consumers write.
 package e2ekit
 
 import (
@@ -125,9 +128,14 @@ func SetDefaultEnv() {
 	}
 }
 
-// StartStack starts services with localstack/stack/up.sh, recording what
-// it started in rec, and defers stopping exactly that (down.sh).
+// StartStack starts services and the SQS server (ElasticMQ, or none
+// under SLUICE_SQS=moto: moto serves SQS) with localstack/stack/up.sh,
+// recording what it started in rec, and defers stopping exactly that
+// (down.sh).
 func (r *Run) StartStack(rec string, services ...string) error {
+	if !SQSOnMoto() {
+		services = append(services, "elasticmq")
+	}
 	up := exec.CommandContext(r.Ctx, "bash", append([]string{"localstack/stack/up.sh", "--record", rec}, services...)...)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
 	if err := up.Run(); err != nil {

@@ -2,12 +2,18 @@ package e2ekit
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/go-sql-driver/mysql"
+	"github.com/sluice-dev/sluice/internal/testenv"
 )
 
 // DDBJSON writes PARAMS attributes as the aws CLI takes them, nested maps
@@ -29,6 +35,7 @@ type fakeQueue struct {
 	calls  int
 	failID string // refused once
 	sent   []string
+	bodies []string
 }
 
 func (f *fakeQueue) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
@@ -45,6 +52,7 @@ func (f *fakeQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatch
 			continue
 		}
 		f.sent = append(f.sent, aws.ToString(e.Id))
+		f.bodies = append(f.bodies, aws.ToString(e.MessageBody))
 	}
 	return out, nil
 }
@@ -61,5 +69,75 @@ func TestSendEntriesRetriesRefusedEntries(t *testing.T) {
 	}
 	if q.calls != 2 || len(q.sent) != 3 || q.sent[2] != "2" {
 		t.Fatalf("calls %d, sent %v; want 2 calls, 1 3 then 2", q.calls, q.sent)
+	}
+}
+
+// Orders numbers the orders in sequence across sends and sends the seqs
+// Poison names as poison.
+func TestOrdersSendPoisonWherePoisonSays(t *testing.T) {
+	q := &fakeQueue{}
+	o := &Orders{API: q, QueueURL: "url", Poison: func(seq int64) bool { return seq%3 == 2 }}
+	for range 2 {
+		if err := o.Send(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{`{"order_id":0,"amount":0}`, `{"order_id":1,"amount":1}`, "poison 2: not JSON", `{"order_id":3,"amount":3}`}
+	if strings.Join(q.bodies, "|") != strings.Join(want, "|") || o.Sent.Load() != 4 || o.Poisoned.Load() != 1 {
+		t.Fatalf("bodies %q, sent %d, poisoned %d; want %q, 4, 1", q.bodies, o.Sent.Load(), o.Poisoned.Load(), want)
+	}
+}
+
+// What Go runs stops at the end of the run, before the cleanups deferred
+// earlier run.
+func TestGoStopsAtTheEndOfTheRun(t *testing.T) {
+	r := &Run{Ctx: context.Background()}
+	var order []string
+	r.Defer(func() { order = append(order, "earlier cleanup") })
+	r.Go(func(ctx context.Context) { <-ctx.Done(); order = append(order, "goroutine stopped") })
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	if strings.Join(order, ", ") != "goroutine stopped, earlier cleanup" {
+		t.Fatalf("order %v; want the goroutine stopped first", order)
+	}
+}
+
+// CreateDatabase creates the database on the server, returns a DSN that
+// names it, and drops it at the end of the run.
+func TestCreateDatabaseDropsItAtTheEnd(t *testing.T) {
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("sluice_e2ekit_%d", time.Now().UnixNano())
+	r := &Run{Ctx: context.Background()}
+	dsn, err := r.CreateDatabase(cfg, name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, err := mysql.ParseDSN(dsn); err != nil || own.DBName != name || cfg.DBName == name {
+		t.Fatalf("DSN %s (%v); want one naming %s, the given config unchanged", dsn, err, name)
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exists := func() bool {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	if !exists() {
+		t.Fatalf("database %s not created", name)
+	}
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	if exists() {
+		t.Fatalf("database %s still there after the run", name)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
@@ -51,9 +50,6 @@ func (r *Run) StartFunctions(f Functions) error {
 		consumers = append(consumers, ce)
 	}
 	r.Logf("emulators up: controller and %d consumers (logs in %s)", len(consumers), filepath.Clean(f.LogDir))
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
 	sched := &localaws.Scheduler{Invoker: &localaws.RIE{URL: ctl.InvokeURL}, Period: f.Tick, Clock: consume.WallClock{},
 		OnInvocation: func(inv localaws.Invocation) {
 			r.Ticks.Add(1)
@@ -62,21 +58,40 @@ func (r *Run) StartFunctions(f Functions) error {
 				r.Logf("tick error: %v", inv.Err)
 			}
 		}}
-	wg.Add(1)
-	go func() { defer wg.Done(); sched.Run(bg) }()
+	r.Go(func(ctx context.Context) { sched.Run(ctx) })
 	for _, ce := range consumers {
 		p := &localaws.Poller{API: f.SQS, Invoker: &localaws.RIE{URL: ce.InvokeURL}, QueueURL: f.QueueURL, QueueARN: f.QueueARN,
 			Region: f.Region, BatchSize: 10, Wait: time.Second, OnBatch: f.OnBatch}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(bg) }()
+		r.Go(func(ctx context.Context) { p.Run(ctx) })
 	}
 	return nil
 }
 
-// BootstrapFlags declares the flags -controller, -consumer and -rie of a
-// harness (make e2e-bootstraps builds the two bootstraps).
-func BootstrapFlags(controller, consumer, rie *string) {
-	flag.StringVar(controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
-	flag.StringVar(consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
-	flag.StringVar(rie, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+// Flags are the flags every harness has: the bootstraps and the RIE, the
+// loop's tick and max_rate, the consumers, the workload's size, -keep and
+// -log-dir.
+type Flags struct {
+	Controller, Consumer, RIE string
+	Tick                      time.Duration
+	MaxRate                   float64
+	Consumers                 int
+	ScanRows, DataRows        int
+	Keep                      bool
+	LogDir                    string
+}
+
+// Declare declares f's flags on the command line: the workload scans
+// scanRows of dataRows rows per message by default, and the emulators log
+// in .cache/e2e/<name> (make e2e-bootstraps builds the two bootstraps).
+func (f *Flags) Declare(name string, scanRows, dataRows int) {
+	flag.StringVar(&f.Controller, "controller", "bin/e2e/controller/bootstrap", "controller bootstrap (host arch)")
+	flag.StringVar(&f.Consumer, "consumer", "bin/e2e/sqs-consumer/bootstrap", "SQS consumer bootstrap (host arch)")
+	flag.StringVar(&f.RIE, "rie", "", "aws-lambda-rie (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
+	flag.DurationVar(&f.Tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
+	flag.Float64Var(&f.MaxRate, "max-rate", 60, "max_rate of the loops, messages/s")
+	flag.IntVar(&f.Consumers, "consumers", 6, "consumer emulators (the mapping's maximum concurrency)")
+	flag.IntVar(&f.ScanRows, "scan-rows", scanRows, "rows each message's aggregate reads in the database (its CPU cost)")
+	flag.IntVar(&f.DataRows, "data-rows", dataRows, "rows of the workload's data table")
+	flag.BoolVar(&f.Keep, "keep", false, "keep what the run created for inspection: database, table, queues (and a primary/replica pair it started)")
+	flag.StringVar(&f.LogDir, "log-dir", ".cache/e2e/"+name, "logs of the emulators")
 }

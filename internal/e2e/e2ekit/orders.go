@@ -5,6 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // The consumers write into a user-style schema: the application's orders
@@ -73,4 +78,56 @@ func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (
 		}
 	}
 	return stored, duplicates, missing, nil
+}
+
+// Orders sends the run's orders to a queue: {"order_id":seq,"amount":seq%97}
+// with seq 0, 1, ... in the order sent.
+type Orders struct {
+	API      QueueAPI
+	QueueURL string
+	// Poison, when set, says which seqs are sent as poison instead: a body
+	// that is not JSON.
+	Poison func(seq int64) bool
+	// Sent counts the messages sent, Poisoned the poison ones among them.
+	Sent, Poisoned atomic.Int64
+}
+
+// Send sends n orders with the next sequence numbers, retrying the
+// entries SQS did not take.
+func (o *Orders) Send(ctx context.Context, n int) error {
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for range n {
+		seq := o.Sent.Add(1) - 1
+		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
+		if o.Poison != nil && o.Poison(seq) {
+			body = fmt.Sprintf("poison %d: not JSON", seq)
+			o.Poisoned.Add(1)
+		}
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
+	}
+	return SendEntries(ctx, o.API, o.QueueURL, entries)
+}
+
+// Produce starts producers that each keep a backlog of about target
+// messages of o in its queue (KeepBacklog) until stop, which waits for
+// them; a send that fails is a failure of the run.
+func (r *Run) Produce(o *Orders, producers, target int) (stop func()) {
+	ctx, cancel := context.WithCancel(r.Ctx)
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			KeepBacklog(ctx, o.API, o.QueueURL, target, func(n int) { r.SendOrders(o, n) })
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// SendOrders sends n orders of o even as the run ends; a send that fails
+// is a failure of the run.
+func (r *Run) SendOrders(o *Orders, n int) {
+	if err := o.Send(context.WithoutCancel(r.Ctx), n); err != nil {
+		r.Fail("%v", err)
+	}
 }

@@ -31,11 +31,11 @@ func (r *run) idleBurst() {
 		r.Fail("read RATE before the burst: %v", err)
 		return
 	}
-	n := int(c.maxRate * 60)
-	r.Logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.maxRate, n)
+	n := int(c.MaxRate * 60)
+	r.Logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.MaxRate, n)
 	at := r.now()
 	for sent := 0; sent < n; sent += 10 {
-		r.sendBatch(min(10, n-sent))
+		r.SendOrders(&r.orders, min(10, n-sent))
 	}
 	r.sleepUntil(at + 2*c.phase)
 	peak := r.peakMeanCPU(at, r.now(), time.Minute)

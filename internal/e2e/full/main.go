@@ -32,14 +32,11 @@
 package main
 
 import (
-	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,15 +52,13 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
-	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -107,54 +102,34 @@ type Result struct {
 		Base      float64  `json:"base"`
 		RMSE      *float64 `json:"rmse"` // null for the documented model (no fit)
 	} `json:"model"`
-	ModelFallback bool     `json:"model_fallback"`
-	Kp            float64  `json:"kp"`
-	Ki            float64  `json:"ki"`
-	Cores         float64  `json:"cores"`
-	Seconds       float64  `json:"seconds"`
-	OK            bool     `json:"ok"`
-	Failures      []string `json:"failures"`
+	ModelFallback bool    `json:"model_fallback"`
+	Kp            float64 `json:"kp"`
+	Ki            float64 `json:"ki"`
+	Cores         float64 `json:"cores"`
+	verdict.Verdict
 }
 
 type config struct {
-	controller, consumer, rie string
-	tick                      time.Duration
-	setpoint, setpoint2       float64
-	maxRate                   float64
-	consumers                 int
-	scanRows, dataRows        int
-	phase                     time.Duration
-	keep                      bool
-	pid                       int
-	logDir                    string
-	root                      string
+	e2ekit.Flags
+	setpoint, setpoint2 float64
+	phase               time.Duration
+	pid                 int
+	root                string
 }
 
 func main() {
 	var c config
-	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
-	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and metric period")
+	c.Declare("full", 350_000, 400_000)
 	flag.Float64Var(&c.setpoint, "setpoint", 20, "initial CPU setpoint, percent")
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
-	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
-	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators (the mapping's maximum concurrency)")
-	flag.IntVar(&c.scanRows, "scan-rows", 350_000, "rows each message's aggregate reads (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 400_000, "rows of the workload's data table")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
 	flag.IntVar(&c.pid, "mariadb-pid", 0, "pid of the MariaDB server of SLUICE_MYSQL_DSN (default: the listener on its port)")
-	flag.BoolVar(&c.keep, "keep", false, "keep the database, table and queues for inspection")
-	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/full", "logs of the emulators")
 	flag.Parse()
 	root, _ := os.Getwd()
 	c.root = root
 	r := &run{Run: e2ekit.Run{Name: "e2e", Start: time.Now()}, cfg: c}
-	code := r.Main(25*time.Minute, r.setup, r.scenario)
-	r.res.Failures = append([]string{}, r.Failures...)
-	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
-	r.res.OK = code == 0
-	b, _ := json.Marshal(r.res)
-	fmt.Println(string(b))
-	os.Exit(code)
+	r.Main(25*time.Minute, r.setup, r.scenario)
+	os.Exit(r.Report(&r.res, &r.res.Verdict))
 }
 
 type run struct {
@@ -175,11 +150,10 @@ type run struct {
 	ddb      *dynamodb.Client
 	sqs      *sqs.Client
 	sampler  *cpupub.Sampler
+	orders   e2ekit.Orders // one in 50 poison
 
 	mu      sync.Mutex
 	cpu     []cpuPoint // 1-s CPU of mariadbd
-	sent    atomic.Int64
-	poison  atomic.Int64
 	batches atomic.Int64
 	failed  atomic.Int64
 	points  atomic.Int64
@@ -200,25 +174,18 @@ func (r *run) setup() error {
 
 	// 1. The stack: moto, the SQS server and MariaDB, stopping at the end
 	// only what this run started.
-	rec := filepath.Join(c.logDir, "stack-started-"+r.id)
-	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+	rec := filepath.Join(c.LogDir, "stack-started-"+r.id)
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return err
 	}
-	services := []string{"moto", "mariadb", "rie"}
-	if !e2ekit.SQSOnMoto() {
-		services = append(services, "elasticmq")
-	}
-	if err := r.StartStack(rec, services...); err != nil {
+	if err := r.StartStack(rec, "moto", "mariadb", "rie"); err != nil {
 		return err
 	}
-	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
-	if c.rie != "" {
-		rie, err = c.rie, nil
-	}
+	rie, err := e2ekit.FindRIE(c.RIE, c.root)
 	if err != nil {
 		return err
 	}
-	for _, b := range []string{c.controller, c.consumer} {
+	for _, b := range []string{c.Controller, c.Consumer} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("bootstrap %s: %w (make e2e builds it)", b, err)
 		}
@@ -230,30 +197,15 @@ func (r *run) setup() error {
 	if err != nil {
 		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
 	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
+	if r.dsn, err = r.CreateDatabase(cfg, r.dbName, c.Keep); err != nil {
 		return err
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
-		return fmt.Errorf("create database %s: %w", r.dbName, err)
-	}
-	if !c.keep {
-		r.Defer(func() {
-			if db, err := sql.Open("mysql", cfg.FormatDSN()); err == nil {
-				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
-				db.Close()
-			}
-		})
-	}
-	cfg.DBName = r.dbName
-	r.dsn = cfg.FormatDSN()
 	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
 		return err
 	}
 	r.db.SetMaxOpenConns(16)
 	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
 		return err
 	}
 	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
@@ -263,7 +215,7 @@ func (r *run) setup() error {
 		return err
 	}
 	r.res.Cores = r.sampler.Cores
-	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.scanRows)
+	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.ScanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
 	awsCfg, err := awsconf.Load(r.Ctx)
@@ -272,46 +224,20 @@ func (r *run) setup() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
-	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
-	if out, err := initScript.CombinedOutput(); err != nil {
-		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
-	}
-	// The init script's default loop stays disabled here: only this run's
-	// loop ticks.
-	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
-		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, c.Keep); err != nil {
 		return err
 	}
-	if !c.keep {
-		r.Defer(func() { e2ekit.AWS(r.Ctx, "dynamodb", "delete-table", "--table-name", r.table) })
-	}
-	dlq, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-dlq-" + r.id)})
-	if err != nil {
-		return fmt.Errorf("create dead-letter queue: %w", err)
-	}
-	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	dlqARN, err := localaws.LookupQueueARN(r.Ctx, r.sqs, r.dlqURL)
-	if err != nil {
+	var dlqARN string
+	if r.dlqURL, dlqARN, err = r.CreateQueue(r.sqs, "sluice-e2e-dlq-"+r.id, nil, c.Keep); err != nil {
 		return err
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
-	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}})
-	if err != nil {
-		return fmt.Errorf("create queue: %w", err)
-	}
-	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
+	if r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-"+r.id,
+		map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}, c.Keep); err != nil {
 		return err
 	}
-	if !c.keep {
-		r.Defer(func() {
-			ctx := context.Background()
-			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
-			r.sqs.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(r.dlqURL)})
-		})
-	}
+	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
+	r.orders.Poison = func(seq int64) bool { return seq%50 == 49 }
 
 	// 4. Identify the database and tune the loop from the model.
 	params, err := r.tune()
@@ -324,11 +250,11 @@ func (r *run) setup() error {
 
 	// 5. The functions under the emulator, and the stand-ins: schedule,
 	// event source mapping.
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
 		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn, "SLUICE_DLQ_URL=" + r.dlqURL,
 			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
-		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		Consumers: c.Consumers, Tick: c.Tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
 		OnBatch: func(b localaws.BatchResult) {
 			r.batches.Add(1)
 			r.failed.Add(int64(b.Failed))
@@ -338,15 +264,15 @@ func (r *run) setup() error {
 	}
 
 	// 6. The CPU publisher, and the 1-s CPU record the checks use.
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
-	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
-		Period: c.tick, Clock: consume.WallClock{}, OnDatapoint: func(cpupub.Datapoint) { r.points.Add(1) }}
-	wg.Add(1)
-	go func() { defer wg.Done(); pub.Run(bg) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.points.Add(1) })
+	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
+		r.mu.Lock()
+		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})
+		r.mu.Unlock()
+	}, func(gap time.Duration) {
+		r.stalls.Add(1)
+		r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
+	})
 	return nil
 }
 
@@ -365,30 +291,6 @@ func (r *run) mariadbPID() (int, error) {
 		return pid, nil
 	}
 	return cpupub.Named("mariadbd")()
-}
-
-// recordCPU samples MariaDB's CPU every second.
-func (r *run) recordCPU(ctx context.Context) {
-	prev, err := r.sampler.Sample()
-	if err != nil {
-		return
-	}
-	e2ekit.Every(ctx, time.Second, func() {
-		cur, err := r.sampler.Sample()
-		if err != nil {
-			return
-		}
-		if gap := cur.At.Sub(prev.At); gap > 3*time.Second {
-			r.stalls.Add(1)
-			r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
-		}
-		if u, err := r.sampler.Utilization(prev, cur); err == nil {
-			r.mu.Lock()
-			r.cpu = append(r.cpu, cpuPoint{t: cur.At.Sub(r.Start), cpu: u})
-			r.mu.Unlock()
-		}
-		prev = cur
-	})
 }
 
 // meanCPU is the mean CPU over [from, to) since the start.
@@ -428,12 +330,12 @@ func (r *run) tune() (loop.Params, error) {
 		r.res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
 	}
 	r.Logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
-	if top := m.Output(c.maxRate); top < c.setpoint+15 {
-		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.maxRate, top)
+	if top := m.Output(c.MaxRate); top < c.setpoint+15 {
+		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.MaxRate, top)
 	}
 	// The loop as the lab sees it: the controller reads a datapoint of one
 	// tick's period, published at the period's end, at a tick.
-	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.setpoint, MaxRate: c.maxRate}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.setpoint, MaxRate: c.MaxRate}
 	loopModel := tuning.LoopModel(m, s.PipelineDelay())
 	g, err := tuning.Tune(loopModel, tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {
@@ -447,10 +349,10 @@ func (r *run) tune() (loop.Params, error) {
 			AntiWindup: control.AntiWindupConditional, SetpointFilter: lab.SetpointFilter(loopModel).Round(time.Second),
 			DelayAware: true},
 		Feedforward: &ff,
-		MinRate:     3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate:     3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
 	if p.SetpointFilter < time.Second {
 		p.SetpointFilter = time.Second
@@ -487,7 +389,7 @@ func (r *run) identify() (ident.Result, error) {
 			r.Logf("step test %d: %v", attempt, err)
 			continue
 		}
-		if f, err := os.Create(filepath.Join(r.cfg.logDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
+		if f, err := os.Create(filepath.Join(r.cfg.LogDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
 			ident.WriteCSV(f, d)
 			f.Close()
 		}
@@ -506,15 +408,14 @@ func (r *run) identify() (ident.Result, error) {
 
 // status reads PARAMS_STATUS.
 func (r *run) status() (status, reason string, err error) {
-	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "PARAMS_STATUS"}}})
+	item, err := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "PARAMS_STATUS")
 	if err != nil {
 		return "", "", fmt.Errorf("read PARAMS_STATUS: %w", err)
 	}
-	if v, ok := out.Item["status"].(*ddbtypes.AttributeValueMemberS); ok {
+	if v, ok := item["status"].(*ddbtypes.AttributeValueMemberS); ok {
 		status = v.Value
 	}
-	if v, ok := out.Item["reason"].(*ddbtypes.AttributeValueMemberS); ok {
+	if v, ok := item["reason"].(*ddbtypes.AttributeValueMemberS); ok {
 		reason = v.Value
 	}
 	return status, reason, nil
@@ -535,31 +436,6 @@ func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
 
 func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 
-// produce keeps a backlog of about target messages in the queue until ctx
-// ends: the producers always outpace the loop, so the rate is the loop's.
-// One message in 50 is poison (not JSON).
-func (r *run) produce(ctx context.Context, target int) {
-	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
-}
-
-// sendBatch sends n messages with the next sequence numbers, retrying the
-// entries SQS did not take.
-func (r *run) sendBatch(n int) {
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for range n {
-		seq := r.sent.Add(1) - 1
-		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
-		if seq%50 == 49 {
-			body = fmt.Sprintf("poison %d: not JSON", seq)
-			r.poison.Add(1)
-		}
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
-	}
-	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
-		r.Fail("%v", err)
-	}
-}
-
 func (r *run) scenario() error {
 	c := r.cfg
 	p := c.phase
@@ -568,13 +444,9 @@ func (r *run) scenario() error {
 	// it [4.5p, 5.5p); invalid edit at 4.5p; then the drain.
 	t0 := r.now()
 	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
-	prodCtx, stopProd := context.WithCancel(r.Ctx)
-	var pwg sync.WaitGroup
-	for range 2 {
-		pwg.Add(1)
-		go func() { defer pwg.Done(); r.produce(prodCtx, 200) }()
-	}
-	defer func() { stopProd(); pwg.Wait() }()
+	// The producers always outpace the loop, so the rate is the loop's.
+	stopProd := r.Produce(&r.orders, 2, 200)
+	defer stopProd()
 	r.Logf("producing; setpoint %g %%", c.setpoint)
 
 	r.sleepUntil(at(2))
@@ -582,7 +454,7 @@ func (r *run) scenario() error {
 	r.res.MeanCPUBeforeEdit = round(before)
 	// The disturbance: the load generator sized to add about 8 points.
 	qps := 8 / r.res.Model.Gain
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.scanRows, DataRows: c.dataRows, Workers: 2}
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
 	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
@@ -605,7 +477,7 @@ func (r *run) scenario() error {
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", `{"N":"150"}`); err != nil {
 		return err
 	}
-	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.tick)
+	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.Tick)
 	r.res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
 	r.res.InvalidEditReason = reason
 	if !r.res.InvalidEditRefused {
@@ -623,17 +495,13 @@ func (r *run) scenario() error {
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return err
 	}
-	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.tick); !ok {
+	if _, ok := r.waitStatus(loop.StatusApplied, 4*c.Tick); !ok {
 		r.Fail("the valid PARAMS restored after the refused edit was not applied")
 	}
 	stopProd()
-	pwg.Wait()
 	r.idleBurst() // the idle phase and the burst (idleburst.go)
-	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.sent.Load(), r.poison.Load(), c.maxRate)
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
-		return err
-	}
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
+	r.Logf("producers stopped: %d sent (%d poison); draining in manual mode at %g msg/s", r.orders.Sent.Load(), r.orders.Poisoned.Load(), c.MaxRate)
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.MaxRate); err != nil {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
@@ -647,13 +515,13 @@ func (r *run) scenario() error {
 	r.res.DisturbancePP = round(dist - before)
 
 	// Checks.
-	r.res.Sent = int(r.sent.Load())
+	r.res.Sent = int(r.orders.Sent.Load())
 	var err error
 	r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.res.Sent, r.poisonSeqs())
 	if err != nil {
 		return err
 	}
-	r.res.Poison = int(r.poison.Load())
+	r.res.Poison = int(r.orders.Poisoned.Load())
 	dl, withReason, err := r.deadLetters()
 	if err != nil {
 		return err
@@ -698,7 +566,7 @@ func (r *run) maxCPU() float64 {
 
 func (r *run) poisonSeqs() map[int]bool {
 	skip := map[int]bool{}
-	for seq := 49; seq < int(r.sent.Load()); seq += 50 {
+	for seq := 49; seq < int(r.orders.Sent.Load()); seq += 50 {
 		skip[seq] = true
 	}
 	return skip
@@ -709,7 +577,7 @@ func (r *run) poisonSeqs() map[int]bool {
 // have messages in flight in an invocation.
 func (r *run) drain(within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	sent := int(r.sent.Load())
+	sent := int(r.orders.Sent.Load())
 	for time.Now().Before(deadline) {
 		var stored int
 		err := r.db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM orders").Scan(&stored)
@@ -736,32 +604,24 @@ func (r *run) drain(within time.Duration) bool {
 func (r *run) deadLetters() (n, withReason int, err error) {
 	seen := map[string]bool{}
 	bodies := map[string]bool{}
-	empty := 0
-	for empty < 3 {
-		out, err := r.sqs.ReceiveMessage(r.Ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
-			WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			return n, withReason, fmt.Errorf("receive dead letters: %w", err)
+	err = localaws.ReceiveAll(r.Ctx, r.sqs, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.dlqURL), MaxNumberOfMessages: 10,
+		WaitTimeSeconds: 1, VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}}, 3, func(m sqstypes.Message) {
+		if seen[aws.ToString(m.MessageId)] {
+			return
 		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
+		seen[aws.ToString(m.MessageId)] = true
+		if bodies[aws.ToString(m.Body)] {
+			r.res.DeadLetterCopies++
+			return
 		}
-		for _, m := range out.Messages {
-			if seen[aws.ToString(m.MessageId)] {
-				continue
-			}
-			seen[aws.ToString(m.MessageId)] = true
-			if bodies[aws.ToString(m.Body)] {
-				r.res.DeadLetterCopies++
-				continue
-			}
-			bodies[aws.ToString(m.Body)] = true
-			n++
-			if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
-				withReason++
-			}
+		bodies[aws.ToString(m.Body)] = true
+		n++
+		if a, ok := m.MessageAttributes[sqsqueue.ReasonAttribute]; ok && strings.Contains(aws.ToString(a.StringValue), "malformed") {
+			withReason++
 		}
+	})
+	if err != nil {
+		return n, withReason, fmt.Errorf("receive dead letters: %w", err)
 	}
 	return n, withReason, nil
 }

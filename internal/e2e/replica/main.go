@@ -32,7 +32,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -46,7 +45,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -54,12 +52,9 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
-	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
-	"github.com/sluice-dev/sluice/internal/localaws"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // Result is the JSON last line.
@@ -80,28 +75,26 @@ type Result struct {
 	// took over for good (the last switch to lag: it limits from there to
 	// the end), LagLimitingShare the share of the readings since it first
 	// limited where it did (-1: never).
-	LimitingSwitches  int      `json:"limiting_switches"`
-	FirstLagLimitingS float64  `json:"first_lag_limiting_s"`
-	LagLimitingAtS    float64  `json:"lag_limiting_at_s"`
-	LagLimitingShare  float64  `json:"lag_limiting_share"`
-	MeanRateSettled   float64  `json:"mean_rate_after_settle"`
-	Sent              int      `json:"sent"`
-	Stored            int      `json:"stored"`
-	ReplicaStored     int      `json:"replica_stored"`
-	Missing           int      `json:"missing"`
-	Duplicates        int      `json:"duplicates"`
-	PrimaryCapacity   float64  `json:"primary_write_capacity"`
-	ReplicaCapacity   float64  `json:"replica_apply_capacity"`
-	ReplicaUncapped   float64  `json:"replica_apply_capacity_uncapped"`
-	ReplicaCPULimit   float64  `json:"replica_cpu_limit"`
-	CPUGain           float64  `json:"cpu_gain"`
-	Lines             int      `json:"lines_per_order"`
-	Ticks             int      `json:"ticks"`
-	TickErrors        int      `json:"tick_errors"`
-	Gains             gains    `json:"gains"`
-	Seconds           float64  `json:"seconds"`
-	OK                bool     `json:"ok"`
-	Failures          []string `json:"failures"`
+	LimitingSwitches  int     `json:"limiting_switches"`
+	FirstLagLimitingS float64 `json:"first_lag_limiting_s"`
+	LagLimitingAtS    float64 `json:"lag_limiting_at_s"`
+	LagLimitingShare  float64 `json:"lag_limiting_share"`
+	MeanRateSettled   float64 `json:"mean_rate_after_settle"`
+	Sent              int     `json:"sent"`
+	Stored            int     `json:"stored"`
+	ReplicaStored     int     `json:"replica_stored"`
+	Missing           int     `json:"missing"`
+	Duplicates        int     `json:"duplicates"`
+	PrimaryCapacity   float64 `json:"primary_write_capacity"`
+	ReplicaCapacity   float64 `json:"replica_apply_capacity"`
+	ReplicaUncapped   float64 `json:"replica_apply_capacity_uncapped"`
+	ReplicaCPULimit   float64 `json:"replica_cpu_limit"`
+	CPUGain           float64 `json:"cpu_gain"`
+	Lines             int     `json:"lines_per_order"`
+	Ticks             int     `json:"ticks"`
+	TickErrors        int     `json:"tick_errors"`
+	Gains             gains   `json:"gains"`
+	verdict.Verdict
 }
 
 type gains struct {
@@ -115,51 +108,36 @@ type gains struct {
 }
 
 type config struct {
-	controller, consumer, rie string
-	tick                      time.Duration
-	lagSetpoint, lagBand      float64
-	cpuSetpoint, maxRate      float64
-	replicaCPU, slew, tauC    float64
-	lagKd                     float64
-	lagAW                     string
-	consumers, lines          int
-	scanRows, dataRows        int
-	duration, settle          time.Duration
-	keep                      bool
-	logDir, root              string
+	e2ekit.Flags
+	lagSetpoint, lagBand   float64
+	cpuSetpoint            float64
+	replicaCPU, slew, tauC float64
+	lagKd                  float64
+	lagAW                  string
+	lines                  int
+	duration, settle       time.Duration
+	root                   string
 }
 
 func main() {
 	var c config
-	e2ekit.BootstrapFlags(&c.controller, &c.consumer, &c.rie)
-	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
+	c.Declare("replica", 60_000, 100_000)
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
-	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
 	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
 	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
-	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
-	flag.IntVar(&c.scanRows, "scan-rows", 60_000, "rows each order's aggregate reads on the primary (its CPU cost)")
-	flag.IntVar(&c.dataRows, "data-rows", 100_000, "rows of the workload's data table")
 	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
-	flag.BoolVar(&c.keep, "keep", false, "keep the database, table, queue and the primary/replica pair running")
-	flag.StringVar(&c.logDir, "log-dir", ".cache/e2e/replica", "logs of the emulators")
 	flag.Parse()
 	c.root, _ = os.Getwd()
 	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
-	code := r.Main(15*time.Minute, r.setup, r.scenario)
-	r.res.Failures = append([]string{}, r.Failures...)
-	r.res.Seconds = math.Round(time.Since(r.Start).Seconds())
-	r.res.OK = code == 0
-	b, _ := json.Marshal(r.res)
-	fmt.Println(string(b))
-	os.Exit(code)
+	r.Main(15*time.Minute, r.setup, r.scenario)
+	os.Exit(r.Report(&r.res, &r.res.Verdict))
 }
 
 type run struct {
@@ -174,6 +152,7 @@ type run struct {
 	ddb                                 *dynamodb.Client
 	sqs                                 *sqs.Client
 	sampler                             *cpupub.Sampler
+	orders                              e2ekit.Orders
 
 	mu       sync.Mutex
 	cpu      []point // 1-s CPU of the primary
@@ -184,7 +163,6 @@ type run struct {
 	baseCPU float64
 	// settledFor is how long the run lasted after settling.
 	settledFor time.Duration
-	sent       atomic.Int64
 }
 
 type point struct {
@@ -224,7 +202,7 @@ func (r *run) setup() error {
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
 	r.dbName = "sluice_replica_" + r.id
-	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return err
 	}
 	if err := r.startStack(); err != nil {
@@ -245,18 +223,14 @@ func (r *run) setup() error {
 // startStack starts moto, the SQS server, the RIE, and the primary/replica
 // pair, each stopped at the end only if this run started it.
 func (r *run) startStack() error {
-	services := []string{"moto", "rie"}
-	if !e2ekit.SQSOnMoto() {
-		services = append(services, "elasticmq")
-	}
-	if err := r.StartStack(filepath.Join(r.cfg.logDir, "stack-started-"+r.id), services...); err != nil {
+	if err := r.StartStack(filepath.Join(r.cfg.LogDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
 		return err
 	}
 	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
 	if err := r.stack("replica.sh", nil, "start"); err != nil {
 		return err
 	}
-	if !running && !r.cfg.keep {
+	if !running && !r.cfg.Keep {
 		r.Defer(func() {
 			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
 			down.Stdout, down.Stderr = os.Stderr, os.Stderr
@@ -271,11 +245,13 @@ func (r *run) startStack() error {
 	return nil
 }
 
-func dsn(addr, db string) string {
+// server is how the harness logs in to the MariaDB server at addr, no
+// database named.
+func server(addr string) *mysql.Config {
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "sluice", "sluice", "tcp", addr, db
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = "sluice", "sluice", "tcp", addr
 	cfg.ParseTime = true
-	return cfg.FormatDSN()
+	return cfg
 }
 
 // setupDatabases creates the run's database on the primary (it
@@ -284,45 +260,30 @@ func dsn(addr, db string) string {
 // sampler.
 func (r *run) setupDatabases() error {
 	c := r.cfg
-	admin, err := sql.Open("mysql", dsn(primaryAddr, ""))
-	if err != nil {
-		return err
+	var err error
+	if r.dsn, err = r.CreateDatabase(server(primaryAddr), r.dbName, c.Keep); err != nil {
+		return fmt.Errorf("the primary: %w", err)
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(r.Ctx, "CREATE DATABASE "+r.dbName); err != nil {
-		return fmt.Errorf("create database %s on the primary: %w", r.dbName, err)
-	}
-	if !c.keep {
-		r.Defer(func() {
-			if db, err := sql.Open("mysql", dsn(primaryAddr, "")); err == nil {
-				db.Exec("DROP DATABASE IF EXISTS " + r.dbName)
-				db.Close()
-			}
-		})
-	}
-	r.dsn = dsn(primaryAddr, r.dbName)
 	if r.primary, err = sql.Open("mysql", r.dsn); err != nil {
 		return err
 	}
 	r.primary.SetMaxOpenConns(16)
 	r.Defer(func() { r.primary.Close() })
-	if r.replica, err = sql.Open("mysql", dsn(replicaAddr, r.dbName)); err != nil {
+	replicaDB := server(replicaAddr)
+	replicaDB.DBName = r.dbName
+	if r.replica, err = sql.Open("mysql", replicaDB.FormatDSN()); err != nil {
 		return err
 	}
 	r.replica.SetMaxOpenConns(4)
 	r.Defer(func() { r.replica.Close() })
-	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.dataRows, ScanRows: c.scanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.primary, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
 		return err
 	}
 	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
 	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
-	wg.Add(1)
-	go func() { defer wg.Done(); hb.Run(bg) }()
+	r.Go(func(ctx context.Context) { hb.Run(ctx) })
 	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
 		return fmt.Errorf("the replica did not load the schema: %w", err)
 	}
@@ -340,9 +301,8 @@ func (r *run) setupDatabases() error {
 		return fmt.Errorf("the lag exporter (Prometheus scrapes %s): %w", lagExporterAdr, err)
 	}
 	srv := &http.Server{Handler: exp}
-	wg.Add(2)
-	go func() { defer wg.Done(); exp.Run(bg) }()
-	go func() { defer wg.Done(); srv.Serve(ln) }()
+	r.Go(func(ctx context.Context) { exp.Run(ctx) })
+	r.Go(func(context.Context) { srv.Serve(ln) })
 	r.Defer(func() { srv.Close() })
 
 	_, port, _ := strings.Cut(primaryAddr, ":")
@@ -355,8 +315,11 @@ func (r *run) setupDatabases() error {
 		return err
 	}
 	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
-	wg.Add(1)
-	go func() { defer wg.Done(); r.recordCPU(bg) }()
+	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
+		r.mu.Lock()
+		r.cpu = append(r.cpu, point{t: at.Sub(r.Start), v: u})
+		r.mu.Unlock()
+	}, nil)
 	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
 	return nil
 }
@@ -378,26 +341,6 @@ func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
 		r.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("still behind after %v: %v", within, last)
-}
-
-// recordCPU samples the primary's CPU every second.
-func (r *run) recordCPU(ctx context.Context) {
-	prev, err := r.sampler.Sample()
-	if err != nil {
-		return
-	}
-	e2ekit.Every(ctx, time.Second, func() {
-		cur, err := r.sampler.Sample()
-		if err != nil {
-			return
-		}
-		if u, err := r.sampler.Utilization(prev, cur); err == nil {
-			r.mu.Lock()
-			r.cpu = append(r.cpu, point{t: cur.At.Sub(r.Start), v: u})
-			r.mu.Unlock()
-		}
-		prev = cur
-	})
 }
 
 // measureCapacity measures, with n orders of negative ids written by as
@@ -431,7 +374,7 @@ func (r *run) measureCapacity(n int) error {
 	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
 		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
 	r.Logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
-		r.res.PrimaryCapacity, r.cfg.consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
+		r.res.PrimaryCapacity, r.cfg.Consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
 	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
 		return err
 	}
@@ -457,7 +400,7 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var werr atomic.Value
-	for range r.cfg.consumers {
+	for range r.cfg.Consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -539,33 +482,12 @@ func (r *run) setupAWS() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	initScript := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
-	initScript.Env = append(os.Environ(), "SLUICE_TABLE="+r.table, "SLUICE_LOOP=placeholder-"+r.id, "SLUICE_DB_INSTANCE="+r.instance)
-	if out, err := initScript.CombinedOutput(); err != nil {
-		return fmt.Errorf("10-controller.sh: %w: %s", err, out)
-	}
-	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key("placeholder-"+r.id, "PARAMS"),
-		"--update-expression", "SET enabled = :f", "--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, r.cfg.Keep); err != nil {
 		return err
 	}
-	if !r.cfg.keep {
-		r.Defer(func() { e2ekit.AWS(context.Background(), "dynamodb", "delete-table", "--table-name", r.table) })
-	}
-	q, err := r.sqs.CreateQueue(r.Ctx, &sqs.CreateQueueInput{QueueName: aws.String("sluice-e2e-replica-" + r.id),
-		Attributes: map[string]string{"VisibilityTimeout": "60"}})
-	if err != nil {
-		return fmt.Errorf("create queue: %w", err)
-	}
-	r.queueURL = aws.ToString(q.QueueUrl)
-	if r.queueARN, err = localaws.LookupQueueARN(r.Ctx, r.sqs, r.queueURL); err != nil {
-		return err
-	}
-	if !r.cfg.keep {
-		r.Defer(func() {
-			r.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(r.queueURL)})
-		})
-	}
-	return nil
+	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.cfg.Keep)
+	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
+	return err
 }
 
 // startLoop writes PARAMS and starts the controller and consumer
@@ -576,10 +498,7 @@ func (r *run) startLoop() error {
 	if err := r.putParams(); err != nil {
 		return err
 	}
-	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(c.root, ".cache/bin/aws-lambda-rie"))
-	if c.rie != "" {
-		rie, err = c.rie, nil
-	}
+	rie, err := e2ekit.FindRIE(c.RIE, c.root)
 	if err != nil {
 		return err
 	}
@@ -587,35 +506,29 @@ func (r *run) startLoop() error {
 	if err != nil {
 		return err
 	}
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.controller, Consumer: c.consumer, LogDir: filepath.Join(c.logDir, r.id),
+	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
 		Env:           []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ControllerEnv: []string{"SLUICE_PROMETHEUS_URL=" + prometheusURL},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn,
 			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=3", "SLUICE_RATE_PERIOD=1s"},
-		Consumers: c.consumers, Tick: c.tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
+		Consumers: c.Consumers, Tick: c.Tick, SQS: r.sqs, QueueURL: r.queueURL, QueueARN: r.queueARN, Region: awsCfg.Region,
 	})
 	if err != nil {
 		return err
 	}
-	bg, stop := context.WithCancel(r.Ctx)
-	var wg sync.WaitGroup
-	r.Defer(func() { stop(); wg.Wait() })
-	pub := &cpupub.Publisher{CPU: r.sampler, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: r.instance,
-		Period: c.tick, Clock: consume.WallClock{}}
-	wg.Add(2)
-	go func() { defer wg.Done(); pub.Run(bg) }()
-	go func() { defer wg.Done(); r.recordState(bg) }()
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, nil)
+	r.Go(r.recordState)
 	return nil
 }
 
 // recordState reads STATE's limiting signal and RATE every second.
 func (r *run) recordState(ctx context.Context) {
 	e2ekit.Every(ctx, time.Second, func() {
-		st, err := r.item("STATE")
+		st, err := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "STATE")
 		if err != nil {
 			return
 		}
-		rate, _ := r.item("RATE")
+		rate, _ := e2ekit.Item(r.Ctx, r.ddb, r.table, r.loopID, "RATE")
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
@@ -627,13 +540,4 @@ func (r *run) recordState(ctx context.Context) {
 			r.rate = append(r.rate, point{t: r.now(), v: x})
 		}
 	})
-}
-
-func (r *run) item(sk string) (map[string]ddbtypes.AttributeValue, error) {
-	out, err := r.ddb.GetItem(r.Ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: r.loopID}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}})
-	if err != nil {
-		return nil, err
-	}
-	return out.Item, nil
 }

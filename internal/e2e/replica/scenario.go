@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
-	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
@@ -39,10 +34,10 @@ func (r *run) params() (loop.Params, error) {
 		// Reachable, so that the CPU limits first, at 1.6 times the rate
 		// the replica keeps up with (never above 90 % of max_rate);
 		// out of reach while the lag limits.
-		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.maxRate)))
+		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.MaxRate)))
 		r.cfg.cpuSetpoint = c.cpuSetpoint
 	}
-	s := sim.Scenario{Plant: m, MetricPeriod: c.tick, MetricDelay: c.tick, Tick: c.tick, Setpoint: c.cpuSetpoint, MaxRate: c.maxRate}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.cpuSetpoint, MaxRate: c.MaxRate}
 	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {
 		return loop.Params{}, fmt.Errorf("tune the CPU: %w", err)
@@ -54,7 +49,7 @@ func (r *run) params() (loop.Params, error) {
 	// second each (theta). SIMC for an integrating process: Kc = 1/(k'
 	// (tau_c + theta)), Ti = 4 (tau_c + theta); tau_c = 2 theta by default
 	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
-	theta := c.tick.Seconds() + 2
+	theta := c.Tick.Seconds() + 2
 	tauC := c.tauC * theta
 	lagKp := r.res.ReplicaCapacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
@@ -80,16 +75,16 @@ func (r *run) params() (loop.Params, error) {
 		// No demand cap: the run is about the signals (its producers keep a
 		// backlog anyway).
 		DemandHeadroom: 0,
-		MinRate:        3, MaxRate: c.maxRate, SlewLimit: slew, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+		MinRate:        3, MaxRate: c.MaxRate, SlewLimit: slew, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{
 			Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
+				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
 			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindup(c.lagAW)},
 			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
-				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
+				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		}},
 	}
 	if err := p.Validate(); err != nil {
@@ -112,36 +107,12 @@ func (r *run) putParams() error {
 	return e2ekit.PutParams(r.Ctx, r.table, p)
 }
 
-// produce keeps a backlog of about target messages in the queue until ctx
-// ends: the producers outpace the loop, so the rate is the loop's.
-func (r *run) produce(ctx context.Context, target int) {
-	e2ekit.KeepBacklog(ctx, r.sqs, r.queueURL, target, r.sendBatch)
-}
-
-// sendBatch sends n orders with the next sequence numbers, retrying the
-// entries SQS did not take.
-func (r *run) sendBatch(n int) {
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for range n {
-		seq := r.sent.Add(1) - 1
-		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(body)})
-	}
-	if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
-		r.Fail("%v", err)
-	}
-}
-
 func (r *run) scenario() error {
 	c := r.cfg
 	t0 := r.now()
-	prodCtx, stopProd := context.WithCancel(r.Ctx)
-	var pwg sync.WaitGroup
-	for range 2 {
-		pwg.Add(1)
-		go func() { defer pwg.Done(); r.produce(prodCtx, 300) }()
-	}
-	defer func() { stopProd(); pwg.Wait() }()
+	// The producers outpace the loop, so the rate is the loop's.
+	stopProd := r.Produce(&r.orders, 2, 300)
+	defer stopProd()
 	r.Logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
 	for r.now() < t0+c.duration && r.Ctx.Err() == nil {
 		r.Sleep(15 * time.Second)
@@ -158,21 +129,17 @@ func (r *run) scenario() error {
 			rate = r.rate[n-1].v
 		}
 		r.mu.Unlock()
-		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.sent.Load())
+		r.Logf("limiting %q, rate %.1f msg/s, lag %.1f s, %d sent", lim, rate, lag, r.orders.Sent.Load())
 	}
 	end := r.now()
 	stopProd()
-	pwg.Wait()
 	r.analyse(end)
 
 	// Drain at max_rate, then let the replica catch up.
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
+	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.MaxRate); err != nil {
 		return err
 	}
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "mode", `{"S":"manual"}`); err != nil {
-		return err
-	}
-	sent := int(r.sent.Load())
+	sent := int(r.orders.Sent.Load())
 	r.res.Sent = sent
 	if !r.waitCount(r.primary, sent, 3*time.Minute) {
 		r.Fail("the queue did not drain into the primary")

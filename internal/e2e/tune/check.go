@@ -11,7 +11,7 @@ import (
 
 // history is a loop's HIST points from t on, oldest first.
 func (r *run) history(loopID string, t time.Time) ([]history.Point, error) {
-	pts, err := r.hist.Since(r.ctx, loopID, t, 10_000)
+	pts, err := r.hist.Since(r.Ctx, loopID, t, 10_000)
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", loopID, err)
 	}
@@ -32,7 +32,7 @@ func (r *run) consumed(t time.Time) float64 {
 func (r *run) phases(t time.Time, name string) {
 	pts, err := r.history(r.live, t)
 	if err != nil {
-		r.fail("%v", err)
+		r.Fail("%v", err)
 		return
 	}
 	for len(pts) > 0 {
@@ -75,15 +75,15 @@ func round(x float64) float64 { return math.Round(x*100) / 100 }
 // drainAndCount drains the queue in manual mode at max_rate, then checks
 // that every message sent was stored exactly once.
 func (r *run) drainAndCount() error {
-	attrs, err := r.store.ReadParams(r.ctx, r.live)
+	attrs, err := r.store.ReadParams(r.Ctx, r.live)
 	if err != nil {
 		return fmt.Errorf("read the live PARAMS: %w", err)
 	}
-	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.cfg.maxRate
-	if err := r.store.WriteParams(r.ctx, r.live, attrs); err != nil {
+	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.cfg.MaxRate
+	if err := r.store.WriteParams(r.Ctx, r.live, attrs); err != nil {
 		return fmt.Errorf("manual mode for the drain: %w", err)
 	}
-	r.event("draining in manual mode at %g msg/s", r.cfg.maxRate)
+	r.event("draining in manual mode at %g msg/s", r.cfg.MaxRate)
 	sent := int(r.sent.Load())
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -92,18 +92,18 @@ func (r *run) drainAndCount() error {
 			return err
 		}
 		r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing = sent, stored, dups, missing
-		if missing == 0 && r.depth(r.ctx) == 0 || time.Now().After(deadline) || r.ctx.Err() != nil {
+		if missing == 0 && r.depth(r.Ctx) == 0 || time.Now().After(deadline) || r.Ctx.Err() != nil {
 			break
 		}
-		r.sleep(time.Second)
+		r.Sleep(time.Second)
 	}
-	r.res.Ticks, r.res.TickErrors = int(r.ticks.Load()), int(r.tickErrs.Load())
+	r.res.Ticks, r.res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
 	r.res.Batches, r.res.BatchFails, r.res.Datapoints = r.batches.Load(), r.failed.Load(), r.published.Load()
 	if r.res.Stored != r.res.Sent || r.res.Duplicates != 0 || r.res.Missing != 0 {
-		r.fail("sent %d, stored %d, duplicates %d, missing %d", r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing)
+		r.Fail("sent %d, stored %d, duplicates %d, missing %d", r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing)
 	}
 	if r.res.Ticks < 10 {
-		r.fail("only %d controller ticks", r.res.Ticks)
+		r.Fail("only %d controller ticks", r.res.Ticks)
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (r *run) drainAndCount() error {
 // seqs stored, applications beyond the first, seqs not stored.
 func (r *run) count(sent int) (stored, duplicates, missing int, err error) {
 	var rows int
-	err = r.db.QueryRowContext(r.ctx, `SELECT COUNT(*), COUNT(DISTINCT JSON_VALUE(body, '$.seq')) FROM messages
+	err = r.db.QueryRowContext(r.Ctx, `SELECT COUNT(*), COUNT(DISTINCT JSON_VALUE(body, '$.seq')) FROM messages
 WHERE CAST(JSON_VALUE(body, '$.seq') AS UNSIGNED) < ?`, sent).Scan(&rows, &stored)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("count the stored messages: %w", err)

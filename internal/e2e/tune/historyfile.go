@@ -19,11 +19,11 @@ func (r *run) export(loopID, path string, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	attrs, err := r.store.ReadParams(r.ctx, loopID)
+	attrs, err := r.store.ReadParams(r.Ctx, loopID)
 	if err != nil {
 		return fmt.Errorf("read the PARAMS of %s: %w", loopID, err)
 	}
-	tick := r.cfg.tick.Seconds()
+	tick := r.cfg.Tick.Seconds()
 	f := history.File{Loop: loopID, TickS: tick, MetricPeriodS: tick, PipelineDelayS: tick, Params: attrs, Points: pts}
 	return f.WriteFile(path)
 }

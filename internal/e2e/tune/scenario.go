@@ -19,6 +19,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -54,19 +56,17 @@ type Result struct {
 	// Phases: the measured CPU (the HIST items' datapoints) per phase.
 	Phases []phase `json:"phases"`
 
-	Sent       int      `json:"sent"`
-	Stored     int      `json:"stored"`
-	Duplicates int      `json:"duplicates"`
-	Missing    int      `json:"missing"`
-	Ticks      int      `json:"ticks"`
-	TickErrors int      `json:"tick_errors"`
-	Batches    int64    `json:"batches"`
-	BatchFails int64    `json:"batch_item_failures"`
-	Datapoints int64    `json:"cpu_datapoints"`
-	Cores      float64  `json:"cores"`
-	Seconds    float64  `json:"seconds"`
-	OK         bool     `json:"ok"`
-	Failures   []string `json:"failures"`
+	Sent       int     `json:"sent"`
+	Stored     int     `json:"stored"`
+	Duplicates int     `json:"duplicates"`
+	Missing    int     `json:"missing"`
+	Ticks      int     `json:"ticks"`
+	TickErrors int     `json:"tick_errors"`
+	Batches    int64   `json:"batches"`
+	BatchFails int64   `json:"batch_item_failures"`
+	Datapoints int64   `json:"cpu_datapoints"`
+	Cores      float64 `json:"cores"`
+	verdict.Verdict
 }
 
 // phase is what the live loop's history shows over one phase.
@@ -88,28 +88,21 @@ func (r *run) liveParams() loop.Params {
 	return loop.Params{
 		Loop: r.live, Enabled: true, Mode: loop.ModeAuto,
 		Controls: loop.Controls{Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
-			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.tick},
-		MinRate: 3, MaxRate: c.maxRate, TickPeriod: c.tick, RateTTL: 6 * c.tick,
+			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.Tick},
+		MinRate: 3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
-			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.tick},
-			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.tick},
+			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
+			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
 }
 
 func (r *run) event(format string, a ...any) {
 	e := fmt.Sprintf("%.0fs: %s", r.since(), fmt.Sprintf(format, a...))
 	r.res.Events = append(r.res.Events, e)
-	r.logf("%s", e)
+	r.Logf("%s", e)
 }
 
-func (r *run) since() float64 { return time.Since(r.start).Seconds() }
-
-func (r *run) sleep(d time.Duration) {
-	select {
-	case <-r.ctx.Done():
-	case <-time.After(d):
-	}
-}
+func (r *run) since() float64 { return time.Since(r.Start).Seconds() }
 
 // scenario is the run after the setup: live phase, proposal, shadow phase,
 // shadow report, drain and checks.
@@ -124,19 +117,19 @@ func (r *run) scenario() error {
 	p := c.live / 6
 	prod.start()
 	r.event("live loop on kp %g, ki %g; producers on, setpoint %g", c.kp, c.ki, c.setpoints[0])
-	r.sleep(p)
+	r.Sleep(p)
 	r.setSetpoint(r.live, c.setpoints[1])
-	r.sleep(2 * p)
+	r.Sleep(2 * p)
 	// The burst: a phase's worth of what the consumers took at the new
 	// setpoint, so that it drains within the run on a loaded machine.
 	took := r.consumed(time.Now().Add(-p))
 	prod.stop()
 	r.event("producers stopped: the queue drains and idles")
-	r.sleep(3 * p / 2)
+	r.Sleep(3 * p / 2)
 	n := max(50, int(took*p.Seconds()))
 	r.event("burst: %d messages at once (the consumers took %.1f msg/s before the stop)", n, took)
 	r.send(n)
-	r.sleep(3 * p / 2)
+	r.Sleep(3 * p / 2)
 	r.phases(liveFrom, "live")
 
 	// 2. The proposal from the loop's history: its HIST items as the table
@@ -154,12 +147,12 @@ func (r *run) scenario() error {
 			return err
 		}
 	}
-	r.sleep(c.shadow / 3)
+	r.Sleep(c.shadow / 3)
 	r.setSetpoint(r.live, c.setpoints[2])
 	if prop.Params != nil {
 		r.setSetpoint(r.shadow, c.setpoints[2])
 	}
-	r.sleep(c.shadow / 3)
+	r.Sleep(c.shadow / 3)
 	if err := r.outsideLoad(c.shadow / 3); err != nil {
 		return err
 	}
@@ -191,7 +184,7 @@ func (r *run) propose(from time.Time) (proposal, error) {
 	var props [2]proposal
 	r.event("sluice tune --from-history --loop %s", r.live)
 	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
-	file := filepath.Join(r.cfg.logDir, "history-"+r.id+".json")
+	file := filepath.Join(r.cfg.LogDir, "history-"+r.id+".json")
 	if err := r.export(r.live, file, from); err != nil {
 		return proposal{}, err
 	}
@@ -212,13 +205,13 @@ func (r *run) propose(from time.Time) (proposal, error) {
 
 // setSetpoint edits one loop's setpoint in its PARAMS.
 func (r *run) setSetpoint(loopID string, sp float64) {
-	attrs, err := r.store.ReadParams(r.ctx, loopID)
+	attrs, err := r.store.ReadParams(r.Ctx, loopID)
 	if err == nil {
 		attrs[loop.AttrSetpoint] = sp
-		err = r.store.WriteParams(r.ctx, loopID, attrs)
+		err = r.store.WriteParams(r.Ctx, loopID, attrs)
 	}
 	if err != nil {
-		r.fail("edit the setpoint of %s: %v", loopID, err)
+		r.Fail("edit the setpoint of %s: %v", loopID, err)
 		return
 	}
 	r.event("setpoint of %s -> %g", loopID, sp)
@@ -227,7 +220,7 @@ func (r *run) setSetpoint(loopID string, sp float64) {
 // writeShadow creates the shadow loop: the live loop's PARAMS (its metric,
 // bounds and setpoint), mode shadow, the proposal's parameters.
 func (r *run) writeShadow(proposal map[string]any) error {
-	attrs, err := r.store.ReadParams(r.ctx, r.live)
+	attrs, err := r.store.ReadParams(r.Ctx, r.live)
 	if err != nil {
 		return fmt.Errorf("read the live PARAMS: %w", err)
 	}
@@ -238,7 +231,7 @@ func (r *run) writeShadow(proposal map[string]any) error {
 	if _, err := loop.DecodeParams(r.shadow, attrs); err != nil {
 		return fmt.Errorf("the shadow's PARAMS: %w", err)
 	}
-	if err := r.store.WriteParams(r.ctx, r.shadow, attrs); err != nil {
+	if err := r.store.WriteParams(r.Ctx, r.shadow, attrs); err != nil {
 		return fmt.Errorf("write the shadow's PARAMS: %w", err)
 	}
 	r.event("shadow loop %s: mode shadow, the proposal (kp %v, ki %v)", r.shadow, proposal["kp"], proposal["ki"])
@@ -248,12 +241,12 @@ func (r *run) writeShadow(proposal map[string]any) error {
 // outsideLoad runs the workload's load generator for d, about 8 points of
 // CPU from outside the loop: an unmeasured disturbance.
 func (r *run) outsideLoad(d time.Duration) error {
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.cfg.scanRows, DataRows: r.cfg.dataRows, Workers: 2}
-	if err := gen.Start(r.ctx); err != nil {
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.cfg.ScanRows, DataRows: r.cfg.DataRows, Workers: 2}
+	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
 	r.event("outside load on: %g aggregate queries/s for %v", gen.Rate, d)
-	r.sleep(d)
+	r.Sleep(d)
 	gen.Stop()
 	done, failed := gen.Queries()
 	r.event("outside load off: %d queries (%d failed)", done, failed)
@@ -267,15 +260,15 @@ func (r *run) shadowReport(start time.Time, since time.Duration) {
 	hist, err := r.history(r.shadow, time.Time{})
 	r.res.ShadowTicks = len(hist)
 	if err != nil || len(hist) == 0 {
-		r.fail("the shadow loop recorded no history (%v)", err)
+		r.Fail("the shadow loop recorded no history (%v)", err)
 	}
-	liveFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-all.json")
-	shadowFile := filepath.Join(r.cfg.logDir, "history-"+r.id+"-shadow.json")
+	liveFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-all.json")
+	shadowFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-shadow.json")
 	for _, f := range []struct {
 		loop, path string
 	}{{r.live, liveFile}, {r.shadow, shadowFile}} {
 		if err := r.export(f.loop, f.path, start); err != nil {
-			r.fail("%v", err)
+			r.Fail("%v", err)
 			return
 		}
 	}
@@ -307,7 +300,7 @@ func lastLine(s string) string {
 // sluice runs the sluice command against this run's table and returns its
 // stdout and exit status; its stderr goes to ours and to lastStderr.
 func (r *run) sluice(args ...string) (json.RawMessage, int) {
-	cmd := exec.CommandContext(r.ctx, r.cfg.sluice, args...)
+	cmd := exec.CommandContext(r.Ctx, r.cfg.sluice, args...)
 	cmd.Env = append(os.Environ(), "SLUICE_TABLE="+r.table)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -349,7 +342,7 @@ func (p *producers) start() {
 	if p.cancel != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(p.r.ctx)
+	ctx, cancel := context.WithCancel(p.r.Ctx)
 	p.cancel = cancel
 	p.wg.Add(1)
 	go func() {
@@ -395,28 +388,14 @@ func (r *run) depth(ctx context.Context) int {
 // time, retrying what SQS did not take.
 func (r *run) send(n int) {
 	for ; n > 0; n -= 10 {
-		pending := map[string]string{}
+		var entries []sqstypes.SendMessageBatchRequestEntry
 		for range min(n, 10) {
 			seq := r.sent.Add(1) - 1
-			pending[fmt.Sprint(seq)] = fmt.Sprintf(`{"seq":%d}`, seq)
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(seq)), MessageBody: aws.String(fmt.Sprintf(`{"seq":%d}`, seq))})
 		}
-		for attempt := 0; len(pending) > 0; attempt++ {
-			var entries []sqstypes.SendMessageBatchRequestEntry
-			for id, body := range pending {
-				entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)})
-			}
-			out, err := r.sqs.SendMessageBatch(context.WithoutCancel(r.ctx), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queueURL), Entries: entries})
-			if err != nil {
-				if attempt > 20 {
-					r.fail("send: %v", err)
-					return
-				}
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for _, s := range out.Successful {
-				delete(pending, aws.ToString(s.Id))
-			}
+		if err := e2ekit.SendEntries(context.WithoutCancel(r.Ctx), r.sqs, r.queueURL, entries); err != nil {
+			r.Fail("%v", err)
+			return
 		}
 	}
 }

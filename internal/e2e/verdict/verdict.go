@@ -29,10 +29,19 @@ func Of(start time.Time, failures []string) Verdict {
 // Print prints the result line (whose verdict is v) on stdout and returns
 // the command's exit code: 0 when v is OK, else 1.
 func Print(result any, v Verdict) int {
-	out, _ := json.Marshal(result)
-	fmt.Println(string(out))
+	fmt.Println(string(line(result)))
 	if !v.OK {
 		return 1
 	}
 	return 0
+}
+
+// line is result's JSON, or, when it has none (a json.RawMessage that is
+// not JSON), a failed verdict that says why.
+func line(result any) []byte {
+	out, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Appendf(nil, `{"ok":false,"failures":[%q]}`, err.Error())
+	}
+	return out
 }

@@ -27,3 +27,18 @@ func TestOf(t *testing.T) {
 		t.Errorf("Print of a failed run = %d; want 1", code)
 	}
 }
+
+// A result that cannot be encoded still ends in a JSON line: a failed
+// verdict with the reason.
+func TestLineOfUnencodableResult(t *testing.T) {
+	var got struct {
+		OK       bool     `json:"ok"`
+		Failures []string `json:"failures"`
+	}
+	b := line(struct {
+		Out json.RawMessage `json:"out"`
+	}{json.RawMessage("{not json")})
+	if err := json.Unmarshal(b, &got); err != nil || got.OK || len(got.Failures) != 1 {
+		t.Fatalf("line = %s (%v); want a JSON line, not OK, with one failure", b, err)
+	}
+}

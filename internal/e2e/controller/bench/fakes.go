@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 )
@@ -26,7 +27,7 @@ import (
 type fakeDynamo struct {
 	mu    sync.Mutex
 	items map[[2]string]map[string]types.AttributeValue
-	calls map[string]int
+	calls *harness.Counter
 }
 
 var (
@@ -35,7 +36,7 @@ var (
 )
 
 func newFakeDynamo() *fakeDynamo {
-	return &fakeDynamo{items: map[[2]string]map[string]types.AttributeValue{}, calls: map[string]int{}}
+	return &fakeDynamo{items: map[[2]string]map[string]types.AttributeValue{}, calls: harness.NewCounter()}
 }
 
 func keyOf(item map[string]types.AttributeValue) [2]string {
@@ -47,18 +48,7 @@ func keyOf(item map[string]types.AttributeValue) [2]string {
 	return [2]string{pk.Value, sk.Value}
 }
 
-func (f *fakeDynamo) count(op string) {
-	f.calls[op]++
-}
-
-// takeCalls returns the calls so far and forgets them.
-func (f *fakeDynamo) takeCalls() map[string]int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.calls
-	f.calls = map[string]int{}
-	return c
-}
+func (f *fakeDynamo) count(op string) { f.calls.Add(op) }
 
 func (f *fakeDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	f.mu.Lock()

@@ -143,9 +143,9 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 		if err := seed(ctx, store, nil, n, time.Now()); err != nil {
 			return err
 		}
-		fd.takeCalls()
+		fd.calls.Counts()
 		measure(ctx, res, "fake", n, store, cwmetric.New(fcw), func() map[string]int {
-			c := fd.takeCalls()
+			c := fd.calls.Counts()
 			if n := fcw.takeCalls(); n > 0 {
 				c["CloudWatch.GetMetricData"] = n
 			}

@@ -23,12 +23,16 @@ func NewCounter() *Counter { return &Counter{counts: map[string]int{}} }
 func (c *Counter) APIOption(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("sluiceCountCalls",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
-			c.mu.Lock()
-			c.counts[key]++
-			c.mu.Unlock()
+			c.Add(awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx))
 			return next.HandleInitialize(ctx, in)
 		}), middleware.After)
+}
+
+// Add counts one call of key ("DynamoDB.GetItem").
+func (c *Counter) Add(key string) {
+	c.mu.Lock()
+	c.counts[key]++
+	c.mu.Unlock()
 }
 
 // Counts returns a copy of the counts and resets them.

@@ -32,6 +32,22 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// RIEArgs are the arguments of the emulator that runs bootstrap listening
+// on a free port of 127.0.0.1, its runtime API on another, and that port
+// (where the function is invoked).
+func RIEArgs(bootstrap string) (args []string, port int, err error) {
+	port, err = FreePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	api, err := FreePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	return []string{"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", api), bootstrap}, port, nil
+}
+
 // Proc is a process this package started.
 type Proc struct {
 	Name string
@@ -185,19 +201,12 @@ func StartRIEClean(ctx context.Context, rie, bootstrap, logDir, name string, env
 }
 
 func startRIE(ctx context.Context, rie, bootstrap, logDir, name string, env []string) (*RIE, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	apiPort, err := FreePort()
+	args, port, err := RIEArgs(bootstrap)
 	if err != nil {
 		return nil, err
 	}
 	env = append([]string{"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "LOG_LEVEL=info"}, env...)
-	p, err := start(rie, logDir, name, env,
-		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
-		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		bootstrap)
+	p, err := start(rie, logDir, name, env, args...)
 	if err != nil {
 		return nil, err
 	}
