@@ -62,6 +62,15 @@ type DriftState struct {
 	// Evidence is the change test's last figure: how much better a change
 	// of gain explains the window than a load, in residual variances.
 	Evidence float64 `json:"evidence,omitempty"`
+	// Reason is what moved when ModelDrift was set: DriftReasonGain or
+	// DriftReasonDeadTime.
+	Reason string `json:"reason,omitempty"`
+	// DeadTime is the plant's dead time as the dead-time test
+	// (driftdead.go) last estimated it, DeadTimeEvidence how much better
+	// it explains the window than the model's, in residual variances (0
+	// while the window holds no information about the delay).
+	DeadTime         time.Duration `json:"dead_time,omitempty"`
+	DeadTimeEvidence float64       `json:"dead_time_evidence,omitempty"`
 	// Since is when ModelDrift was set; Votes counts the datapoints in a
 	// row that said the gain moved.
 	Since time.Time `json:"since,omitzero"`
@@ -162,7 +171,7 @@ func judgeDrift(d DriftState, base float64, p Params, in control.Input, now time
 		}
 	}
 	if !d.ModelDrift && d.Votes >= DriftVotes {
-		d.ModelDrift, d.Since = true, now
+		d.ModelDrift, d.Since, d.Reason = true, now, DriftReasonGain
 	}
 	return d
 }
