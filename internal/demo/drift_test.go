@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // firstDrift runs the demo on s and returns the time of the first tick whose
@@ -93,5 +94,27 @@ func TestDeadTimeChangeInvisible(t *testing.T) {
 	}
 	if f.Ticks >= 0 {
 		t.Errorf("dead time 5s to 20s: model_drift after %d ticks; want never (nothing to see)", f.Ticks)
+	}
+}
+
+// The same change of dead time, followed a minute later by a setpoint edit
+// (70 % to 50 %): the rate's step shows the delay, and the loop says
+// model_drift for the dead time within 10 ticks of the change.
+func TestDeadTimeChangeSaidAfterEdit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 42 virtual minutes")
+	}
+	s := sim.Reference()
+	s.Noise = 1
+	s.SetpointChanges = []sim.SetpointChange{{At: 31 * time.Minute, Value: 50}}
+	dt := 20 * time.Second
+	c := sim.PlantChange{At: 30 * time.Minute, DeadTime: &dt}
+	f, err := MeasureDrift(context.Background(), s, &c, 1, (DriftBound+2)*s.Tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dead time 5s to 20s, edit at +1m: %+v", f)
+	if f.Ticks < 1 || f.Ticks > DriftBound || f.Reason != loop.DriftReasonDeadTime || f.DeadTimeS < 15 || f.DeadTimeS > 30 {
+		t.Errorf("dead time 5s to 20s, edit at +1m: %+v; want model_drift within %d ticks, for the dead time, estimated 15 to 30 s", f, DriftBound)
 	}
 }

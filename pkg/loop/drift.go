@@ -136,7 +136,8 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 	if len(d.Samples) > DriftChangeWindow {
 		d.Samples = d.Samples[len(d.Samples)-DriftChangeWindow:]
 	}
-	return judgeDrift(d, m.Base, p, in, now)
+	d = judgeDrift(d, m.Base, p, in, now)
+	return judgeDeadTime(d, *m, cs.Applied, p, in.MeasurementPeriod, now)
 }
 
 // judgeDrift gives the record its verdict on the window: the slope test on
