@@ -20,8 +20,10 @@ import (
 // prediction: the slope is the relative gain error, and it decides when it
 // is beyond DriftGainError and beyond DriftSignificance standard errors.
 // The change test (driftjump.go) asks whether a change of gain at some
-// instant explains the whole window better than a load. Either sets
-// model_drift in STATE until the model is edited.
+// instant explains the whole window better than a load. The dead-time test
+// (driftdead.go) asks whether another dead time explains the answer to the
+// rate's steps better than the model's. Any of them sets model_drift in
+// STATE, with its reason, until the model is edited.
 const (
 	// DriftWindow is the number of datapoints the regression spans.
 	DriftWindow = 10

@@ -18,10 +18,10 @@ import (
 // model's plus two periods) from every instant of the window on, each fit
 // with a level, a load that may start at any instant and a gain error (so
 // that neither reads as a delay), the datapoints at the ceiling as lower
-// bounds as in the change test. The delay moved when the best other dead
-// time explains the window better than the model's by
-// DriftDeadTimeEvidence residual variances and differs from it by more
-// than DriftDeadTimeShift of the metric period.
+// bounds as in the change test. The delay moved when the best dead time
+// that differs from the model's by more than DriftDeadTimeShift of the
+// metric period explains the window better than the model's by
+// DriftDeadTimeEvidence residual variances.
 const (
 	// DriftDeadTimeEvidence is how much lower (in residual variances) the
 	// sum of squares of the best other dead time must be than the model's.
@@ -46,7 +46,8 @@ const (
 // first, keep their verdict).
 func judgeDeadTime(d DriftState, m control.FOPDT, h []control.Segment, p Params, period time.Duration, now time.Time) DriftState {
 	noise := math.Max(p.NoiseBand*p.NoiseBand/9, driftNoiseFloor)
-	ev, dead, ok := driftDeadTime(d.Samples, h, m, period, noise)
+	shift := time.Duration(DriftDeadTimeShift * float64(period))
+	ev, dead, ok := driftDeadTime(d.Samples, h, m, period, shift, noise)
 	if !ok {
 		d.DeadTimeEvidence = 0
 		if d.Reason != DriftReasonDeadTime {
@@ -55,19 +56,19 @@ func judgeDeadTime(d DriftState, m control.FOPDT, h []control.Segment, p Params,
 		return d
 	}
 	d.DeadTimeEvidence, d.DeadTime = ev, dead
-	shifted := math.Abs((dead - m.DeadTime).Seconds()) > DriftDeadTimeShift*period.Seconds()
-	if !d.ModelDrift && ev > DriftDeadTimeEvidence && shifted {
+	if !d.ModelDrift && ev > DriftDeadTimeEvidence {
 		d.ModelDrift, d.Since, d.Reason = true, now, DriftReasonDeadTime
 	}
 	return d
 }
 
-// driftDeadTime tests the window s for a change of the plant's dead time.
-// It returns the evidence (the sum of squares with the model's dead time
-// less that of the best other one from the best instant on, over the
-// residual's variance, at least noise) and that dead time; ok is false
-// when the window is too short or holds no rate step the delay shows in.
-func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
+// driftDeadTime tests the window s for a change of the plant's dead time by
+// more than shift. It returns the evidence (the sum of squares with the
+// model's dead time less that of the best dead time beyond shift from it,
+// from the best instant on, over the residual's variance, at least noise)
+// and that dead time; ok is false when the window is too short or no such
+// dead time fits it better.
+func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period, shift time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
 	n, uncut := len(s), 0
 	y, cut := make([]float64, n), make([]bool, n)
 	for i, x := range s {
@@ -87,6 +88,9 @@ func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period
 	best, step := null, period/driftDeadTimeGrid
 	z := make([]float64, n)
 	for c := time.Duration(0); c <= m.DeadTime+2*period; c += step {
+		if (c - m.DeadTime).Abs() <= shift {
+			continue
+		}
 		zc := predictWindow(s, h, m, c, period)
 		for j := range n {
 			// From j on the plant answers with dead time c; a j that
