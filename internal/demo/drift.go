@@ -66,7 +66,8 @@ const DriftBound = 10
 // threshold must stay above).
 //
 // For a change of dead time, Visible is the most that any test could see of
-// it within DriftBound ticks: the sum over those ticks of the squared
+// it within DriftBound ticks of the change (of the edit, in a run with one):
+// the sum over those ticks of the squared
 // residual it causes (the plant's gain times the rate's step times the
 // dead time's change over the metric's period, the part of each period the
 // step's response is late), in noise variances. A change of gain moves the
@@ -89,13 +90,13 @@ type DriftFigure struct {
 func MeasureDrift(ctx context.Context, s sim.Scenario, change *sim.PlantChange, seed uint64, after time.Duration) (DriftFigure, error) {
 	s.Seed = seed
 	f := DriftFigure{Seed: seed, Noise: s.Noise, Ticks: -1}
-	from := time.Duration(0)
+	start, from := time.Duration(0), time.Duration(0) // the change's instant; the visible part's start
 	if change != nil {
 		s.PlantChanges = []sim.PlantChange{*change}
 		s.Duration = min(s.Duration, change.At+after)
-		f.Change, from = change.String(), change.At
+		f.Change, start, from = change.String(), change.At, change.At
 		if e, ok := editAfter(s, change.At); ok {
-			f.EditAfter = e.String()
+			f.EditAfter, from = e.String(), change.At+e
 		}
 	}
 	res, err := driftRun(ctx, s)
@@ -104,12 +105,12 @@ func MeasureDrift(ctx context.Context, s sim.Scenario, change *sim.PlantChange, 
 	}
 	f.MaxDeadTimeEvidence = res.maxDT
 	if change != nil && change.DeadTime != nil && s.Noise > 0 {
-		f.Visible = deadTimeVisible(s, *change, res.rates)
+		f.Visible = deadTimeVisible(s, *change, from, res.rates)
 	}
 	if res.first >= 0 {
 		// The tick at the change's instant saw nothing of it: the first
 		// tick after it is tick 1.
-		f.Ticks = int((res.first - from + s.Tick - 1) / s.Tick)
+		f.Ticks = int((res.first - start + s.Tick - 1) / s.Tick)
 		f.Reason = res.report.DriftReason
 		if f.Reason == loop.DriftReasonDeadTime {
 			f.DeadTimeS = res.report.DriftDeadTime.Seconds()
@@ -129,14 +130,14 @@ func editAfter(s sim.Scenario, at time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
-// deadTimeVisible is DriftFigure.Visible for change, from the rates of the
-// ticks.
-func deadTimeVisible(s sim.Scenario, change sim.PlantChange, rates map[time.Duration]float64) float64 {
+// deadTimeVisible is DriftFigure.Visible for change over the DriftBound
+// ticks after from, from the rates of the ticks.
+func deadTimeVisible(s sim.Scenario, change sim.PlantChange, from time.Duration, rates map[time.Duration]float64) float64 {
 	before, after := s.PlantAt(change.At-time.Nanosecond), s.PlantAt(change.At)
 	late := (after.DeadTime - before.DeadTime).Seconds() / s.MetricPeriod.Seconds()
 	sum := 0.0
 	for k := 1; k <= DriftBound; k++ {
-		t := change.At + time.Duration(k)*s.Tick
+		t := from + time.Duration(k)*s.Tick
 		r, ok := rates[t]
 		prev, okPrev := rates[t-s.Tick]
 		if ok && okPrev {

@@ -6,10 +6,12 @@
 // duration in its list, a run of the change of dead time with a setpoint
 // edit (70 % to 50 %) that long after the change (and long enough after it
 // for DriftBound ticks). With -check it exits 1 when a change of gain was
-// said late (or never), a change of dead time followed by an edit was not
-// said within DriftBound ticks of the edit, or a run without a change said
-// one: a change of dead time at a steady rate is reported, not checked (it
-// leaves a fraction of the noise in the signal: see "visible").
+// said late (or never) or a run without a change said one. A change of dead
+// time is reported, not checked: at a steady rate it leaves a fraction of
+// the noise in the signal (see "visible"); after an edit it leaves a few
+// tens of noise variances, which a test that never fires on noise sees
+// most of the time, not always (late_runs counts the runs not said within
+// DriftBound ticks of the edit).
 //
 //	go run ./internal/demo/driftbench -seeds 5 -noise 1 -edits 1m,5m,15m -check
 package main
@@ -36,16 +38,15 @@ func main() {
 	changes := flag.Bool("changes", true, "run the plant changes")
 	var edits durations
 	flag.Var(&edits, "edits", "comma list of delays after the change of a setpoint edit, each a run of the dead-time change")
-	check := flag.Bool("check", false, "exit 1 when a gain change, or a dead-time change with an edit, is said late or a run without a change says one")
+	check := flag.Bool("check", false, "exit 1 when a gain change is said late or a run without a change says one")
 	flag.Parse()
 	sum, err := run(*seeds, *noise, *at, *after, *quiet, *changes, edits)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "driftbench:", err)
 		os.Exit(1)
 	}
-	if *check && (sum.FalseAlarms > 0 || sum.lateGain > 0 || sum.lateEdit > 0) {
-		fmt.Fprintf(os.Stderr, "driftbench: %d gain changes and %d dead-time changes with an edit said late or never, %d false alarms\n",
-			sum.lateGain, sum.lateEdit, sum.FalseAlarms)
+	if *check && (sum.FalseAlarms > 0 || sum.lateGain > 0) {
+		fmt.Fprintf(os.Stderr, "driftbench: %d gain changes said late or never, %d false alarms\n", sum.lateGain, sum.FalseAlarms)
 		os.Exit(1)
 	}
 }
@@ -77,7 +78,6 @@ type summary struct {
 	QuietRuns   int            `json:"quiet_runs"`
 	QuietMaxDT  float64        `json:"quiet_max_dead_time_evidence"`
 	lateGain    int
-	lateEdit    int
 }
 
 // plan is one run of a change: the change, and a setpoint edit that long
@@ -154,11 +154,8 @@ func (sum *summary) add(f demo.DriftFigure, p plan) {
 	from := int(p.edit / sim.Reference().Tick)
 	if f.Ticks < 1 || f.Ticks-from > demo.DriftBound {
 		sum.Late[key]++
-		switch {
-		case p.change.Gain != 0:
+		if p.change.Gain != 0 {
 			sum.lateGain++
-		case p.edit > 0:
-			sum.lateEdit++
 		}
 	}
 	if w, ok := sum.Worst[key]; f.Ticks < 0 || !ok || (w >= 0 && f.Ticks > w) {
