@@ -66,7 +66,8 @@ const DriftBound = 10
 // threshold must stay above).
 //
 // For a change of dead time, Visible is the most that any test could see of
-// it within DriftBound ticks of the change (of the edit, in a run with one):
+// it within DriftBound ticks of the change (from the edit's tick on, in a run
+// with one):
 // the sum over those ticks of the squared
 // residual it causes (the plant's gain times the rate's step times the
 // dead time's change over the metric's period, the part of each period the
@@ -96,7 +97,8 @@ func MeasureDrift(ctx context.Context, s sim.Scenario, change *sim.PlantChange, 
 		s.Duration = min(s.Duration, change.At+after)
 		f.Change, start, from = change.String(), change.At, change.At
 		if e, ok := editAfter(s, change.At); ok {
-			f.EditAfter, from = e.String(), change.At+e
+			// The tick at the edit's instant answers it.
+			f.EditAfter, from = e.String(), change.At+e-s.Tick
 		}
 	}
 	res, err := driftRun(ctx, s)
