@@ -20,8 +20,9 @@ import (
 // that neither reads as a delay), the datapoints at the ceiling as lower
 // bounds as in the change test. The delay moved when the best dead time
 // that differs from the model's by more than DriftDeadTimeShift of the
-// metric period explains the window better than the model's by
-// DriftDeadTimeEvidence residual variances.
+// metric period explains the window better than the model's, and than the
+// change test's best change of gain, by DriftDeadTimeEvidence residual
+// variances.
 const (
 	// DriftDeadTimeEvidence is how much lower (in residual variances) the
 	// sum of squares of the best other dead time must be than the model's.
@@ -64,8 +65,9 @@ func judgeDeadTime(d DriftState, m control.FOPDT, h []control.Segment, p Params,
 
 // driftDeadTime tests the window s for a change of the plant's dead time by
 // more than shift. It returns the evidence (the sum of squares with the
-// model's dead time less that of the best dead time beyond shift from it,
-// from the best instant on, over the residual's variance, at least noise)
+// model's dead time, or of the best change of gain if lower, less that of
+// the best dead time beyond shift from it, from the best instant on, over
+// the residual's variance, at least noise)
 // and that dead time; ok is false when the window is too short or no such
 // dead time fits it better.
 func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period, shift time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
@@ -104,6 +106,15 @@ func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period
 				best, dead = sse, c
 			}
 		}
+	}
+	// A change of gain may answer a step otherwise than the model: the
+	// dead time must explain the window better than it too.
+	r0 := make([]float64, n)
+	for i := range y {
+		r0[i] = y[i] - z0[i]
+	}
+	if _, gainSSE, _, ok := changeFits(r0, z0, cut); ok {
+		null = math.Min(null, gainSSE)
 	}
 	if best >= null {
 		return 0, 0, false
