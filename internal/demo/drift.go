@@ -21,7 +21,8 @@ func FirstDrift(ctx context.Context, s sim.Scenario) (time.Duration, error) {
 // the start, and the largest dead-time evidence before the first verdict.
 type driftResult struct {
 	first  time.Duration
-	report loop.Report
+	report loop.Report // of the first tick saying model_drift
+	last   loop.Report // of the run's last tick
 	rates  map[time.Duration]float64
 	maxDT  float64
 }
@@ -43,6 +44,7 @@ func driftRun(ctx context.Context, s sim.Scenario) (driftResult, error) {
 				res.maxDT = max(res.maxDT, r.DriftDeadTimeEvidence)
 			}
 			res.rates[tk.Now.Sub(epoch)] = r.Rate
+			res.last = r
 		}
 	}
 	if _, err := Run(ctx, cfg); err != nil {
@@ -58,7 +60,8 @@ const DriftBound = 10
 // DriftFigure is the result of one drift-detection run: the plant change
 // (empty for none), the seed, and the ticks from the change to the first
 // model_drift (-1: never), with its reason and, for the dead time, the
-// estimate. For a run without a change, Ticks counts from the run's start:
+// estimate at that tick and at the run's last (the loop keeps estimating).
+// For a run without a change, Ticks counts from the run's start:
 // any value but -1 is a false alarm. EditAfter is the time from the change
 // to the first setpoint edit after it within the run (empty: none), and
 // MaxDeadTimeEvidence the dead-time test's largest figure before the first
@@ -82,6 +85,7 @@ type DriftFigure struct {
 	Ticks               int     `json:"ticks"`
 	Reason              string  `json:"reason,omitempty"`
 	DeadTimeS           float64 `json:"dead_time_s,omitempty"`
+	LastDeadTimeS       float64 `json:"last_dead_time_s,omitempty"`
 	MaxDeadTimeEvidence float64 `json:"max_dead_time_evidence"`
 	Visible             float64 `json:"visible,omitempty"`
 }
@@ -115,7 +119,7 @@ func MeasureDrift(ctx context.Context, s sim.Scenario, change *sim.PlantChange, 
 		f.Ticks = int((res.first - start + s.Tick - 1) / s.Tick)
 		f.Reason = res.report.DriftReason
 		if f.Reason == loop.DriftReasonDeadTime {
-			f.DeadTimeS = res.report.DriftDeadTime.Seconds()
+			f.DeadTimeS, f.LastDeadTimeS = res.report.DriftDeadTime.Seconds(), res.last.DriftDeadTime.Seconds()
 		}
 	}
 	return f, nil
