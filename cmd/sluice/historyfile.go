@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/history"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // historyRecorder keeps one history point per applied tick of the demo, with
@@ -18,6 +19,8 @@ type historyRecorder struct {
 	start      time.Time
 	driftAt    time.Duration // since the start; -1 while never
 	driftRatio float64
+	driftWhy   string        // loop.DriftState.Reason
+	driftDead  time.Duration // the dead time's estimate, for loop.DriftReasonDeadTime
 }
 
 func newHistoryRecorder(s sim.Scenario) *historyRecorder {
@@ -39,6 +42,7 @@ func (h *historyRecorder) record(t demo.Tick) {
 		}
 		if r.ModelDrift && h.driftAt < 0 {
 			h.driftAt, h.driftRatio = p.T.Sub(h.start), r.DriftGainRatio
+			h.driftWhy, h.driftDead = r.DriftReason, r.DriftDeadTime
 		}
 		h.file.Points = append(h.file.Points, p)
 	}
@@ -48,14 +52,17 @@ func (h *historyRecorder) record(t demo.Tick) {
 func (h *historyRecorder) write(path string) error { return h.file.WriteFile(path) }
 
 // driftJSON is the demo's model-drift figures: when the loop first set
-// model_drift (null when never), the estimated gain ratio, and the ticks
-// from the first plant change.
+// model_drift (null when never), why (gain or dead_time), the estimated
+// gain ratio or dead time, and the ticks from the first plant change.
 func (h *historyRecorder) driftJSON(s sim.Scenario) map[string]any {
-	out := map[string]any{"set": h.driftAt >= 0, "at_s": nil, "gain_ratio": nil, "ticks_after_change": nil}
+	out := map[string]any{"set": h.driftAt >= 0, "at_s": nil, "reason": nil, "gain_ratio": nil, "dead_time_s": nil, "ticks_after_change": nil}
 	if h.driftAt < 0 {
 		return out
 	}
-	out["at_s"], out["gain_ratio"] = h.driftAt.Seconds(), h.driftRatio
+	out["at_s"], out["reason"], out["gain_ratio"] = h.driftAt.Seconds(), h.driftWhy, h.driftRatio
+	if h.driftWhy == loop.DriftReasonDeadTime {
+		out["dead_time_s"] = h.driftDead.Seconds()
+	}
 	if len(s.PlantChanges) > 0 {
 		out["ticks_after_change"] = int((h.driftAt - firstChange(s)) / s.Tick)
 	}
@@ -80,9 +87,17 @@ func printDriftNote(w io.Writer, s sim.Scenario, h *historyRecorder) {
 	case h.driftAt < 0:
 		fmt.Fprintf(w, "model drift: never set, though the plant changed at %v\n", firstChange(s))
 	case len(s.PlantChanges) == 0:
-		fmt.Fprintf(w, "model drift: set at %v (gain ratio %.2f) though the plant did not change\n", h.driftAt, h.driftRatio)
+		fmt.Fprintf(w, "model drift: set at %v (%s) though the plant did not change\n", h.driftAt, h.driftFigure())
 	default:
-		fmt.Fprintf(w, "model drift: set at %v, %d ticks after the plant changed at %v (plant gain / model gain %.2f)\n",
-			h.driftAt, int((h.driftAt-firstChange(s))/s.Tick), firstChange(s), h.driftRatio)
+		fmt.Fprintf(w, "model drift: set at %v, %d ticks after the plant changed at %v (%s)\n",
+			h.driftAt, int((h.driftAt-firstChange(s))/s.Tick), firstChange(s), h.driftFigure())
 	}
+}
+
+// driftFigure is what moved, as the loop estimated it.
+func (h *historyRecorder) driftFigure() string {
+	if h.driftWhy == loop.DriftReasonDeadTime {
+		return fmt.Sprintf("plant dead time about %v", h.driftDead)
+	}
+	return fmt.Sprintf("plant gain / model gain %.2f", h.driftRatio)
 }

@@ -189,6 +189,9 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 		// a warning until the model is edited.
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
+		if r.DriftReason == loop.DriftReasonDeadTime {
+			attrs = append(attrs, slog.String("drift_reason", r.DriftReason), slog.Float64("drift_dead_time_s", r.DriftDeadTime.Seconds()))
+		}
 	}
 	if m, warn := mappingAttrs(r); m != nil {
 		attrs = append(attrs, m...)

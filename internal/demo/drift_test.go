@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // firstDrift runs the demo on s and returns the time of the first tick whose
@@ -72,6 +73,27 @@ func TestModelDriftReference(t *testing.T) {
 	}
 }
 
+// deadTimeFigure runs the reference scenario with noise 1 on seed 1, the
+// plant's dead time 5 s to 20 s at 30 min and, when edit > 0, a setpoint
+// edit (70 % to 50 %) edit later; the run lasts DriftBound+1 ticks after
+// the change (or the edit).
+func deadTimeFigure(t *testing.T, edit time.Duration) DriftFigure {
+	t.Helper()
+	s := sim.Reference()
+	s.Noise = 1
+	if edit > 0 {
+		s.SetpointChanges = []sim.SetpointChange{{At: 30*time.Minute + edit, Value: 50}}
+	}
+	dt := 20 * time.Second
+	c := sim.PlantChange{At: 30 * time.Minute, DeadTime: &dt}
+	f, err := MeasureDrift(context.Background(), s, &c, 1, edit+(DriftBound+1)*s.Tick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dead time 5s to 20s, edit %v after: %+v", edit, f)
+	return f
+}
+
 // A change of dead time at a steady rate leaves too little in the signal
 // for any test within the bound: the figure says so, and the loop does not
 // claim to have seen it.
@@ -79,19 +101,24 @@ func TestDeadTimeChangeInvisible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo for 41 virtual minutes")
 	}
-	s := sim.Reference()
-	s.Noise = 1
-	dt := 20 * time.Second
-	c := sim.PlantChange{At: 30 * time.Minute, DeadTime: &dt}
-	f, err := MeasureDrift(context.Background(), s, &c, 1, (DriftBound+1)*s.Tick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("dead time 5s to 20s: %+v", f)
+	f := deadTimeFigure(t, 0)
 	if f.Visible <= 0 || f.Visible > 1 {
 		t.Errorf("dead time 5s to 20s: visible %v noise variances; want some, below 1", f.Visible)
 	}
 	if f.Ticks >= 0 {
 		t.Errorf("dead time 5s to 20s: model_drift after %d ticks; want never (nothing to see)", f.Ticks)
+	}
+}
+
+// The same change of dead time, followed a minute later by a setpoint edit
+// (70 % to 50 %): the rate's step shows the delay, and the loop says
+// model_drift for the dead time within 10 ticks of the change.
+func TestDeadTimeChangeSaidAfterEdit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for 42 virtual minutes")
+	}
+	f := deadTimeFigure(t, time.Minute)
+	if f.Ticks < 1 || f.Ticks > DriftBound || f.Reason != loop.DriftReasonDeadTime || f.DeadTimeS < 15 || f.DeadTimeS > 30 {
+		t.Errorf("dead time 5s to 20s, edit at +1m: %+v; want model_drift within %d ticks, for the dead time, estimated 15 to 30 s", f, DriftBound)
 	}
 }

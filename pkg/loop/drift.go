@@ -20,8 +20,10 @@ import (
 // prediction: the slope is the relative gain error, and it decides when it
 // is beyond DriftGainError and beyond DriftSignificance standard errors.
 // The change test (driftjump.go) asks whether a change of gain at some
-// instant explains the whole window better than a load. Either sets
-// model_drift in STATE until the model is edited.
+// instant explains the whole window better than a load. The dead-time test
+// (driftdead.go) asks whether another dead time explains the answer to the
+// rate's steps better than the model's. Any of them sets model_drift in
+// STATE, with its reason, until the model is edited.
 const (
 	// DriftWindow is the number of datapoints the regression spans.
 	DriftWindow = 10
@@ -62,6 +64,15 @@ type DriftState struct {
 	// Evidence is the change test's last figure: how much better a change
 	// of gain explains the window than a load, in residual variances.
 	Evidence float64 `json:"evidence,omitempty"`
+	// Reason is what moved when ModelDrift was set: DriftReasonGain or
+	// DriftReasonDeadTime.
+	Reason string `json:"reason,omitempty"`
+	// DeadTime is the plant's dead time as the dead-time test
+	// (driftdead.go) last estimated it, DeadTimeEvidence how much better
+	// it explains the window than the model's, in residual variances (0
+	// while the window holds no information about the delay).
+	DeadTime         time.Duration `json:"dead_time,omitempty"`
+	DeadTimeEvidence float64       `json:"dead_time_evidence,omitempty"`
 	// Since is when ModelDrift was set; Votes counts the datapoints in a
 	// row that said the gain moved.
 	Since time.Time `json:"since,omitzero"`
@@ -127,7 +138,8 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 	if len(d.Samples) > DriftChangeWindow {
 		d.Samples = d.Samples[len(d.Samples)-DriftChangeWindow:]
 	}
-	return judgeDrift(d, m.Base, p, in, now)
+	d = judgeDrift(d, m.Base, p, in, now)
+	return judgeDeadTime(d, *m, cs.Applied, p, in.MeasurementPeriod, now)
 }
 
 // judgeDrift gives the record its verdict on the window: the slope test on
@@ -162,7 +174,7 @@ func judgeDrift(d DriftState, base float64, p Params, in control.Input, now time
 		}
 	}
 	if !d.ModelDrift && d.Votes >= DriftVotes {
-		d.ModelDrift, d.Since = true, now
+		d.ModelDrift, d.Since, d.Reason = true, now, DriftReasonGain
 	}
 	return d
 }

@@ -46,15 +46,29 @@ func driftChange(s []DriftSample, base, noise float64) (evidence, gainErr float6
 	if uncut < 5 {
 		return 0, 0, false
 	}
+	bestLoad, bestGain, gain, ok := changeFits(r, z, cut)
+	if !ok {
+		return 0, 0, false
+	}
+	v := math.Max(math.Min(bestGain, bestLoad)/float64(uncut-2), noise)
+	return (bestLoad - bestGain) / v, gain, true
+}
+
+// changeFits fits the residual r of the prediction z (the cut rows as lower
+// bounds) as a level plus a load that starts at some instant (or none), and
+// as a level plus a change of gain at some instant (r = a + g z after it).
+// It returns both least sums of squares and the best change's g; ok is
+// false when no change of gain could be fitted.
+func changeFits(r, z []float64, cut []bool) (bestLoad, bestGain, gain float64, ok bool) {
+	n := len(r)
 	one := make([]float64, n)
 	for i := range one {
 		one[i] = 1
 	}
-	_, bestLoad, ok := fitCut([][]float64{one}, r, cut)
-	if !ok {
-		return 0, 0, false
+	if _, bestLoad, ok = fitCut([][]float64{one}, r, cut); !ok {
+		return 0, 0, 0, false
 	}
-	bestGain, gain := math.Inf(1), 0.0
+	bestGain = math.Inf(1)
 	for j := 1; j < n; j++ {
 		if count(cut[j:], false) < driftChangeAfter || count(cut[:j], false) < 1 {
 			continue
@@ -70,11 +84,7 @@ func driftChange(s []DriftSample, base, noise float64) (evidence, gainErr float6
 			bestGain, gain = sse, c[1]
 		}
 	}
-	if math.IsInf(bestGain, 1) {
-		return 0, 0, false
-	}
-	v := math.Max(math.Min(bestGain, bestLoad)/float64(uncut-2), noise)
-	return (bestLoad - bestGain) / v, gain, true
+	return bestLoad, bestGain, gain, !math.IsInf(bestGain, 1)
 }
 
 // count is the number of elements of v equal to want.

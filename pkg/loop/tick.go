@@ -75,6 +75,12 @@ type Report struct {
 	// last estimated (0 before a verdict). See DriftState.
 	ModelDrift     bool    `json:"model_drift,omitempty"`
 	DriftGainRatio float64 `json:"drift_gain_ratio,omitempty"`
+	// DriftReason is what moved (DriftState.Reason) while ModelDrift is
+	// set; DriftDeadTime the plant's dead time as last estimated, and
+	// DriftDeadTimeEvidence the dead-time test's last figure.
+	DriftReason           string        `json:"drift_reason,omitempty"`
+	DriftDeadTime         time.Duration `json:"drift_dead_time,omitempty"`
+	DriftDeadTimeEvidence float64       `json:"drift_dead_time_evidence,omitempty"`
 	// AtMin is true when the rate is at the loop's minimum rate (an alarm
 	// watches loops pinned there).
 	AtMin bool `json:"at_min"`
@@ -358,7 +364,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 		r.Err = w.sample.Err
 	}
 	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
-	r.ModelDrift, r.DriftGainRatio = st.Drift.ModelDrift, st.Drift.GainRatio
+	r.ModelDrift, r.DriftGainRatio, r.DriftReason = st.Drift.ModelDrift, st.Drift.GainRatio, st.Drift.Reason
+	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
 	return w.record(&st, ctrl.State, out, prevVersion, now, weights, r)

@@ -1,0 +1,163 @@
+package loop
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+)
+
+// The dead-time test. A plant whose dead time moved answers each step of
+// the rate late (or early): the datapoint that covers the step is off by
+// about the gain times the step times the shift over the metric's period,
+// the next ones hardly at all. At a steady rate nothing shows it; a
+// setpoint edit, the answer to a load or a burst does. So the loop
+// predicts the window again from the rates it applied (the delay-aware
+// integrator's history) with the model's dead time, and with every dead
+// time of a grid (a twelfth of the metric period apart, from 0 to the
+// model's plus two periods) from every instant of the window on, each fit
+// with a level, a load that may start at any instant and a gain error (so
+// that neither reads as a delay), the datapoints at the ceiling as lower
+// bounds as in the change test. The delay moved when the best dead time
+// that differs from the model's by more than DriftDeadTimeShift of the
+// metric period explains the window better than the model's, and than the
+// change test's best change of gain, by DriftDeadTimeEvidence residual
+// variances.
+const (
+	// DriftDeadTimeEvidence is how much lower (in residual variances) the
+	// sum of squares of the best other dead time must be than the model's.
+	DriftDeadTimeEvidence = 12.0
+	// DriftDeadTimeShift is the least change of dead time that counts, as
+	// a fraction of the metric period.
+	DriftDeadTimeShift = 1.0 / 6
+	// driftDeadTimeGrid is the grid's step, as a fraction of the period.
+	driftDeadTimeGrid = 12
+)
+
+// Reasons for ModelDrift (DriftState.Reason).
+const (
+	// DriftReasonGain: the slope or change test says the gain moved.
+	DriftReasonGain = "gain"
+	// DriftReasonDeadTime: the dead-time test says the delay moved.
+	DriftReasonDeadTime = "dead_time"
+)
+
+// judgeDeadTime runs the dead-time test on the record's window, with the
+// rates applied h, and sets ModelDrift when it fires (the gain tests, run
+// first, keep their verdict).
+func judgeDeadTime(d DriftState, m control.FOPDT, h []control.Segment, p Params, period time.Duration, now time.Time) DriftState {
+	noise := math.Max(p.NoiseBand*p.NoiseBand/9, driftNoiseFloor)
+	shift := time.Duration(DriftDeadTimeShift * float64(period))
+	ev, dead, ok := driftDeadTime(d.Samples, h, m, period, shift, noise)
+	if !ok {
+		d.DeadTimeEvidence = 0
+		if d.Reason != DriftReasonDeadTime {
+			d.DeadTime = 0 // no estimate without a rate step in the window
+		}
+		return d
+	}
+	d.DeadTimeEvidence, d.DeadTime = ev, dead
+	if !d.ModelDrift && ev > DriftDeadTimeEvidence {
+		d.ModelDrift, d.Since, d.Reason = true, now, DriftReasonDeadTime
+	}
+	return d
+}
+
+// driftDeadTime tests the window s for a change of the plant's dead time by
+// more than shift. It returns the evidence (the sum of squares with the
+// model's dead time, or of the best change of gain if lower, less that of
+// the best dead time beyond shift from it, from the best instant on, over
+// the residual's variance, at least noise)
+// and that dead time; ok is false when the window is too short or no such
+// dead time fits it better.
+func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period, shift time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
+	n, uncut := len(s), 0
+	y, cut := make([]float64, n), make([]bool, n)
+	for i, x := range s {
+		y[i], cut[i] = x.Y-m.Base, x.Cut
+		if !x.Cut {
+			uncut++
+		}
+	}
+	if uncut < 6 || period <= 0 || len(h) == 0 {
+		return 0, 0, false
+	}
+	z0 := predictWindow(s, h, m, m.DeadTime, period)
+	null, ok := fitDelay(y, z0, cut)
+	if !ok {
+		return 0, 0, false
+	}
+	best, step := null, period/driftDeadTimeGrid
+	z := make([]float64, n)
+	for c := time.Duration(0); c <= m.DeadTime+2*period; c += step {
+		if (c - m.DeadTime).Abs() <= shift {
+			continue
+		}
+		zc := predictWindow(s, h, m, c, period)
+		for j := range n {
+			// From j on the plant answers with dead time c; a j that
+			// changes nothing from j+1's fit is left out.
+			if j > 0 && math.Abs(zc[j-1]-z0[j-1]) < 1e-9 {
+				continue
+			}
+			copy(z, z0[:j])
+			copy(z[j:], zc[j:])
+			if sse, ok := fitDelay(y, z, cut); ok && sse < best {
+				best, dead = sse, c
+			}
+		}
+	}
+	// A change of gain may answer a step otherwise than the model: the
+	// dead time must explain the window better than it too.
+	r0 := make([]float64, n)
+	for i := range y {
+		r0[i] = y[i] - z0[i]
+	}
+	if _, gainSSE, _, ok := changeFits(r0, z0, cut); ok {
+		null = math.Min(null, gainSSE)
+	}
+	if best >= null {
+		return 0, 0, false
+	}
+	v := math.Max(best/float64(uncut-3), noise)
+	return (null - best) / v, dead, true
+}
+
+// predictWindow is the model's prediction (points above its base) of each
+// datapoint of s, with dead time dead, from the rates applied h.
+func predictWindow(s []DriftSample, h []control.Segment, m control.FOPDT, dead, period time.Duration) []float64 {
+	m.DeadTime = dead
+	z := make([]float64, len(s))
+	for i, x := range s {
+		z[i] = m.Gain * m.Expected(h, x.End-period, x.End)
+	}
+	return z
+}
+
+// fitDelay is the least sum of squares of y - z fitted as a level, a load
+// that may start at any instant (or none) and a gain error (a slope on z),
+// the cut rows as lower bounds.
+func fitDelay(y, z []float64, cut []bool) (float64, bool) {
+	n := len(y)
+	r, one := make([]float64, n), make([]float64, n)
+	for i := range y {
+		r[i], one[i] = y[i]-z[i], 1
+	}
+	best, found := math.Inf(1), false
+	if _, sse, ok := fitCut([][]float64{one}, r, cut); ok {
+		best, found = sse, true
+	}
+	for j := 1; j < n; j++ {
+		if count(cut[j:], false) < 1 || count(cut[:j], false) < 1 {
+			continue
+		}
+		step := make([]float64, n)
+		for i := j; i < n; i++ {
+			step[i] = 1
+		}
+		if _, sse, ok := fitCut([][]float64{one, step}, r, cut); ok && sse < best {
+			best, found = sse, true
+		}
+	}
+	return best, found
+}
