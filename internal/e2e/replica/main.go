@@ -180,6 +180,7 @@ type run struct {
 	lag      []point // 1-s heartbeat lag of the replica
 	limiting []limitingPoint
 	rate     []point
+	ticks    []tickPoint
 	// baseCPU is the primary's mean CPU before the capacity test.
 	baseCPU float64
 	// settledFor is how long the run lasted after settling.
@@ -620,6 +621,7 @@ func (r *run) recordState(ctx context.Context) {
 		defer r.mu.Unlock()
 		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
 			r.limiting = append(r.limiting, limitingPoint{t: r.now(), sig: v.Value})
+			r.recordTick(st, v.Value)
 		}
 		if v, ok := rate["rate"].(*ddbtypes.AttributeValueMemberN); ok {
 			var x float64

@@ -164,6 +164,7 @@ func (r *run) scenario() error {
 	stopProd()
 	pwg.Wait()
 	r.analyse(end)
+	r.writeTrace()
 
 	// Drain at max_rate, then let the replica catch up.
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "manual_rate", fmt.Sprintf(`{"N":"%g"}`, c.maxRate)); err != nil {
