@@ -71,7 +71,10 @@ type Result struct {
 	MaxLag             float64 `json:"max_lag"`
 	// SecondsAboveBand counts the 1-s lag readings after settling above
 	// setpoint + band.
-	SecondsAboveBand   int     `json:"seconds_above_band"`
+	SecondsAboveBand int `json:"seconds_above_band"`
+	// ShareAboveBand is SecondsAboveBand over the readings after settling
+	// (-1: none); the run fails above -max-above-share.
+	ShareAboveBand     float64 `json:"share_above_band"`
 	CPUSetpoint        float64 `json:"cpu_setpoint"`
 	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
 	MaxCPUAfterSettle  float64 `json:"max_cpu_after_settle"`
@@ -118,9 +121,11 @@ type config struct {
 	controller, consumer, rie string
 	tick                      time.Duration
 	lagSetpoint, lagBand      float64
+	maxAboveShare             float64
 	cpuSetpoint, maxRate      float64
 	replicaCPU, slew, tauC    float64
 	lagKd                     float64
+	lagDF                     time.Duration
 	lagAW                     string
 	consumers, lines          int
 	scanRows, dataRows        int
@@ -135,11 +140,13 @@ func main() {
 	flag.DurationVar(&c.tick, "tick", 5*time.Second, "controller tick and CPU metric period (a CloudWatch period: 1s, 5s, 10s, ...)")
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
+	flag.Float64Var(&c.maxAboveShare, "max-above-share", 0.1, "the largest share of the lag readings after settling above setpoint + band that passes")
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
 	flag.Float64Var(&c.maxRate, "max-rate", 60, "max_rate of the loop, messages/s")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
 	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
+	flag.DurationVar(&c.lagDF, "lag-df", 0, "the lag controller's derivative_filter (the time constant of its derivative's first-order filter)")
 	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.consumers, "consumers", 6, "consumer emulators")

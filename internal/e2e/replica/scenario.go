@@ -87,7 +87,7 @@ func (r *run) params() (loop.Params, error) {
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
-			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindup(c.lagAW)},
+			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: control.AntiWindup(c.lagAW)},
 			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		}},
