@@ -185,6 +185,8 @@ type run struct {
 	mu       sync.Mutex
 	cpu      []point // 1-s CPU of the primary
 	lag      []point // 1-s heartbeat lag of the replica
+	behind   []point // Seconds_Behind_Master at the same readings
+	hbWrites []point // each heartbeat write on the primary: its start and duration (s)
 	limiting []limitingPoint
 	rate     []point
 	ticks    []tickPoint
@@ -328,7 +330,11 @@ func (r *run) setupDatabases() error {
 	bg, stop := context.WithCancel(r.Ctx)
 	var wg sync.WaitGroup
 	r.Defer(func() { stop(); wg.Wait() })
-	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
+	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond, OnWrite: func(start time.Time, took time.Duration) {
+		r.mu.Lock()
+		r.hbWrites = append(r.hbWrites, point{t: start.Sub(r.Start), v: took.Seconds()})
+		r.mu.Unlock()
+	}}
 	wg.Add(1)
 	go func() { defer wg.Done(); hb.Run(bg) }()
 	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
@@ -341,6 +347,7 @@ func (r *run) setupDatabases() error {
 		OnReading: func(at time.Time, l LagReading) {
 			r.mu.Lock()
 			r.lag = append(r.lag, point{t: at.Sub(r.Start), v: l.Lag})
+			r.behind = append(r.behind, point{t: at.Sub(r.Start), v: l.BehindMaster})
 			r.mu.Unlock()
 		}}
 	ln, err := net.Listen("tcp", lagExporterAdr)

@@ -59,7 +59,9 @@ func (r *run) recordTick(st map[string]ddbtypes.AttributeValue, limiting string)
 	}
 }
 
-// writeTrace writes ticks.csv and lag.csv into the run's log directory.
+// writeTrace writes ticks.csv, lag.csv and heartbeat.csv (each heartbeat
+// write on the primary: when it started, how long it took) into the run's
+// log directory.
 func (r *run) writeTrace() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -74,10 +76,17 @@ func (r *run) writeTrace() {
 		}
 		f.Close()
 	}
+	if f, err := os.Create(filepath.Join(dir, "heartbeat.csv")); err == nil {
+		fmt.Fprintln(f, "t_s,write_s")
+		for _, p := range r.hbWrites {
+			fmt.Fprintf(f, "%.3f,%.4f\n", p.t.Seconds(), p.v)
+		}
+		f.Close()
+	}
 	if f, err := os.Create(filepath.Join(dir, "lag.csv")); err == nil {
-		fmt.Fprintln(f, "t_s,lag")
-		for _, p := range r.lag {
-			fmt.Fprintf(f, "%.3f,%g\n", p.t.Seconds(), p.v)
+		fmt.Fprintln(f, "t_s,lag,seconds_behind_master")
+		for i, p := range r.lag {
+			fmt.Fprintf(f, "%.3f,%g,%g\n", p.t.Seconds(), p.v, r.behind[i].v)
 		}
 		f.Close()
 	}
