@@ -21,8 +21,17 @@ import (
 )
 
 // lagPromQL is the lag signal's query: the harness' exporter, scraped every
-// second by replica.sh's Prometheus.
-const lagPromQL = "max(sluice_replica_lag_seconds)"
+// second by replica.sh's Prometheus; with a window, the readings' mean over
+// it (the replica applies the consumers' transactions of 2,000 rows one at a
+// time under its CPU cap, so the heartbeat's age saw-tooths by a second or
+// two from one reading to the next: a tick that samples one reading every
+// 5 s aliases that into its derivative).
+func lagPromQL(window time.Duration) string {
+	if window <= 0 {
+		return "max(sluice_replica_lag_seconds)"
+	}
+	return fmt.Sprintf("max(avg_over_time(sluice_replica_lag_seconds[%ds]))", int(window.Seconds()))
+}
 
 // params is the loop's PARAMS: the CPU (the first signal, CloudWatch) tuned
 // from the CPU per order measured by the capacity test, the lag (Prometheus)
@@ -88,7 +97,7 @@ func (r *run) params() (loop.Params, error) {
 		Signals: []loop.Signal{{
 			Name:     "lag",
 			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: control.AntiWindup(c.lagAW)},
-			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
+			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL(c.lagWindow)},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.tick},
 		}},
 	}
