@@ -22,7 +22,10 @@ import (
 // negative (its measurement crosses the setpoint) or, with a derivative
 // gain, earlier, when its measurement rises toward the setpoint fast
 // enough (Kd times its slope above Kp e), from the rate in force, so that
-// the hand-over is bumpless. Every controller is also told the applied rate
+// the hand-over is bumpless; the controller that takes over keeps its
+// derivative term's correction in its integrator (keepDerivative), so that
+// the rate does not return to the rate in force before the hand-over once
+// the measurement stops moving. Every controller is also told the applied rate
 // (Controller.Override), so that its slew limit and its delay-aware
 // prediction start from what was really sent.
 //
