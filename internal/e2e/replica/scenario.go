@@ -63,7 +63,7 @@ func (r *run) params() (loop.Params, error) {
 	// second each (theta). SIMC for an integrating process: Kc = 1/(k'
 	// (tau_c + theta)), Ti = 4 (tau_c + theta); tau_c = 2 theta by default
 	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
-	theta := c.tick.Seconds() + 2
+	theta := c.tick.Seconds() + 2 + c.lagThetaExtra
 	tauC := c.tauC * theta
 	lagKp := r.res.ReplicaCapacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
