@@ -21,8 +21,9 @@
 // replica lets the loop reach, and `lag` (Prometheus) with its own
 // setpoint. Producers keep a backlog in the queue for the run; the run
 // checks that the limiting signal (STATE's `limiting`) switches to `lag`
-// and stays there, that the lag's mean after settling is within its band,
-// then drains the queue and checks that every order was stored exactly once
+// and stays there, that the lag's mean after settling is within its band
+// and that it is above the band for at most -max-above-share of the
+// readings after settling, then drains the queue and checks that every order was stored exactly once
 // in the primary and reached the replica.
 //
 // Its last line on stdout is one JSON object; it exits 1 when a check
