@@ -22,7 +22,10 @@ import (
 // negative (its measurement crosses the setpoint) or, with a derivative
 // gain, earlier, when its measurement rises toward the setpoint fast
 // enough (Kd times its slope above Kp e), from the rate in force, so that
-// the hand-over is bumpless. Every controller is also told the applied rate
+// the hand-over is bumpless; the controller that takes over keeps its
+// derivative term's correction in its integrator (keepDerivative), so that
+// the rate does not return to the rate in force before the hand-over once
+// the measurement stops moving. Every controller is also told the applied rate
 // (Controller.Override), so that its slew limit and its delay-aware
 // prediction start from what was really sent.
 //
@@ -118,7 +121,12 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 	for _, s := range in {
 		if out, ok := res.Outputs[s.Name]; ok {
 			o.Asked[s.Name] = out.Rate
-			o.Controllers[s.Name].trackSelected(res.Rate, out, s.Name == res.Limiting && !s.AtFloor)
+			selected := s.Name == res.Limiting && !s.AtFloor
+			c := o.Controllers[s.Name]
+			c.trackSelected(res.Rate, out, selected)
+			if selected && o.Limiting != "" && o.Limiting != s.Name {
+				c.keepDerivative(out)
+			}
 		}
 	}
 	o.Limiting = res.Limiting
@@ -148,6 +156,24 @@ func (o *Override) selectLowest(res *OverrideOutput, in []SignalInput) {
 			res.Rate, res.Limiting = out.Rate, s.Name
 		}
 	}
+}
+
+// keepDerivative is a hand-over's memory of the derivative: the controller
+// that takes over applies its integrator (the rate applied, which it
+// tracked), its proportional and its derivative terms. Its derivative,
+// Kd times the measurement's slope, says by how much the rate in force is
+// off (for a replication lag, an integrating process, the rate's excess
+// over what the replica applies); once the measurement stops moving that
+// term is back at 0, and an integrator that still held the rate in force
+// would ask for it again. The integrator therefore takes the derivative
+// term in at the hand-over (within the output bounds): the rate applied at
+// the hand-over is unchanged (bumpless), and what the derivative took back
+// stays taken back.
+func (c *Controller) keepDerivative(out Output) {
+	if out.Held || out.D == 0 || c.Config.Mode == ModeManual {
+		return
+	}
+	c.State.Integral = clamp(c.State.Integral+out.D, c.Config.Min-out.FF, c.Config.Max-out.FF)
 }
 
 // trackSelected is the external reset feedback of a controller under

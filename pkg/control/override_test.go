@@ -261,6 +261,47 @@ func TestOverrideNonSelectedDerivativeAnticipates(t *testing.T) {
 	}
 }
 
+// At a hand-over the rate the new signal's controller applies includes its
+// derivative term: for a replication lag, the rate's excess over what the
+// replica applies, which its slope shows. Its integrator, which tracked the
+// rate applied, keeps that correction: once the lag stops rising (the
+// derivative back at 0) the rate stays at what the hand-over applied, plus
+// the proportional and integral terms' own moves, instead of returning to
+// the rate in force before the hand-over, which the lag had shown too high.
+func TestOverrideHandOverKeepsTheDerivativesCorrection(t *testing.T) {
+	o := newOverride()
+	o.Controllers["lag"].Config.Kd = 6000
+	var before, handed, lag float64
+	var d float64
+	k := 0
+	for ; k < 30; k++ {
+		lag = 0.5 * float64(k) // 0.5 s per one-minute tick: D = -6000 x 0.5/60 = -50 msg/s
+		out := o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}},
+		})
+		if k > 0 && out.Limiting == "lag" {
+			handed, d = out.Rate, out.Outputs["lag"].D
+			break
+		}
+		before = out.Rate
+	}
+	if handed == 0 || d >= 0 {
+		t.Fatalf("hand-over at tick %d: rate %.1f after %.1f with D %.1f; want a hand-over to the lag while it rises", k, handed, before, d)
+	}
+	// The lag holds still: no slope, the same proportional term.
+	out := o.Update([]SignalInput{
+		{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute}},
+		{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute}},
+	})
+	lc := o.Controllers["lag"].Config
+	integral := lc.Ki * (10 - lag) * 60 // this minute's integral step
+	if want := handed + integral; out.Limiting != "lag" || out.Rate > want+1e-6 {
+		t.Fatalf("the minute after the hand-over (lag steady at %.1f s): rate %.1f limited by %s; want at most %.1f by lag (the hand-over's %.1f, D %.1f kept, plus the integral's %.2f), not back toward %.1f",
+			lag, out.Rate, out.Limiting, want, handed, d, integral, before)
+	}
+}
+
 // A signal at its floor says nothing of how far the rate may rise: it never
 // limits while another signal is off its floor. Here the CPU's controller
 // starts from its feedforward's rate (40 msg/s) and the lag's from min_rate

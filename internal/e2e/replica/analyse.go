@@ -45,7 +45,7 @@ func (r *run) analyse(end time.Duration) {
 	if since > 0 {
 		r.res.LagLimitingShare = round(float64(lagged) / float64(since))
 	}
-	r.res.FirstLagLimitingS = -1
+	r.res.FirstLagLimitingS, r.res.ShareAboveBand = -1, -1
 	if first >= 0 {
 		r.res.FirstLagLimitingS = math.Round(first.Seconds())
 	}
@@ -64,10 +64,17 @@ func (r *run) analyse(end time.Duration) {
 	in := func(t time.Duration) bool { return t >= from && t < end }
 	mean, peak := stats(r.lag, in)
 	r.res.MeanLagAfterSettle, r.res.MaxLagAfterSettle = round(mean), round(peak)
+	n := 0
 	for _, p := range r.lag {
-		if in(p.t) && p.v > c.lagSetpoint+c.lagBand {
-			r.res.SecondsAboveBand++
+		if in(p.t) {
+			n++
+			if p.v > c.lagSetpoint+c.lagBand {
+				r.res.SecondsAboveBand++
+			}
 		}
+	}
+	if n > 0 {
+		r.res.ShareAboveBand = round(float64(r.res.SecondsAboveBand) / float64(n))
 	}
 	mean, peak = stats(r.cpu, in)
 	r.res.MeanCPUAfterSettle, r.res.MaxCPUAfterSettle = round(mean), round(peak)
@@ -107,6 +114,9 @@ func (r *run) check() {
 	default:
 		if math.IsNaN(res.MeanLagAfterSettle) || math.Abs(res.MeanLagAfterSettle-c.lagSetpoint) > c.lagBand {
 			r.Fail("mean lag after settling %.2f s: not within %g s of its setpoint %g s", res.MeanLagAfterSettle, c.lagBand, c.lagSetpoint)
+		}
+		if res.ShareAboveBand < 0 || res.ShareAboveBand > c.maxAboveShare {
+			r.Fail("lag above its band (%g s) for %d s after settling, a share of %.2f: more than %g", c.lagSetpoint+c.lagBand, res.SecondsAboveBand, res.ShareAboveBand, c.maxAboveShare)
 		}
 		if math.IsNaN(res.MeanCPUAfterSettle) || res.MeanCPUAfterSettle > c.cpuSetpoint {
 			r.Fail("mean CPU after settling %.1f %% above its setpoint %g %%", res.MeanCPUAfterSettle, c.cpuSetpoint)

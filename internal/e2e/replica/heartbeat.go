@@ -25,6 +25,8 @@ const heartbeatTable = `CREATE TABLE IF NOT EXISTS heartbeat (
 type Heartbeat struct {
 	Primary *sql.DB
 	Period  time.Duration
+	// OnWrite, if set, sees when each write started and how long it took.
+	OnWrite func(start time.Time, took time.Duration)
 }
 
 // Run writes until ctx ends.
@@ -32,7 +34,11 @@ func (h *Heartbeat) Run(ctx context.Context) {
 	t := time.NewTicker(h.Period)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		h.Primary.ExecContext(ctx, "REPLACE INTO heartbeat (id, ts) VALUES (1, NOW(6))")
+		if h.OnWrite != nil {
+			h.OnWrite(start, time.Since(start))
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -21,8 +21,9 @@
 // replica lets the loop reach, and `lag` (Prometheus) with its own
 // setpoint. Producers keep a backlog in the queue for the run; the run
 // checks that the limiting signal (STATE's `limiting`) switches to `lag`
-// and stays there, that the lag's mean after settling is within its band,
-// then drains the queue and checks that every order was stored exactly once
+// and stays there, that the lag's mean after settling is within its band
+// and that it is above the band for at most -max-above-share of the
+// readings after settling, then drains the queue and checks that every order was stored exactly once
 // in the primary and reached the replica.
 //
 // Its last line on stdout is one JSON object; it exits 1 when a check
@@ -66,7 +67,10 @@ type Result struct {
 	MaxLag             float64 `json:"max_lag"`
 	// SecondsAboveBand counts the 1-s lag readings after settling above
 	// setpoint + band.
-	SecondsAboveBand   int     `json:"seconds_above_band"`
+	SecondsAboveBand int `json:"seconds_above_band"`
+	// ShareAboveBand is SecondsAboveBand over the readings after settling
+	// (-1: none); the run fails above -max-above-share.
+	ShareAboveBand     float64 `json:"share_above_band"`
 	CPUSetpoint        float64 `json:"cpu_setpoint"`
 	MeanCPUAfterSettle float64 `json:"mean_cpu_after_settle"`
 	MaxCPUAfterSettle  float64 `json:"max_cpu_after_settle"`
@@ -110,9 +114,11 @@ type gains struct {
 type config struct {
 	e2ekit.Flags
 	lagSetpoint, lagBand   float64
+	maxAboveShare          float64
 	cpuSetpoint            float64
 	replicaCPU, slew, tauC float64
-	lagKd                  float64
+	lagKd, lagThetaExtra   float64
+	lagDF, lagWindow       time.Duration
 	lagAW                  string
 	lines                  int
 	duration, settle       time.Duration
@@ -124,10 +130,14 @@ func main() {
 	c.Declare("replica", 60_000, 100_000)
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
+	flag.Float64Var(&c.maxAboveShare, "max-above-share", 0.1, "the largest share of the lag readings after settling above setpoint + band that passes")
 	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
 	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
+	flag.DurationVar(&c.lagDF, "lag-df", 0, "the lag controller's derivative_filter (the time constant of its derivative's first-order filter)")
+	flag.Float64Var(&c.lagThetaExtra, "lag-theta-extra", 0, "seconds added to the lag controller's delay theta (tick + 2 s) for its SIMC gains; the lag's slope shows the rate the primary wrote a lag ago, so a lag at its setpoint adds that much dead time")
+	flag.DurationVar(&c.lagWindow, "lag-window", 0, "the lag signal is the mean of the 1-s readings over this window (PromQL avg_over_time; 0: the newest reading)")
 	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
@@ -157,8 +167,11 @@ type run struct {
 	mu       sync.Mutex
 	cpu      []point // 1-s CPU of the primary
 	lag      []point // 1-s heartbeat lag of the replica
+	behind   []point // Seconds_Behind_Master at the same readings
+	hbWrites []point // each heartbeat write on the primary: its start and duration (s)
 	limiting []limitingPoint
 	rate     []point
+	ticks    []tickPoint
 	// baseCPU is the primary's mean CPU before the capacity test.
 	baseCPU float64
 	// settledFor is how long the run lasted after settling.
@@ -282,7 +295,11 @@ func (r *run) setupDatabases() error {
 	if err := installOrders(r.Ctx, r.primary, c.lines); err != nil {
 		return err
 	}
-	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond}
+	hb := &Heartbeat{Primary: r.primary, Period: 250 * time.Millisecond, OnWrite: func(start time.Time, took time.Duration) {
+		r.mu.Lock()
+		r.hbWrites = append(r.hbWrites, point{t: start.Sub(r.Start), v: took.Seconds()})
+		r.mu.Unlock()
+	}}
 	r.Go(func(ctx context.Context) { hb.Run(ctx) })
 	if err := r.waitCaughtUp(2*time.Minute, 2); err != nil {
 		return fmt.Errorf("the replica did not load the schema: %w", err)
@@ -294,6 +311,7 @@ func (r *run) setupDatabases() error {
 		OnReading: func(at time.Time, l LagReading) {
 			r.mu.Lock()
 			r.lag = append(r.lag, point{t: at.Sub(r.Start), v: l.Lag})
+			r.behind = append(r.behind, point{t: at.Sub(r.Start), v: l.BehindMaster})
 			r.mu.Unlock()
 		}}
 	ln, err := net.Listen("tcp", lagExporterAdr)
@@ -533,6 +551,7 @@ func (r *run) recordState(ctx context.Context) {
 		defer r.mu.Unlock()
 		if v, ok := st["limiting"].(*ddbtypes.AttributeValueMemberS); ok {
 			r.limiting = append(r.limiting, limitingPoint{t: r.now(), sig: v.Value})
+			r.recordTick(st, v.Value)
 		}
 		if v, ok := rate["rate"].(*ddbtypes.AttributeValueMemberN); ok {
 			var x float64

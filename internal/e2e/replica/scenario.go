@@ -16,8 +16,17 @@ import (
 )
 
 // lagPromQL is the lag signal's query: the harness' exporter, scraped every
-// second by replica.sh's Prometheus.
-const lagPromQL = "max(sluice_replica_lag_seconds)"
+// second by replica.sh's Prometheus; with a window, the readings' mean over
+// it (the replica applies the consumers' transactions of 2,000 rows one at a
+// time under its CPU cap, so the heartbeat's age saw-tooths by a second or
+// two from one reading to the next: a tick that samples one reading every
+// 5 s aliases that into its derivative).
+func lagPromQL(window time.Duration) string {
+	if window <= 0 {
+		return "max(sluice_replica_lag_seconds)"
+	}
+	return fmt.Sprintf("max(avg_over_time(sluice_replica_lag_seconds[%ds]))", int(window.Seconds()))
+}
 
 // params is the loop's PARAMS: the CPU (the first signal, CloudWatch) tuned
 // from the CPU per order measured by the capacity test, the lag (Prometheus)
@@ -49,7 +58,7 @@ func (r *run) params() (loop.Params, error) {
 	// second each (theta). SIMC for an integrating process: Kc = 1/(k'
 	// (tau_c + theta)), Ti = 4 (tau_c + theta); tau_c = 2 theta by default
 	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
-	theta := c.Tick.Seconds() + 2
+	theta := c.Tick.Seconds() + 2 + c.lagThetaExtra
 	tauC := c.tauC * theta
 	lagKp := r.res.ReplicaCapacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
@@ -82,8 +91,8 @@ func (r *run) params() (loop.Params, error) {
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
-			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, AntiWindup: control.AntiWindup(c.lagAW)},
-			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL},
+			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: control.AntiWindup(c.lagAW)},
+			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL(c.lagWindow)},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		}},
 	}
@@ -134,6 +143,7 @@ func (r *run) scenario() error {
 	end := r.now()
 	stopProd()
 	r.analyse(end)
+	r.writeTrace()
 
 	// Drain at max_rate, then let the replica catch up.
 	if err := e2ekit.Manual(r.Ctx, r.table, r.loopID, c.MaxRate); err != nil {
