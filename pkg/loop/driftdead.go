@@ -16,8 +16,9 @@ import (
 // integrator's history) with the model's dead time, and with every dead
 // time of a grid (a twelfth of the metric period apart, from 0 to the
 // model's plus two periods) from every instant of the window on, each fit
-// with a level, a load that may start at any instant and a gain error (so
-// that neither reads as a delay), the datapoints at the ceiling as lower
+// with a level and a load that may start at any instant (so that a load
+// does not read as a delay; the gain is not free: a gain error plus a load
+// would absorb a late answer), the datapoints at the ceiling as lower
 // bounds as in the change test. The delay moved when the best dead time
 // that differs from the model's by more than DriftDeadTimeShift of the
 // metric period explains the window better than the model's, and than the
@@ -134,9 +135,9 @@ func predictWindow(s []DriftSample, h []control.Segment, m control.FOPDT, dead, 
 	return z
 }
 
-// fitDelay is the least sum of squares of y - z fitted as a level, a load
-// that may start at any instant (or none) and a gain error (a slope on z),
-// the cut rows as lower bounds.
+// fitDelay is the least sum of squares of y - z fitted as a level and a
+// load that may start at any instant (or none), the cut rows as lower
+// bounds (the gain stays the model's: see the file's comment).
 func fitDelay(y, z []float64, cut []bool) (float64, bool) {
 	n := len(y)
 	r, one := make([]float64, n), make([]float64, n)
