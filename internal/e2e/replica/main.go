@@ -125,8 +125,9 @@ type config struct {
 	root                   string
 }
 
-func main() {
-	var c config
+// declare declares the run's flags on the command line, with their defaults
+// in c.
+func (c *config) declare() {
 	c.Declare("replica", 60_000, 100_000)
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
@@ -143,6 +144,11 @@ func main() {
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
 	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
+}
+
+func main() {
+	var c config
+	c.declare()
 	flag.Parse()
 	c.root, _ = os.Getwd()
 	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}

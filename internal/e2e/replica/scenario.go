@@ -91,7 +91,7 @@ func (r *run) params() (loop.Params, error) {
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
-			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: control.AntiWindup(c.lagAW)},
+			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: antiWindup(c.lagAW)},
 			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL(c.lagWindow)},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		}},
@@ -102,6 +102,15 @@ func (r *run) params() (loop.Params, error) {
 	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g), slew_limit %g/tick; the model puts the CPU at %.1f %% at the replica's capacity",
 		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, slew, m.Output(r.res.ReplicaCapacity))
 	return p, nil
+}
+
+// antiWindup is the -lag-anti-windup flag's scheme: "none" is PARAMS'
+// empty anti_windup.
+func antiWindup(flag string) control.AntiWindup {
+	if flag == "none" {
+		return control.AntiWindupNone
+	}
+	return control.AntiWindup(flag)
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
