@@ -137,41 +137,55 @@ func TestStatementPlaceholders(t *testing.T) {
 	}
 }
 
-func TestStatementDuplicateChangesNothing(t *testing.T) {
-	db := userDB(t, ledgerSchema)
-	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
-	a, b, c := order("a", 1, "ann", "1"), order("b", 2, "bob", "2"), order("c", 3, "cid", "3")
-	store(t, s, a, b)
-	res := store(t, s, b, c, a, c) // a redelivery of a and b, c twice in one batch
-	if got := outcomes(res); got != "stored stored stored stored" {
-		t.Errorf("outcomes = %s; want all stored", got)
-	}
-	if got := query(t, db, "SELECT order_id, amount FROM ledger ORDER BY order_id"); got != "1|1.00\n2|2.00\n3|3.00" {
-		t.Errorf("ledger =\n%s\nwant one row per order", got)
-	}
-	if got := s.Stats().Duplicates.Load(); got != 2 {
-		t.Errorf("Stats().Duplicates = %d; want 2", got)
-	}
-}
-
-func TestStatementIDCollisionIsPoison(t *testing.T) {
-	db := userDB(t, ledgerSchema)
-	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
-	store(t, s, order("a", 1, "ann", "1"))
-	res := store(t, s, order("a", 9, "eve", "9"), order("b", 2, "bob", "2"), order("b", 8, "eve", "8"))
-	if got := outcomes(res); got != "permanent stored permanent" {
-		t.Fatalf("outcomes = %s; want permanent stored permanent", got)
-	}
-	for _, i := range []int{0, 2} {
-		if !strings.Contains(res[i].Reason, "id collision") {
-			t.Errorf("reason %d = %q; want it to say id collision", i, res[i].Reason)
-		}
-	}
-	if got := query(t, db, "SELECT order_id FROM ledger ORDER BY order_id"); got != "1\n2" {
-		t.Errorf("ledger = %s; want 1 and 2 only", got)
-	}
-	if got := s.Stats().Collisions.Load(); got != 2 {
-		t.Errorf("Stats().Collisions = %d; want 2", got)
+// TestStatementRedelivery: a message whose id the inbox holds changes
+// nothing when its body is the same (a duplicate) and is poison when it is
+// not (an id collision), in a later batch or in the same one.
+func TestStatementRedelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, second []consume.Message
+		outcomes      string
+		ledger        string // order_id|amount rows
+		stat          string
+		count         func(*mysqlsink.Stats) int64
+	}{{
+		name:  "duplicate changes nothing",
+		first: []consume.Message{order("a", 1, "ann", "1"), order("b", 2, "bob", "2")},
+		// a redelivery of a and b, c twice in one batch
+		second:   []consume.Message{order("b", 2, "bob", "2"), order("c", 3, "cid", "3"), order("a", 1, "ann", "1"), order("c", 3, "cid", "3")},
+		outcomes: "stored stored stored stored",
+		ledger:   "1|1.00\n2|2.00\n3|3.00",
+		stat:     "Duplicates",
+		count:    func(s *mysqlsink.Stats) int64 { return s.Duplicates.Load() },
+	}, {
+		name:     "id collision is poison",
+		first:    []consume.Message{order("a", 1, "ann", "1")},
+		second:   []consume.Message{order("a", 9, "eve", "9"), order("b", 2, "bob", "2"), order("b", 8, "eve", "8")},
+		outcomes: "permanent stored permanent",
+		ledger:   "1|1.00\n2|2.00",
+		stat:     "Collisions",
+		count:    func(s *mysqlsink.Stats) int64 { return s.Collisions.Load() },
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := userDB(t, ledgerSchema)
+			s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
+			store(t, s, tc.first...)
+			res := store(t, s, tc.second...)
+			if got := outcomes(res); got != tc.outcomes {
+				t.Fatalf("outcomes = %s; want %s", got, tc.outcomes)
+			}
+			for i, r := range res {
+				if r.Outcome == consume.Permanent && !strings.Contains(r.Reason, "id collision") {
+					t.Errorf("reason %d = %q; want it to say id collision", i, r.Reason)
+				}
+			}
+			if got := query(t, db, "SELECT order_id, amount FROM ledger ORDER BY order_id"); got != tc.ledger {
+				t.Errorf("ledger =\n%s\nwant\n%s", got, tc.ledger)
+			}
+			if got := tc.count(s.Stats()); got != 2 {
+				t.Errorf("Stats().%s = %d; want 2", tc.stat, got)
+			}
+		})
 	}
 }
 
