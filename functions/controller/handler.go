@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -36,39 +37,20 @@ type handler struct {
 	history history
 }
 
-// Result is what an invocation returns: counts of each outcome, so that an
-// invoker (the e2e test, a person with `aws lambda invoke`) sees what the
-// tick did.
-type Result struct {
-	Loops    int            `json:"loops"`
-	Outcomes map[string]int `json:"outcomes"`
-	// Applied lists the loops whose tick this invocation applied, with the
-	// STATE version written; Lost those another invocation applied first.
-	Applied map[string]int64 `json:"applied"`
-	Lost    []string         `json:"lost"`
-	// RateWrites counts the RATE items written.
-	RateWrites int `json:"rate_writes"`
-	// Refused counts PARAMS edits refused at this tick.
-	Refused int `json:"params_refused"`
-	// Problems gives, for each loop that failed, whose PARAMS edit was
-	// refused or whose metric could not be read, the reason.
-	Problems map[string]string `json:"problems"`
-}
-
 // handle ticks every loop and logs one JSON line per loop, which is also a
 // CloudWatch Embedded Metric Format record. One loop's failure (a corrupt
 // item, a failed commit) is that loop's: it is logged with LoopError = 1
-// and named in Result.Problems, and the other loops tick. The invocation
+// and named in invocation.Result.Problems, and the other loops tick. The invocation
 // fails (so that the Lambda Errors metric and its alarm see it) only when
 // the store could not be read or loops failed and none ticked; a retried
 // invocation finds the loops that did tick not due.
-func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (Result, error) {
+func (h *handler) handle(ctx context.Context, ev events.EventBridgeEvent) (invocation.Result, error) {
 	reports, err := h.ticker.Tick(ctx)
 	if err != nil {
 		h.log.ErrorContext(ctx, "tick failed", "event_id", ev.ID, "error", err)
-		return Result{}, err
+		return invocation.Result{}, err
 	}
-	res := Result{Loops: len(reports), Outcomes: map[string]int{}, Applied: map[string]int64{}, Lost: []string{}, Problems: map[string]string{}}
+	res := invocation.Result{Loops: len(reports), Outcomes: map[string]int{}, Applied: map[string]int64{}, Lost: []string{}, Problems: map[string]string{}}
 	var failed []error
 	now := h.now()
 	for _, r := range reports {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/internal/testfile"
@@ -77,12 +78,12 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		ries = append(ries, r)
 	}
 	payload := testfile.Read(t, "testdata/scheduled-event.json")
-	invoke := func(r *harness.RIE) Result {
+	invoke := func(r *harness.RIE) invocation.Result {
 		body, err := r.Invoke(ctx, payload)
 		if err != nil {
 			t.Fatalf("invoke: %v", err)
 		}
-		var res Result
+		var res invocation.Result
 		if err := json.Unmarshal(body, &res); err != nil {
 			t.Fatalf("response %s: %v", body, err)
 		}
@@ -100,7 +101,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 
 	time.Sleep(1100 * time.Millisecond) // the loop's tick period is 1 s
 	var wg sync.WaitGroup
-	results := make([]Result, 2)
+	results := make([]invocation.Result, 2)
 	for i, r := range ries {
 		wg.Add(1)
 		go func() {

@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
 	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
@@ -59,11 +58,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 // build wires the handler: the consumer (RATE reader, cache, sink) and the
 // dead-letter destination. close releases the sink and the Kafka client.
 func build(ctx context.Context, c config, log *slog.Logger) (*kafkasource.LambdaHandler, func(), error) {
-	aws, err := awsconf.Load(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cons, closeSink, err := consumerenv.Consumer(ctx, c.Config, aws, log)
+	aws, cons, closeSink, err := consumerenv.Consumer(ctx, c.Config, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
@@ -31,11 +30,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 
 // build wires the handler: the consumer (RATE reader, cache, sink) and SQS.
 func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, func(), error) {
-	aws, err := awsconf.Load(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cons, closer, err := consumerenv.Consumer(ctx, c.Config, aws, log)
+	aws, cons, closer, err := consumerenv.Consumer(ctx, c.Config, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sluice-dev/sluice/functions/internal/envconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
@@ -100,21 +101,26 @@ func optional[T any](name string, parse func(string) (T, error)) func(string) (T
 	}
 }
 
-// Consumer wires the consumer: the sink, the DynamoDB RATE reader, the
-// lease that shares the rate among live peers (or SLUICE_CONSUMERS with
-// SLUICE_REPORT=off) and the rate cache. close releases the sink (the MySQL
-// pool).
-func Consumer(ctx context.Context, c Config, awsCfg aws.Config, log *slog.Logger) (cons *consume.Consumer, close func(), err error) {
+// Consumer loads the AWS configuration (awsconf), which it returns for the
+// function's own clients, and wires the consumer: the sink, the DynamoDB
+// RATE reader, the lease that shares the rate among live peers (or
+// SLUICE_CONSUMERS with SLUICE_REPORT=off) and the rate cache. close
+// releases the sink (the MySQL pool).
+func Consumer(ctx context.Context, c Config, log *slog.Logger) (awsCfg aws.Config, cons *consume.Consumer, close func(), err error) {
+	awsCfg, err = awsconf.Load(ctx)
+	if err != nil {
+		return awsCfg, nil, nil, err
+	}
 	rc := consume.RateCacheConfig{Loop: c.Loop, Period: c.RatePeriod, SafeRate: c.SafeRate}
 	sink, closer, err := Sink(ctx, c, &rc, secretsmanager.NewFromConfig(awsCfg), log)
 	if err != nil {
-		return nil, nil, err
+		return awsCfg, nil, nil, err
 	}
 	stats := &consume.Stats{}
 	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), c.Table)
 	peers := consume.LeaseOrFixed(c.Report, c.Loop, c.Consumers, store, stats, consume.WallClock{}, log)
 	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
-	return consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats), closer, nil
+	return awsCfg, consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats), closer, nil
 }
 
 // Sink opens the destination: MySQL (OpenMySQL, secrets reading its DSN;

@@ -28,6 +28,7 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
@@ -67,17 +68,6 @@ type result struct {
 	RateBeforeEdit              float64 `json:"rate_before_edit"`
 	RateAfterEdit               float64 `json:"rate_after_edit"`
 	verdict.Verdict
-}
-
-// invocation is the controller's response (functions/controller Result).
-type invocation struct {
-	Loops      int               `json:"loops"`
-	Outcomes   map[string]int    `json:"outcomes"`
-	Applied    map[string]int64  `json:"applied"`
-	Lost       []string          `json:"lost"`
-	RateWrites int               `json:"rate_writes"`
-	Refused    int               `json:"params_refused"`
-	Problems   map[string]string `json:"problems"`
 }
 
 type run struct {
@@ -446,19 +436,19 @@ func (r *run) publishCPU(value float64) error {
 }
 
 // invoke ticks through one emulator and records what it applied.
-func (r *run) invoke(i int) (invocation, error) {
+func (r *run) invoke(i int) (invocation.Result, error) {
 	body, err := r.ries[i].Invoke(r.ctx, r.payload)
 	if err != nil {
-		return invocation{}, err
+		return invocation.Result{}, err
 	}
-	var inv invocation
+	var inv invocation.Result
 	if err := json.Unmarshal(body, &inv); err != nil {
 		return inv, fmt.Errorf("invocation response %s: %w", body, err)
 	}
 	return inv, nil
 }
 
-func (r *run) record(invs ...invocation) (applied int) {
+func (r *run) record(invs ...invocation.Result) (applied int) {
 	for _, inv := range invs {
 		r.res.Invocations++
 		r.res.RateWrites += inv.RateWrites
@@ -502,7 +492,7 @@ func (r *run) tick() (loop.State, loop.Rate, error) {
 func (r *run) tickPair() error {
 	r.waitDue()
 	var wg sync.WaitGroup
-	invs := make([]invocation, 2)
+	invs := make([]invocation.Result, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Add(1)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -166,6 +168,20 @@ func ListenerPID(port string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no process listens on port %s (ss: %v)", port, err)
+}
+
+// MariaDBPID is the pid of the MariaDB server at addr (host:port, port
+// 3306 when it names none): the process listening on its port, else the
+// one named mariadbd.
+func MariaDBPID(addr string) (int, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		port = "3306"
+	}
+	if pid, err := ListenerPID(port); err == nil {
+		return pid, nil
+	}
+	return cpupub.Named("mariadbd")()
 }
 
 // AWS runs the AWS CLI against the local endpoint.

@@ -286,11 +286,7 @@ func (r *run) mariadbPID() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, port, _ := strings.Cut(cfg.Addr, ":")
-	if pid, err := e2ekit.ListenerPID(port); err == nil {
-		return pid, nil
-	}
-	return cpupub.Named("mariadbd")()
+	return e2ekit.MariaDBPID(cfg.Addr)
 }
 
 // meanCPU is the mean CPU over [from, to) since the start.

@@ -334,17 +334,15 @@ func (r *run) setupDatabases() error {
 	if err != nil {
 		return err
 	}
-	cores, err := cpupub.Cores(os.ReadFile, pid)
-	if err != nil {
+	if r.sampler, err = cpupub.NewSampler(pid, nil, 0); err != nil {
 		return err
 	}
-	r.sampler = &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile), Cores: cores, Now: time.Now}
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
 		r.mu.Lock()
 		r.cpu = append(r.cpu, point{t: at.Sub(r.Start), v: u})
 		r.mu.Unlock()
 	}, nil)
-	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, cores, lagExporterAdr)
+	r.Logf("primary pid %d (%g cores), replica lag exported on %s", pid, r.sampler.Cores, lagExporterAdr)
 	return nil
 }
 

@@ -37,11 +37,8 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -191,37 +188,11 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: r.cfg.DataRows, ScanRows: r.cfg.ScanRows}); err != nil {
 		return "", nil, err
 	}
-	find := func() (int, error) { return listener(cfg.Addr) }
-	pid, err := find()
+	s, err := cpupub.NewSampler(0, func() (int, error) { return e2ekit.MariaDBPID(cfg.Addr) }, 0)
 	if err != nil {
 		return "", nil, err
 	}
-	cores, err := cpupub.Cores(os.ReadFile, pid)
-	if err != nil {
-		return "", nil, err
-	}
-	r.res.Cores = cores
-	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", pid, cores, r.dbName, r.cfg.ScanRows)
-	return dsn, &cpupub.Sampler{Read: os.ReadFile, PID: pid, Hz: cpupub.ClockTicks(os.ReadFile),
-		Cores: cores, Now: time.Now, Find: find}, nil
-}
-
-var ssPID = regexp.MustCompile(`pid=(\d+)`)
-
-// listener is the pid of the process listening on addr's port (the
-// MariaDB server of the DSN, not another on this machine).
-func listener(addr string) (int, error) {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		port = "3306"
-	}
-	out, err := exec.Command("ss", "-Hltnp", "sport = :"+port).Output()
-	if err != nil {
-		return 0, fmt.Errorf("ss: %w", err)
-	}
-	m := ssPID.FindSubmatch(out)
-	if m == nil {
-		return cpupub.FindProcess(os.ReadFile, cpupub.PIDs(), "mariadbd")
-	}
-	return strconv.Atoi(string(m[1]))
+	r.res.Cores = s.Cores
+	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", s.PID, s.Cores, r.dbName, r.cfg.ScanRows)
+	return dsn, s, nil
 }
