@@ -61,7 +61,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	// 5-s CloudWatch datapoints (t: the period's start), the primary idle
 	// before the loop starts.
 	cpuPoints := []point{{t: -5 * time.Second, v: pl.CPUBase}}
-	var lagRead float64   // the exporter's newest reading
+	var lagRead float64 // the exporter's newest reading
 	metrics := readerFunc(func(qs []loop.MetricQuery) []loop.Sample {
 		out := make([]loop.Sample, len(qs))
 		for i, q := range qs {
