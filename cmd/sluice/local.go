@@ -39,6 +39,7 @@ func localCommands() []command {
 	}
 }
 
+// signalContext is a context that SIGINT or SIGTERM cancels.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
