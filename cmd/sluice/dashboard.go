@@ -10,9 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -136,12 +134,9 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "sluice dashboard", err, 2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	if err := serveDashboard(ctx, c, stdout, stderr, nil); err != nil {
-		return fail(stderr, "sluice dashboard", err, 1)
-	}
-	return 0
+	return failIf(stderr, "sluice dashboard", serveDashboard(ctx, c, stdout, stderr, nil), 1)
 }
 
 // serveDashboard builds the adapters for c and serves until ctx is done.

@@ -8,21 +8,13 @@ import (
 )
 
 func TestDemoBadInput(t *testing.T) {
-	for _, args := range [][]string{
+	testBadInput(t, []string{"demo"}, badArgs([][]string{
 		{"--duration", "ten minutes"},
 		{"--setpoint", "150"},
 		{"--batch", "0"},
 		{"--plot", "out.gif"},
 		{"extra"},
-	} {
-		var out, errb bytes.Buffer
-		if code := run(append([]string{"demo"}, args...), &out, &errb); code != 2 {
-			t.Errorf("sluice demo %q = exit %d; want 2 (stderr %q)", args, code, errb.String())
-		}
-		if errb.Len() == 0 {
-			t.Errorf("sluice demo %q: no message on stderr", args)
-		}
-	}
+	}))
 }
 
 func TestDemoJSON(t *testing.T) {

@@ -18,8 +18,12 @@ func labCommands() []command {
 	}
 }
 
-func runLab(args []string, stdout, stderr io.Writer) int {
-	return runGroup("lab", "experiment", labCommands(), args, stdout, stderr)
+// group is the run function of command group whose subcommands sub lists
+// (what: what a subcommand is, for the usage): see runGroup.
+func group(name, what string, sub func() []command) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		return runGroup(name, what, sub(), args, stdout, stderr)
+	}
 }
 
 // runGroup dispatches a command with subcommands (`sluice lab <experiment>`,

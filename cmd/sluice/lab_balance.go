@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,11 +14,27 @@ import (
 	"github.com/sluice-dev/sluice/internal/plot"
 )
 
+// labBalance is the command name of `sluice lab balance`.
+const labBalance = "sluice lab balance"
+
+// printBalanceJSON writes v as the one line of JSON of `lab balance --json`
+// and returns the exit code.
+func printBalanceJSON(stdout, stderr io.Writer, v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fail(stderr, labBalance, err, 1)
+	}
+	fmt.Fprintln(stdout, string(b))
+	return 0
+}
+
 // runLabBalance is `sluice lab balance`: plain round-robin, a greedy
 // least-loaded rule and the PI weights on the same simulated fleet.
 func runLabBalance(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sluice lab balance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(labBalance, labBalance+" [--capacities 1:2:3 | --nodes N --capacities random] [fleet and controller flags] [--json] [--plot FILE] | --cascade",
+		"Balance a simulated fleet of nodes of different capacity: plain round-robin, a greedy\n"+
+			"least-loaded rule and the PI weights on the same load; the max/avg utilization of each\n"+
+			"and the ticks until it stays within 1.05. With --cascade: the rate loop and the balancer together.")
 	s := balancelab.DefaultScenario(nil)
 	nodes := fs.Int("nodes", 0, "number of nodes (0: as many as --capacities lists)")
 	capacities := fs.String("capacities", "1:2:3", "node capacities, e.g. 1:2:3 (or 1,2,3), or 'random' for --nodes capacities drawn from [1, 10] with --seed")
@@ -40,48 +54,36 @@ func runLabBalance(args []string, stdout, stderr io.Writer) int {
 	cascade := fs.Bool("cascade", false, "instead: the rate loop and the balancer together (rate on the hottest node or the mean; balancer faster, as fast, slower, off)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	plotFile := fs.String("plot", "", "write a chart to this .svg or .png file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice lab balance: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
+		return code
 	}
 	if *cascade {
 		return runCascade(*asJSON, *plotFile, stdout, stderr)
 	}
 	caps, err := parseCapacities(*capacities, *nodes, s.Seed)
 	if err != nil {
-		return fail(stderr, "sluice lab balance", err, 2)
+		return fail(stderr, labBalance, err, 2)
 	}
 	s.Capacities = caps
 	if *plotFile != "" {
 		if err := plot.CheckPath(*plotFile); err != nil {
-			return fail(stderr, "sluice lab balance", err, 2)
+			return fail(stderr, labBalance, err, 2)
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return fail(stderr, "sluice lab balance", err, 2)
+		return fail(stderr, labBalance, err, 2)
 	}
 	r, err := balancelab.Run(s)
 	if err != nil {
-		return fail(stderr, "sluice lab balance", err, 1)
+		return fail(stderr, labBalance, err, 1)
 	}
 	if *plotFile != "" {
 		if err := balanceFigure(s, r).WriteFile(*plotFile); err != nil {
-			return fail(stderr, "sluice lab balance", err, 1)
+			return fail(stderr, labBalance, err, 1)
 		}
 	}
 	if *asJSON {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return fail(stderr, "sluice lab balance", err, 1)
-		}
-		fmt.Fprintln(stdout, string(b))
-		return 0
+		return printBalanceJSON(stdout, stderr, r)
 	}
 	fmt.Fprintf(stdout, "fleet %s, load %.0f %% of capacity, %d ticks of %v\n",
 		formatCapacities(caps), 100*s.Load, s.Ticks, s.Tick)
@@ -183,7 +185,7 @@ func balanceFigure(s balancelab.Scenario, r balancelab.Result) plot.Figure {
 func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 	if plotFile != "" {
 		if err := plot.CheckPath(plotFile); err != nil {
-			return fail(stderr, "sluice lab balance", err, 2)
+			return fail(stderr, labBalance, err, 2)
 		}
 	}
 	type row struct {
@@ -197,8 +199,7 @@ func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 	for _, v := range balancelab.CascadeVariants() {
 		r, err := balancelab.RunCascade(v.Scenario)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice lab balance: %s: %v\n", v.Name, err)
-			return 1
+			return fail(stderr, labBalance+": "+v.Name, err, 1)
 		}
 		rows = append(rows, row{Name: v.Name, CascadeResult: r})
 		minutes := make([]float64, len(r.Time))
@@ -219,16 +220,11 @@ func runCascade(asJSON bool, plotFile string, stdout, stderr io.Writer) int {
 			Panels: []plot.Panel{hot, rates},
 		}
 		if err := fig.WriteFile(plotFile); err != nil {
-			return fail(stderr, "sluice lab balance", err, 1)
+			return fail(stderr, labBalance, err, 1)
 		}
 	}
 	if asJSON {
-		b, err := json.Marshal(map[string]any{"cascade": rows})
-		if err != nil {
-			return fail(stderr, "sluice lab balance", err, 1)
-		}
-		fmt.Fprintln(stdout, string(b))
-		return 0
+		return printBalanceJSON(stdout, stderr, map[string]any{"cascade": rows})
 	}
 	fmt.Fprintf(stdout, "%-32s %10s %9s %9s %9s %8s\n", "variant", "rate msg/s", "peak %", "s > sp+5", "s at 100", "max/avg")
 	for _, r := range rows {

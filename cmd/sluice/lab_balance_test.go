@@ -55,7 +55,7 @@ func TestLabBalancePlot(t *testing.T) {
 }
 
 func TestLabBalanceBadInput(t *testing.T) {
-	tests := [][]string{
+	testBadInput(t, []string{"lab", "balance"}, badArgs([][]string{
 		{"--capacities", "1"},
 		{"--capacities", "1:x:3"},
 		{"--capacities", "1:-2"},
@@ -67,16 +67,7 @@ func TestLabBalanceBadInput(t *testing.T) {
 		{"--plot", "out.gif"},
 		{"--bogus"},
 		{"extra"},
-	}
-	for _, args := range tests {
-		var out, errb bytes.Buffer
-		if code := run(append([]string{"lab", "balance"}, args...), &out, &errb); code != 2 {
-			t.Errorf("sluice lab balance %v: exit %d; want 2", args, code)
-		}
-		if errb.Len() == 0 {
-			t.Errorf("sluice lab balance %v: empty stderr; want a reason", args)
-		}
-	}
+	}))
 }
 
 func TestLabBalanceCascade(t *testing.T) {

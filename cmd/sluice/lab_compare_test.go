@@ -55,7 +55,7 @@ func TestLabComparePlotAndTable(t *testing.T) {
 }
 
 func TestLabCompareBadInput(t *testing.T) {
-	for _, args := range [][]string{
+	testBadInput(t, []string{"lab", "compare"}, badArgs([][]string{
 		{"--controllers", "pi,foo"},
 		{"--controllers", ""},
 		{"--tick", "5x"},
@@ -67,13 +67,7 @@ func TestLabCompareBadInput(t *testing.T) {
 		{"--duration", "0s"},
 		{"--plot", "out.gif"},
 		{"extra"},
-	} {
-		var out, errb bytes.Buffer
-		code := run(append([]string{"lab", "compare"}, args...), &out, &errb)
-		if code != 2 || errb.Len() == 0 {
-			t.Errorf("lab compare %q: exit %d, stderr %q; want 2 with a message", args, code, errb.String())
-		}
-	}
+	}))
 }
 
 func TestLabCompareGainOverride(t *testing.T) {

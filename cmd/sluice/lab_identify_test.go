@@ -128,14 +128,6 @@ func TestLabIdentifyBadInput(t *testing.T) {
 		{"bad plot name", []string{"--csv", "testdata/step_noisy.csv", "--plot", filepath.Join(dir, "x.jpg")}, ".svg or .png"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := runCmd(t, append([]string{"lab", "identify"}, tc.args...)...)
-			if code != 2 || !strings.Contains(errOut, tc.want) {
-				t.Errorf("lab identify %v = exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
-			}
-			if out != "" {
-				t.Errorf("lab identify %v wrote %q to stdout on bad input", tc.args, out)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, []string{"lab", "identify"}, badInput{tc.args, tc.want}) })
 	}
 }

@@ -41,7 +41,7 @@ func TestLabPlantFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
-		code := runLab(tt.args, &out, &errb)
+		code := run(append([]string{"lab"}, tt.args...), &out, &errb)
 		if code != tt.wantCode || !bytes.Contains(append(out.Bytes(), errb.Bytes()...), []byte(tt.wantOut)) {
 			t.Errorf("sluice lab %q = %d, %q %q; want %d and %q", tt.args, code, out.String(), errb.String(), tt.wantCode, tt.wantOut)
 		}

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/pkg/ident"
@@ -72,10 +71,7 @@ func TestLabStepCSVRoundTrip(t *testing.T) {
 }
 
 func TestLabStepBadInput(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
+	testBadInput(t, []string{"lab", "step"}, []badInput{
 		{[]string{"--step-from", "600", "--step-to", "600"}, "no step"},
 		{[]string{"--step-from", "-5"}, `invalid value "-5" for flag -step-from`},
 		{[]string{"--step-to", "NaN"}, `invalid value "NaN" for flag -step-to`},
@@ -86,16 +82,5 @@ func TestLabStepBadInput(t *testing.T) {
 		{[]string{"--sample", "0s"}, "sample period 0s"},
 		{[]string{"--step-at", "20m", "--duration", "10m"}, "before the end"},
 		{[]string{"--plot", "out.gif"}, ".svg or .png"},
-	}
-	for _, tc := range tests {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, out, errOut := runCmd(t, append([]string{"lab", "step"}, tc.args...)...)
-			if code != 2 || !strings.Contains(errOut, tc.want) {
-				t.Errorf("lab step %v = exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
-			}
-			if out != "" {
-				t.Errorf("lab step %v wrote %q to stdout on bad input", tc.args, out)
-			}
-		})
-	}
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,12 +39,34 @@ func localCommands() []command {
 	}
 }
 
-func runLocal(args []string, stdout, stderr io.Writer) int {
-	return runGroup("local", "stand-in", localCommands(), args, stdout, stderr)
-}
-
+// signalContext is a context that SIGINT or SIGTERM cancels.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// runStandIn parses a stand-in's flags (required: those it cannot do
+// without) and, unless that decides the exit status, returns what body
+// returns, run under a context that SIGINT or SIGTERM cancels.
+func runStandIn(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, required []string, body func(ctx context.Context) int) int {
+	if code, done := flagsOrExit(fs, args, stdout, stderr, required...); done {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	return body(ctx)
+}
+
+// runSchedule invokes s's function once now (once; exit 1 on a function
+// error) or on s's schedule until ctx ends. A scheduler that cannot run
+// fails command name with code.
+func runSchedule(ctx context.Context, s *localaws.Scheduler, once bool, stderr io.Writer, name string, code int) int {
+	if once {
+		if inv := s.Fire(ctx); inv.Err != nil {
+			return 1
+		}
+		return 0
+	}
+	return failIf(stderr, name, s.Run(ctx), code)
 }
 
 func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
@@ -56,23 +79,11 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 	period := fs.Duration("period", time.Minute, "schedule period")
 	rule := fs.String("rule", localaws.DefaultRule, "schedule rule name in the event's resources")
 	once := fs.Bool("once", false, "invoke once now and exit (exit 1 on a function error)")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
-		return code
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: *rie}, Period: *period, Rule: *rule, Clock: consume.WallClock{},
-		Log: slog.New(slog.NewJSONHandler(stdout, nil))}
-	if *once {
-		if inv := s.Fire(ctx); inv.Err != nil {
-			return 1
-		}
-		return 0
-	}
-	if err := s.Run(ctx); err != nil {
-		return fail(stderr, name, err, 2)
-	}
-	return 0
+	return runStandIn(fs, args, stdout, stderr, nil, func(ctx context.Context) int {
+		s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: *rie}, Period: *period, Rule: *rule, Clock: consume.WallClock{},
+			Log: slog.New(slog.NewJSONHandler(stdout, nil))}
+		return runSchedule(ctx, s, *once, stderr, name, 2)
+	})
 }
 
 func runLocalESM(args []string, stdout, stderr io.Writer) int {
@@ -96,31 +107,28 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	mapping := fs.String("mapping", "", "UUID of the event source mapping whose MaximumConcurrency limits the pollers")
 	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
 	memory := fs.Int("memory", 256, "the function's memory in MB (for GB-seconds)")
-	if code, done := flagsOrExit(fs, args, stdout, stderr, "queue-url"); done {
-		return code
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		return fail(stderr, name, err, 1)
-	}
-	api := sqs.NewFromConfig(cfg)
-	arn, err := localaws.LookupQueueARN(ctx, api, *queue)
-	if err != nil {
-		return fail(stderr, name, err, 1)
-	}
-	log := slog.New(slog.NewJSONHandler(stdout, nil))
-	f := &localaws.Fleet{Every: *every, MemoryMB: *memory, Log: log}
-	if *mapping != "" {
-		f.Concurrency = localaws.MappingConcurrency(lambdaesm.New(lambda.NewFromConfig(cfg)), *mapping)
-	}
-	for _, u := range strings.Split(*ries, ",") {
-		f.Pollers = append(f.Pollers, &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn,
-			Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log})
-	}
-	f.Run(ctx)
-	return 0
+	return runStandIn(fs, args, stdout, stderr, []string{"queue-url"}, func(ctx context.Context) int {
+		cfg, err := awsconf.Load(ctx)
+		if err != nil {
+			return fail(stderr, name, err, 1)
+		}
+		api := sqs.NewFromConfig(cfg)
+		arn, err := localaws.LookupQueueARN(ctx, api, *queue)
+		if err != nil {
+			return fail(stderr, name, err, 1)
+		}
+		log := slog.New(slog.NewJSONHandler(stdout, nil))
+		f := &localaws.Fleet{Every: *every, MemoryMB: *memory, Log: log}
+		if *mapping != "" {
+			f.Concurrency = localaws.MappingConcurrency(lambdaesm.New(lambda.NewFromConfig(cfg)), *mapping)
+		}
+		for _, u := range strings.Split(*ries, ",") {
+			f.Pollers = append(f.Pollers, &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn,
+				Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log})
+		}
+		f.Run(ctx)
+		return 0
+	})
 }
 
 func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
@@ -142,32 +150,29 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	retryWait := fs.Duration("retry-wait", time.Second, "pause before a failed batch is invoked again")
 	maxRetries := fs.Int("max-retries", 0, "retries before a failed batch is discarded (0: until it succeeds)")
 	selfManaged := fs.Bool("self-managed", false, "eventSource SelfManagedKafka instead of aws:kafka")
-	if code, done := flagsOrExit(fs, args, stdout, stderr, "topics"); done {
-		return code
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(stdout, nil))
-	source := "aws:kafka"
-	if *selfManaged {
-		source = "SelfManagedKafka"
-	}
-	urls := strings.Split(*ries, ",")
-	done := make(chan struct{}, len(urls))
-	for _, u := range urls {
-		cl, err := localaws.NewKafkaClient(strings.Split(*brokers, ","), *group, strings.Split(*topics, ","))
-		if err != nil {
-			return fail(stderr, name, err, 1)
+	return runStandIn(fs, args, stdout, stderr, []string{"topics"}, func(ctx context.Context) int {
+		log := slog.New(slog.NewJSONHandler(stdout, nil))
+		source := "aws:kafka"
+		if *selfManaged {
+			source = "SelfManagedKafka"
 		}
-		defer cl.Close()
-		p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: u}, BatchSize: *batch, Window: *window,
-			RetryWait: *retryWait, MaxRetries: *maxRetries, EventSource: source, BootstrapServers: *brokers, Log: log}
-		go func() { p.Run(ctx); done <- struct{}{} }()
-	}
-	for range urls {
-		<-done
-	}
-	return 0
+		urls := strings.Split(*ries, ",")
+		done := make(chan struct{}, len(urls))
+		for _, u := range urls {
+			cl, err := localaws.NewKafkaClient(strings.Split(*brokers, ","), *group, strings.Split(*topics, ","))
+			if err != nil {
+				return fail(stderr, name, err, 1)
+			}
+			defer cl.Close()
+			p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: u}, BatchSize: *batch, Window: *window,
+				RetryWait: *retryWait, MaxRetries: *maxRetries, EventSource: source, BootstrapServers: *brokers, Log: log}
+			go func() { p.Run(ctx); done <- struct{}{} }()
+		}
+		for range urls {
+			<-done
+		}
+		return 0
+	})
 }
 
 func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
@@ -183,31 +188,25 @@ func runLocalCPUPublisher(args []string, stdout, stderr io.Writer) int {
 	process := fs.String("process", "mariadbd", "command name of the process")
 	pid := fs.Int("pid", 0, "pid of the process (default: find --process)")
 	cores := fs.Float64("cores", 0, "cores that 100 % means (default: affinity and cgroup quota)")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
-		return code
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	var find func() (int, error)
-	if *pid == 0 {
-		find = cpupub.Named(*process)
-	}
-	sampler, err := cpupub.NewSampler(*pid, find, *cores)
-	if err != nil {
-		return fail(stderr, name, err, 1)
-	}
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		return fail(stderr, name, err, 1)
-	}
-	log := slog.New(slog.NewJSONHandler(stdout, nil))
-	log.Info("cpu publisher", "pid", sampler.PID, "cores", sampler.Cores, "clock_ticks", sampler.Hz, "instance", *instance, "period", period.String())
-	p := &cpupub.Publisher{CPU: sampler, API: cwmetric.NewClient(cfg, awsconf.Endpoint()), Instance: *instance,
-		Period: *period, Delay: *delay, Clock: consume.WallClock{}, Log: log}
-	if err := p.Run(ctx); err != nil {
-		return fail(stderr, name, err, 2)
-	}
-	return 0
+	return runStandIn(fs, args, stdout, stderr, nil, func(ctx context.Context) int {
+		var find func() (int, error)
+		if *pid == 0 {
+			find = cpupub.Named(*process)
+		}
+		sampler, err := cpupub.NewSampler(*pid, find, *cores)
+		if err != nil {
+			return fail(stderr, name, err, 1)
+		}
+		cfg, err := awsconf.Load(ctx)
+		if err != nil {
+			return fail(stderr, name, err, 1)
+		}
+		log := slog.New(slog.NewJSONHandler(stdout, nil))
+		log.Info("cpu publisher", "pid", sampler.PID, "cores", sampler.Cores, "clock_ticks", sampler.Hz, "instance", *instance, "period", period.String())
+		p := &cpupub.Publisher{CPU: sampler, API: cwmetric.NewClient(cfg, awsconf.Endpoint()), Instance: *instance,
+			Period: *period, Delay: *delay, Clock: consume.WallClock{}, Log: log}
+		return failIf(stderr, name, p.Run(ctx), 2)
+	})
 }
 
 func runLocalLoad(args []string, stdout, stderr io.Writer) int {
@@ -224,42 +223,39 @@ func runLocalLoad(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 2, "connections")
 	dur := fs.Duration("for", 0, "how long (0: until interrupted)")
 	install := fs.Bool("install", false, "install the per-message workload and exit")
-	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
-		return code
-	}
-	if *dsn == "" {
-		fmt.Fprintf(stderr, "%s: set --dsn or SLUICE_MYSQL_DSN\n", name)
-		return 2
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	db, err := sql.Open("mysql", *dsn)
-	if err != nil {
-		return fail(stderr, name, err, 2)
-	}
-	defer db.Close()
-	if *install {
-		if err := dbload.Install(ctx, db, dbload.Workload{DataRows: *data, ScanRows: *scan}); err != nil {
-			return fail(stderr, name, err, 1)
+	return runStandIn(fs, args, stdout, stderr, nil, func(ctx context.Context) int {
+		if *dsn == "" {
+			fmt.Fprintf(stderr, "%s: set --dsn or SLUICE_MYSQL_DSN\n", name)
+			return 2
 		}
-		fmt.Fprintf(stdout, "workload installed: %d data rows, %d rows per message\n", *data, *scan)
+		db, err := sql.Open("mysql", *dsn)
+		if err != nil {
+			return fail(stderr, name, err, 2)
+		}
+		defer db.Close()
+		if *install {
+			if err := dbload.Install(ctx, db, dbload.Workload{DataRows: *data, ScanRows: *scan}); err != nil {
+				return fail(stderr, name, err, 1)
+			}
+			fmt.Fprintf(stdout, "workload installed: %d data rows, %d rows per message\n", *data, *scan)
+			return 0
+		}
+		g := &dbload.LoadGenerator{DB: db, Rate: *qps, ScanRows: *scan, DataRows: *data, Workers: *workers}
+		if err := g.Start(ctx); err != nil {
+			return fail(stderr, name, err, 2)
+		}
+		if *dur > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *dur)
+			defer cancel()
+		}
+		<-ctx.Done()
+		g.Stop()
+		done, failed := g.Queries()
+		fmt.Fprintf(stdout, "load: %d queries, %d failed\n", done, failed)
+		if failed > 0 {
+			return 1
+		}
 		return 0
-	}
-	g := &dbload.LoadGenerator{DB: db, Rate: *qps, ScanRows: *scan, DataRows: *data, Workers: *workers}
-	if err := g.Start(ctx); err != nil {
-		return fail(stderr, name, err, 2)
-	}
-	if *dur > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *dur)
-		defer cancel()
-	}
-	<-ctx.Done()
-	g.Stop()
-	done, failed := g.Queries()
-	fmt.Fprintf(stdout, "load: %d queries, %d failed\n", done, failed)
-	if failed > 0 {
-		return 1
-	}
-	return 0
+	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,16 +67,7 @@ func runLocalController(args []string, stdout, stderr io.Writer) int {
 	defer wait()
 	s := &localaws.Scheduler{Invoker: &localaws.RIE{URL: url}, Period: c.period, Clock: consume.WallClock{},
 		Log: slog.New(slog.NewJSONHandler(stderr, nil))}
-	if c.once {
-		if inv := s.Fire(ctx); inv.Err != nil {
-			return 1
-		}
-		return 0
-	}
-	if err := s.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fail(stderr, "sluice local controller", err, 1)
-	}
-	return 0
+	return runSchedule(ctx, s, c.once, stderr, "sluice local controller", 1)
 }
 
 // startControllerRIE starts the emulator with the bootstrap on a free

@@ -16,18 +16,10 @@ import (
 
 func TestLocalControllerUsage(t *testing.T) {
 	t.Setenv("SLUICE_TABLE", "")
-	for _, tt := range []struct {
-		args []string
-		want string
-	}{
+	testBadInput(t, []string{"local", "controller"}, []badInput{
 		{nil, "--table is required"},
 		{[]string{"--table", "t", "--bootstrap", "/nonexistent/bootstrap"}, "make controller-bootstrap"},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(append([]string{"local", "controller"}, tt.args...), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
-			t.Errorf("sluice local controller %v = %d, %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
-		}
-	}
+	})
 }
 
 // TestLocalControllerOnce runs the real bootstrap under the emulator

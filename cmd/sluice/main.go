@@ -22,12 +22,12 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "demo", summary: "the whole loop on a simulated database, no services, in accelerated time", run: runDemo},
-		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: runLab},
+		{name: "lab", summary: "laboratory: step tests, identification, closed-loop comparisons", run: group("lab", "experiment", labCommands)},
 		{name: "tune", summary: "PI/PID gains from a plant model (SIMC, IMC, Ziegler-Nichols, Cohen-Coon)", run: runTune},
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},
 		{name: "params", summary: "get, set and validate a loop's PARAMS item (the controller's validation)", run: runParams},
-		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: runLocal},
-		{name: "mysql", summary: "check a MySQL consumer statement against the database (check)", run: runMySQL},
+		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: group("local", "stand-in", localCommands)},
+		{name: "mysql", summary: "check a MySQL consumer statement against the database (check)", run: group("mysql", "command", mysqlCommands)},
 		{name: "migrate", summary: "create or upgrade the tables of the MySQL consumers (inbox, messages)", run: runMigrate},
 	}
 }
@@ -72,4 +72,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 func fail(stderr io.Writer, name string, err error, code int) int {
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	return code
+}
+
+// failIf is fail when err is not nil, else 0 (success).
+func failIf(stderr io.Writer, name string, err error, code int) int {
+	if err == nil {
+		return 0
+	}
+	return fail(stderr, name, err, code)
 }

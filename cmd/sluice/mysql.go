@@ -21,10 +21,6 @@ func mysqlCommands() []command {
 	}
 }
 
-func runMySQL(args []string, stdout, stderr io.Writer) int {
-	return runGroup("mysql", "command", mysqlCommands(), args, stdout, stderr)
-}
-
 // attrFlag collects repeated --attr NAME=VALUE.
 type attrFlag map[string]string
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,46 @@ func runJSON(t *testing.T, v any, args ...string) string {
 		t.Fatalf("sluice %s: output %q is not JSON: %v", strings.Join(args, " "), out, err)
 	}
 	return out
+}
+
+// badInput is a command line that a command refuses: exit status 2, nothing
+// on stdout, and on stderr a message that holds want (any message when want
+// is empty).
+type badInput struct {
+	args []string
+	want string
+}
+
+// badArgs are bad inputs given by their arguments alone.
+func badArgs(args [][]string) []badInput {
+	cases := make([]badInput, len(args))
+	for i, a := range args {
+		cases[i] = badInput{args: a}
+	}
+	return cases
+}
+
+// testBadInput runs `sluice command... args...` for each case, in a subtest
+// named by the arguments, and wants it refused (wantRefused).
+func testBadInput(t *testing.T, command []string, cases []badInput) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) { wantRefused(t, command, tc) })
+	}
+}
+
+// wantRefused runs `sluice command... args...` and wants the refusal tc
+// describes.
+func wantRefused(t *testing.T, command []string, tc badInput) {
+	t.Helper()
+	cmd := strings.Join(command, " ")
+	code, out, errOut := runCmd(t, append(slices.Clone(command), tc.args...)...)
+	if code != 2 || errOut == "" || !strings.Contains(errOut, tc.want) {
+		t.Errorf("sluice %s %q = exit %d, stderr %q; want exit 2 and a message with %q", cmd, tc.args, code, errOut, tc.want)
+	}
+	if out != "" {
+		t.Errorf("sluice %s %q wrote %q to stdout on bad input", cmd, tc.args, out)
+	}
 }
 
 func TestTuneJSON(t *testing.T) {
@@ -81,10 +122,7 @@ func TestTuneText(t *testing.T) {
 }
 
 func TestTuneBadInput(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
+	testBadInput(t, []string{"tune"}, []badInput{
 		{[]string{"--gain", "0.05", "--tau", "15s", "--rule", "foo"}, `unknown tuning rule "foo"`},
 		{[]string{"--gain", "0.05", "--tau", "15"}, `invalid value "15" for flag -tau`},
 		{[]string{"--gain", "0.05", "--tau", "abc"}, `invalid value "abc" for flag -tau`},
@@ -96,21 +134,7 @@ func TestTuneBadInput(t *testing.T) {
 		{[]string{"--gain", "0.05", "--tau", "-15s"}, "must not be negative"},
 		{[]string{"--gain", "0.05", "--tau", "15s", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
-	}
-	for _, tc := range tests {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, out, errOut := runCmd(t, append([]string{"tune"}, tc.args...)...)
-			if code != 2 {
-				t.Errorf("sluice tune %v exit %d; want 2", tc.args, code)
-			}
-			if !strings.Contains(errOut, tc.want) {
-				t.Errorf("sluice tune %v stderr %q; want it to contain %q", tc.args, errOut, tc.want)
-			}
-			if out != "" {
-				t.Errorf("sluice tune %v wrote %q to stdout on bad input", tc.args, out)
-			}
-		})
-	}
+	})
 }
 
 // TestHelp checks that every flag of the commands is explained, with its unit

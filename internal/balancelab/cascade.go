@@ -2,8 +2,9 @@ package balancelab
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/balance"
@@ -187,19 +188,10 @@ func maxOf(u map[string]float64) float64 {
 
 func meanOf(u map[string]float64) float64 {
 	var s float64
-	for _, name := range sortedKeys(u) {
+	for _, name := range slices.Sorted(maps.Keys(u)) {
 		s += u[name]
 	}
 	return s / float64(len(u))
-}
-
-func sortedKeys(u map[string]float64) []string {
-	names := make([]string, 0, len(u))
-	for name := range u {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // CascadeVariant is one named cascade configuration.

@@ -2,8 +2,9 @@ package balancelab
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -71,12 +72,7 @@ func (f *Fleet) Remove(name string) { delete(f.nodes, name); delete(f.util, name
 
 // Names returns the node names in sorted order.
 func (f *Fleet) Names() []string {
-	names := make([]string, 0, len(f.nodes))
-	for name := range f.nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(f.nodes))
 }
 
 // Capacity returns the fleet's total capacity.
@@ -128,19 +124,14 @@ func (f *Fleet) Utilization() map[string]float64 {
 // MaxAvg returns max/mean of the utilizations, the imbalance Robinhood
 // reports (1 is perfect balance); 0 for an empty or idle fleet.
 func MaxAvg(utilization map[string]float64) float64 {
-	names := make([]string, 0, len(utilization))
-	for name := range utilization {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var sum, max float64
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(utilization)) {
 		y := utilization[name]
 		sum += y
 		max = math.Max(max, y)
 	}
-	if len(names) == 0 || sum <= 0 {
+	if len(utilization) == 0 || sum <= 0 {
 		return 0
 	}
-	return max / (sum / float64(len(names)))
+	return max / (sum / float64(len(utilization)))
 }

@@ -164,14 +164,20 @@ func (s Scenario) Validate() error {
 
 // SetpointAt returns the setpoint in force at t.
 func (s Scenario) SetpointAt(t time.Duration) float64 {
-	sp := s.Setpoint
-	var last time.Duration = -1
-	for _, c := range s.SetpointChanges {
-		if c.At <= t && c.At >= last {
-			sp, last = c.Value, c.At
+	return inForce(s.Setpoint, s.SetpointChanges, t, func(c SetpointChange) (time.Duration, float64) { return c.At, c.Value })
+}
+
+// inForce returns the value in force at t: initial, or the value of the
+// latest of changes at or before t (the last listed of those at the same
+// time). change gives a change's time and value.
+func inForce[C any](initial float64, changes []C, t time.Duration, change func(C) (time.Duration, float64)) float64 {
+	v, last := initial, time.Duration(-1)
+	for _, c := range changes {
+		if at, x := change(c); at <= t && at >= last {
+			v, last = x, at
 		}
 	}
-	return sp
+	return v
 }
 
 // DisturbanceAt returns the CPU added from outside at t.

@@ -21,14 +21,7 @@ type Burst struct {
 // ProducerRateAt returns the producers' rate in force at t: ProducerRate,
 // or the latest ProducerChange at or before t.
 func (s Scenario) ProducerRateAt(t time.Duration) float64 {
-	r := s.ProducerRate
-	var last time.Duration = -1
-	for _, c := range s.ProducerChanges {
-		if c.At <= t && c.At >= last {
-			r, last = c.Rate, c.At
-		}
-	}
-	return r
+	return inForce(s.ProducerRate, s.ProducerChanges, t, func(c ProducerChange) (time.Duration, float64) { return c.At, c.Rate })
 }
 
 // BurstsIn returns the number of messages the bursts enqueue in [from, to).
