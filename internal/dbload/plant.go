@@ -94,13 +94,7 @@ func (p *Plant) consume(ctx context.Context, sink *mysqlsink.Sink, batch int) {
 		for attempt := 0; ; attempt++ {
 			res, err := sink.Store(sctx, msgs)
 			if err == nil {
-				n := 0
-				for _, r := range res {
-					if r.Outcome == consume.Stored {
-						n++
-					}
-				}
-				p.stored.Add(int64(n))
+				p.stored.Add(int64(consume.CountStored(res)))
 				break
 			}
 			p.failures.Add(1)

@@ -58,6 +58,18 @@ type Result struct {
 	Reason string
 }
 
+// CountStored is how many of a sink's results are Stored: what a batch
+// added to the destination (a sink's wrapper counts its throughput with it).
+func CountStored(res []Result) int {
+	n := 0
+	for _, r := range res {
+		if r.Outcome == Stored {
+			n++
+		}
+	}
+	return n
+}
+
 // Poison is a message that must go to the dead-letter path, with the reason.
 type Poison struct {
 	Message Message

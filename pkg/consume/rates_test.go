@@ -162,3 +162,13 @@ func ExampleRateCache() {
 	// 300 100 false
 	// 300
 }
+
+func ExampleCountStored() {
+	res := []consume.Result{
+		{Outcome: consume.Stored},
+		{Outcome: consume.Permanent, Reason: "amount is not a number"},
+		{Outcome: consume.Stored},
+	}
+	fmt.Println(consume.CountStored(res), "of", len(res), "stored")
+	// Output: 2 of 3 stored
+}

@@ -41,13 +41,7 @@ type countingSink struct {
 func (s *countingSink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
 	res, err := s.Sink.Store(ctx, msgs)
 	if err == nil {
-		n := 0
-		for _, r := range res {
-			if r.Outcome == consume.Stored {
-				n++
-			}
-		}
-		s.stored.Add(int64(n))
+		s.stored.Add(int64(consume.CountStored(res)))
 	}
 	return res, err
 }
