@@ -22,14 +22,21 @@ import (
 // every 5 s on it, with the PARAMS the harness writes.
 type simPlant struct {
 	// Capacity is what the replica applies in the loop, orders/s; the
-	// capacity test (what the tuning is given) is Tested.
-	Capacity, Tested float64
+	// capacity test measured Tested, the steady capacity test Measured
+	// (0: none; the tuning then has Tested).
+	Capacity, Tested, Measured float64
 	// CPUGain and CPUBase make the primary's CPU.
 	CPUGain, CPUBase float64
 	// Stalls are the replica's pauses: [at, at+for) it applies nothing.
 	Stalls [][2]time.Duration
 	// Noise is the relative spread of each transaction's apply time.
 	Noise float64
+	// Fetch is the longest time the replica's threads take to pick up
+	// what the primary wrote: the real pair's heartbeat lag saw-tooths
+	// from 0 to 2.5 s at a rate below its capacity, as if the replica saw
+	// the binary log in chunks every 1 to 4 s (each wait uniform in
+	// [Fetch/4, Fetch]; 0: at once).
+	Fetch time.Duration
 	Seed  uint64
 	// Trace, when set, is told every tick's STATE.
 	Trace func(at float64, st loop.State)
@@ -47,7 +54,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	const h = 0.05 // s
 	rng := rand.New(rand.NewPCG(pl.Seed, 7))
 	r := &run{Run: e2ekit.Run{Name: "sim", Start: time.Now()}, cfg: cfg}
-	r.res.CPUGain, r.res.ReplicaCapacity, r.baseCPU = pl.CPUGain, pl.Tested, pl.CPUBase
+	r.res.CPUGain, r.res.ReplicaCapacity, r.res.ReplicaSteadyCapacity, r.baseCPU = pl.CPUGain, pl.Tested, pl.Measured, pl.CPUBase
 	r.loopID, r.instance = "sim", "primary"
 	p, err := r.params()
 	if err != nil {
@@ -61,7 +68,8 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	// 5-s CloudWatch datapoints (t: the period's start), the primary idle
 	// before the loop starts.
 	cpuPoints := []point{{t: -5 * time.Second, v: pl.CPUBase}}
-	var lagRead float64 // the exporter's newest reading
+	var lagRead float64    // the signal: the exporter's newest reading, or their mean over -lag-window
+	var readings []float64 // the exporter's 1-s readings
 	metrics := readerFunc(func(qs []loop.MetricQuery) []loop.Sample {
 		out := make([]loop.Sample, len(qs))
 		for i, q := range qs {
@@ -89,6 +97,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 		nextTick, nextHB, nextSecond float64
 		nextRate                     = math.Inf(1)
 		pending                      float64
+		visible, nextFetch           float64
 	)
 	started := epoch
 	end := (cfg.duration + 5*time.Second).Seconds()
@@ -122,7 +131,11 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 			nextHB += 0.25
 			queue = append(queue, simTxn{at: now})
 		}
-		// The replica.
+		// The replica, which sees what was written up to visible.
+		if now >= nextFetch {
+			visible = now
+			nextFetch = now + pl.Fetch.Seconds()*(0.25+0.75*rng.Float64())
+		}
 		for now >= busyUntil && !pl.stalled(now) {
 			if applying != nil {
 				if applying.orders == 0 {
@@ -130,7 +143,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 				}
 				applying = nil
 			}
-			if len(queue) == 0 || queue[0].at > now {
+			if len(queue) == 0 || queue[0].at > visible {
 				break
 			}
 			txn := queue[0]
@@ -146,8 +159,16 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 		cpuN++
 		if now >= nextSecond {
 			nextSecond++
-			lagRead = math.Max(0, now-newestHB)
-			r.lag = append(r.lag, point{t: sec(now), v: lagRead})
+			readings = append(readings, math.Max(0, now-newestHB))
+			lagRead = readings[len(readings)-1]
+			if w := int(cfg.lagWindow.Seconds()); w > 1 && len(readings) >= w {
+				// PromQL's avg_over_time over the window.
+				lagRead = 0
+				for _, v := range readings[len(readings)-w:] {
+					lagRead += v / float64(w)
+				}
+			}
+			r.lag = append(r.lag, point{t: sec(now), v: readings[len(readings)-1]})
 			r.rate = append(r.rate, point{t: sec(now), v: rate})
 			if int(math.Round(now))%5 == 0 && cpuN > 0 {
 				r.cpu = append(r.cpu, point{t: sec(now), v: cpuSum / float64(cpuN)})

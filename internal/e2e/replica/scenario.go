@@ -30,11 +30,17 @@ func lagPromQL(window time.Duration) string {
 
 // params is the loop's PARAMS: the CPU (the first signal, CloudWatch) tuned
 // from the CPU per order measured by the capacity test, the lag (Prometheus)
-// tuned for an integrating process whose gain is 1/capacity.
+// tuned for an integrating process whose gain is 1/capacity: the replica's
+// capacity under the loop's own writes when measured (measureInLoop), else
+// the capacity test's.
 func (r *run) params() (loop.Params, error) {
 	c := r.cfg
-	if r.res.CPUGain <= 0 || r.res.ReplicaCapacity <= 0 {
-		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.res.CPUGain, r.res.ReplicaCapacity)
+	capacity := r.res.ReplicaCapacity
+	if r.res.ReplicaSteadyCapacity > 0 {
+		capacity = r.res.ReplicaSteadyCapacity
+	}
+	if r.res.CPUGain <= 0 || capacity <= 0 {
+		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.res.CPUGain, capacity)
 	}
 	// CPU: SIMC PI on the loop model with the lab's delay-aware integral
 	// time, as make e2e tunes after its step test.
@@ -43,7 +49,7 @@ func (r *run) params() (loop.Params, error) {
 		// Reachable, so that the CPU limits first, at 1.6 times the rate
 		// the replica keeps up with (never above 90 % of max_rate);
 		// out of reach while the lag limits.
-		c.cpuSetpoint = math.Round(m.Output(min(1.6*r.res.ReplicaCapacity, 0.9*c.MaxRate)))
+		c.cpuSetpoint = math.Round(m.Output(min(1.6*capacity, 0.9*c.MaxRate)))
 		r.cfg.cpuSetpoint = c.cpuSetpoint
 	}
 	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.cpuSetpoint, MaxRate: c.MaxRate}
@@ -60,21 +66,21 @@ func (r *run) params() (loop.Params, error) {
 	// (-lag-tau-c), so that an overshoot does not cut the rate to min_rate.
 	theta := c.Tick.Seconds() + 2 + c.lagThetaExtra
 	tauC := c.tauC * theta
-	lagKp := r.res.ReplicaCapacity / (tauC + theta)
+	lagKp := capacity / (tauC + theta)
 	lagKi := lagKp / (4 * (tauC + theta))
 	// The lag's slope is the rate's excess over what the replica applies,
 	// divided by that capacity: a derivative term of the capacity
 	// (-lag-kd 1) takes back the whole excess the lag shows before it
 	// reaches its setpoint (half of it let a slew-limited ramp overshoot
 	// to 20 s: docs/replica.md).
-	lagKd := c.lagKd * r.res.ReplicaCapacity
+	lagKd := c.lagKd * capacity
 	// The slew limit (an operator's knob) bounds how fast the rate climbs,
 	// under both signals: a lag at 0 asks only for one slew step more
 	// (control.SignalInput.AtFloor), so the rate crosses the replica's
 	// capacity slowly enough for the lag controller to see the lag rise
 	// before it overshoots (without it the CPU controller's feedforward bid
 	// 1.6 times the capacity at each hand-over: a limit cycle).
-	slew := math.Round(c.slew*r.res.ReplicaCapacity*10) / 10
+	slew := math.Round(c.slew*capacity*10) / 10
 	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd), SlewLimit: slew}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu",
@@ -100,7 +106,7 @@ func (r *run) params() (loop.Params, error) {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
 	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g), slew_limit %g/tick; the model puts the CPU at %.1f %% at the replica's capacity",
-		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, slew, m.Output(r.res.ReplicaCapacity))
+		c.cpuSetpoint, cpuKp, cpuKi, m.Base, c.lagSetpoint, lagKp, lagKi, lagKd, slew, m.Output(capacity))
 	return p, nil
 }
 
@@ -127,10 +133,10 @@ func (r *run) putParams() error {
 
 func (r *run) scenario() error {
 	c := r.cfg
-	t0 := r.now()
 	// The producers outpace the loop, so the rate is the loop's.
 	stopProd := r.Produce(&r.orders, 2, 300)
 	defer stopProd()
+	t0 := r.now()
 	r.Logf("producing for %v; cpu setpoint %g %%, lag setpoint %g s", c.duration, c.cpuSetpoint, c.lagSetpoint)
 	for r.now() < t0+c.duration && r.Ctx.Err() == nil {
 		r.Sleep(15 * time.Second)

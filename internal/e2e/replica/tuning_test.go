@@ -19,11 +19,12 @@ var defaults = sync.OnceValue(func() config {
 	return c
 })
 
-// The model's replica keeps up with 20 orders/s in the loop; the capacity
-// test (what the harness tunes from) measured 1.3 to 1.8 times that on the
-// real pair (docs/replica.md), 1.4 by default here.
-func modelPlant(seed uint64, tested float64) simPlant {
-	return simPlant{Capacity: 20, Tested: tested, CPUGain: 0.45, CPUBase: 2, Noise: 0.3, Seed: seed}
+// modelPlant is the model of a run: a replica that keeps up with 20
+// orders/s in the loop, whose capacity test said 28 (the real pair's test
+// overstates it 1.3 to 2 times: docs/replica.md) and whose steady capacity
+// test measured measured (0: none).
+func modelPlant(seed uint64, measured float64) simPlant {
+	return simPlant{Capacity: 20, Tested: 28, Measured: measured, CPUGain: 0.45, CPUBase: 2, Noise: 0.3, Fetch: *simFetch, Seed: seed}
 }
 
 // TestDefaultsHoldTheLagOnTheModel runs the harness's default tuning on the
@@ -37,7 +38,7 @@ func TestDefaultsHoldTheLagOnTheModel(t *testing.T) {
 	c := defaults()
 	passed := 0
 	for seed := uint64(1); seed <= 10; seed++ {
-		res, fails := modelPlant(seed, 28).simulate(c)
+		res, fails := modelPlant(seed, 20*[]float64{0.9, 1, 1.1}[seed%3]).simulate(c)
 		if len(fails) == 0 {
 			passed++
 		} else {
@@ -55,6 +56,7 @@ func TestDefaultsHoldTheLagOnTheModel(t *testing.T) {
 var (
 	simSpecs = flag.String("sim", "", "TestSimulate*: settings to try, ';' between runs, e.g. 'kd=0.5,tauc=2;kd=0.75' (kd, tauc, theta, df (s), aw, slew, ratio, dur (s))")
 	simSeeds = flag.Int("sim-seeds", 6, "TestSimulateExplore: seeds per setting")
+	simFetch = flag.Duration("sim-fetch", 4*time.Second, "the model's longest wait before the replica sees the primary's writes")
 )
 
 // TestSimulateExplore tries settings on the model: go test
@@ -100,9 +102,10 @@ func TestSimulateTrace(t *testing.T) {
 }
 
 // simSpec is a -sim setting: the defaults changed by k=v pairs, and the
-// ratio of the tested to the in-loop capacity (1.4 unless given).
+// ratio of the capacity the loop is tuned from (the steady capacity test's) to the
+// replica's (1 unless given; ratio=0: no steady test, the capacity test's 1.4).
 func simSpec(spec string) (config, float64) {
-	c, ratio := defaults(), 1.4
+	c, ratio := defaults(), 1.0
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		f, _ := strconv.ParseFloat(v, 64)
@@ -121,6 +124,8 @@ func simSpec(spec string) (config, float64) {
 			c.slew = f
 		case "ratio":
 			ratio = f
+		case "window":
+			c.lagWindow = time.Duration(f * float64(time.Second))
 		case "dur":
 			c.duration = time.Duration(f * float64(time.Second))
 		}
