@@ -119,7 +119,7 @@ type config struct {
 	e2ekit.Flags
 	lagSetpoint, lagBand   float64
 	maxAboveShare          float64
-	cpuSetpoint            float64
+	cpuSetpoint, cpuAt     float64
 	replicaCPU, slew, tauC float64
 	lagKd, lagThetaExtra   float64
 	lagDF, lagWindow       time.Duration
@@ -137,7 +137,8 @@ func (c *config) declare() {
 	flag.Float64Var(&c.lagSetpoint, "lag-setpoint", 8, "replica lag setpoint, seconds")
 	flag.Float64Var(&c.lagBand, "lag-band", 2, "the lag's band around its setpoint, seconds: the mean after settling must be within it")
 	flag.Float64Var(&c.maxAboveShare, "max-above-share", 0.1, "the largest share of the lag readings after settling above setpoint + band that passes")
-	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at 1.6 times the replica's capacity)")
+	flag.Float64Var(&c.cpuSetpoint, "cpu-setpoint", 0, "primary CPU setpoint, percent of the machine (0: the CPU the capacity test's model gives at -cpu-at times the replica's capacity)")
+	flag.Float64Var(&c.cpuAt, "cpu-at", 1.6, "with -cpu-setpoint 0: the rate, in replica capacities, at which the CPU's setpoint lies")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
 	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
@@ -148,7 +149,7 @@ func (c *config) declare() {
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
 	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
-	flag.DurationVar(&c.steadyTest, "steady-test", 40*time.Second, "how long the second capacity test writes at 1.5 times the first's measure while the replica applies; its measure tunes the loop (0: none, tune from the first)")
+	flag.DurationVar(&c.steadyTest, "steady-test", 0, "how long a second capacity test writes at 1.5 times the first's measure while the replica applies (40s: as in docs/replica.md); its measure then tunes the loop (0: none, tune from the first)")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
 }
 

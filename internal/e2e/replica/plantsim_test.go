@@ -32,10 +32,11 @@ type simPlant struct {
 	// Noise is the relative spread of each transaction's apply time.
 	Noise float64
 	// Fetch is the longest time the replica's threads take to pick up
-	// what the primary wrote: the real pair's heartbeat lag saw-tooths
-	// from 0 to 2.5 s at a rate below its capacity, as if the replica saw
-	// the binary log in chunks every 1 to 4 s (each wait uniform in
-	// [Fetch/4, Fetch]; 0: at once).
+	// what the primary wrote (each wait uniform in [Fetch/4, Fetch]; 0: at
+	// once): the real pair's heartbeat lag saw-tooths by 1 to 2.5 s from
+	// one reading to the next at a rate below its capacity, as if the
+	// replica saw the binary log in chunks. 2 s reproduces runs 13 to 24
+	// (TestModelReproducesTheRealRuns).
 	Fetch time.Duration
 	Seed  uint64
 	// Trace, when set, is told every tick's STATE.

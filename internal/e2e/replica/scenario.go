@@ -46,10 +46,10 @@ func (r *run) params() (loop.Params, error) {
 	// time, as make e2e tunes after its step test.
 	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second, Base: r.baseCPU}
 	if c.cpuSetpoint <= 0 {
-		// Reachable, so that the CPU limits first, at 1.6 times the rate
+		// Reachable, so that the CPU limits first, at -cpu-at times the rate
 		// the replica keeps up with (never above 90 % of max_rate);
 		// out of reach while the lag limits.
-		c.cpuSetpoint = math.Round(m.Output(min(1.6*capacity, 0.9*c.MaxRate)))
+		c.cpuSetpoint = math.Round(m.Output(min(c.cpuAt*capacity, 0.9*c.MaxRate)))
 		r.cfg.cpuSetpoint = c.cpuSetpoint
 	}
 	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.cpuSetpoint, MaxRate: c.MaxRate}

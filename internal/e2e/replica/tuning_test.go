@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,36 +28,39 @@ func modelPlant(seed uint64, measured float64) simPlant {
 	return simPlant{Capacity: 20, Tested: 28, Measured: measured, CPUGain: 0.45, CPUBase: 2, Noise: 0.3, Fetch: *simFetch, Seed: seed}
 }
 
-// TestDefaultsHoldTheLagOnTheModel runs the harness's default tuning on the
-// plant's model (plantsim_test.go) for ten seeds: the lag must be held as
-// the real run's check asks (mean after settling within the band, at most a
-// tenth of the readings above it) in at least eight. The earlier defaults
-// (-lag-kd 0.5 -lag-tau-c 2 -lag-theta-extra 0) passed one seed in ten, as
-// the real runs 22 and 23 (mean 8.7 s, a quarter of the readings above the
-// band) failed.
-func TestDefaultsHoldTheLagOnTheModel(t *testing.T) {
-	c := defaults()
-	passed := 0
-	for seed := uint64(1); seed <= 10; seed++ {
-		res, fails := modelPlant(seed, 20*[]float64{0.9, 1, 1.1}[seed%3]).simulate(c)
-		if len(fails) == 0 {
-			passed++
-		} else {
-			t.Logf("seed %d: mean lag %.2f s, share above the band %.2f: %v", seed, res.MeanLagAfterSettle, res.ShareAboveBand, fails)
+// TestModelReproducesTheRealRuns checks the model against the real pair
+// (docs/replica.md, runs 13 to 24), ten seeds each: tuned from the capacity
+// test (1.4 times the replica's pace in the loop) with the defaults, the lag
+// sits near its setpoint on average but a fifth to a third of the readings
+// after settling are above its band (runs 22 and 23: mean 8.7 s, shares
+// 0.25 and 0.28); with kd the whole tested capacity it sits low (runs 14
+// and 18: mean 3.5 and 2.5 s).
+func TestModelReproducesTheRealRuns(t *testing.T) {
+	run := func(c config) (mean, above float64) {
+		for seed := uint64(1); seed <= 10; seed++ {
+			res, _ := modelPlant(seed, 0).simulate(c)
+			if res.Missing != 0 || res.LimitingSwitches == 0 || res.LagLimitingAtS < 0 {
+				t.Fatalf("seed %d: missing %d, %d switches, lag limiting from %g s", seed, res.Missing, res.LimitingSwitches, res.LagLimitingAtS)
+			}
+			mean += res.MeanLagAfterSettle / 10
+			above += res.ShareAboveBand / 10
 		}
-		if res.Missing != 0 || res.LimitingSwitches == 0 {
-			t.Errorf("seed %d: missing %d, %d switches", seed, res.Missing, res.LimitingSwitches)
-		}
+		return mean, above
 	}
-	if passed < 8 {
-		t.Errorf("the defaults held the lag in %d of 10 seeds, want at least 8", passed)
+	c := defaults()
+	if mean, above := run(c); math.Abs(mean-8.7) > 1.5 || above < 0.1 || above > 0.45 {
+		t.Errorf("the defaults: mean lag %.2f s, share above the band %.2f; the real runs: 8.7 s, 0.25 to 0.28", mean, above)
+	}
+	c.lagKd = 1
+	if mean, above := run(c); mean > 5 || above > 0.1 {
+		t.Errorf("kd = capacity: mean lag %.2f s, share above the band %.2f; the real runs: 2.5 to 3.5 s, 0", mean, above)
 	}
 }
 
 var (
 	simSpecs = flag.String("sim", "", "TestSimulate*: settings to try, ';' between runs, e.g. 'kd=0.5,tauc=2;kd=0.75' (kd, tauc, theta, df (s), aw, slew, ratio, dur (s))")
 	simSeeds = flag.Int("sim-seeds", 6, "TestSimulateExplore: seeds per setting")
-	simFetch = flag.Duration("sim-fetch", 4*time.Second, "the model's longest wait before the replica sees the primary's writes")
+	simFetch = flag.Duration("sim-fetch", 2*time.Second, "the model's longest wait before the replica sees the primary's writes")
 )
 
 // TestSimulateExplore tries settings on the model: go test
@@ -124,6 +128,8 @@ func simSpec(spec string) (config, float64) {
 			c.slew = f
 		case "ratio":
 			ratio = f
+		case "cpuat":
+			c.cpuAt = f
 		case "window":
 			c.lagWindow = time.Duration(f * float64(time.Second))
 		case "dur":
