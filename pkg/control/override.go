@@ -126,6 +126,7 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 			c.trackSelected(res.Rate, out, selected)
 			if selected && o.Limiting != "" && o.Limiting != s.Name {
 				c.keepDerivative(out)
+				c.startFromFeedforward(s.Input, out)
 			}
 		}
 	}
@@ -174,6 +175,22 @@ func (c *Controller) keepDerivative(out Output) {
 		return
 	}
 	c.State.Integral = clamp(c.State.Integral+out.D, c.Config.Min-out.FF, c.Config.Max-out.FF)
+}
+
+// startFromFeedforward is a hand-over's start from a measured feedforward
+// (Input.Feedforward): the rate that holds the measurement steady is known,
+// so the controller that takes over with one drops what its integrator took
+// from the rate in force (it tracked it) and keeps only the integrator's
+// correction of the measure, which tracking does not leave: none. The rate
+// applied at the hand-over is unchanged; from the next update it is the
+// measured rate plus the proportional and derivative terms, at once (a cut:
+// the safe direction) instead of the integrator working the excess in force
+// off over minutes.
+func (c *Controller) startFromFeedforward(in Input, out Output) {
+	if out.Held || !in.FeedforwardKnown || c.Config.Feedforward != nil || c.Config.Mode == ModeManual {
+		return
+	}
+	c.State.Integral = clamp(0, c.Config.Min-out.FF, c.Config.Max-out.FF)
 }
 
 // trackSelected is the external reset feedback of a controller under

@@ -352,3 +352,57 @@ func TestOverrideRoundTripsThroughJSON(t *testing.T) {
 		t.Errorf("restored override: %v %s; original %v %s", y.Rate, y.Limiting, x.Rate, x.Limiting)
 	}
 }
+
+// A signal with a measured feedforward (the rate a replica applies, for its
+// lag) adds it to its output, and the controller that takes over with one
+// starts from it: its integrator holds only what the feedforward misses, so
+// the rate drops to the measured pace at once instead of working the excess
+// in force off through the integrator.
+func TestOverrideHandOverStartsFromTheMeasuredFeedforward(t *testing.T) {
+	o := newOverride()
+	o.Controllers["lag"].Config.Kp, o.Controllers["lag"].Config.Ki = 2, 0.001
+	const pace = 400.0 // the replica's measured pace, messages/s
+	tick := func(lag float64) OverrideOutput {
+		return o.Update([]SignalInput{
+			{Name: "cpu", Input: Input{Setpoint: 70, Measurement: 60, SamplingInterval: time.Minute}},
+			{Name: "lag", Input: Input{Setpoint: 10, Measurement: lag, SamplingInterval: time.Minute, Feedforward: pace, FeedforwardKnown: true}},
+		})
+	}
+	var out OverrideOutput
+	lag := 0.5
+	for k := 0; k < 100 && out.Limiting != "lag"; k++ {
+		out = tick(lag)
+		if ff := out.Outputs["lag"].FF; ff != pace {
+			t.Fatalf("tick %d: the lag's FF %.1f, want the measured %.1f", k, ff, pace)
+		}
+		// The lag grows while the rate is above the replica's pace.
+		lag = max(0.5, lag+(out.Rate-pace)/pace*60)
+	}
+	if out.Limiting != "lag" || out.Rate <= pace {
+		t.Fatalf("no hand-over to the lag above its pace: %+v", out)
+	}
+	if i := o.Controllers["lag"].State.Integral; i != 0 {
+		t.Fatalf("after the hand-over the lag's integrator holds %.1f, want 0 (the measured pace is the feedforward)", i)
+	}
+	handed := out.Rate
+	out = tick(lag)
+	lc := o.Controllers["lag"]
+	want := pace + lc.Config.Kp*(10-lag) + lc.Config.Ki*(10-lag)*60
+	if out.Limiting != "lag" || math.Abs(out.Rate-want) > 1e-6 {
+		t.Fatalf("the tick after the hand-over from %.1f (lag %.1f s): rate %.2f by %s, want %.2f: the measured pace, P and one integral step", handed, lag, out.Rate, out.Limiting, want)
+	}
+}
+
+// Without a model, a measured feedforward is the controller's FF; with a
+// model (reference feedforward) the model's.
+func TestMeasuredFeedforwardOnlyWithoutAModel(t *testing.T) {
+	c := &Controller{Config: Config{Kp: 1, Ki: 0.1, Min: 0, Max: 1000}}
+	out := c.Update(Input{Setpoint: 10, Measurement: 10, SamplingInterval: time.Second, Feedforward: 250, FeedforwardKnown: true})
+	if out.FF != 250 || out.Rate != 250 {
+		t.Fatalf("no model: FF %.1f, rate %.1f; want 250 and 250", out.FF, out.Rate)
+	}
+	m := &Controller{Config: Config{Kp: 1, Ki: 0.1, Min: 0, Max: 1000, Feedforward: &FOPDT{Gain: 0.1, Tau: time.Second}}}
+	if out := m.Update(Input{Setpoint: 10, Measurement: 10, SamplingInterval: time.Second, Feedforward: 250, FeedforwardKnown: true}); out.FF != 100 {
+		t.Fatalf("with a model: FF %.1f, want the model's 100", out.FF)
+	}
+}

@@ -254,6 +254,15 @@ type Input struct {
 	// Astrom & Hagglund 2006, sec. 3.5).
 	ActualRate  float64
 	ActualKnown bool
+	// Feedforward, when FeedforwardKnown and the controller has no model
+	// (Config.Feedforward nil), is a measured feedforward added to the
+	// output: the rate that holds the measurement steady as measured now,
+	// for an integrating signal such as a replication lag, what the replica
+	// applies (pkg/loop's drain_feedforward). Its changes pass to the
+	// output as they come (a measured disturbance, not a reference): the
+	// integrator keeps only what the measure misses.
+	Feedforward      float64
+	FeedforwardKnown bool
 }
 
 // Output is one update's result, with the terms that make it up.
@@ -338,7 +347,7 @@ func (c *Controller) Update(in Input) Output {
 	}
 	prevSetpoint := c.State.FilteredSetpoint
 	c.filterSetpoint(in)
-	c.feedforwardChange(first, prevSetpoint, in.SamplingInterval)
+	c.feedforwardChange(first, prevSetpoint, in)
 	var out Output
 	ref, predicted := c.reference(&out, in, valid)
 	y, e, eI := c.errors(&out, in, valid, ref, predicted, prevSetpoint)
@@ -428,11 +437,20 @@ func (c *Controller) filterSetpoint(in Input) {
 
 // feedforwardChange makes feedforward changes bumpless: when the model
 // changed, or the feedforward was switched on or off, since the last update,
-// the integrator takes up the jump that the feedforward would make.
-func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, dt time.Duration) {
-	cfg, s := &c.Config, &c.State
+// the integrator takes up the jump that the feedforward would make. A
+// measured feedforward (Input.Feedforward) is taken up when it appears and
+// when it goes, not while it changes: its changes are the plant's.
+func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, in Input) {
+	cfg, s, dt := &c.Config, &c.State, in.SamplingInterval
 	ffPrev := 0.0
-	if m := c.model(); m != nil {
+	if m := c.model(); m == nil && in.FeedforwardKnown {
+		// A measured feedforward passes to the output as it comes once
+		// known (the last FF was it); its appearance is taken up.
+		ffPrev = saturate(finite(in.Feedforward, 0))
+		if s.FF != 0 {
+			ffPrev = s.FF
+		}
+	} else if m != nil {
 		ffPrev = saturate(m.Input(prevSetpoint))
 		if len(s.Reference) == 0 {
 			s.Reference = []Segment{{At: s.Clock - dt - 24*time.Hour, Value: prevSetpoint}}
@@ -456,6 +474,9 @@ func (c *Controller) reference(out *Output, in Input, valid bool) (ref, predicte
 	ref, predicted = s.FilteredSetpoint, math.NaN()
 	m := c.model()
 	if m == nil {
+		if in.FeedforwardKnown {
+			out.FF = saturate(finite(in.Feedforward, 0))
+		}
 		return ref, predicted
 	}
 	end := s.Clock - in.MeasurementAge
