@@ -91,10 +91,17 @@ type OverrideOutput struct {
 // Limiting "".
 func (o *Override) Update(in []SignalInput) OverrideOutput {
 	res := OverrideOutput{Rate: math.NaN(), Outputs: make(map[string]Output, len(in))}
+	integral := make(map[string]float64, len(in))
 	for _, s := range in {
 		c := o.Controllers[s.Name]
 		if c == nil {
 			continue
+		}
+		// What a measured feedforward's controller not selected keeps:
+		// its integrator, or 0 when the measure appears.
+		integral[s.Name] = c.State.Integral
+		if c.State.FF == 0 {
+			integral[s.Name] = 0
 		}
 		prev := c.State.Output
 		if !c.State.Init {
@@ -123,10 +130,17 @@ func (o *Override) Update(in []SignalInput) OverrideOutput {
 			o.Asked[s.Name] = out.Rate
 			selected := s.Name == res.Limiting && !s.AtFloor
 			c := o.Controllers[s.Name]
+			if !selected && c.measuredFeedforward(s.Input) {
+				// It asks for the measured rate plus its own terms
+				// whatever is applied: no tracking, and its integrator
+				// (what the measure misses) waits while it does not limit.
+				c.State.Integral = integral[s.Name]
+				c.Override(res.Rate)
+				continue
+			}
 			c.trackSelected(res.Rate, out, selected)
 			if selected && o.Limiting != "" && o.Limiting != s.Name {
 				c.keepDerivative(out)
-				c.startFromFeedforward(s.Input, out)
 			}
 		}
 	}
@@ -177,20 +191,20 @@ func (c *Controller) keepDerivative(out Output) {
 	c.State.Integral = clamp(c.State.Integral+out.D, c.Config.Min-out.FF, c.Config.Max-out.FF)
 }
 
-// startFromFeedforward is a hand-over's start from a measured feedforward
-// (Input.Feedforward): the rate that holds the measurement steady is known,
-// so the controller that takes over with one drops what its integrator took
-// from the rate in force (it tracked it) and keeps only the integrator's
-// correction of the measure, which tracking does not leave: none. The rate
-// applied at the hand-over is unchanged; from the next update it is the
-// measured rate plus the proportional and derivative terms, at once (a cut:
-// the safe direction) instead of the integrator working the excess in force
-// off over minutes.
-func (c *Controller) startFromFeedforward(in Input, out Output) {
-	if out.Held || !in.FeedforwardKnown || c.Config.Feedforward != nil || c.Config.Mode == ModeManual {
-		return
-	}
-	c.State.Integral = clamp(0, c.Config.Min-out.FF, c.Config.Max-out.FF)
+// measuredFeedforward reports whether c runs on a measured feedforward
+// (Input.Feedforward, without a model): the rate that holds its signal
+// steady is measured, so it asks for that rate plus its proportional,
+// integral and derivative terms whether it limits or not. A controller not
+// selected does not track the applied rate (external reset feedback would
+// make it ask for the rate in force plus its terms, and take over only once
+// its measurement crossed the setpoint, from a rate already above what
+// holds it); its integrator holds only what the measure misses and does not
+// integrate while another signal limits (no windup). It takes over, from
+// the lowest request as any signal, once the measured rate plus its terms
+// is below the others': for a replication lag, as soon as the rate in force
+// is more than its proportional term above the replica's pace.
+func (c *Controller) measuredFeedforward(in Input) bool {
+	return in.FeedforwardKnown && c.Config.Feedforward == nil && c.Config.Mode != ModeManual
 }
 
 // trackSelected is the external reset feedback of a controller under

@@ -438,18 +438,20 @@ func (c *Controller) filterSetpoint(in Input) {
 // feedforwardChange makes feedforward changes bumpless: when the model
 // changed, or the feedforward was switched on or off, since the last update,
 // the integrator takes up the jump that the feedforward would make. A
-// measured feedforward (Input.Feedforward) is taken up when it appears and
-// when it goes, not while it changes: its changes are the plant's.
+// measured feedforward (Input.Feedforward) is not: its changes are the
+// plant's; when it appears the integrator starts over at 0, when it goes the
+// integrator takes it up.
 func (c *Controller) feedforwardChange(first bool, prevSetpoint float64, in Input) {
 	cfg, s, dt := &c.Config, &c.State, in.SamplingInterval
 	ffPrev := 0.0
 	if m := c.model(); m == nil && in.FeedforwardKnown {
-		// A measured feedforward passes to the output as it comes once
-		// known (the last FF was it); its appearance is taken up.
-		ffPrev = saturate(finite(in.Feedforward, 0))
-		if s.FF != 0 {
-			ffPrev = s.FF
+		// A measured feedforward passes to the output as it comes; when
+		// it appears the integrator starts over from it (it holds only
+		// what the measure misses).
+		if s.FF == 0 && !first {
+			s.Integral = 0
 		}
+		return
 	} else if m != nil {
 		ffPrev = saturate(m.Input(prevSetpoint))
 		if len(s.Reference) == 0 {

@@ -158,6 +158,7 @@ const (
 	AttrSetpointFilter   = "setpoint_filter"
 	AttrDelayAware       = "delay_aware"
 	AttrAdaptGain        = "adapt_gain"
+	AttrDrainFeedforward = "drain_feedforward"
 	AttrNoiseBand        = "noise_band"
 	AttrDemandHeadroom   = "demand_headroom"
 	AttrCeiling          = "ceiling"
@@ -538,6 +539,9 @@ func (p Params) checkGains(fail failFunc) {
 	}
 	if p.AdaptGain && !p.DelayAware {
 		fail(AttrAdaptGain, "gain adaptation works in the delay-aware integrator: set delay_aware=true (and the feedforward model)")
+	}
+	if p.DrainFeedforward && (p.Unit != "s" || p.Feedforward != nil) {
+		fail(AttrDrainFeedforward, "the drain is measured for a replication lag, unit s, without a feedforward model (ff_gain); this signal's unit is %q%s", p.Unit, map[bool]string{true: " and it has a model"}[p.Feedforward != nil])
 	}
 	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
 		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)

@@ -55,7 +55,7 @@ const DirectionCeiling Direction = "ceiling"
 // loop's.
 var signalAttrs = []string{
 	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
-	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain,
+	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain, AttrDrainFeedforward,
 	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
 	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
 	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
@@ -96,6 +96,11 @@ type Controls struct {
 	// AdaptGain makes the delay-aware integrator re-identify the plant's
 	// gain online (control.Config.AdaptGain; needs DelayAware).
 	AdaptGain bool `json:"adapt_gain,omitempty"`
+	// DrainFeedforward makes a replication lag's controller measure the
+	// replica's pace from the lag and the rates applied, and start from it
+	// (control.Input.Feedforward; drain.go): a further signal in s
+	// without a model.
+	DrainFeedforward bool `json:"drain_feedforward,omitempty"`
 }
 
 // Sensing is how a signal is measured and what its loop does while the
@@ -234,6 +239,9 @@ func (p Params) checkSignals(fail failFunc) {
 		fail(AttrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
 	checkDirection(AttrDirection, p.Direction, fail)
+	if p.DrainFeedforward {
+		fail(AttrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", AttrSignals)
+	}
 	if len(p.Signals)+1 > MaxSignals {
 		fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
 	}

@@ -99,6 +99,15 @@ func TestDecodeSignalsRefusals(t *testing.T) {
 			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["ki"] = -1.0 })}
 		}, "signals.lag.ki", ">= 0"},
 		{"not a map", func(a map[string]any) { a["signals"] = "lag" }, "signals", "map"},
+		{"drain of a percentage", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["unit"], s["drain_feedforward"] = "%", true })}
+		}, "signals.lag.drain_feedforward", "unit s"},
+		{"drain with a model", func(a map[string]any) {
+			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) {
+				s["drain_feedforward"], s["ff_gain"], s["ff_base"], s["ff_tau"], s["ff_dead_time"] = true, 0.1, 0.0, "1m", "30s"
+			})}
+		}, "signals.lag.drain_feedforward", "without a feedforward model"},
+		{"drain of the first signal", func(a map[string]any) { a["drain_feedforward"] = true }, "drain_feedforward", "only a further signal"},
 		{"too many", func(a map[string]any) {
 			m := map[string]any{}
 			for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

@@ -147,6 +147,12 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 		inputs[i] = signalInput(c, q, &sigs[i], sin, ok, name == o.Limiting, prevRate, now, dt)
 		// A lag of 0 says only that the replica keeps up.
 		inputs[i].AtFloor = ok && !q.percent() && sin.Measurement <= 0
+		if i > 0 && q.DrainFeedforward {
+			sigs[i].Drain = measureDrain(old[name], smp, ok)
+			if d := sigs[i].Drain; ok && d.Pace > 0 {
+				inputs[i].Input.Feedforward, inputs[i].Input.FeedforwardKnown = d.Pace, true
+			}
+		}
 	}
 	res := o.Update(inputs)
 	lim := 0
@@ -155,6 +161,9 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 		sigs[i].Terms, sigs[i].Tracking = out, name != res.Limiting
 		if i > 0 {
 			sigs[i].Controller = o.Controllers[name].State
+		}
+		if sigs[i].Drain != nil {
+			sigs[i].Drain.Record(now, res.Rate)
 		}
 		if name == res.Limiting {
 			lim = i
@@ -213,4 +222,18 @@ func signalUnit(q Params, i int) string {
 		return ""
 	}
 	return q.Unit
+}
+
+// measureDrain is a lag signal's drain after this tick's reading smp
+// (fresh when ok): the last tick's, measured over the interval since the
+// last reading (Drain.Measure).
+func measureDrain(last SignalState, smp Sample, ok bool) *Drain {
+	d := last.Drain.Clone()
+	if d == nil {
+		d = &Drain{}
+	}
+	if ok && !last.MetricAt.IsZero() && smp.Time.After(last.MetricAt) {
+		d.Measure(last.MetricAt, last.Measured, smp.Time, smp.Value)
+	}
+	return d
 }

@@ -200,3 +200,40 @@ func TestTickOverrideStaleSignals(t *testing.T) {
 		}
 	}
 }
+
+// drain_feedforward on the production tick: once the lag limits at a
+// steady capacity, the lag's controller runs on the replica's pace
+// measured from the lag and the rates applied (STATE's drain), within 10 %
+// of the capacity, and holds the lag near its setpoint.
+func TestTickOverrideDrainFeedforward(t *testing.T) {
+	r := newReplicaRig(t, func(a map[string]any) {
+		sig := a["signals"].(map[string]any)["lag"].(map[string]any)
+		sig["drain_feedforward"], sig["kp"], sig["ki"] = true, 5.0, 0.005
+	})
+	r.capacity = func(int) float64 { return 800 }
+	var lagSum float64
+	limited := 0
+	for i := range 240 {
+		rep := r.step(i)
+		if i >= 180 {
+			lagSum += r.lag
+			if rep.Limiting == "lag" {
+				limited++
+			}
+		}
+	}
+	st, err := r.store.ReadState(context.Background(), "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := st.Signals[1]
+	if limited < 50 || lag.Drain == nil {
+		t.Fatalf("lag limited %d of the last 60 ticks, drain %+v; want the lag limiting on its measured pace", limited, lag.Drain)
+	}
+	if math.Abs(lag.Drain.Pace-800)/800 > 0.1 || (lag.Terms.FF != lag.Drain.Pace && !lag.Tracking) {
+		t.Fatalf("measured pace %.1f (FF %.1f); want within 10 %% of the replica's 800 msg/s, as the FF", lag.Drain.Pace, lag.Terms.FF)
+	}
+	if mean := lagSum / 60; math.Abs(mean-10) > 2 {
+		t.Fatalf("mean lag %.1f s over the last hour, want its setpoint 10 s within 2", mean)
+	}
+}

@@ -97,6 +97,9 @@ type SignalState struct {
 	// StaleSince is when that started.
 	Stale      bool      `json:"stale"`
 	StaleSince time.Time `json:"stale_since,omitzero"`
+	// Drain is a lag's measure of the replica's pace (drain_feedforward);
+	// nil without.
+	Drain *Drain `json:"drain,omitempty"`
 }
 
 // Status values of a PARAMS_STATUS item.
@@ -198,6 +201,7 @@ func (s State) Clone() State {
 	for i := range s.Signals {
 		c := &s.Signals[i].Controller
 		c.Reference, c.Applied = slices.Clone(c.Reference), slices.Clone(c.Applied)
+		s.Signals[i].Drain = s.Signals[i].Drain.Clone()
 	}
 	if s.Params != nil {
 		p := s.Params.Clone()

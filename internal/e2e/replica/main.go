@@ -124,6 +124,7 @@ type config struct {
 	lagKd, lagThetaExtra   float64
 	lagDF, lagWindow       time.Duration
 	lagAW                  string
+	lagDrain               bool
 	lines                  int
 	duration, settle       time.Duration
 	steadyTest             time.Duration
@@ -141,11 +142,12 @@ func (c *config) declare() {
 	flag.Float64Var(&c.cpuAt, "cpu-at", 1.6, "with -cpu-setpoint 0: the rate, in replica capacities, at which the CPU's setpoint lies")
 	flag.Float64Var(&c.slew, "slew", 0.05, "PARAMS slew_limit as a fraction of the replica's measured capacity per tick (0: none)")
 	flag.Float64Var(&c.tauC, "lag-tau-c", 2, "the lag controller's SIMC closed-loop time tau_c, in units of its delay theta")
-	flag.Float64Var(&c.lagKd, "lag-kd", 0.5, "the lag controller's kd as a fraction of the replica's measured capacity")
+	flag.Float64Var(&c.lagKd, "lag-kd", 0, "the lag controller's kd as a fraction of the replica's measured capacity")
 	flag.DurationVar(&c.lagDF, "lag-df", 0, "the lag controller's derivative_filter (the time constant of its derivative's first-order filter)")
 	flag.Float64Var(&c.lagThetaExtra, "lag-theta-extra", 0, "seconds added to the lag controller's delay theta (tick + 2 s) for its SIMC gains; the lag's slope shows the rate the primary wrote a lag ago, so a lag at its setpoint adds that much dead time")
 	flag.DurationVar(&c.lagWindow, "lag-window", 0, "the lag signal is the mean of the 1-s readings over this window (PromQL avg_over_time; 0: the newest reading)")
 	flag.StringVar(&c.lagAW, "lag-anti-windup", "conditional", "the lag controller's anti_windup (conditional, back-calculation, none)")
+	flag.BoolVar(&c.lagDrain, "lag-drain", true, "the lag signal measures the replica's pace and starts from it (PARAMS drain_feedforward)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
 	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
