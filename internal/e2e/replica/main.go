@@ -150,7 +150,7 @@ func (c *config) declare() {
 	flag.BoolVar(&c.lagDrain, "lag-drain", true, "the lag signal measures the replica's pace and starts from it (PARAMS drain_feedforward)")
 	flag.Float64Var(&c.replicaCPU, "replica-cpu", 5, "the replica's CPU cap, percent of one core (replica.sh cap)")
 	flag.IntVar(&c.lines, "lines", 200, "line items per order (the rows the replica applies)")
-	flag.DurationVar(&c.duration, "duration", 210*time.Second, "how long the producers keep a backlog")
+	flag.DurationVar(&c.duration, "duration", 6*time.Minute, "how long the producers keep a backlog")
 	flag.DurationVar(&c.steadyTest, "steady-test", 0, "how long a second capacity test writes at 1.5 times the first's measure while the replica applies (40s: as in docs/replica.md); its measure then tunes the loop (0: none, tune from the first)")
 	flag.DurationVar(&c.settle, "settle", 45*time.Second, "settling time after lag first limits; the checks use what follows")
 }

@@ -23,6 +23,9 @@ type tickPoint struct {
 	limiting       string
 	rate, measured float64
 	p, i, d, asked float64
+	// ff and pace: the lag controller's feedforward, and the replica's
+	// measured pace (drain_feedforward; 0 without).
+	ff, pace float64
 }
 
 // recordTick appends STATE's tick when it is new. Called with r.mu held.
@@ -48,7 +51,10 @@ func (r *run) recordTick(st map[string]ddbtypes.AttributeValue, limiting string)
 		if s.Name != "lag" {
 			continue
 		}
-		tp := tickPoint{tick: t, limiting: limiting, measured: s.Measured, p: s.Terms.P, i: s.Terms.I, d: s.Terms.D, asked: s.Terms.Rate}
+		tp := tickPoint{tick: t, limiting: limiting, measured: s.Measured, p: s.Terms.P, i: s.Terms.I, d: s.Terms.D, asked: s.Terms.Rate, ff: s.Terms.FF}
+		if s.Drain != nil {
+			tp.pace = s.Drain.Pace
+		}
 		if !s.MetricAt.IsZero() {
 			tp.metricAt = s.MetricAt.Sub(r.Start)
 		}
@@ -70,9 +76,9 @@ func (r *run) writeTrace() {
 		return
 	}
 	if f, err := os.Create(filepath.Join(dir, "ticks.csv")); err == nil {
-		fmt.Fprintln(f, "tick_s,metric_at_s,limiting,rate,lag_measured,p,i,d,lag_asked")
+		fmt.Fprintln(f, "tick_s,metric_at_s,limiting,rate,lag_measured,p,i,d,lag_asked,ff,pace")
 		for _, t := range r.ticks {
-			fmt.Fprintf(f, "%.3f,%.3f,%s,%g,%g,%.3f,%.3f,%.3f,%.3f\n", t.tick.Seconds(), t.metricAt.Seconds(), t.limiting, t.rate, t.measured, t.p, t.i, t.d, t.asked)
+			fmt.Fprintf(f, "%.3f,%.3f,%s,%g,%g,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", t.tick.Seconds(), t.metricAt.Seconds(), t.limiting, t.rate, t.measured, t.p, t.i, t.d, t.asked, t.ff, t.pace)
 		}
 		f.Close()
 	}
