@@ -27,7 +27,9 @@ import (
 // the rate does not return to the rate in force before the hand-over once
 // the measurement stops moving. Every controller is also told the applied rate
 // (Controller.Override), so that its slew limit and its delay-aware
-// prediction start from what was really sent.
+// prediction start from what was really sent. A controller on a measured
+// feedforward (Input.Feedforward) does not track: it asks for the measured
+// rate plus its own terms whether it limits or not (measuredFeedforward).
 //
 // Override is plain data: Controllers and Limiting round-trip through
 // encoding/json like a Controller.

@@ -67,9 +67,12 @@ func (d *Drain) Clone() *Drain {
 
 // Measure takes the readings lag0 at t0 and lag1 at t1 (seconds, t1 after
 // t0) and updates the pace: averaged in while both readings are at least
-// DrainBacklog; below, only raised (the replica may have been idle). It
+// DrainBacklog; below, only raised (the replica may have been idle), and
+// never above taken, what the consumers stored (the processed rate; +Inf
+// when unknown): consumers without a backlog write less than RATE, and a
+// replica that kept up with them says nothing of a pace above it. It
 // reports whether the interval was measured (the rates cover it).
-func (d *Drain) Measure(t0 time.Time, lag0 float64, t1 time.Time, lag1 float64) bool {
+func (d *Drain) Measure(t0 time.Time, lag0 float64, t1 time.Time, lag1, taken float64) bool {
 	dt := t1.Sub(t0).Seconds()
 	if dt <= 0 || !finite(lag0) || !finite(lag1) || lag0 < 0 || lag1 < 0 {
 		return false
@@ -85,13 +88,13 @@ func (d *Drain) Measure(t0 time.Time, lag0 float64, t1 time.Time, lag1 float64) 
 	busy := math.Min(lag0, lag1) >= DrainBacklog.Seconds()
 	switch {
 	case d.Pace <= 0:
-		d.Pace = pace
+		d.Pace = math.Min(pace, taken)
 	case busy:
 		d.Pace += (1 - math.Exp(-dt/DrainSmoothing.Seconds())) * (pace - d.Pace)
-	case pace > d.Pace:
+	case math.Min(pace, taken) > d.Pace:
 		// A lower bound: followed up three times as fast (a rate that
 		// climbs toward the replica's pace is not left behind).
-		d.Pace += (1 - math.Exp(-3*dt/DrainSmoothing.Seconds())) * (pace - d.Pace)
+		d.Pace += (1 - math.Exp(-3*dt/DrainSmoothing.Seconds())) * (math.Min(pace, taken) - d.Pace)
 	}
 	return true
 }

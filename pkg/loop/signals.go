@@ -97,9 +97,9 @@ type Controls struct {
 	// gain online (control.Config.AdaptGain; needs DelayAware).
 	AdaptGain bool `json:"adapt_gain,omitempty"`
 	// DrainFeedforward makes a replication lag's controller measure the
-	// replica's pace from the lag and the rates applied, and start from it
-	// (control.Input.Feedforward; drain.go): a further signal in s
-	// without a model.
+	// replica's pace from the lag and the rates applied, and ask for it
+	// plus its own terms (control.Input.Feedforward; drain.go): a further
+	// signal in s without a model.
 	DrainFeedforward bool `json:"drain_feedforward,omitempty"`
 }
 

@@ -148,7 +148,7 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 		// A lag of 0 says only that the replica keeps up.
 		inputs[i].AtFloor = ok && !q.percent() && sin.Measurement <= 0
 		if i > 0 && q.DrainFeedforward {
-			sigs[i].Drain = measureDrain(old[name], smp, ok)
+			sigs[i].Drain = measureDrain(old[name], smp, ok, in)
 			if d := sigs[i].Drain; ok && d.Pace > 0 {
 				inputs[i].Input.Feedforward, inputs[i].Input.FeedforwardKnown = d.Pace, true
 			}
@@ -226,14 +226,19 @@ func signalUnit(q Params, i int) string {
 
 // measureDrain is a lag signal's drain after this tick's reading smp
 // (fresh when ok): the last tick's, measured over the interval since the
-// last reading (Drain.Measure).
-func measureDrain(last SignalState, smp Sample, ok bool) *Drain {
+// last reading (Drain.Measure), bounded by what the consumers took (in's
+// ActualRate) while the replica may have been idle.
+func measureDrain(last SignalState, smp Sample, ok bool, in control.Input) *Drain {
 	d := last.Drain.Clone()
 	if d == nil {
 		d = &Drain{}
 	}
+	taken := math.Inf(1)
+	if in.ActualKnown && in.ActualRate >= 0 {
+		taken = in.ActualRate
+	}
 	if ok && !last.MetricAt.IsZero() && smp.Time.After(last.MetricAt) {
-		d.Measure(last.MetricAt, last.Measured, smp.Time, smp.Value)
+		d.Measure(last.MetricAt, last.Measured, smp.Time, smp.Value, taken)
 	}
 	return d
 }
