@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -30,20 +31,6 @@ type PacingPoint struct {
 	// Highest marks the point run near the highest rate this machine
 	// sustains.
 	Highest bool `json:"highest,omitempty"`
-}
-
-// countingSink counts what its sink stored.
-type countingSink struct {
-	consume.Sink
-	stored atomic.Int64
-}
-
-func (s *countingSink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
-	res, err := s.Sink.Store(ctx, msgs)
-	if err == nil {
-		s.stored.Add(int64(consume.CountStored(res)))
-	}
-	return res, err
 }
 
 // PacingRun configures one measurement.
@@ -111,7 +98,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 		mem.Put(loop.Rate{Loop: loopID, PerSecond: r.Allowed})
 		rates = mem
 	}
-	sink := &countingSink{Sink: r.Sink}
+	sink := &consumetest.CountingSink{Sink: r.Sink}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -121,7 +108,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Run(ctx, q) }()
 	}
-	achieved, to, err := MeasureRate(ctx, r.Window, r.Windows, func() int64 { return sink.stored.Load() })
+	achieved, to, err := MeasureRate(ctx, r.Window, r.Windows, func() int64 { return sink.Stored() })
 	if err != nil {
 		return pt, err
 	}

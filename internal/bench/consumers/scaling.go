@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -71,7 +72,7 @@ func Scale(ctx context.Context, r ScalingRun) ([]ScalingPoint, error) {
 		return nil, fmt.Errorf("write RATE: %w", err)
 	}
 	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`), prefix: fmt.Sprintf("s%d-", time.Now().UnixNano())}
-	sink := &countingSink{Sink: r.Sink}
+	sink := &consumetest.CountingSink{Sink: r.Sink}
 	var running []*instance
 	defer func() {
 		for _, in := range running {
@@ -90,11 +91,11 @@ func Scale(ctx context.Context, r ScalingRun) ([]ScalingPoint, error) {
 		if err := sleepCtx(ctx, r.Settle); err != nil {
 			return out, err
 		}
-		from, t0 := sink.stored.Load(), time.Now()
+		from, t0 := sink.Stored(), time.Now()
 		if err := sleepCtx(ctx, r.Window); err != nil {
 			return out, err
 		}
-		got := float64(sink.stored.Load()-from) / time.Since(t0).Seconds()
+		got := float64(sink.Stored()-from) / time.Since(t0).Seconds()
 		out = append(out, ScalingPoint{Phase: i + 1, Consumers: n, Allowed: r.Allowed, Achieved: got,
 			ErrorPct: 100 * (got - r.Allowed) / r.Allowed})
 	}

@@ -7,32 +7,17 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
-	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
 )
 
 // The scenarios below run on kfake (kafkasource_test.go) and on the real
 // broker (broker_test.go).
-
-// countingSink counts what one worker stored.
-type countingSink struct {
-	consume.Sink
-	n atomic.Int64
-}
-
-func (s *countingSink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
-	res, err := s.Sink.Store(ctx, msgs)
-	if err == nil {
-		s.n.Add(int64(len(msgs)))
-	}
-	return res, err
-}
 
 // scenarioRebalance: a second consumer joins the group mid-stream, takes
 // partitions, and the first is closed; nothing is missing and the group ends
@@ -42,14 +27,14 @@ func scenarioRebalance(t *testing.T, brokers []string, topic, group string, n in
 	sink := memqueue.NewSink()
 	ids := produce(t, brokers, topic, "m", 0, n/2, nil)
 
-	a := &countingSink{Sink: sink}
+	a := &consumetest.CountingSink{Sink: sink}
 	wa := startWorker(t, brokers, topic, group, a, 1000)
 	waitFor(t, 60*time.Second, "the first consumer to store a fifth", func() bool { return sink.Len() >= n/5 })
 
-	b := &countingSink{Sink: sink}
+	b := &consumetest.CountingSink{Sink: sink}
 	wb := startWorker(t, brokers, topic, group, b, 1000)
 	ids = append(ids, produce(t, brokers, topic, "m", n/2, n-n/2, nil)...)
-	waitFor(t, 60*time.Second, "the second consumer to take partitions and store", func() bool { return b.n.Load() > 0 })
+	waitFor(t, 60*time.Second, "the second consumer to take partitions and store", func() bool { return b.Stored() > 0 })
 	if got := wa.src.Stats().Revoked.Load(); got == 0 {
 		t.Errorf("first consumer: %d partitions revoked after the second joined; want > 0", got)
 	}
@@ -61,7 +46,7 @@ func scenarioRebalance(t *testing.T, brokers []string, topic, group string, n in
 		t.Errorf("%d of %d messages missing after a rebalance, e.g. %v", len(m), n, m[:min(len(m), 5)])
 	}
 	t.Logf("rebalance: sent %d, stored %d distinct, redelivered %d (absorbed by the idempotent sink); first consumer stored %d, second %d",
-		n, sink.Len(), sink.Redelivered(), a.n.Load(), b.n.Load())
+		n, sink.Len(), sink.Redelivered(), a.Stored(), b.Stored())
 	checkNeverPastUnstored(t, brokers, group, topic, sink.Has)
 	total := int64(0)
 	for _, o := range committed(t, brokers, group, topic) {
