@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the MariaDB driver
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
 // MariaDB is a private mariadbd with its own data directory and port, so
@@ -145,21 +147,6 @@ func (m *MariaDB) Stored(ctx context.Context) (map[int]int, error) {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT CAST(JSON_VALUE(body, '$.seq') AS SIGNED), COUNT(*) FROM messages GROUP BY 1")
-	if err != nil {
-		return nil, fmt.Errorf("count stored rows: %w", err)
-	}
-	defer rows.Close()
-	out := map[int]int{}
-	for rows.Next() {
-		var seq sql.NullInt64
-		var n int
-		if err := rows.Scan(&seq, &n); err != nil {
-			return nil, err
-		}
-		if seq.Valid {
-			out[int(seq.Int64)] = n
-		}
-	}
-	return out, rows.Err()
+	bySeq, _, err := mysqltest.SeqCounts(ctx, db)
+	return bySeq, err
 }

@@ -112,32 +112,46 @@ type Counts struct {
 // have no row and are not in skip (poison messages, which belong in the
 // dead-letter path).
 func Count(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (Counts, error) {
-	rows, err := db.QueryContext(ctx, "SELECT CAST(JSON_VALUE(body, '$.seq') AS SIGNED) AS seq, COUNT(*) FROM messages GROUP BY seq")
+	bySeq, unnumbered, err := SeqCounts(ctx, db)
 	if err != nil {
-		return Counts{}, fmt.Errorf("count messages: %w", err)
+		return Counts{}, err
 	}
-	defer rows.Close()
-	c := Counts{Sent: sent}
-	seen := map[int]bool{}
-	for rows.Next() {
-		var seq sql.NullInt64
-		var n int
-		if err := rows.Scan(&seq, &n); err != nil {
-			return c, err
-		}
+	c := Counts{Sent: sent, Stored: unnumbered}
+	if unnumbered > 0 {
+		c.Duplicates = unnumbered - 1
+	}
+	for _, n := range bySeq {
 		c.Stored += n
 		c.Duplicates += n - 1
-		if seq.Valid {
-			seen[int(seq.Int64)] = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return c, err
 	}
 	for i := range sent {
-		if !seen[i] && !skip[i] {
+		if bySeq[i] == 0 && !skip[i] {
 			c.Missing++
 		}
 	}
 	return c, nil
+}
+
+// SeqCounts reads how many rows of the messages table hold each sequence
+// number (the body's "seq"), and how many rows hold none.
+func SeqCounts(ctx context.Context, db *sql.DB) (bySeq map[int]int, unnumbered int, err error) {
+	rows, err := db.QueryContext(ctx, "SELECT CAST(JSON_VALUE(body, '$.seq') AS SIGNED) AS seq, COUNT(*) FROM messages GROUP BY seq")
+	if err != nil {
+		return nil, 0, fmt.Errorf("count messages: %w", err)
+	}
+	defer rows.Close()
+	bySeq = map[int]int{}
+	for rows.Next() {
+		var seq sql.NullInt64
+		var n int
+		if err := rows.Scan(&seq, &n); err != nil {
+			return nil, 0, err
+		}
+		if seq.Valid {
+			bySeq[int(seq.Int64)] = n
+		} else {
+			unnumbered = n
+		}
+	}
+	return bySeq, unnumbered, rows.Err()
 }
