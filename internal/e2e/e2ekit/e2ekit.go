@@ -1,6 +1,7 @@
 // Package e2ekit holds what the end-to-end harnesses (internal/e2e/full,
 // internal/e2e/replica, internal/e2e/tune) share: the run's skeleton (log,
-// failures, cleanups, timeout, the JSON line's verdict), their common
+// failures, cleanups, timeout, the JSON line's verdict) and the harness
+// around it (Harness: the run with its flags and result), their common
 // flags, the local stack's environment, the run's database, table and
 // queues, the functions under the RIE, the CPU publisher and record, the
 // AWS CLI as an operator uses it on PARAMS, and the orders the producers

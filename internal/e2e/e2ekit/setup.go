@@ -35,6 +35,24 @@ func (r *Run) Report(res any, v *verdict.Verdict) int {
 	return verdict.Print(res, *v)
 }
 
+// Harness is the run of a harness whose flags are C and whose result, the
+// JSON last line, is R (a struct that embeds verdict.Verdict last).
+type Harness[C, R any] struct {
+	Run
+	Cfg C
+	Res R
+}
+
+// Exit runs the harness named name on its flags cfg: setup then scenario
+// within timeout (Main), then prints Res, whose verdict v is, as the JSON
+// last line (Report) and exits with Report's code: 1 when setup or a check
+// failed.
+func (h *Harness[C, R]) Exit(name string, cfg C, timeout time.Duration, setup, scenario func() error, v *verdict.Verdict) {
+	h.Name, h.Start, h.Cfg = name, time.Now(), cfg
+	h.Main(timeout, setup, scenario)
+	os.Exit(h.Report(&h.Res, v))
+}
+
 // Go runs f in a goroutine until the run ends: at its end the run cancels
 // f's context and waits for f to return.
 func (r *Run) Go(f func(ctx context.Context)) {

@@ -20,7 +20,7 @@ import (
 // without the consumers' report the allowed rate would have wound up toward
 // max_rate during the idle phase.
 func (r *run) idleBurst() {
-	c := r.cfg
+	c := r.Cfg
 	if !r.waitEmpty(3 * c.phase) {
 		r.Fail("the queue did not empty before the idle phase")
 		return
@@ -39,7 +39,7 @@ func (r *run) idleBurst() {
 	}
 	r.sleepUntil(at + 2*c.phase)
 	peak := r.peakMeanCPU(at, r.now(), time.Minute)
-	r.res.RateBeforeBurst, r.res.PeakMeanCPUAfterBurst, r.res.Burst = round(rate.PerSecond), round(peak), n
+	r.Res.RateBeforeBurst, r.Res.PeakMeanCPUAfterBurst, r.Res.Burst = round(rate.PerSecond), round(peak), n
 	r.Logf("burst: highest 60-s mean CPU %.1f %% (setpoint %g)", peak, c.setpoint2)
 	if math.IsNaN(peak) || peak > c.setpoint2+10 {
 		r.Fail("highest 60-s mean CPU after the burst %.1f %%: above the setpoint %g + 10", peak, c.setpoint2)

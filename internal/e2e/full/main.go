@@ -130,15 +130,12 @@ func main() {
 	flag.Parse()
 	root, _ := os.Getwd()
 	c.root = root
-	r := &run{Run: e2ekit.Run{Name: "e2e", Start: time.Now()}, cfg: c}
-	r.Main(25*time.Minute, r.setup, r.scenario)
-	os.Exit(r.Report(&r.res, &r.res.Verdict))
+	r := &run{}
+	r.Exit("e2e", c, 25*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
 }
 
 type run struct {
-	e2ekit.Run
-	cfg config
-	res Result
+	e2ekit.Harness[config, Result]
 
 	id       string // unique suffix of this run's resources
 	table    string
@@ -170,7 +167,7 @@ type cpuPoint struct {
 
 func (r *run) setup() error {
 	e2ekit.SetDefaultEnv()
-	c := r.cfg
+	c := r.Cfg
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-"+r.id, "e2e", "sluice-e2e-"+r.id
 	r.dbName = "sluice_e2e_" + r.id
@@ -217,7 +214,7 @@ func (r *run) setup() error {
 	if r.sampler, err = cpupub.NewSampler(0, r.mariadbPID, 0); err != nil {
 		return err
 	}
-	r.res.Cores = r.sampler.Cores
+	r.Res.Cores = r.sampler.Cores
 	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.ScanRows)
 
 	// 3. AWS: clients, the table (the project's init script), the queues.
@@ -282,8 +279,8 @@ func (r *run) setup() error {
 // mariadbPID returns the pid of the MariaDB server whose CPU is the plant's:
 // the flag, else the mariadbd listening on the DSN's port.
 func (r *run) mariadbPID() (int, error) {
-	if r.cfg.pid > 0 {
-		return r.cfg.pid, nil
+	if r.Cfg.pid > 0 {
+		return r.Cfg.pid, nil
 	}
 	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
 	if err != nil {
@@ -315,7 +312,7 @@ func (r *run) now() time.Duration { return time.Since(r.Start) }
 // tune identifies the database by an open-loop step test on the workload
 // and returns the PARAMS of the lab's pi-aw-spf-ff for it.
 func (r *run) tune() (loop.Params, error) {
-	c := r.cfg
+	c := r.Cfg
 	fit, err := r.identify()
 	if err == nil {
 		fit, err = r.calibrate(fit)
@@ -323,13 +320,13 @@ func (r *run) tune() (loop.Params, error) {
 	if err != nil {
 		r.Logf("identification failed twice (%v); using the model measured by `sluice lab step-mariadb` in docs/lab.md", err)
 		fit = ident.Result{Model: documentedModel, RMSE: math.NaN()}
-		r.res.ModelFallback = true
+		r.Res.ModelFallback = true
 	}
 	m := fit.Model
-	r.res.Model.Gain, r.res.Model.TauS, r.res.Model.DeadTimeS, r.res.Model.Base =
+	r.Res.Model.Gain, r.Res.Model.TauS, r.Res.Model.DeadTimeS, r.Res.Model.Base =
 		m.Gain, m.Tau.Seconds(), m.DeadTime.Seconds(), m.Base
 	if !math.IsNaN(fit.RMSE) {
-		r.res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
+		r.Res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
 	}
 	r.Logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
 	if top := m.Output(c.MaxRate); top < c.setpoint+15 {
@@ -359,7 +356,7 @@ func (r *run) tune() (loop.Params, error) {
 	if p.SetpointFilter < time.Second {
 		p.SetpointFilter = time.Second
 	}
-	r.res.Kp, r.res.Ki = p.Kp, p.Ki
+	r.Res.Kp, r.Res.Ki = p.Kp, p.Ki
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("tuned PARAMS: %w", err)
 	}
@@ -387,7 +384,7 @@ func (r *run) calibrate(fit ident.Result) (ident.Result, error) {
 	if g <= documentedModel.Gain*1.5 && g >= documentedModel.Gain/1.5 {
 		return fit, nil
 	}
-	c := &r.cfg
+	c := &r.Cfg
 	scan := max(1000, int(float64(c.ScanRows)*documentedModel.Gain/g))
 	r.Logf("the database takes %.2f points of CPU per msg/s, the workload is made for %.2f: %d rows scanned per message instead of %d; step test again",
 		g, documentedModel.Gain, scan, c.ScanRows)
@@ -395,7 +392,7 @@ func (r *run) calibrate(fit ident.Result) (ident.Result, error) {
 		return fit, err
 	}
 	c.ScanRows = scan
-	r.res.ScanRows = scan
+	r.Res.ScanRows = scan
 	return r.identify()
 }
 
@@ -416,7 +413,7 @@ func (r *run) identify() (ident.Result, error) {
 			r.Logf("step test %d: %v", attempt, err)
 			continue
 		}
-		if f, err := os.Create(filepath.Join(r.cfg.LogDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
+		if f, err := os.Create(filepath.Join(r.Cfg.LogDir, fmt.Sprintf("step-%s-%d.csv", r.id, attempt))); err == nil {
 			ident.WriteCSV(f, d)
 			f.Close()
 		}
@@ -464,7 +461,7 @@ func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
 func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 
 func (r *run) scenario() error {
-	c := r.cfg
+	c := r.Cfg
 	p := c.phase
 	// Phases: start-up and settling [0, p); settled [p, 2p); disturbance
 	// [2p, 3p); recovery [3p, 3.5p); setpoint edit at 3.5p, settled after
@@ -478,9 +475,9 @@ func (r *run) scenario() error {
 
 	r.sleepUntil(at(2))
 	before, _ := r.meanCPU(at(1), at(2))
-	r.res.MeanCPUBeforeEdit = round(before)
+	r.Res.MeanCPUBeforeEdit = round(before)
 	// The disturbance: the load generator sized to add about 8 points.
-	qps := 8 / r.res.Model.Gain
+	qps := 8 / r.Res.Model.Gain
 	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
 	if err := gen.Start(r.Ctx); err != nil {
 		return err
@@ -489,7 +486,7 @@ func (r *run) scenario() error {
 	r.sleepUntil(at(3))
 	gen.Stop()
 	dist, _ := r.meanCPU(at(2)+p/2, at(3))
-	r.res.MeanCPUDisturbed = round(dist)
+	r.Res.MeanCPUDisturbed = round(dist)
 	done, failed := gen.Queries()
 	r.Logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
 
@@ -505,18 +502,18 @@ func (r *run) scenario() error {
 		return err
 	}
 	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.Tick)
-	r.res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
-	r.res.InvalidEditReason = reason
-	if !r.res.InvalidEditRefused {
+	r.Res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
+	r.Res.InvalidEditReason = reason
+	if !r.Res.InvalidEditRefused {
 		r.Fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
 	} else {
 		r.Logf("refused: %s", reason)
 	}
 	r.sleepUntil(at(5.5))
 	after, n := r.meanCPU(at(4.5), at(5.5))
-	r.res.MeanCPUAfterSettle = round(after)
-	r.res.Setpoint = c.setpoint2
-	r.res.InitialSetpoint = c.setpoint
+	r.Res.MeanCPUAfterSettle = round(after)
+	r.Res.Setpoint = c.setpoint2
+	r.Res.InitialSetpoint = c.setpoint
 	r.Logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
 	// Restore a valid PARAMS, then drain in manual mode at max_rate.
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
@@ -532,36 +529,36 @@ func (r *run) scenario() error {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
-	r.res.MaxCPU = round(r.maxCPU())
-	r.res.Ticks = int(r.Ticks.Load())
-	r.res.TickErrors = int(r.TickErrors.Load())
-	r.res.Batches = r.batches.Load()
-	r.res.BatchFailures = r.failed.Load()
-	r.res.Datapoints = int(r.points.Load())
-	r.res.Stalls = r.stalls.Load()
-	r.res.DisturbancePP = round(dist - before)
+	r.Res.MaxCPU = round(r.maxCPU())
+	r.Res.Ticks = int(r.Ticks.Load())
+	r.Res.TickErrors = int(r.TickErrors.Load())
+	r.Res.Batches = r.batches.Load()
+	r.Res.BatchFailures = r.failed.Load()
+	r.Res.Datapoints = int(r.points.Load())
+	r.Res.Stalls = r.stalls.Load()
+	r.Res.DisturbancePP = round(dist - before)
 
 	// Checks.
-	r.res.Sent = int(r.orders.Sent.Load())
+	r.Res.Sent = int(r.orders.Sent.Load())
 	var err error
-	r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.res.Sent, r.poisonSeqs())
+	r.Res.Stored, r.Res.Duplicates, r.Res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.Res.Sent, r.poisonSeqs())
 	if err != nil {
 		return err
 	}
-	r.res.Poison = int(r.orders.Poisoned.Load())
+	r.Res.Poison = int(r.orders.Poisoned.Load())
 	dl, withReason, err := r.deadLetters()
 	if err != nil {
 		return err
 	}
-	r.res.DeadLettered = dl
+	r.Res.DeadLettered = dl
 	if !drained {
 		r.Fail("the queue did not drain")
 	}
-	if r.res.Missing > 0 || r.res.Duplicates > 0 || r.res.Stored != r.res.Sent-r.res.Poison {
-		r.Fail("sent %d, poison %d, stored %d, missing %d, duplicates %d", r.res.Sent, r.res.Poison, r.res.Stored, r.res.Missing, r.res.Duplicates)
+	if r.Res.Missing > 0 || r.Res.Duplicates > 0 || r.Res.Stored != r.Res.Sent-r.Res.Poison {
+		r.Fail("sent %d, poison %d, stored %d, missing %d, duplicates %d", r.Res.Sent, r.Res.Poison, r.Res.Stored, r.Res.Missing, r.Res.Duplicates)
 	}
-	if dl != r.res.Poison || withReason != dl {
-		r.Fail("dead-letter queue holds %d messages (%d with a reason); want the %d poison ones", dl, withReason, r.res.Poison)
+	if dl != r.Res.Poison || withReason != dl {
+		r.Fail("dead-letter queue holds %d messages (%d with a reason); want the %d poison ones", dl, withReason, r.Res.Poison)
 	}
 	if math.IsNaN(after) || math.Abs(after-c.setpoint2) > 5 {
 		r.Fail("mean CPU after settling %.1f %%: not within 5 points of the setpoint %g", after, c.setpoint2)
@@ -569,12 +566,12 @@ func (r *run) scenario() error {
 	if math.IsNaN(before) || math.Abs(before-c.setpoint) > 5 {
 		r.Fail("mean CPU before the edit %.1f %%: not within 5 points of the setpoint %g", before, c.setpoint)
 	}
-	r.res.SetpointEditFollowed = !math.IsNaN(after) && math.Abs(after-c.setpoint2) <= 5 && math.Abs(after-c.setpoint2) < math.Abs(after-c.setpoint)
-	if !r.res.SetpointEditFollowed {
+	r.Res.SetpointEditFollowed = !math.IsNaN(after) && math.Abs(after-c.setpoint2) <= 5 && math.Abs(after-c.setpoint2) < math.Abs(after-c.setpoint)
+	if !r.Res.SetpointEditFollowed {
 		r.Fail("the setpoint edit %g -> %g was not followed (mean CPU %.1f %% after it)", c.setpoint, c.setpoint2, after)
 	}
-	if r.res.Ticks < 10 {
-		r.Fail("only %d controller ticks", r.res.Ticks)
+	if r.Res.Ticks < 10 {
+		r.Fail("only %d controller ticks", r.Res.Ticks)
 	}
 	return nil
 }
@@ -638,7 +635,7 @@ func (r *run) deadLetters() (n, withReason int, err error) {
 		}
 		seen[aws.ToString(m.MessageId)] = true
 		if bodies[aws.ToString(m.Body)] {
-			r.res.DeadLetterCopies++
+			r.Res.DeadLetterCopies++
 			return
 		}
 		bodies[aws.ToString(m.Body)] = true

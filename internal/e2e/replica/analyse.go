@@ -13,8 +13,8 @@ import (
 func (r *run) analyse(end time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.cfg
-	r.res.LagSetpoint, r.res.LagBand, r.res.CPUSetpoint, r.res.Lines = c.lagSetpoint, c.lagBand, c.cpuSetpoint, c.lines
+	c := r.Cfg
+	r.Res.LagSetpoint, r.Res.LagBand, r.Res.CPUSetpoint, r.Res.Lines = c.lagSetpoint, c.lagBand, c.cpuSetpoint, c.lines
 	first, lagAt := time.Duration(-1), time.Duration(-1)
 	prev := ""
 	var lagged, since int
@@ -24,7 +24,7 @@ func (r *run) analyse(end time.Duration) {
 		}
 		if p.sig != prev {
 			if prev != "" {
-				r.res.LimitingSwitches++
+				r.Res.LimitingSwitches++
 			}
 			lagAt = -1
 			if p.sig == "lag" {
@@ -43,43 +43,43 @@ func (r *run) analyse(end time.Duration) {
 		}
 	}
 	if since > 0 {
-		r.res.LagLimitingShare = round(float64(lagged) / float64(since))
+		r.Res.LagLimitingShare = round(float64(lagged) / float64(since))
 	}
-	r.res.FirstLagLimitingS, r.res.ShareAboveBand = -1, -1
+	r.Res.FirstLagLimitingS, r.Res.ShareAboveBand = -1, -1
 	if first >= 0 {
-		r.res.FirstLagLimitingS = math.Round(first.Seconds())
+		r.Res.FirstLagLimitingS = math.Round(first.Seconds())
 	}
 	for _, p := range r.lag {
 		if p.t <= end {
-			r.res.MaxLag = math.Max(r.res.MaxLag, round(p.v))
+			r.Res.MaxLag = math.Max(r.Res.MaxLag, round(p.v))
 		}
 	}
 	if lagAt < 0 {
-		r.res.LagLimitingAtS = -1
+		r.Res.LagLimitingAtS = -1
 		return
 	}
-	r.res.LagLimitingAtS = math.Round(lagAt.Seconds())
+	r.Res.LagLimitingAtS = math.Round(lagAt.Seconds())
 	from := lagAt + c.settle
 	r.settledFor = end - from
 	in := func(t time.Duration) bool { return t >= from && t < end }
 	mean, peak := stats(r.lag, in)
-	r.res.MeanLagAfterSettle, r.res.MaxLagAfterSettle = round(mean), round(peak)
+	r.Res.MeanLagAfterSettle, r.Res.MaxLagAfterSettle = round(mean), round(peak)
 	n := 0
 	for _, p := range r.lag {
 		if in(p.t) {
 			n++
 			if p.v > c.lagSetpoint+c.lagBand {
-				r.res.SecondsAboveBand++
+				r.Res.SecondsAboveBand++
 			}
 		}
 	}
 	if n > 0 {
-		r.res.ShareAboveBand = round(float64(r.res.SecondsAboveBand) / float64(n))
+		r.Res.ShareAboveBand = round(float64(r.Res.SecondsAboveBand) / float64(n))
 	}
 	mean, peak = stats(r.cpu, in)
-	r.res.MeanCPUAfterSettle, r.res.MaxCPUAfterSettle = round(mean), round(peak)
+	r.Res.MeanCPUAfterSettle, r.Res.MaxCPUAfterSettle = round(mean), round(peak)
 	mean, _ = stats(r.rate, in)
-	r.res.MeanRateSettled = round(mean)
+	r.Res.MeanRateSettled = round(mean)
 }
 
 // stats is the mean and maximum of the points in the window (NaN without).
@@ -105,7 +105,7 @@ const minSettled = 40 * time.Second
 
 // check records the failures of the run's acceptance.
 func (r *run) check() {
-	c, res := r.cfg, &r.res
+	c, res := r.Cfg, &r.Res
 	switch {
 	case res.LagLimitingAtS < 0:
 		r.Fail("the lag does not limit the rate at the end of the run")

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 )
 
 // The replica's lag is measured the way pt-heartbeat measures it: the
@@ -75,12 +77,8 @@ func readLag(ctx context.Context, replica *sql.DB) (LagReading, error) {
 		return r, err
 	}
 	if rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := mysqltest.ScanRow(rows)
+		if err != nil {
 			return r, err
 		}
 		for i, c := range cols {

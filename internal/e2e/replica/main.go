@@ -160,15 +160,12 @@ func main() {
 	c.declare()
 	flag.Parse()
 	c.root, _ = os.Getwd()
-	r := &run{Run: e2ekit.Run{Name: "e2e-replica", Start: time.Now()}, cfg: c}
-	r.Main(15*time.Minute, r.setup, r.scenario)
-	os.Exit(r.Report(&r.res, &r.res.Verdict))
+	r := &run{}
+	r.Exit("e2e-replica", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
 }
 
 type run struct {
-	e2ekit.Run
-	cfg config
-	res Result
+	e2ekit.Harness[config, Result]
 
 	id, table, loopID, instance, dbName string
 	queueURL, queueARN                  string
@@ -226,7 +223,7 @@ const (
 
 func (r *run) setup() error {
 	e2ekit.SetDefaultEnv()
-	c := r.cfg
+	c := r.Cfg
 	r.id = fmt.Sprintf("%d", time.Now().Unix())
 	r.table, r.loopID, r.instance = "sluice-e2e-replica-"+r.id, "e2e-replica", "sluice-e2e-replica-"+r.id
 	r.dbName = "sluice_replica_" + r.id
@@ -251,14 +248,14 @@ func (r *run) setup() error {
 // startStack starts moto, the SQS server, the RIE, and the primary/replica
 // pair, each stopped at the end only if this run started it.
 func (r *run) startStack() error {
-	if err := r.StartStack(filepath.Join(r.cfg.LogDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
+	if err := r.StartStack(filepath.Join(r.Cfg.LogDir, "stack-started-"+r.id), "moto", "rie"); err != nil {
 		return err
 	}
 	running := exec.Command("bash", "localstack/stack/replica.sh", "status").Run() == nil
 	if err := r.stack("replica.sh", nil, "start"); err != nil {
 		return err
 	}
-	if !running && !r.cfg.Keep {
+	if !running && !r.Cfg.Keep {
 		r.Defer(func() {
 			down := exec.Command("bash", "localstack/stack/replica.sh", "stop")
 			down.Stdout, down.Stderr = os.Stderr, os.Stderr
@@ -287,7 +284,7 @@ func server(addr string) *mysql.Config {
 // replica has it all, starts the heartbeat, the lag exporter and the CPU
 // sampler.
 func (r *run) setupDatabases() error {
-	c := r.cfg
+	c := r.Cfg
 	var err error
 	if r.dsn, err = r.CreateDatabase(server(primaryAddr), r.dbName, c.Keep); err != nil {
 		return fmt.Errorf("the primary: %w", err)
@@ -381,10 +378,10 @@ func (r *run) waitCaughtUp(within time.Duration, maxLag float64) error {
 // order, then the replica's apply capacity: capped, and uncapped for
 // comparison.
 func (r *run) measureCapacity(n int) error {
-	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap"); err != nil {
+	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.Cfg.replicaCPU)}, "cap"); err != nil {
 		return err
 	}
-	r.res.ReplicaCPULimit = r.cfg.replicaCPU
+	r.Res.ReplicaCPULimit = r.Cfg.replicaCPU
 	r.Sleep(3 * time.Second)
 	r.mu.Lock()
 	r.baseCPU, _ = stats(r.cpu, func(time.Duration) bool { return true })
@@ -393,29 +390,29 @@ func (r *run) measureCapacity(n int) error {
 		r.baseCPU = 0
 	}
 	var err error
-	if r.res.PrimaryCapacity, r.res.ReplicaCapacity, err = r.capacityOnce(-1, n, true); err != nil {
+	if r.Res.PrimaryCapacity, r.Res.ReplicaCapacity, err = r.capacityOnce(-1, n, true); err != nil {
 		return err
 	}
 	if err := r.stack("replica.sh", nil, "uncap"); err != nil {
 		return err
 	}
-	if _, r.res.ReplicaUncapped, err = r.capacityOnce(-1-n, n, false); err != nil {
+	if _, r.Res.ReplicaUncapped, err = r.capacityOnce(-1-n, n, false); err != nil {
 		return err
 	}
-	r.res.PrimaryCapacity, r.res.ReplicaCapacity, r.res.ReplicaUncapped =
-		round(r.res.PrimaryCapacity), round(r.res.ReplicaCapacity), round(r.res.ReplicaUncapped)
+	r.Res.PrimaryCapacity, r.Res.ReplicaCapacity, r.Res.ReplicaUncapped =
+		round(r.Res.PrimaryCapacity), round(r.Res.ReplicaCapacity), round(r.Res.ReplicaUncapped)
 	r.Logf("capacity: primary writes %.1f orders/s (%d connections); replica applies %.1f orders/s capped at %g %% of a core, %.1f uncapped; primary CPU %.3f points per order/s",
-		r.res.PrimaryCapacity, r.cfg.Consumers, r.res.ReplicaCapacity, r.cfg.replicaCPU, r.res.ReplicaUncapped, r.res.CPUGain)
+		r.Res.PrimaryCapacity, r.Cfg.Consumers, r.Res.ReplicaCapacity, r.Cfg.replicaCPU, r.Res.ReplicaUncapped, r.Res.CPUGain)
 	if err := r.waitCaughtUp(time.Minute, 1); err != nil {
 		return err
 	}
-	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.cfg.replicaCPU)}, "cap"); err != nil {
+	if err := r.stack("replica.sh", []string{fmt.Sprintf("SLUICE_REPLICA_CPU=%g", r.Cfg.replicaCPU)}, "cap"); err != nil {
 		return err
 	}
-	if r.cfg.steadyTest <= 0 {
+	if r.Cfg.steadyTest <= 0 {
 		return nil
 	}
-	return r.capacityUnderWrites(-1-2*n, r.cfg.steadyTest)
+	return r.capacityUnderWrites(-1-2*n, r.Cfg.steadyTest)
 }
 
 // capacityUnderWrites measures what the replica applies while the primary
@@ -427,21 +424,21 @@ func (r *run) measureCapacity(n int) error {
 // it, with the lag above 1 s at its start (a backlog to apply), give the
 // capacity the loop is tuned from (Result.ReplicaSteadyCapacity).
 func (r *run) capacityUnderWrites(first int, d time.Duration) error {
-	rate := min(1.5*r.res.ReplicaCapacity, 0.9*r.res.PrimaryCapacity)
+	rate := min(1.5*r.Res.ReplicaCapacity, 0.9*r.Res.PrimaryCapacity)
 	ctx, stop := context.WithTimeout(r.Ctx, d)
 	defer stop()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var werr atomic.Value
-	every := time.Duration(float64(capacityBatch*r.cfg.Consumers) / rate * float64(time.Second))
-	for w := range r.cfg.Consumers {
+	every := time.Duration(float64(capacityBatch*r.Cfg.Consumers) / rate * float64(time.Second))
+	for w := range r.Cfg.Consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t := time.NewTicker(every)
 			defer t.Stop()
 			// The writers start spread over one period.
-			if r.Sleep(every * time.Duration(w) / time.Duration(r.cfg.Consumers)); ctx.Err() != nil {
+			if r.Sleep(every * time.Duration(w) / time.Duration(r.Cfg.Consumers)); ctx.Err() != nil {
 				return
 			}
 			for {
@@ -478,9 +475,9 @@ func (r *run) capacityUnderWrites(first int, d time.Duration) error {
 	if lag0.Lag < 1 {
 		return fmt.Errorf("steady capacity test: the replica kept up with %.1f orders/s (lag %.2f s): no capacity to measure", rate, lag0.Lag)
 	}
-	r.res.ReplicaSteadyCapacity = round(float64(n1-n0) / t1.Sub(t0).Seconds())
+	r.Res.ReplicaSteadyCapacity = round(float64(n1-n0) / t1.Sub(t0).Seconds())
 	r.Logf("steady capacity test: %d orders written at %.1f orders/s; the replica applied %.1f orders/s while the primary took writes (the backlog test: %.1f)",
-		next.Load(), rate, r.res.ReplicaSteadyCapacity, r.res.ReplicaCapacity)
+		next.Load(), rate, r.Res.ReplicaSteadyCapacity, r.Res.ReplicaCapacity)
 	return r.waitCaughtUp(3*time.Minute, 1)
 }
 
@@ -503,7 +500,7 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var werr atomic.Value
-	for range r.cfg.Consumers {
+	for range r.Cfg.Consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -524,7 +521,7 @@ func (r *run) capacityOnce(first, n int, gain bool) (primary, replica float64, e
 	}
 	if gain {
 		if u, err := r.sampler.Utilization(s0, s1); err == nil {
-			r.res.CPUGain = round(u / (float64(n) / wrote.Seconds()))
+			r.Res.CPUGain = round(u / (float64(n) / wrote.Seconds()))
 		}
 	}
 	var before int
@@ -585,10 +582,10 @@ func (r *run) setupAWS() error {
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
-	if err := r.CreateTable(r.table, r.id, r.instance, r.cfg.Keep); err != nil {
+	if err := r.CreateTable(r.table, r.id, r.instance, r.Cfg.Keep); err != nil {
 		return err
 	}
-	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.cfg.Keep)
+	r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-replica-"+r.id, map[string]string{"VisibilityTimeout": "60"}, r.Cfg.Keep)
 	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
 	return err
 }
@@ -597,7 +594,7 @@ func (r *run) setupAWS() error {
 // bootstraps under the RIE, the schedule, the event source mappings and
 // the CPU publisher.
 func (r *run) startLoop() error {
-	c := r.cfg
+	c := r.Cfg
 	if err := r.putParams(); err != nil {
 		return err
 	}

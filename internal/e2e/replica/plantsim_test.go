@@ -54,12 +54,12 @@ type simTxn struct {
 func (pl simPlant) simulate(cfg config) (Result, []string) {
 	const h = 0.05 // s
 	rng := rand.New(rand.NewPCG(pl.Seed, 7))
-	r := &run{Run: e2ekit.Run{Name: "sim", Start: time.Now()}, cfg: cfg}
-	r.res.CPUGain, r.res.ReplicaCapacity, r.res.ReplicaSteadyCapacity, r.baseCPU = pl.CPUGain, pl.Tested, pl.Measured, pl.CPUBase
+	r := &run{Harness: e2ekit.Harness[config, Result]{Run: e2ekit.Run{Name: "sim", Start: time.Now()}, Cfg: cfg}}
+	r.Res.CPUGain, r.Res.ReplicaCapacity, r.Res.ReplicaSteadyCapacity, r.baseCPU = pl.CPUGain, pl.Tested, pl.Measured, pl.CPUBase
 	r.loopID, r.instance = "sim", "primary"
 	p, err := r.params()
 	if err != nil {
-		return r.res, []string{err.Error()}
+		return r.Res, []string{err.Error()}
 	}
 	ctx := context.Background()
 	store := memstore.New()
@@ -84,7 +84,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	})
 	t := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: metrics, loop.SourcePrometheus: metrics}, Now: clock}
 	if err := store.WriteParams(ctx, r.loopID, p.Attrs()); err != nil {
-		return r.res, []string{err.Error()}
+		return r.Res, []string{err.Error()}
 	}
 	var (
 		queue                        []simTxn // written, not applied
@@ -178,10 +178,10 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 			}
 		}
 	}
-	r.res.Sent, r.res.Stored, r.res.ReplicaStored, r.res.Ticks = stored, stored, stored, len(r.limiting)
+	r.Res.Sent, r.Res.Stored, r.Res.ReplicaStored, r.Res.Ticks = stored, stored, stored, len(r.limiting)
 	r.analyse(sec(end))
 	r.check()
-	return r.res, r.Failures
+	return r.Res, r.Failures
 }
 
 func (pl simPlant) stalled(now float64) bool {

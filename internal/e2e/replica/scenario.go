@@ -34,23 +34,23 @@ func lagPromQL(window time.Duration) string {
 // capacity under the loop's own writes when measured (measureInLoop), else
 // the capacity test's.
 func (r *run) params() (loop.Params, error) {
-	c := r.cfg
-	capacity := r.res.ReplicaCapacity
-	if r.res.ReplicaSteadyCapacity > 0 {
-		capacity = r.res.ReplicaSteadyCapacity
+	c := r.Cfg
+	capacity := r.Res.ReplicaCapacity
+	if r.Res.ReplicaSteadyCapacity > 0 {
+		capacity = r.Res.ReplicaSteadyCapacity
 	}
-	if r.res.CPUGain <= 0 || capacity <= 0 {
-		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.res.CPUGain, capacity)
+	if r.Res.CPUGain <= 0 || capacity <= 0 {
+		return loop.Params{}, fmt.Errorf("no CPU gain (%g) or replica capacity (%g) measured", r.Res.CPUGain, capacity)
 	}
 	// CPU: SIMC PI on the loop model with the lab's delay-aware integral
 	// time, as make e2e tunes after its step test.
-	m := control.FOPDT{Gain: r.res.CPUGain, Tau: time.Second, DeadTime: time.Second, Base: r.baseCPU}
+	m := control.FOPDT{Gain: r.Res.CPUGain, Tau: time.Second, DeadTime: time.Second, Base: r.baseCPU}
 	if c.cpuSetpoint <= 0 {
 		// Reachable, so that the CPU limits first, at -cpu-at times the rate
 		// the replica keeps up with (never above 90 % of max_rate);
 		// out of reach while the lag limits.
 		c.cpuSetpoint = math.Round(m.Output(min(c.cpuAt*capacity, 0.9*c.MaxRate)))
-		r.cfg.cpuSetpoint = c.cpuSetpoint
+		r.Cfg.cpuSetpoint = c.cpuSetpoint
 	}
 	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.cpuSetpoint, MaxRate: c.MaxRate}
 	g, err := tuning.Tune(tuning.LoopModel(m, s.PipelineDelay()), tuning.SIMC, tuning.Options{Form: tuning.PI})
@@ -81,7 +81,7 @@ func (r *run) params() (loop.Params, error) {
 	// before it overshoots (without it the CPU controller's feedforward bid
 	// 1.6 times the capacity at each hand-over: a limit cycle).
 	slew := math.Round(c.slew*capacity*10) / 10
-	r.res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd), SlewLimit: slew}
+	r.Res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd), SlewLimit: slew}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu",
 		Controls: loop.Controls{Setpoint: c.cpuSetpoint, Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupNone, DelayAware: true,
@@ -132,7 +132,7 @@ func (r *run) putParams() error {
 }
 
 func (r *run) scenario() error {
-	c := r.cfg
+	c := r.Cfg
 	// The producers outpace the loop, so the rate is the loop's.
 	stopProd := r.Produce(&r.orders, 2, 300)
 	defer stopProd()
@@ -165,21 +165,21 @@ func (r *run) scenario() error {
 		return err
 	}
 	sent := int(r.orders.Sent.Load())
-	r.res.Sent = sent
+	r.Res.Sent = sent
 	if !r.waitCount(r.primary, sent, 3*time.Minute) {
 		r.Fail("the queue did not drain into the primary")
 	}
 	var err error
-	if r.res.Stored, r.res.Duplicates, r.res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.primary, sent, nil); err != nil {
+	if r.Res.Stored, r.Res.Duplicates, r.Res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.primary, sent, nil); err != nil {
 		return err
 	}
-	if !r.waitCount(r.replica, r.res.Stored, 3*time.Minute) {
+	if !r.waitCount(r.replica, r.Res.Stored, 3*time.Minute) {
 		r.Fail("the replica did not catch up")
 	}
-	if r.res.ReplicaStored, _, _, err = e2ekit.OrderCounts(r.Ctx, r.replica, sent, nil); err != nil {
+	if r.Res.ReplicaStored, _, _, err = e2ekit.OrderCounts(r.Ctx, r.replica, sent, nil); err != nil {
 		return err
 	}
-	r.res.Ticks, r.res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
+	r.Res.Ticks, r.Res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
 	r.check()
 	return nil
 }

@@ -71,7 +71,7 @@ func (r *run) recordTick(st map[string]ddbtypes.AttributeValue, limiting string)
 func (r *run) writeTrace() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	dir := filepath.Join(r.cfg.LogDir, r.id)
+	dir := filepath.Join(r.Cfg.LogDir, r.id)
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}

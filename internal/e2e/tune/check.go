@@ -40,7 +40,7 @@ func (r *run) phases(t time.Time, name string) {
 		for n < len(pts) && pts[n].Setpoint == pts[0].Setpoint {
 			n++
 		}
-		r.res.Phases = append(r.res.Phases, summarize(fmt.Sprintf("%s, setpoint %g", name, pts[0].Setpoint), pts[:n]))
+		r.Res.Phases = append(r.Res.Phases, summarize(fmt.Sprintf("%s, setpoint %g", name, pts[0].Setpoint), pts[:n]))
 		pts = pts[n:]
 	}
 }
@@ -79,11 +79,11 @@ func (r *run) drainAndCount() error {
 	if err != nil {
 		return fmt.Errorf("read the live PARAMS: %w", err)
 	}
-	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.cfg.MaxRate
+	attrs[loop.AttrMode], attrs[loop.AttrManualRate] = string(loop.ModeManual), r.Cfg.MaxRate
 	if err := r.store.WriteParams(r.Ctx, r.live, attrs); err != nil {
 		return fmt.Errorf("manual mode for the drain: %w", err)
 	}
-	r.event("draining in manual mode at %g msg/s", r.cfg.MaxRate)
+	r.event("draining in manual mode at %g msg/s", r.Cfg.MaxRate)
 	sent := int(r.sent.Load())
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -91,19 +91,19 @@ func (r *run) drainAndCount() error {
 		if err != nil {
 			return err
 		}
-		r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing = sent, stored, dups, missing
+		r.Res.Sent, r.Res.Stored, r.Res.Duplicates, r.Res.Missing = sent, stored, dups, missing
 		if missing == 0 && r.depth(r.Ctx) == 0 || time.Now().After(deadline) || r.Ctx.Err() != nil {
 			break
 		}
 		r.Sleep(time.Second)
 	}
-	r.res.Ticks, r.res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
-	r.res.Batches, r.res.BatchFails, r.res.Datapoints = r.batches.Load(), r.failed.Load(), r.published.Load()
-	if r.res.Stored != r.res.Sent || r.res.Duplicates != 0 || r.res.Missing != 0 {
-		r.Fail("sent %d, stored %d, duplicates %d, missing %d", r.res.Sent, r.res.Stored, r.res.Duplicates, r.res.Missing)
+	r.Res.Ticks, r.Res.TickErrors = int(r.Ticks.Load()), int(r.TickErrors.Load())
+	r.Res.Batches, r.Res.BatchFails, r.Res.Datapoints = r.batches.Load(), r.failed.Load(), r.published.Load()
+	if r.Res.Stored != r.Res.Sent || r.Res.Duplicates != 0 || r.Res.Missing != 0 {
+		r.Fail("sent %d, stored %d, duplicates %d, missing %d", r.Res.Sent, r.Res.Stored, r.Res.Duplicates, r.Res.Missing)
 	}
-	if r.res.Ticks < 10 {
-		r.Fail("only %d controller ticks", r.res.Ticks)
+	if r.Res.Ticks < 10 {
+		r.Fail("only %d controller ticks", r.Res.Ticks)
 	}
 	return nil
 }

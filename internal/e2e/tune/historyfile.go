@@ -23,7 +23,7 @@ func (r *run) export(loopID, path string, t time.Time) error {
 	if err != nil {
 		return fmt.Errorf("read the PARAMS of %s: %w", loopID, err)
 	}
-	tick := r.cfg.Tick.Seconds()
+	tick := r.Cfg.Tick.Seconds()
 	f := history.File{Loop: loopID, TickS: tick, MetricPeriodS: tick, PipelineDelayS: tick, Params: attrs, Points: pts}
 	return f.WriteFile(path)
 }

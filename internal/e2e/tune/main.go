@@ -77,15 +77,12 @@ func main() {
 	flag.DurationVar(&c.live, "live", 200*time.Second, "length of the live phase (start-up, edit, idle, burst)")
 	flag.DurationVar(&c.shadow, "shadow", 105*time.Second, "length of the shadow phase (edit, outside load)")
 	flag.Parse()
-	r := &run{Run: e2ekit.Run{Name: "e2e-tune", Start: time.Now()}, cfg: c}
-	r.Main(15*time.Minute, r.setup, r.scenario)
-	os.Exit(r.Report(&r.res, &r.res.Verdict))
+	r := &run{}
+	r.Exit("e2e-tune", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
 }
 
 type run struct {
-	e2ekit.Run
-	cfg config
-	res Result
+	e2ekit.Harness[config, Result]
 
 	id, table, live, shadow, instance, dbName, queueURL string
 	db                                                  *sql.DB
@@ -101,7 +98,7 @@ type run struct {
 }
 
 func (r *run) setup() error {
-	c := r.cfg
+	c := r.Cfg
 	if os.Getenv("AWS_ENDPOINT_URL") == "" || os.Getenv("SLUICE_MYSQL_DSN") == "" {
 		return fmt.Errorf("no local stack in the environment: eval \"$(bash localstack/stack/env.sh)\" (make e2e-tune does)")
 	}
@@ -177,7 +174,7 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
 	}
-	dsn, err := r.CreateDatabase(cfg, r.dbName, r.cfg.Keep)
+	dsn, err := r.CreateDatabase(cfg, r.dbName, r.Cfg.Keep)
 	if err != nil {
 		return "", nil, err
 	}
@@ -185,14 +182,14 @@ func (r *run) database() (string, *cpupub.Sampler, error) {
 		return "", nil, err
 	}
 	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: r.cfg.DataRows, ScanRows: r.cfg.ScanRows}); err != nil {
+	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: r.Cfg.DataRows, ScanRows: r.Cfg.ScanRows}); err != nil {
 		return "", nil, err
 	}
 	s, err := cpupub.NewSampler(0, func() (int, error) { return e2ekit.MariaDBPID(cfg.Addr) }, 0)
 	if err != nil {
 		return "", nil, err
 	}
-	r.res.Cores = s.Cores
-	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", s.PID, s.Cores, r.dbName, r.cfg.ScanRows)
+	r.Res.Cores = s.Cores
+	r.Logf("MariaDB pid %d (%g cores), database %s, %d rows scanned per message", s.PID, s.Cores, r.dbName, r.Cfg.ScanRows)
 	return dsn, s, nil
 }

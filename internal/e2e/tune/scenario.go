@@ -83,8 +83,8 @@ type phase struct {
 // PARAMS' conditional anti-windup and a setpoint filter of two ticks (the
 // sample's 2 minutes at its 1-minute tick), no model.
 func (r *run) liveParams() loop.Params {
-	c := r.cfg
-	r.res.LiveGains.Kp, r.res.LiveGains.Ki = c.kp, c.ki
+	c := r.Cfg
+	r.Res.LiveGains.Kp, r.Res.LiveGains.Ki = c.kp, c.ki
 	return loop.Params{
 		Loop: r.live, Enabled: true, Mode: loop.ModeAuto,
 		Controls: loop.Controls{Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
@@ -98,7 +98,7 @@ func (r *run) liveParams() loop.Params {
 
 func (r *run) event(format string, a ...any) {
 	e := fmt.Sprintf("%.0fs: %s", r.since(), fmt.Sprintf(format, a...))
-	r.res.Events = append(r.res.Events, e)
+	r.Res.Events = append(r.Res.Events, e)
 	r.Logf("%s", e)
 }
 
@@ -107,7 +107,7 @@ func (r *run) since() float64 { return time.Since(r.Start).Seconds() }
 // scenario is the run after the setup: live phase, proposal, shadow phase,
 // shadow report, drain and checks.
 func (r *run) scenario() error {
-	c := r.cfg
+	c := r.Cfg
 	prod := r.producers()
 	defer prod.stop()
 
@@ -163,7 +163,7 @@ func (r *run) scenario() error {
 	if prop.Params != nil {
 		r.shadowReport(liveFrom, since)
 	} else {
-		r.res.ShadowReportError = "no proposal to shadow: " + prop.Reason
+		r.Res.ShadowReportError = "no proposal to shadow: " + prop.Reason
 	}
 
 	// 5. Drain in manual mode at max_rate and count.
@@ -183,19 +183,19 @@ type proposal struct {
 func (r *run) propose(from time.Time) (proposal, error) {
 	var props [2]proposal
 	r.event("sluice tune --from-history --loop %s", r.live)
-	r.res.Tune, r.res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
-	file := filepath.Join(r.cfg.LogDir, "history-"+r.id+".json")
+	r.Res.Tune, r.Res.TuneStatus = r.sluice("tune", "--from-history", "--loop", r.live, "--metric-delay", "0s", "--json")
+	file := filepath.Join(r.Cfg.LogDir, "history-"+r.id+".json")
 	if err := r.export(r.live, file, from); err != nil {
 		return proposal{}, err
 	}
 	r.event("sluice tune --from-history --history-file %s", file)
-	r.res.TuneFile, r.res.TuneFileStatus = r.sluice("tune", "--from-history", "--history-file", file, "--json")
-	for i, out := range []json.RawMessage{r.res.Tune, r.res.TuneFile} {
+	r.Res.TuneFile, r.Res.TuneFileStatus = r.sluice("tune", "--from-history", "--history-file", file, "--json")
+	for i, out := range []json.RawMessage{r.Res.Tune, r.Res.TuneFile} {
 		if err := json.Unmarshal(out, &props[i]); err != nil {
 			return proposal{}, fmt.Errorf("tune --from-history: no JSON report: %v", err)
 		}
 		if props[i].ExcitationOK && props[i].Params != nil {
-			r.res.ProposalFrom = []string{"table", "history file"}[i]
+			r.Res.ProposalFrom = []string{"table", "history file"}[i]
 			return props[i], nil
 		}
 		r.event("tune refused: %s", props[i].Reason)
@@ -241,7 +241,7 @@ func (r *run) writeShadow(proposal map[string]any) error {
 // outsideLoad runs the workload's load generator for d, about 8 points of
 // CPU from outside the loop: an unmeasured disturbance.
 func (r *run) outsideLoad(d time.Duration) error {
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.cfg.ScanRows, DataRows: r.cfg.DataRows, Workers: 2}
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: 6, ScanRows: r.Cfg.ScanRows, DataRows: r.Cfg.DataRows, Workers: 2}
 	if err := gen.Start(r.Ctx); err != nil {
 		return err
 	}
@@ -258,12 +258,12 @@ func (r *run) outsideLoad(d time.Duration) error {
 // whole run's history in history files.
 func (r *run) shadowReport(start time.Time, since time.Duration) {
 	hist, err := r.history(r.shadow, time.Time{})
-	r.res.ShadowTicks = len(hist)
+	r.Res.ShadowTicks = len(hist)
 	if err != nil || len(hist) == 0 {
 		r.Fail("the shadow loop recorded no history (%v)", err)
 	}
-	liveFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-all.json")
-	shadowFile := filepath.Join(r.cfg.LogDir, "history-"+r.id+"-shadow.json")
+	liveFile := filepath.Join(r.Cfg.LogDir, "history-"+r.id+"-all.json")
+	shadowFile := filepath.Join(r.Cfg.LogDir, "history-"+r.id+"-shadow.json")
 	for _, f := range []struct {
 		loop, path string
 	}{{r.live, liveFile}, {r.shadow, shadowFile}} {
@@ -276,15 +276,15 @@ func (r *run) shadowReport(start time.Time, since time.Duration) {
 		args []string
 		out  *json.RawMessage
 	}{
-		{[]string{"--loop", r.live, "--shadow", r.shadow, "--metric-delay", "0s", "--since", since.String()}, &r.res.ShadowReport},
-		{[]string{"--history-file", liveFile, "--shadow-file", shadowFile}, &r.res.ShadowReportFile},
+		{[]string{"--loop", r.live, "--shadow", r.shadow, "--metric-delay", "0s", "--since", since.String()}, &r.Res.ShadowReport},
+		{[]string{"--history-file", liveFile, "--shadow-file", shadowFile}, &r.Res.ShadowReportFile},
 	} {
 		args := append([]string{"tune", "--shadow-report", "--json"}, s.args...)
 		r.event("sluice %s", strings.Join(args, " "))
 		out, status := r.sluice(args...)
 		*s.out = out
 		if status != 0 || out == nil {
-			r.res.ShadowReportError += fmt.Sprintf("%s: exit %d: %s; ", s.args[0], status, lastLine(r.lastStderr))
+			r.Res.ShadowReportError += fmt.Sprintf("%s: exit %d: %s; ", s.args[0], status, lastLine(r.lastStderr))
 		}
 	}
 }
@@ -300,7 +300,7 @@ func lastLine(s string) string {
 // sluice runs the sluice command against this run's table and returns its
 // stdout and exit status; its stderr goes to ours and to lastStderr.
 func (r *run) sluice(args ...string) (json.RawMessage, int) {
-	cmd := exec.CommandContext(r.Ctx, r.cfg.sluice, args...)
+	cmd := exec.CommandContext(r.Ctx, r.Cfg.sluice, args...)
 	cmd.Env = append(os.Environ(), "SLUICE_TABLE="+r.table)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

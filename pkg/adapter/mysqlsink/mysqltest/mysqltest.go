@@ -1,5 +1,6 @@
 // Package mysqltest gives integration tests a fresh MariaDB database with
-// the mysqlsink schema, and counts what landed in it.
+// the mysqlsink schema, counts what landed in it, and scans rows of
+// columns the caller does not list.
 package mysqltest
 
 import (
@@ -98,6 +99,25 @@ func create(ctx context.Context, dsn string) (string, func(), error) {
 		return "", nil, fmt.Errorf("migrate: %w", err)
 	}
 	return out, drop, nil
+}
+
+// ScanRow scans the row rows is on, whatever its columns, into one string
+// per column (not Valid where the column is NULL): for statements whose
+// columns the caller does not list, such as SHOW SLAVE STATUS.
+func ScanRow(rows *sql.Rows) ([]sql.NullString, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	return vals, nil
 }
 
 // Counts is what a no-loss test finds in the messages table, for bodies
