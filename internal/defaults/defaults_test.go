@@ -6,25 +6,25 @@ import (
 	"time"
 )
 
+// check fails t unless Positive(v, d) is want.
+func check[T Number](t *testing.T, v, d, want T) {
+	t.Helper()
+	if got := Positive(v, d); got != want {
+		t.Errorf("Positive(%v, %v) = %v, want %v", v, d, got, want)
+	}
+}
+
 func TestPositive(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		v, d, w int
-	}{
-		{"zero", 0, 10, 10},
-		{"negative", -1, 10, 10},
-		{"positive", 3, 10, 3},
-	} {
-		if got := Positive(c.v, c.d); got != c.w {
-			t.Errorf("%s: Positive(%d, %d) = %d, want %d", c.name, c.v, c.d, got, c.w)
-		}
-	}
-	if got := Positive(time.Duration(0), 2*time.Second); got != 2*time.Second {
-		t.Errorf("Positive(0s, 2s) = %v, want 2s", got)
-	}
-	if got := Positive(-0.5, 1.5); got != 1.5 {
-		t.Errorf("Positive(-0.5, 1.5) = %v, want 1.5", got)
-	}
+	check(t, 0, 10, 10)
+	check(t, -1, 10, 10)
+	check(t, 3, 10, 3)
+	check(t, int32(-7), 5, 5)
+	check(t, time.Duration(0), 2*time.Second, 2*time.Second)
+	check(t, -time.Nanosecond, 2*time.Second, 2*time.Second)
+	check(t, time.Millisecond, 2*time.Second, time.Millisecond)
+	check(t, 0.0, 1.5, 1.5)
+	check(t, -0.5, 1.5, 1.5)
+	check(t, 0.25, 1.5, 0.25)
 	if got := Positive(math.NaN(), 1.5); !math.IsNaN(got) {
 		t.Errorf("Positive(NaN, 1.5) = %v, want NaN (NaN is not <= 0)", got)
 	}
