@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/bench/kafka"
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
@@ -75,15 +76,9 @@ type kafkaRun struct {
 // PlayKafka runs sc; with a stuck record it runs it a second time without
 // one and reports the other records' throughput as a ratio of that run's.
 func PlayKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) Result {
-	if sc.Limit <= 0 {
-		sc.Limit = 20 * time.Minute
-	}
-	if sc.Partitions <= 0 {
-		sc.Partitions = 4
-	}
-	if sc.Rate <= 0 {
-		sc.Rate = 1000
-	}
+	sc.Limit = defaults.Positive(sc.Limit, 20*time.Minute)
+	sc.Partitions = defaults.Positive(sc.Partitions, 4)
+	sc.Rate = defaults.Positive(sc.Rate, 1000)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, sc.Limit)
 	defer cancel()

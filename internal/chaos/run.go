@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -66,15 +67,9 @@ func (r *Run) SetRate(ctx context.Context, perSecond float64) error {
 
 // Play runs sc on its path; bins holds the built "bootstrap" and "worker".
 func Play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scenario) Result {
-	if sc.Limit <= 0 {
-		sc.Limit = 30 * time.Minute
-	}
-	if sc.MaxReceive <= 0 {
-		sc.MaxReceive = 5
-	}
-	if sc.FunctionTimeout <= 0 {
-		sc.FunctionTimeout = 30 * time.Second
-	}
+	sc.Limit = defaults.Positive(sc.Limit, 30*time.Minute)
+	sc.MaxReceive = defaults.Positive(sc.MaxReceive, 5)
+	sc.FunctionTimeout = defaults.Positive(sc.FunctionTimeout, 30*time.Second)
 	start := time.Now()
 	r := Result{Name: sc.Name, Path: sc.Path, Sent: sc.Messages}
 	ctx, cancel := context.WithTimeout(ctx, sc.Limit)

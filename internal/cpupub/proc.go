@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // ReadFileFunc reads a whole file; os.ReadFile in production, a map in
@@ -228,10 +230,7 @@ func (s *Sampler) Sample() (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("pid %d: %w", s.PID, err)
 	}
-	hz := s.Hz
-	if hz <= 0 {
-		hz = DefaultClockTicks
-	}
+	hz := defaults.Positive(s.Hz, DefaultClockTicks)
 	return Sample{At: s.Now(), CPU: time.Duration(ticks) * time.Second / time.Duration(hz)}, nil
 }
 

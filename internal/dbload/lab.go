@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
@@ -39,10 +40,7 @@ type Lab struct {
 }
 
 func (l *Lab) step() time.Duration {
-	if l.Step <= 0 {
-		return time.Second
-	}
-	return l.Step
+	return defaults.Positive(l.Step, time.Second)
 }
 
 // sampler keeps the previous CPU reading and the plant's stored count.

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/time/rate"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // LoadGenerator adds CPU load to the database from outside the loop (another
@@ -42,18 +44,9 @@ func (g *LoadGenerator) Start(ctx context.Context) error {
 	if g.Rate <= 0 {
 		return fmt.Errorf("load generator: rate %v: want > 0 queries/s", g.Rate)
 	}
-	scan := g.ScanRows
-	if scan <= 0 {
-		scan = DefaultScanRows
-	}
-	data := g.DataRows
-	if data <= 0 {
-		data = DefaultDataRows
-	}
-	workers := g.Workers
-	if workers <= 0 {
-		workers = 2
-	}
+	scan := defaults.Positive(g.ScanRows, DefaultScanRows)
+	data := defaults.Positive(g.DataRows, DefaultDataRows)
+	workers := defaults.Positive(g.Workers, 2)
 	ctx, g.cancel = context.WithCancel(ctx)
 	lim := rate.NewLimiter(rate.Limit(g.Rate), 1)
 	var next atomic.Int64

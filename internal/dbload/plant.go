@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -50,13 +51,8 @@ func (p *Plant) Start(ctx context.Context, u float64) error {
 	if p.cancel != nil {
 		return fmt.Errorf("dbload plant: already started")
 	}
-	workers, batch := p.Workers, p.BatchSize
-	if workers <= 0 {
-		workers = 4
-	}
-	if batch <= 0 {
-		batch = 10
-	}
+	workers := defaults.Positive(p.Workers, 4)
+	batch := defaults.Positive(p.BatchSize, 10)
 	p.lim = rate.NewLimiter(rate.Limit(math.Max(u, minRate)), batch)
 	p.SetRate(u)
 	ctx, p.cancel = context.WithCancel(ctx)

@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 )
 
@@ -41,12 +42,8 @@ const (
 )
 
 func (w Workload) withDefaults() Workload {
-	if w.DataRows <= 0 {
-		w.DataRows = DefaultDataRows
-	}
-	if w.ScanRows <= 0 {
-		w.ScanRows = DefaultScanRows
-	}
+	w.DataRows = defaults.Positive(w.DataRows, DefaultDataRows)
+	w.ScanRows = defaults.Positive(w.ScanRows, DefaultScanRows)
 	if w.ScanRows > w.DataRows {
 		w.ScanRows = w.DataRows
 	}

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
@@ -228,12 +229,8 @@ func newSim(cfg Config) (*Sim, error) {
 	if err := cfg.Params.Validate(); err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 10
-	}
-	if cfg.SafeRate <= 0 {
-		cfg.SafeRate = cfg.Params.Stale.SafeRate
-	}
+	cfg.BatchSize = defaults.Positive(cfg.BatchSize, 10)
+	cfg.SafeRate = defaults.Positive(cfg.SafeRate, cfg.Params.Stale.SafeRate)
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -515,10 +512,7 @@ func (w *world) tickIfDue(ctx context.Context) {
 	}
 	if w.cfg.Progress != nil && w.t >= w.nextProgress {
 		w.cfg.Progress(w.progress())
-		every := w.cfg.ProgressEvery
-		if every <= 0 {
-			every = 5 * time.Minute
-		}
+		every := defaults.Positive(w.cfg.ProgressEvery, 5*time.Minute)
 		w.nextProgress += every
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // SQSAPI is the part of the SQS client the poller uses.
@@ -117,10 +119,7 @@ func (p *Poller) PollOnce(ctx context.Context) (BatchResult, error) {
 	if size <= 0 || size > 10 {
 		size = 10
 	}
-	wait := p.Wait
-	if wait <= 0 {
-		wait = time.Second
-	}
+	wait := defaults.Positive(p.Wait, time.Second)
 	out, err := p.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(p.QueueURL),
 		MaxNumberOfMessages:         int32(size),

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // DefaultConcurrencyEvery is how often a Fleet reads the mapping's
@@ -88,10 +90,7 @@ func (f *Fleet) runningLocked() int {
 }
 
 func (f *Fleet) memory() int {
-	if f.MemoryMB <= 0 {
-		return 128
-	}
-	return f.MemoryMB
+	return defaults.Positive(f.MemoryMB, 128)
 }
 
 func (f *Fleet) log() *slog.Logger {
@@ -104,10 +103,7 @@ func (f *Fleet) log() *slog.Logger {
 // Run runs the pollers until ctx ends, then waits for each to finish its
 // batch, logs the billing summary and returns it.
 func (f *Fleet) Run(ctx context.Context) Billing {
-	every := f.Every
-	if every <= 0 {
-		every = DefaultConcurrencyEvery
-	}
+	every := defaults.Positive(f.Every, DefaultConcurrencyEvery)
 	f.mu.Lock()
 	f.stops = make([]chan struct{}, len(f.Pollers))
 	f.dones = make([]chan struct{}, len(f.Pollers))

@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // KafkaPoller is the Kafka event source mapping (Amazon MSK or
@@ -132,10 +134,7 @@ func (p *KafkaPoller) PollOnce(ctx context.Context) (KafkaBatchResult, error) {
 
 // invoke invokes until success, MaxRetries or the end of ctx.
 func (p *KafkaPoller) invoke(ctx context.Context, payload []byte, res *KafkaBatchResult) {
-	wait := p.RetryWait
-	if wait <= 0 {
-		wait = time.Second
-	}
+	wait := defaults.Positive(p.RetryWait, time.Second)
 	for {
 		res.Invocations++
 		_, res.LastErr = p.Invoker.Invoke(ctx, payload)
@@ -159,13 +158,8 @@ func (p *KafkaPoller) invoke(ctx context.Context, payload []byte, res *KafkaBatc
 // poll reads up to BatchSize records, waiting up to Window for the batch
 // to fill once the first record came.
 func (p *KafkaPoller) poll(ctx context.Context) ([]*kgo.Record, error) {
-	size, window := p.BatchSize, p.Window
-	if size <= 0 {
-		size = 100
-	}
-	if window <= 0 {
-		window = 500 * time.Millisecond
-	}
+	size := defaults.Positive(p.BatchSize, 100)
+	window := defaults.Positive(p.Window, 500*time.Millisecond)
 	var recs []*kgo.Record
 	var wctx context.Context = ctx
 	for len(recs) < size {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // palette is Tableau 10, distinguishable in print and by most color-blind
@@ -77,14 +79,8 @@ type rectangle struct{ x, y, w, h float64 }
 
 // size returns the figure's width and height in pixels.
 func (f Figure) size() (w, h, ph float64) {
-	w = float64(f.Width)
-	if w <= 0 {
-		w = 960
-	}
-	ph = float64(f.PanelHeight)
-	if ph <= 0 {
-		ph = 220
-	}
+	w = defaults.Positive(float64(f.Width), 960)
+	ph = defaults.Positive(float64(f.PanelHeight), 220)
 	h = titleHeight + float64(len(f.Panels))*(panelTitle+ph) + float64(len(f.Panels)-1)*panelGap + marginBottom
 	return w, h, ph
 }
@@ -160,10 +156,7 @@ func (f Figure) draw(c canvas) {
 
 		// Series.
 		for j, s := range p.Series {
-			width := s.Width
-			if width <= 0 {
-				width = 1.5
-			}
+			width := defaults.Positive(s.Width, 1.5)
 			color := seriesColor(s, j)
 			for _, seg := range segments(s, px, py, area) {
 				c.line(seg, color, width, s.Dashed, &area, s.Name)
@@ -176,10 +169,7 @@ func (f Figure) draw(c canvas) {
 			if s.Name == "" {
 				continue
 			}
-			width := s.Width
-			if width <= 0 {
-				width = 1.5
-			}
+			width := defaults.Positive(s.Width, 1.5)
 			c.line([]point{{lx, ly - 4}, {lx + 22, ly - 4}}, seriesColor(s, j), math.Max(width, 2), s.Dashed, nil, "")
 			c.text(lx+28, ly, s.Name, fontSize-1, anchorStart, false, textColor)
 			ly += legendLine

@@ -3,6 +3,8 @@ package consume
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // Backoff is the project's one retry policy: exponential backoff with full
@@ -29,13 +31,8 @@ var DefaultBackoff = Backoff{Base: 100 * time.Millisecond, Max: 20 * time.Second
 // Ceiling returns the largest wait of attempt n: min(Max, Base x 2^(n-1)),
 // at least Base.
 func (b Backoff) Ceiling(n int) time.Duration {
-	base, maxWait := b.Base, b.Max
-	if base <= 0 {
-		base = DefaultBackoff.Base
-	}
-	if maxWait <= 0 {
-		maxWait = DefaultBackoff.Max
-	}
+	base := defaults.Positive(b.Base, DefaultBackoff.Base)
+	maxWait := defaults.Positive(b.Max, DefaultBackoff.Max)
 	c := base << min(max(n-1, 0), 30)
 	if c <= 0 || c > maxWait {
 		c = maxWait

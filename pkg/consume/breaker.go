@@ -3,6 +3,8 @@ package consume
 import (
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // CircuitState is the state of a Breaker.
@@ -62,15 +64,9 @@ type Breaker struct {
 
 // NewBreaker returns a closed Breaker.
 func NewBreaker(cfg BreakerConfig, clock Clock) *Breaker {
-	if cfg.Threshold <= 0 {
-		cfg.Threshold = 3
-	}
-	if cfg.Backoff.Base <= 0 {
-		cfg.Backoff.Base = 200 * time.Millisecond
-	}
-	if cfg.Backoff.Max <= 0 {
-		cfg.Backoff.Max = 30 * time.Second
-	}
+	cfg.Threshold = defaults.Positive(cfg.Threshold, 3)
+	cfg.Backoff.Base = defaults.Positive(cfg.Backoff.Base, 200*time.Millisecond)
+	cfg.Backoff.Max = defaults.Positive(cfg.Backoff.Max, 30*time.Second)
 	return &Breaker{cfg: cfg, clock: clock}
 }
 

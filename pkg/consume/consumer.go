@@ -9,6 +9,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // Config configures a Consumer.
@@ -49,24 +51,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchSize <= 0 {
-		c.BatchSize = 10
-	}
-	if c.MaxHold <= 0 {
-		c.MaxHold = 2 * time.Second
-	}
-	if c.BurstWindow <= 0 {
-		c.BurstWindow = 250 * time.Millisecond
-	}
-	if c.StoreTimeout <= 0 {
-		c.StoreTimeout = 30 * time.Second
-	}
+	c.BatchSize = defaults.Positive(c.BatchSize, 10)
+	c.MaxHold = defaults.Positive(c.MaxHold, 2*time.Second)
+	c.BurstWindow = defaults.Positive(c.BurstWindow, 250*time.Millisecond)
+	c.StoreTimeout = defaults.Positive(c.StoreTimeout, 30*time.Second)
 	if c.Validate == nil {
 		c.Validate = ValidJSON
 	}
-	if c.StoreReserve <= 0 {
-		c.StoreReserve = time.Second
-	}
+	c.StoreReserve = defaults.Positive(c.StoreReserve, time.Second)
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -81,12 +82,8 @@ func NewLease(cfg LeaseConfig, store PeerStore, stats *Stats, clock Clock, log *
 	if cfg.Instance == "" {
 		cfg.Instance = NewInstanceID()
 	}
-	if cfg.Every <= 0 {
-		cfg.Every = DefaultLeaseEvery
-	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultLeaseTTL
-	}
+	cfg.Every = defaults.Positive(cfg.Every, DefaultLeaseEvery)
+	cfg.TTL = defaults.Positive(cfg.TTL, DefaultLeaseTTL)
 	cfg.TTL = max(cfg.TTL, 2*cfg.Every)
 	cfg.Fallback = max(cfg.Fallback, 1)
 	if log == nil {

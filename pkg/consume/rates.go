@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -88,9 +89,7 @@ type RateCache struct {
 // NewRateCache returns a cache over reader. peers may be nil (one consumer);
 // stats may be nil.
 func NewRateCache(cfg RateCacheConfig, reader RateReader, peers Peers, clock Clock, log *slog.Logger, stats *Stats) *RateCache {
-	if cfg.Period <= 0 {
-		cfg.Period = DefaultRatePeriod
-	}
+	cfg.Period = defaults.Positive(cfg.Period, DefaultRatePeriod)
 	if peers == nil {
 		peers = FixedPeers(1)
 	}

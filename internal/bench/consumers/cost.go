@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
@@ -69,24 +70,14 @@ type CostOptions struct {
 }
 
 func (o CostOptions) withDefaults() CostOptions {
-	if o.Emulators <= 0 {
-		o.Emulators = 30
-	}
-	if o.StoreLatency <= 0 {
-		o.StoreLatency = 500 * time.Millisecond
-	}
+	o.Emulators = defaults.Positive(o.Emulators, 30)
+	o.StoreLatency = defaults.Positive(o.StoreLatency, 500*time.Millisecond)
 	if len(o.Points) == 0 {
 		o.Points = []float64{0.1, 0.5}
 	}
-	if o.Warmup <= 0 {
-		o.Warmup = 25 * time.Second
-	}
-	if o.Window <= 0 {
-		o.Window = 60 * time.Second
-	}
-	if o.MemoryMB <= 0 {
-		o.MemoryMB = 256
-	}
+	o.Warmup = defaults.Positive(o.Warmup, 25*time.Second)
+	o.Window = defaults.Positive(o.Window, 60*time.Second)
+	o.MemoryMB = defaults.Positive(o.MemoryMB, 256)
 	return o
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
@@ -80,15 +81,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Messages <= 0 {
-		o.Messages = 500
-	}
-	if o.Rate <= 0 {
-		o.Rate = 1000
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Minute
-	}
+	o.Messages = defaults.Positive(o.Messages, 500)
+	o.Rate = defaults.Positive(o.Rate, 1000)
+	o.Timeout = defaults.Positive(o.Timeout, 10*time.Minute)
 	return o
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
@@ -86,9 +87,7 @@ func (e *endless) Release(_ context.Context, m []consume.Message) error {
 // Pace runs Consumers consumers on one endless source, in real time, into
 // Sink, and returns the aggregate stored rate over the measured windows.
 func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
-	if r.Windows <= 0 {
-		r.Windows = 1
-	}
+	r.Windows = defaults.Positive(r.Windows, 1)
 	pt := PacingPoint{Path: "in-process", Consumers: r.Consumers, Allowed: r.Allowed}
 	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`), prefix: fmt.Sprintf("r%d-", time.Now().UnixNano())}
 	rates, loopID := r.Rates, r.Loop

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -106,12 +107,8 @@ func (r ScalingRun) withDefaults() ScalingRun {
 	if r.Loop == "" {
 		r.Loop = "bench-scaling"
 	}
-	if r.LeaseEvery <= 0 {
-		r.LeaseEvery = consume.DefaultLeaseEvery
-	}
-	if r.Settle <= 0 {
-		r.Settle = 2*r.LeaseEvery + time.Second
-	}
+	r.LeaseEvery = defaults.Positive(r.LeaseEvery, consume.DefaultLeaseEvery)
+	r.Settle = defaults.Positive(r.Settle, 2*r.LeaseEvery+time.Second)
 	if r.Store == nil {
 		r.Store = memstore.New()
 	}

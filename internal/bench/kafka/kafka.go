@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -78,18 +79,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Messages <= 0 {
-		c.Messages = 10000
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = 4
-	}
+	c.Messages = defaults.Positive(c.Messages, 10000)
+	c.Partitions = defaults.Positive(c.Partitions, 4)
 	if c.PoisonEvery == 0 {
 		c.PoisonEvery = 1000
 	}
-	if c.Rate <= 0 {
-		c.Rate = 500
-	}
+	c.Rate = defaults.Positive(c.Rate, 500)
 	if c.Timeout <= 0 {
 		c.Timeout = time.Duration(4*float64(c.Messages)/c.Rate*float64(time.Second)) + 2*time.Minute
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -42,9 +43,7 @@ type Pacing struct {
 // rate is counted in the table.
 func PaceLambda(ctx context.Context, p Pacing) (PacingPoint, error) {
 	p.Config.PoisonEvery = -1
-	if p.Windows <= 0 {
-		p.Windows = 1
-	}
+	p.Windows = defaults.Positive(p.Windows, 1)
 	p.Config.Messages = int(p.Rate*p.Window.Seconds()*float64(p.Windows+1)*1.3) + 200
 	cfg := p.Config.withDefaults()
 	pt := PacingPoint{Path: LambdaPath, Partitions: int(cfg.Partitions), Allowed: cfg.Rate}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -188,11 +189,7 @@ func withDefaults(q loop.MetricQuery) loop.MetricQuery {
 	if q.Statistic == "" {
 		q.Statistic = loop.DefaultStatistic
 	}
-	if q.Period <= 0 {
-		q.Period = loop.DefaultPeriod
-	}
-	if q.Lookback <= 0 {
-		q.Lookback = defaultLookback
-	}
+	q.Period = defaults.Positive(q.Period, loop.DefaultPeriod)
+	q.Lookback = defaults.Positive(q.Lookback, defaultLookback)
 	return q
 }

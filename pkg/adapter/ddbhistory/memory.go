@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -23,9 +24,7 @@ type Memory struct {
 // NewMemory returns an empty history that keeps at most capacity points per
 // loop (capacity <= 0 means 4320, three days of one-minute ticks).
 func NewMemory(capacity int) *Memory {
-	if capacity <= 0 {
-		capacity = 3 * 24 * 60
-	}
+	capacity = defaults.Positive(capacity, 3*24*60)
 	return &Memory{capacity: capacity, points: make(map[string][]history.Point)}
 }
 

@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -142,21 +143,11 @@ type Sink struct {
 
 // New returns a Sink. client may be nil (a client with cfg.Timeout).
 func New(cfg Config, picker Picker, client *http.Client, clock consume.Clock) *Sink {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 5 * time.Second
-	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 4
-	}
-	if cfg.BaseBackoff <= 0 {
-		cfg.BaseBackoff = 100 * time.Millisecond
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 2 * time.Second
-	}
-	if cfg.Parallel <= 0 {
-		cfg.Parallel = 8
-	}
+	cfg.Timeout = defaults.Positive(cfg.Timeout, 5*time.Second)
+	cfg.Attempts = defaults.Positive(cfg.Attempts, 4)
+	cfg.BaseBackoff = defaults.Positive(cfg.BaseBackoff, 100*time.Millisecond)
+	cfg.MaxBackoff = defaults.Positive(cfg.MaxBackoff, 2*time.Second)
+	cfg.Parallel = defaults.Positive(cfg.Parallel, 8)
 	if cfg.PoisonStatus == nil {
 		cfg.PoisonStatus = DefaultPoisonStatus
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -226,10 +227,7 @@ func (h *LambdaHandler) pacingContext(ctx context.Context) (context.Context, con
 	if !ok {
 		return context.WithCancel(ctx)
 	}
-	margin := h.PacingMargin
-	if margin <= 0 {
-		margin = 2 * time.Second
-	}
+	margin := defaults.Positive(h.PacingMargin, 2*time.Second)
 	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
@@ -291,10 +289,7 @@ func (h *LambdaHandler) remember(msgs []consume.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
-		n := h.RememberStored
-		if n <= 0 {
-			n = 100_000
-		}
+		n := defaults.Positive(h.RememberStored, 100_000)
 		h.stored = newRecentSet(n)
 	}
 	for _, m := range msgs {

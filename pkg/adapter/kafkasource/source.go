@@ -72,6 +72,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -157,21 +158,15 @@ func (c Config) withDefaults() Config {
 	if c.IDHeader == "" {
 		c.IDHeader = "message-id"
 	}
-	if c.PauseAfter <= 0 {
-		c.PauseAfter = time.Second
-	}
+	c.PauseAfter = defaults.Positive(c.PauseAfter, time.Second)
 	if c.Clock == nil {
 		c.Clock = consume.WallClock{}
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = time.Second
 	}
-	if c.SessionTimeout <= 0 {
-		c.SessionTimeout = 10 * time.Second
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 10
-	}
+	c.SessionTimeout = defaults.Positive(c.SessionTimeout, 10*time.Second)
+	c.MaxAttempts = defaults.Positive(c.MaxAttempts, 10)
 	if c.RetryBackoff.Base <= 0 {
 		c.RetryBackoff = consume.Backoff{Base: time.Second, Max: time.Minute}
 	}

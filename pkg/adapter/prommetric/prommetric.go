@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -70,10 +71,7 @@ func New(baseURL string, client Doer) (*Reader, error) {
 // fails the others, and the returned error is always nil.
 func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
 	samples := make([]loop.Sample, len(queries))
-	conc := r.Concurrency
-	if conc <= 0 {
-		conc = DefaultConcurrency
-	}
+	conc := defaults.Positive(r.Concurrency, DefaultConcurrency)
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
 	for i, q := range queries {
@@ -95,10 +93,7 @@ func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, no
 
 // readOne reads one query within its timeout.
 func (r *Reader) readOne(ctx context.Context, promql string, now time.Time) loop.Sample {
-	timeout := r.QueryTimeout
-	if timeout <= 0 {
-		timeout = DefaultQueryTimeout
-	}
+	timeout := defaults.Positive(r.QueryTimeout, DefaultQueryTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := r.read(ctx, promql, now)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -90,10 +91,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	pctx := ctx
 	if dl, ok := ctx.Deadline(); ok {
-		margin := h.PacingMargin
-		if margin <= 0 {
-			margin = 2 * time.Second
-		}
+		margin := defaults.Positive(h.PacingMargin, 2*time.Second)
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
 		defer cancel()

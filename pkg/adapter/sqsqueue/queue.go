@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -107,9 +108,7 @@ func New(api API, cfg Config, log *slog.Logger) *Queue {
 	if cfg.WaitTime <= 0 || cfg.WaitTime > 20*time.Second {
 		cfg.WaitTime = 20 * time.Second
 	}
-	if cfg.Visibility <= 0 {
-		cfg.Visibility = 30 * time.Second
-	}
+	cfg.Visibility = defaults.Positive(cfg.Visibility, 30*time.Second)
 	if cfg.RetryBackoff.Base <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	}

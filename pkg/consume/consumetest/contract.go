@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -46,9 +47,7 @@ func receive(t *testing.T, s SourceUnderTest, want int) []consume.Message {
 func TestSource(t *testing.T, newSource func(t *testing.T) SourceUnderTest) {
 	t.Run("ack release deadletter", func(t *testing.T) {
 		s := newSource(t)
-		if s.Quiet <= 0 {
-			s.Quiet = time.Second
-		}
+		s.Quiet = defaults.Positive(s.Quiet, time.Second)
 		s.Send(t, `{"n":1}`, `{"n":2}`, `{"n":3}`)
 		got := receive(t, s, 3)
 		ids := map[string]bool{}
