@@ -12,21 +12,8 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
-
-// instanceCPU answers each query with the CPU of its DBInstanceIdentifier;
-// an unknown instance has no datapoint.
-type instanceCPU map[string]float64
-
-func (m instanceCPU) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
-	for i, q := range qs {
-		if v, ok := m[q.Dimensions["DBInstanceIdentifier"]]; ok {
-			out[i] = loop.Sample{Value: v, Time: now.Add(-2 * time.Minute), Found: true}
-		}
-	}
-	return out, nil
-}
 
 func TestHandleLogsBalancedLoop(t *testing.T) {
 	ctx := context.Background()
@@ -45,7 +32,7 @@ func TestHandleLogsBalancedLoop(t *testing.T) {
 	var buf bytes.Buffer
 	h := &handler{
 		history: &recordedHistory{},
-		ticker: &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: instanceCPU{"replica-1": 80, "replica-2": 40}},
+		ticker: &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Delay: time.Minute, Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
 			Now: func() time.Time { return now }},
 		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
 		namespace: "SluiceTest",

@@ -16,17 +16,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
-
-type staticMetrics struct{ value float64 }
-
-func (m staticMetrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
-	for i := range qs {
-		out[i] = loop.Sample{Value: m.value, Time: now.Add(-2 * time.Minute), Found: true}
-	}
-	return out, nil
-}
 
 // recordedHistory records what the handler appends.
 type recordedHistory struct {
@@ -68,7 +59,7 @@ func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
 	hist := &recordedHistory{}
 	h := &handler{
 		history:   hist,
-		ticker:    &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: staticMetrics{55}}, Now: func() time.Time { return now }},
+		ticker:    &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 55, Delay: time.Minute}}, Now: func() time.Time { return now }},
 		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
 		namespace: "SluiceTest",
 		now:       func() time.Time { return now },

@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
-
-// nodeCPU answers each CloudWatch query with the CPU of the instance its
-// DBInstanceIdentifier names.
-type nodeCPU map[string]float64
-
-func (m nodeCPU) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
-	for i, q := range qs {
-		if v, ok := m[q.Dimensions["DBInstanceIdentifier"]]; ok {
-			out[i] = loop.Sample{Value: v, Time: now.Add(-q.Period), Found: true}
-		}
-	}
-	return out, nil
-}
 
 // TestBalancedLoopOnDynamoDB ticks a loop with nodes over DynamoDB: the
 // nodes attribute (a map of maps) survives the item, RATE carries the
@@ -51,7 +38,7 @@ func TestBalancedLoopOnDynamoDB(t *testing.T) {
 		t.Fatalf("ReadParams = %v; want %v", raw, attrs)
 	}
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
-	tk := &loop.Ticker{Store: s, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: nodeCPU{"replica-1": 80, "replica-2": 40}},
+	tk := &loop.Ticker{Store: s, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
 		Now: func() time.Time { return now }}
 	var weights []map[string]float64
 	for i := range 2 {

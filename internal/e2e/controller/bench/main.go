@@ -28,6 +28,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 type tickCalls struct {
@@ -242,17 +243,6 @@ func seed(ctx context.Context, store *ddbstore.Store, cw *cloudwatch.Client, n i
 	return nil
 }
 
-// staticReader answers every query with a datapoint 90 s old.
-type staticReader struct{}
-
-func (staticReader) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
-	for i := range qs {
-		out[i] = loop.Sample{Value: 55, Time: now.Add(-150 * time.Second), Found: true}
-	}
-	return out, nil
-}
-
 // handlerTime is one tick of n loops against the in-memory store.
 func handlerTime(n int) (nsPerOp, allocsPerOp int64) {
 	store := memstore.New()
@@ -263,7 +253,7 @@ func handlerTime(n int) (nsPerOp, allocsPerOp int64) {
 		_ = store.WriteParams(context.Background(), fmt.Sprintf("loop-%04d", i), p)
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: staticReader{}},
+	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 55, Delay: 90 * time.Second}},
 		Now: func() time.Time { return now }}
 	r := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
