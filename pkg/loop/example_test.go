@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 func ExampleDecodeParams() {
@@ -27,18 +28,6 @@ func ExampleDecodeParams() {
 	// kp: -1 must be a finite number >= 0
 }
 
-// cpuAt50 is a metric reader whose every query finds CPU at 50 %, published
-// 90 s after its minute ended.
-type cpuAt50 struct{}
-
-func (cpuAt50) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
-	for i, q := range qs {
-		out[i] = loop.Sample{Value: 50, Time: now.Add(-90*time.Second - q.Period), Found: true}
-	}
-	return out, nil
-}
-
 func ExampleTicker() {
 	ctx := context.Background()
 	store := memstore.New()
@@ -47,9 +36,10 @@ func ExampleTicker() {
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
 	})
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	// Every query finds CPU at 50 %, published 90 s after its minute ended.
 	t := &loop.Ticker{
 		Store:   store,
-		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: cpuAt50{}},
+		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 50, Delay: 90 * time.Second}},
 		Now:     func() time.Time { return now },
 	}
 	for range 3 {

@@ -5,33 +5,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
-// A loop ticked against fixed metrics: the primary's CPU is below the
-// setpoint, so the rate rises; a query for an instance Metrics does not know
-// finds no datapoint.
+// Metrics per instance: a query for an instance it does not know finds no
+// datapoint. pkg/loop's ExampleTicker ticks a loop against Metrics.
 func ExampleMetrics() {
-	ctx := context.Background()
-	store := memstore.New()
-	_ = store.WriteParams(ctx, "orders", map[string]any{
-		"setpoint": 70.0, "kp": 1.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
-		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
-	})
 	metrics := looptest.Metrics{Instances: map[string]float64{"orders-db": 50}, Delay: 90 * time.Second}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	t := &loop.Ticker{
-		Store:   store,
-		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: metrics},
-		Now:     func() time.Time { return now },
+	query := func(instance string) loop.MetricQuery {
+		return loop.MetricQuery{Period: time.Minute, Dimensions: map[string]string{"DBInstanceIdentifier": instance}}
 	}
-	reports, _ := t.Tick(ctx)
-	fmt.Printf("%s: CPU %.0f %%, rate %.1f msg/s\n", reports[0].Outcome, reports[0].Measured, reports[0].Rate)
-	other, _ := metrics.ReadMetrics(ctx, []loop.MetricQuery{{Dimensions: map[string]string{"DBInstanceIdentifier": "billing-db"}}}, now)
-	fmt.Println("billing-db found:", other[0].Found)
+	samples, _ := metrics.ReadMetrics(context.Background(), []loop.MetricQuery{query("orders-db"), query("billing-db")}, now)
+	for _, s := range samples {
+		fmt.Printf("found %v, value %.0f, period from %s\n", s.Found, s.Value, s.Time.Format("15:04:05"))
+	}
 	// Output:
-	// applied: CPU 50 %, rate 80.0 msg/s
-	// billing-db found: false
+	// found true, value 50, period from 11:57:30
+	// found false, value 0, period from 00:00:00
 }
