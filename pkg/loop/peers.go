@@ -55,6 +55,8 @@ type Demand struct {
 	// Stored is each reporting instance's count at this tick: the baseline
 	// for the next one.
 	Stored map[string]int64 `json:"stored,omitempty"`
+	// ReportedAt is when each instance reported its count in Stored.
+	ReportedAt map[string]time.Time `json:"reported_at,omitempty"`
 	// Processed is the rate the consumers stored since the previous tick,
 	// averaged with the previous ticks' over ProcessedSmoothing,
 	// messages/s (0 when not Known); Known is false when no consumer reports or the figure
@@ -82,32 +84,46 @@ type Demand struct {
 // Redelivered messages that a consumer stores again are counted again: the
 // figure is what reached the destination, which is what loads it.
 func measureDemand(peers []Peer, prev Demand, prevTick, now time.Time) Demand {
-	d := Demand{Stored: make(map[string]int64, len(peers)), Live: LivePeers(peers, now)}
+	d := Demand{Stored: make(map[string]int64, len(peers)), ReportedAt: make(map[string]time.Time, len(peers)), Live: LivePeers(peers, now)}
 	dt := now.Sub(prevTick)
-	var sum int64
+	var sum float64
 	known := !prevTick.IsZero() && dt > 0 && (len(peers) > 0 || len(prev.Stored) > 0)
 	for _, p := range peers {
 		if now.Sub(p.ExpiresAt) > PeerRetention {
 			continue
 		}
-		d.Stored[p.Instance] = p.Stored
+		d.Stored[p.Instance], d.ReportedAt[p.Instance] = p.Stored, p.ReportedAt
 		base, ok := prev.Stored[p.Instance]
 		switch {
 		case ok && p.Stored >= base:
-			sum += p.Stored - base
+			sum += asOfTick(float64(p.Stored-base), prev.ReportedAt[p.Instance], p.ReportedAt, dt)
 		case ok || !p.StartedAt.Before(prevTick):
-			sum += p.Stored
+			sum += float64(p.Stored)
 		default:
 			known = false
 		}
 	}
 	if len(d.Stored) == 0 {
-		d.Stored = nil
+		d.Stored, d.ReportedAt = nil, nil
 	}
 	if known {
-		d.Processed, d.Known = smoothProcessed(float64(sum)/dt.Seconds(), prev, dt), true
+		d.Processed, d.Known = smoothProcessed(sum/dt.Seconds(), prev, dt), true
 	}
 	return d
+}
+
+// asOfTick rescales n, what a consumer stored between its reports at from
+// and to, to the tick's interval dt, when the lease was refreshed through
+// the interval (its reports less than a quarter of dt further apart or
+// closer than the ticks); otherwise, or without both report times, n as it
+// is. A lease refreshed every 2 s covers up to 2 s more or less than the
+// tick.
+func asOfTick(n float64, from, to time.Time, dt time.Duration) float64 {
+	span := to.Sub(from)
+	if from.IsZero() || to.IsZero() || span <= 0 || (span-dt).Abs() > dt/4 {
+		return n
+	}
+	return n * dt.Seconds() / span.Seconds()
 }
 
 // ProcessedSmoothing is the time constant over which the processed rate is

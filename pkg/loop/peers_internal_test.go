@@ -79,3 +79,46 @@ func TestSmoothProcessedEvensOutLumps(t *testing.T) {
 		t.Errorf("smoothProcessed without a previous figure = %v; want 400", got)
 	}
 }
+
+// A lease's count is as of its report, not of the tick: a consumer that
+// refreshes its lease every 2 s covers up to 2 s more or less than a
+// 60-s tick, which read up to 3 % off the rate it stored (and a model's
+// prediction from that rate jittered with it). With the report times kept,
+// the count is rescaled to the tick; a lease that was not refreshed
+// through the interval is taken as it is.
+func TestMeasureDemandCountsAsOfTheReport(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Minute)
+	old := t0.Add(-time.Hour)
+	peer := func(id string, stored int64, reported time.Time) Peer {
+		return Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: old, ReportedAt: reported, ExpiresAt: now.Add(10 * time.Second)}
+	}
+	prev := Demand{
+		Stored:     map[string]int64{"a": 1000, "b": 1000, "c": 1000},
+		ReportedAt: map[string]time.Time{"a": t0.Add(-1900 * time.Millisecond), "b": t0.Add(-100 * time.Millisecond), "c": t0.Add(-2 * time.Second)},
+	}
+	for _, tc := range []struct {
+		name  string
+		prev  Demand
+		peers []Peer
+		want  float64
+	}{
+		// 10 msg/s each: a over 61.8 s, b over 58.2 s.
+		{"each count over its own report interval", prev, []Peer{peer("a", 1618, now.Add(-100*time.Millisecond)), peer("b", 1582, now.Add(-1900*time.Millisecond))}, 20},
+		// c stopped reporting 40 s into the tick: what it stored counts once, not rescaled.
+		{"a lease not refreshed through the tick counts as it is", prev, []Peer{peer("c", 1420, t0.Add(40*time.Second))}, 7},
+		{"a baseline without report times counts as it is", Demand{Stored: map[string]int64{"a": 1000}}, []Peer{peer("a", 1618, now.Add(-100*time.Millisecond))}, 618.0 / 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := measureDemand(tc.peers, tc.prev, t0, now)
+			if !d.Known || math.Abs(d.Processed-tc.want) > 1e-9 {
+				t.Errorf("processed %v (known %v); want %v", d.Processed, d.Known, tc.want)
+			}
+			for _, x := range tc.peers {
+				if !d.ReportedAt[x.Instance].Equal(x.ReportedAt) {
+					t.Errorf("baseline report time of %s = %v; want %v", x.Instance, d.ReportedAt[x.Instance], x.ReportedAt)
+				}
+			}
+		})
+	}
+}

@@ -196,6 +196,7 @@ func (s State) Clone() State {
 		s.Experiment = &x
 	}
 	s.Demand.Stored = maps.Clone(s.Demand.Stored)
+	s.Demand.ReportedAt = maps.Clone(s.Demand.ReportedAt)
 	s.Mapping = s.Mapping.Clone()
 	s.Signals = slices.Clone(s.Signals)
 	for i := range s.Signals {
