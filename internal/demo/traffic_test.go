@@ -41,3 +41,25 @@ func TestIdleBurst(t *testing.T) {
 		t.Errorf("without the report: %v s above sp+5; want the failure the report fixes (more than 30 s)", without.ViolationSeconds)
 	}
 }
+
+// The idle-burst world has no plant change: the production loop never says
+// its model drifted, neither while the queue is empty (the consumers'
+// report of what they stored, measured per tick from their leases, is the
+// rate the prediction runs on) nor after the burst.
+func TestIdleBurstNoModelDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the idle-burst demo for 2 virtual hours")
+	}
+	s, err := sim.Preset(sim.PresetIdleBurst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := driftRun(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.first >= 0 {
+		t.Errorf("model_drift set at %v (%s, dead time %v, evidence %.1f) on an unchanged plant; want never",
+			r.first, r.report.DriftReason, r.report.DriftDeadTime, r.report.DriftDeadTimeEvidence)
+	}
+}

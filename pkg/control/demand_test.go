@@ -113,3 +113,23 @@ func TestValidateDemand(t *testing.T) {
 		}
 	}
 }
+
+// Output.ActualLimited says the plant took clearly less than the last
+// output, hold or no hold, and a held (invalid) measurement too; the
+// whole rate taken is not limited.
+func TestActualLimitedSaysTheRateWasMeasured(t *testing.T) {
+	for _, headroom := range []float64{0, 0.5} {
+		c := Controller{Config: demandConfig(headroom, 0)}
+		if out := idle(&c, 3); !out.ActualLimited {
+			t.Errorf("headroom %v: idle update = %+v; want ActualLimited", headroom, out)
+		}
+		out := c.Update(Input{Setpoint: 70, Measurement: math.NaN(), SamplingInterval: time.Minute, ActualRate: 400, ActualKnown: true})
+		if !out.Held || !out.ActualLimited {
+			t.Errorf("headroom %v: update on a NaN datapoint = %+v; want Held and ActualLimited", headroom, out)
+		}
+		out = c.Update(Input{Setpoint: 70, Measurement: 30, SamplingInterval: time.Minute, ActualRate: c.State.Output, ActualKnown: true})
+		if out.ActualLimited {
+			t.Errorf("headroom %v: update with the whole rate taken = %+v; want not ActualLimited", headroom, out)
+		}
+	}
+}

@@ -294,6 +294,12 @@ type Output struct {
 	// measurement at the ceiling cut the output (demand.go).
 	DemandLimited bool `json:"demand_limited,omitempty"`
 	Cut           bool `json:"cut,omitempty"`
+	// ActualLimited is true when Input.ActualRate said the plant took
+	// clearly less than the last output: the delay-aware history then holds
+	// what it took, an average over the interval, so when within it the
+	// plant's input changed is not known. It says what this update saw and
+	// is not encoded.
+	ActualLimited bool `json:"-"`
 }
 
 // actualTolerance is how far, relative to the last output, Input.ActualRate
@@ -343,12 +349,12 @@ func (c *Controller) Update(in Input) Output {
 	if c.Config.Mode != ModeManual && !valid {
 		// Held, within the bounds in force (they may have been edited).
 		c.Override(c.State.Output)
-		return Output{Rate: c.State.Output, I: c.State.Integral, Held: true}
+		return Output{Rate: c.State.Output, I: c.State.Integral, Held: true, ActualLimited: limited}
 	}
 	prevSetpoint := c.State.FilteredSetpoint
 	c.filterSetpoint(in)
 	c.feedforwardChange(first, prevSetpoint, in)
-	var out Output
+	out := Output{ActualLimited: limited}
 	ref, predicted := c.reference(&out, in, valid)
 	y, e, eI := c.errors(&out, in, valid, ref, predicted, prevSetpoint)
 	smp := c.sample(in, valid, y)

@@ -11,7 +11,9 @@ import (
 // Drift tracking: the loop compares each new datapoint with what its model
 // (PARAMS ff_gain, ff_base, ff_tau, ff_dead_time) predicts from the rates
 // it applied (the delay-aware integrator's history), and keeps the last
-// DriftChangeWindow pairs, those at the CPU's ceiling as lower bounds. A
+// DriftChangeWindow pairs, those at the CPU's ceiling as lower bounds; a
+// datapoint whose prediction draws on a rate the consumers' report gave
+// (the loop limited by demand: an average over the tick) is left out. A
 // load from outside shifts the residual by a constant whatever the rate; a
 // plant whose gain moved makes the residual follow the rate. Two tests read
 // the window. The slope test fits the last DriftWindow datapoints below the
@@ -81,6 +83,14 @@ type DriftState struct {
 	// end of the last one: the datapoint after it is left out too.
 	Pinned    bool          `json:"pinned,omitempty"`
 	PinnedEnd time.Duration `json:"pinned_end,omitempty"`
+	// LimitedAt is the controller's clock at the end of the last tick
+	// interval whose rate the consumers' report gave (the loop limited by
+	// demand: control.Output.ActualLimited); 0: none. That rate is an
+	// average over the tick, and when within it the demand changed (a
+	// burst on an idle queue, a queue running dry) is not known: a
+	// datapoint whose prediction draws on it is left out of the record
+	// (a wrong instant reads as a gain or a dead time that moved).
+	LimitedAt time.Duration `json:"limited_at,omitempty"`
 	// Model is the model the samples were predicted with.
 	Model control.FOPDT `json:"model,omitzero"`
 }
@@ -104,9 +114,9 @@ func (d DriftState) Clone() DriftState {
 
 // trackDrift adds the tick's datapoint to the drift record when it is new,
 // fresh, below the ceiling and the loop predicts with a model, and returns
-// the record with its verdict. in is the controller's input and cs its
-// state after the update.
-func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fresh bool, now time.Time) DriftState {
+// the record with its verdict. in is the controller's input, cs its state
+// after the update and limited its Output.ActualLimited.
+func trackDrift(d DriftState, p Params, cs control.State, in control.Input, limited, fresh bool, now time.Time) DriftState {
 	m := p.Feedforward
 	if m == nil || !p.DelayAware || len(cs.Applied) == 0 {
 		return DriftState{}
@@ -115,9 +125,18 @@ func trackDrift(d DriftState, p Params, cs control.State, in control.Input, fres
 	if d.Model != *m { // a new model: start over
 		d = DriftState{Model: *m}
 	}
+	if limited {
+		d.LimitedAt = cs.Clock
+	}
 	end := cs.Clock - in.MeasurementAge
 	last := len(d.Samples) - 1
 	if last >= 0 && end <= d.Samples[last].End {
+		return d
+	}
+	if d.LimitedAt > 0 && d.LimitedAt > end-3*in.MeasurementPeriod-m.DeadTime-3*m.Tau {
+		// Its prediction, with the model's dead time or with one up to two
+		// periods longer (driftdead.go), draws on a rate measured over a
+		// tick: left out.
 		return d
 	}
 	z := m.Gain * m.Expected(cs.Applied, end-in.MeasurementPeriod, end)

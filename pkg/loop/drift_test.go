@@ -66,7 +66,7 @@ func TestTrackDrift(t *testing.T) {
 		for k := range 40 {
 			in := control.Input{Setpoint: 70, Measurement: y, MeasurementAge: 2 * time.Minute, MeasurementPeriod: time.Minute, SamplingInterval: time.Minute}
 			out := c.Update(in)
-			d = trackDrift(d, p, c.State, in, true, time.Unix(int64(60*k), 0))
+			d = trackDrift(d, p, c.State, in, false, true, time.Unix(int64(60*k), 0))
 			applied = append(applied, out.Rate)
 			// The datapoint of the next tick covers the minute that ended
 			// two minutes before it: the rate applied three ticks before.
@@ -87,10 +87,10 @@ func TestTrackDrift(t *testing.T) {
 	other.Gain = 0.1
 	p := Params{Feedforward: &other, Controls: Controls{DelayAware: true}}
 	cs := control.State{Applied: []control.Segment{{At: 0, Value: 1}}, Clock: time.Hour}
-	if got := trackDrift(d, p, cs, control.Input{Measurement: math.NaN()}, false, time.Now()); got.ModelDrift || len(got.Samples) != 0 || got.Model != other {
+	if got := trackDrift(d, p, cs, control.Input{Measurement: math.NaN()}, false, false, time.Now()); got.ModelDrift || len(got.Samples) != 0 || got.Model != other {
 		t.Errorf("after a model edit: %+v; want a fresh record for the new model", got)
 	}
-	if got := trackDrift(d, Params{}, cs, control.Input{}, true, time.Now()); got.ModelDrift || len(got.Samples) != 0 {
+	if got := trackDrift(d, Params{}, cs, control.Input{}, false, true, time.Now()); got.ModelDrift || len(got.Samples) != 0 {
 		t.Errorf("without a model: %+v; want an empty record", got)
 	}
 }
@@ -106,7 +106,7 @@ func TestTrackDriftCutsPinned(t *testing.T) {
 	for k, y := range []float64{70, 70, 100.4, 95, 80} {
 		cs := control.State{Applied: []control.Segment{{At: -time.Hour, Value: 1200}}, Clock: time.Duration(k+1) * time.Minute}
 		in := control.Input{Measurement: y, MeasurementPeriod: time.Minute}
-		d = trackDrift(d, p, cs, in, y <= 100, time.Unix(int64(60*k), 0))
+		d = trackDrift(d, p, cs, in, false, y <= 100, time.Unix(int64(60*k), 0))
 	}
 	want := []DriftSample{
 		{End: time.Minute, Y: 70, Z: 60},
@@ -119,5 +119,32 @@ func TestTrackDriftCutsPinned(t *testing.T) {
 		return a.End == b.End && a.Cut == b.Cut && math.Abs(a.Y-b.Y) < 1e-9 && math.Abs(a.Z-b.Z) < 1e-9
 	}) || !d.Pinned || d.PinnedEnd != 3*time.Minute {
 		t.Fatalf("samples %+v, pinned %v at %v; want %+v and the pinned one at 3m", d.Samples, d.Pinned, d.PinnedEnd, want)
+	}
+}
+
+// A tick limited by demand (its rate measured from the consumers' report,
+// an average over the tick) leaves out of the record every datapoint whose
+// prediction draws on it: with a 1-minute period, the model's 5 s of dead
+// time and 15 s of lag, those that end less than 3m50s after it.
+func TestTrackDriftLeavesOutMeasuredRates(t *testing.T) {
+	m := control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second}
+	p := Params{Feedforward: &m, Controls: Controls{DelayAware: true}}
+	var d DriftState
+	var ends []time.Duration
+	for k := 1; k <= 10; k++ {
+		clock := time.Duration(k) * time.Minute
+		cs := control.State{Applied: []control.Segment{{At: -time.Hour, Value: 1200}}, Clock: clock}
+		in := control.Input{Measurement: 70, MeasurementPeriod: time.Minute}
+		d = trackDrift(d, p, cs, in, k == 3, true, time.Unix(int64(60*k), 0))
+		if k == 3 && d.LimitedAt != clock {
+			t.Errorf("LimitedAt = %v after a limited tick at %v", d.LimitedAt, clock)
+		}
+	}
+	for _, x := range d.Samples {
+		ends = append(ends, x.End)
+	}
+	want := []time.Duration{time.Minute, 2 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute}
+	if !slices.Equal(ends, want) {
+		t.Errorf("datapoints kept end at %v; want %v (3 to 6 minutes draw on the tick limited at 3m)", ends, want)
 	}
 }

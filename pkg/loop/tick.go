@@ -363,7 +363,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
 	}
-	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, fresh, now)
+	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, out.ActualLimited, fresh, now)
 	r.ModelDrift, r.DriftGainRatio, r.DriftReason = st.Drift.ModelDrift, st.Drift.GainRatio, st.Drift.Reason
 	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
