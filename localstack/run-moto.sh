@@ -40,12 +40,14 @@ trap stop EXIT
 if up; then
 	echo "run-moto: $endpoint already serves; using it (left running)" >&2
 else
-	command -v moto_server >/dev/null || {
-		echo "run-moto: moto_server not found (pip install 'moto[server]')" >&2
+	python3 -c 'import moto.server, werkzeug' 2>/dev/null || {
+		echo "run-moto: moto's server not found (pip install 'moto[server]')" >&2
 		exit 1
 	}
 	log=${TMPDIR:-/tmp}/run-moto-$port.log
-	moto_server -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+	# moto one request at a time: its DynamoDB transactions are not atomic
+	# under concurrent requests (localstack/moto_serial.py).
+	python3 "$root/localstack/moto_serial.py" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do
 		up && break

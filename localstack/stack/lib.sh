@@ -233,12 +233,12 @@ apt_update() {
 	apt_updated=1
 }
 
-# moto_cmd prints the command that runs moto's server.
+# moto_cmd prints the command that runs moto's server: localstack/moto_serial.py,
+# moto's application one request at a time (its DynamoDB transactions are not
+# atomic under concurrent requests; see the script).
 moto_cmd() {
-	if command -v moto_server >/dev/null; then
-		echo moto_server
-	elif python3 -c 'import moto.server' 2>/dev/null; then
-		echo python3 -m moto.server
+	if python3 -c 'import moto.server, werkzeug' 2>/dev/null; then
+		echo python3 "$STACK_ROOT/localstack/moto_serial.py"
 	else
 		return 1
 	fi

@@ -111,7 +111,7 @@ moto_ready() { http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"; }
 moto_start() {
 	local cmd
 	cmd=$(moto_cmd) || die "moto: moto_server not found"
-	# shellcheck disable=SC2086 # cmd may be `python3 -m moto.server`
+	# shellcheck disable=SC2086 # cmd is `python3 localstack/moto_serial.py`
 	MOTO_ACCOUNT_ID=000000000000 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 \
 		start_daemon moto $cmd -H 127.0.0.1 -p "$MOTO_PORT"
 }
@@ -127,7 +127,7 @@ up_moto() {
 		pip_install awscli ||
 			die "moto: cannot install awscli with pip (log: $STACK_LOG/pip.log)"
 	fi
-	ensure moto "$MOTO_PORT" 'moto_server|moto\.server' moto_ready moto_start 30 || die "moto: did not start"
+	ensure moto "$MOTO_PORT" 'moto_server|moto\.server|moto_serial\.py' moto_ready moto_start 30 || die "moto: did not start"
 }
 
 # ---- ElasticMQ -------------------------------------------------------------

@@ -158,17 +158,25 @@ func (m *Moto) Env() []string {
 	}
 }
 
-// StartMoto starts moto_server (bin; "" means moto_server from PATH) on a
-// free port and waits until it answers.
+// StartMoto starts moto's server (bin; "" means the repository's
+// localstack/moto_serial.py, found from the working directory up, which
+// serves one request at a time so that DynamoDB's conditional writes are
+// atomic as in AWS; moto_server from PATH when there is none) on a free
+// port and waits until it answers.
 func StartMoto(ctx context.Context, bin, logDir string) (*Moto, error) {
+	var args []string
 	if bin == "" {
 		bin = "moto_server"
+		if script, ok := findUp(filepath.Join("localstack", "moto_serial.py")); ok {
+			bin, args = "python3", []string{script}
+		}
 	}
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p, err := Start(bin, logDir, "moto", []string{"MOTO_ACCOUNT_ID=000000000000"}, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	args = append(args, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
+	p, err := Start(bin, logDir, "moto", []string{"MOTO_ACCOUNT_ID=000000000000"}, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -265,4 +273,23 @@ func FindBinary(env, name string, candidates ...string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s (set %s): %w", name, env, ErrNoBinary)
+}
+
+// findUp looks for rel in the working directory and its parents.
+func findUp(rel string) (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
 }
