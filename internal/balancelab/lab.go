@@ -1,3 +1,8 @@
+// Package balancelab is the lab of load balancing (`sluice lab balance`):
+// simulated fleets of nodes of different capacities, balanced by pkg/balance's
+// per-node PI weights and by round-robin from the same start with the same
+// load, and the cascade of the rate loop over the balancer (which
+// utilization the loop holds: the hottest node's or the fleet's mean).
 package balancelab
 
 import (
