@@ -75,9 +75,9 @@ type Demand struct {
 
 // measureDemand turns the peers' running counts into the processed rate
 // since the previous tick (at prevTick, with the baselines of prev): the sum
-// of every count's increase over the time since prevTick (not the
-// controller's capped sampling interval: after an outage the counts cover the
-// whole gap). A count below its baseline (an
+// of every count's increase (as of the tick: asOfTick) over the time since
+// prevTick (not the controller's capped sampling interval: after an outage
+// the counts cover the whole gap). A count below its baseline (an
 // instance id reused after a restart) counts from zero. An instance first
 // seen now counts whole if it started after the previous tick; if it
 // started before, its share of the period is unknown and so is the figure.
