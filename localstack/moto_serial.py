@@ -28,8 +28,14 @@ def serialized(app):
 
     def call(environ, start_response):
         with lock:
-            # The whole response is produced under the lock.
-            return list(app(environ, start_response))
+            # The whole response is produced under the lock, and the
+            # iterable closed as WSGI asks of a server.
+            body = app(environ, start_response)
+            try:
+                return list(body)
+            finally:
+                if hasattr(body, "close"):
+                    body.close()
 
     return call
 
