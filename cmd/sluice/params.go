@@ -71,7 +71,7 @@ func paramsHelp(w io.Writer) {
 	fmt.Fprint(w, paramsUsage)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, a := range loop.ParamsAttributes() {
-		fmt.Fprintf(tw, "  %s\t%s\n", a[0], a[1])
+		fmt.Fprintf(tw, "  %s\t%s\n", a.Name, a.Help())
 	}
 	tw.Flush()
 }

@@ -116,7 +116,7 @@ func (p Params) checkExperiment(fail failFunc) {
 
 // experimentCodec reads and writes the attribute's text form.
 var experimentCodec = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		text := d.str(name, "")
 		if text == "" || d.failed(name) {
 			return
@@ -128,7 +128,7 @@ var experimentCodec = codec{
 		}
 		p.Experiment = &e
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Experiment != nil {
 			a[name] = p.Experiment.String()
 		}

@@ -438,5 +438,5 @@ func TestDecodeParamsAdaptGain(t *testing.T) {
 	}
 	wantRoundTrip(t, "adapt_gain", p)
 	_, err = loop.DecodeParams("orders", valid(model))
-	wantRefused(t, err, loop.AttrAdaptGain, "delay_aware=true")
+	wantRefused(t, err, "adapt_gain", "delay_aware=true")
 }

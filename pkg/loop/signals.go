@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,10 +23,9 @@ import (
 
 // Attribute names of a loop's signals.
 const (
-	AttrSignal    = "signal"
-	AttrUnit      = "unit"
-	AttrDirection = "direction"
-	AttrSignals   = "signals"
+	attrSignal    = "signal"
+	attrDirection = "direction"
+	attrSignals   = "signals"
 )
 
 // DefaultSignal is the name of the first signal when `signal` is absent.
@@ -49,17 +47,25 @@ type Direction string
 // direction for now ("" means ceiling).
 const DirectionCeiling Direction = "ceiling"
 
-// signalAttrs are the attributes a signal of the `signals` map may set:
-// the first signal's attributes of the same names. The others (mode, rates,
-// slew limit, tick period, RATE's lifetime, safe rate, nodes, ...) are the
-// loop's.
-var signalAttrs = []string{
-	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
-	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain, AttrDrainFeedforward,
-	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
-	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
-	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
-	AttrStalePolicy, AttrStaleDecay, AttrStaleGrace, AttrStaleAfter,
+// signalParam reports whether name is an attribute a signal of the
+// `signals` map may set: one declared per signal (param.signal), meaning
+// what it means at the top level for the first signal. The others (mode,
+// rates, slew limit, tick period, RATE's lifetime, safe rate, nodes, ...)
+// are the loop's.
+func signalParam(name string) bool {
+	f, ok := lookupParam(name)
+	return ok && f.signal
+}
+
+// signalParamNames lists the per-signal attributes, in table order.
+func signalParamNames() []string {
+	var names []string
+	for _, f := range paramTable {
+		if f.signal {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 // Controls are what a signal holds and how its controller moves the rate:
@@ -189,17 +195,17 @@ func (p Params) percent() bool { return p.Unit == "" || p.Unit == "%" }
 // map of the attributes in signalAttrs, decoded by their entries in
 // paramTable. Field errors name the signal: signals.<name>.<attribute>.
 func (d *decoder) decodeSignals(loopID string) []Signal {
-	m, ok := attr[map[string]any](d, AttrSignals, kindSignals)
+	m, ok := attr[map[string]any](d, attrSignals, kindSignals)
 	if !ok {
 		return nil
 	}
 	if len(m)+1 > MaxSignals {
-		d.fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(m), MaxSignals)
+		d.fail(attrSignals, "%d signals besides the first; a loop has at most %d in all", len(m), MaxSignals)
 		return nil
 	}
 	var out []Signal
 	for _, name := range sortedKeys(m) {
-		field := AttrSignals + "." + name
+		field := attrSignals + "." + name
 		attrs, ok := m[name].(map[string]any)
 		if !ok {
 			d.fail(field, "want a map (M) of the signal's attributes (%s, ...), got %s", AttrSetpoint, describe(m[name]))
@@ -207,16 +213,16 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 		}
 		sd := &decoder{attrs: attrs, loopID: loopID}
 		for _, k := range sortedKeys(attrs) {
-			if !slices.Contains(signalAttrs, k) {
-				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalAttrs, ", "))
+			if !signalParam(k) {
+				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalParamNames(), ", "))
 			}
 		}
 		q := Params{Loop: loopID}
 		for _, f := range paramTable {
-			if !slices.Contains(signalAttrs, f.name) {
+			if !f.signal {
 				continue
 			}
-			if (f.name == AttrSetpoint || f.name == AttrKp) && !sd.present(f.name) {
+			if f.required && !sd.present(f.name) {
 				sd.fail(f.name, "missing; required: %s", f.plainDoc())
 			}
 			f.decode(sd, &q, f.name)
@@ -236,31 +242,31 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 // model, metric, stale policy), its fields named signals.<name>.<attribute>.
 func (p Params) checkSignals(fail failFunc) {
 	if !signalNameRE.MatchString(p.FirstSignal()) {
-		fail(AttrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
+		fail(attrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
-	checkDirection(AttrDirection, p.Direction, fail)
+	checkDirection(attrDirection, p.Direction, fail)
 	if p.DrainFeedforward {
-		fail(AttrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", AttrSignals)
+		fail(attrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", attrSignals)
 	}
 	if len(p.Signals)+1 > MaxSignals {
-		fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
+		fail(attrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
 	}
 	seen := map[string]bool{p.FirstSignal(): true}
 	for _, s := range p.Signals {
-		field := AttrSignals + "." + s.Name
+		field := attrSignals + "." + s.Name
 		if !signalNameRE.MatchString(s.Name) {
-			fail(AttrSignals+"."+fmt.Sprintf("%q", truncate(s.Name)), "a signal's name is 1 to 32 of a-z, 0-9, _ and -")
+			fail(attrSignals+"."+fmt.Sprintf("%q", truncate(s.Name)), "a signal's name is 1 to 32 of a-z, 0-9, _ and -")
 			continue
 		}
 		if seen[s.Name] {
-			fail(field, "a second signal named %s (the top-level attributes are the signal named by %s, default %s)", s.Name, AttrSignal, DefaultSignal)
+			fail(field, "a second signal named %s (the top-level attributes are the signal named by %s, default %s)", s.Name, attrSignal, DefaultSignal)
 			continue
 		}
 		seen[s.Name] = true
-		checkDirection(field+"."+AttrDirection, s.Direction, fail)
+		checkDirection(field+"."+attrDirection, s.Direction, fail)
 		q := p.ForSignal(s)
 		sub := func(f, format string, args ...any) {
-			if slices.Contains(signalAttrs, f) {
+			if signalParam(f) {
 				fail(field+"."+f, format, args...)
 			}
 		}
@@ -276,16 +282,6 @@ func checkDirection(field string, d Direction, fail failFunc) {
 	}
 }
 
-// The signals attribute's codec decodes its signals by paramTable's own
-// entries: it is set at init, out of paramTable's initialization.
-func init() {
-	i := slices.IndexFunc(paramTable, func(p param) bool { return p.name == AttrSignals })
-	paramTable[i].codec = codec{
-		func(d *decoder, p *Params, _ string) { p.Signals = d.decodeSignals(p.Loop) },
-		encodeSignals,
-	}
-}
-
 // encodeSignals writes the signals attribute.
 func encodeSignals(p Params, a map[string]any, name string) {
 	if len(p.Signals) == 0 {
@@ -296,9 +292,9 @@ func encodeSignals(p Params, a map[string]any, name string) {
 		q := p.ForSignal(s)
 		q.Unit = s.Unit
 		all := q.Attrs()
-		sa := make(map[string]any, len(signalAttrs))
-		for _, k := range signalAttrs {
-			if v, ok := all[k]; ok {
+		sa := make(map[string]any)
+		for k, v := range all {
+			if signalParam(k) {
 				sa[k] = v
 			}
 		}

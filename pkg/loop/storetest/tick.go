@@ -76,7 +76,7 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	paramsThroughStore(t, s, p)
 	// A loop with a further signal: a map of maps with numbers.
 	a := p.Attrs()
-	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+	a["signals"] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
 		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)"}}
 	sp, err := loop.DecodeParams("z", a)
 	if err != nil {
