@@ -12,7 +12,7 @@ import (
 )
 
 // Signals: a loop may regulate several constraints at once (override
-// control, issue 19): CPU, the replication lag of a replica, a latency. The
+// control): CPU, the replication lag of a replica, a latency. The
 // top-level attributes of PARAMS are the first signal, named by `signal`
 // (cpu by default), so that an item written for one metric is a one-signal
 // loop unchanged; further signals go in the map `signals`, each with its own

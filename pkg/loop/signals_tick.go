@@ -109,12 +109,11 @@ func sampleInput(q *Params, s Sample, cc control.Config, now time.Time, elapsed 
 // first signal's controller (State.Controller) and in its input. It records
 // every signal in st and r and returns what was applied: the limiting
 // signal's terms with the applied rate.
-func (w *due) override(first *control.Controller, st *State, in control.Input, fresh bool, prev *State, now time.Time, dt time.Duration, r *Report) control.Output {
-	p := w.params
+func (w *due) override(tc *tickCtx, first *control.Controller, in control.Input, fresh bool) control.Output {
+	p, st, prev, now, r := w.params, tc.st, tc.prev, tc.now, tc.r
 	names := p.SignalNames()
 	o := control.Override{Controllers: make(map[string]*control.Controller, len(names)), Asked: map[string]float64{}}
 	old := make(map[string]SignalState, len(names))
-	prevRate := st.Rate
 	if prev != nil {
 		o.Limiting = prev.Limiting
 		for _, s := range prev.Signals {
@@ -144,7 +143,7 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 			sigs[i].MetricAt, sigs[i].Measured, measured[i] = smp.Time, smp.Value, smp.Value
 		}
 		o.Controllers[name] = c
-		inputs[i] = signalInput(c, q, &sigs[i], sin, ok, name == o.Limiting, prevRate, now, dt)
+		inputs[i] = tc.signalInput(c, q, &sigs[i], sin, ok, name == o.Limiting)
 		// A lag of 0 says only that the replica keeps up.
 		inputs[i].AtFloor = ok && !q.percent() && sin.Measurement <= 0
 		if i > 0 && q.DrainFeedforward {
@@ -155,22 +154,7 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 		}
 	}
 	res := o.Update(inputs)
-	lim := 0
-	for i, name := range names {
-		out := res.Outputs[name]
-		sigs[i].Terms, sigs[i].Tracking = out, name != res.Limiting
-		if i > 0 {
-			sigs[i].Controller = o.Controllers[name].State
-		}
-		if sigs[i].Drain != nil {
-			sigs[i].Drain.Record(now, res.Rate)
-		}
-		if name == res.Limiting {
-			lim = i
-		}
-		r.Signals = append(r.Signals, SignalReport{Name: name, Unit: sigs[i].Unit, Setpoint: sigs[i].Setpoint,
-			Measured: measured[i], Rate: out.Rate, Stale: sigs[i].Stale, Tracking: sigs[i].Tracking})
-	}
+	lim := tc.recordSignals(&o, res, sigs, measured)
 	if w.sample.Err == nil && len(errs) > 0 {
 		r.Err = errors.Join(errs...)
 	}
@@ -182,13 +166,38 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 	return out
 }
 
+// recordSignals records the override's outcome res in every signal's
+// record sigs (in names order) and in the report, and returns the index of
+// the signal that limited the rate.
+func (tc *tickCtx) recordSignals(o *control.Override, res control.OverrideOutput, sigs []SignalState, measured []float64) int {
+	lim := 0
+	for i := range sigs {
+		name := sigs[i].Name
+		out := res.Outputs[name]
+		sigs[i].Terms, sigs[i].Tracking = out, name != res.Limiting
+		if i > 0 {
+			sigs[i].Controller = o.Controllers[name].State
+		}
+		if sigs[i].Drain != nil {
+			sigs[i].Drain.Record(tc.now, res.Rate)
+		}
+		if name == res.Limiting {
+			lim = i
+		}
+		tc.r.Signals = append(tc.r.Signals, SignalReport{Name: name, Unit: sigs[i].Unit, Setpoint: sigs[i].Setpoint,
+			Measured: measured[i], Rate: out.Rate, Stale: sigs[i].Stale, Tracking: sigs[i].Tracking})
+	}
+	return lim
+}
+
 // signalInput is one signal's input to the override: with a stale metric,
 // no measurement, and the stale policy that says what the signal allows
 // (fail-closed to min_rate when it limited the rate); on the first fresh
 // tick after a stale period, a bumpless resume from the rate in force (the
 // controller tracks it, as a one-signal loop does). It keeps the signal's
 // stale record in sig.
-func signalInput(c *control.Controller, q Params, sig *SignalState, in control.Input, fresh, limiting bool, prevRate float64, now time.Time, dt time.Duration) control.SignalInput {
+func (tc *tickCtx) signalInput(c *control.Controller, q Params, sig *SignalState, in control.Input, fresh, limiting bool) control.SignalInput {
+	now, dt, prevRate := tc.now, tc.dt, tc.st.Rate // st.Rate is still the last tick's
 	si := control.SignalInput{Name: sig.Name, Input: in}
 	switch {
 	case !fresh:

@@ -182,7 +182,7 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 		}
 	}
 	t.readMetrics(ctx, work, now)
-	t.readDepths(ctx, work, now) // issue 13: the dashboard's depth (depth.go)
+	t.readDepths(ctx, work, now) // the dashboard's queue depth (depth.go)
 	t.commitAll(ctx, work, statusOnly, reports, now)
 	return reports, nil
 }
@@ -284,7 +284,7 @@ func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []status
 		r := &reports[w.report]
 		c := t.compute(w, now, r)
 		g.Go(func() error {
-			t.scaleMapping(ctx, w, &c, r) // issue 18: the coarse actuator (mapping.go)
+			t.scaleMapping(ctx, w, &c, r) // the event source mapping, the coarse actuator (mapping.go)
 			t.commit(ctx, c, r)
 			return nil
 		})
@@ -341,24 +341,26 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	}
 	dt := min(elapsed, 3*p.TickPeriod)
 
+	tc := &tickCtx{p: p, prev: prev, st: &st, now: now, dt: dt, r: r}
 	var weights map[string]float64
 	st.Balance = balance.State{}
 	if len(p.Nodes) > 0 {
-		w.sample, weights = t.balance(w, &st, prev, ctrl.Config, now, dt, r)
+		w.sample, weights = tc.balance(w, ctrl.Config)
 	}
 	in, fresh := measure(w, &st, ctrl.Config, now, elapsed, r)
-	// Issue 13: the processed rate the consumers reported (demand.go).
+	// The processed rate the consumers reported: an idle queue is not a
+	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 	var out control.Output
 	if len(p.Signals) == 0 {
 		st.Limiting, st.Signals = "", nil
-		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // issue 20 (experiment.go)
+		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // a guarded experiment (experiment.go)
 			out = updateExperiment(&ctrl, &st, p, in, s)
 		} else {
-			out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+			out = tc.update(&ctrl, in, fresh)
 		}
-	} else { // issue 19: override control (signals_tick.go)
-		out = w.override(&ctrl, &st, in, fresh, prev, now, dt, r)
+	} else { // override control: the lowest of the signals' outputs (signals_tick.go)
+		out = w.override(tc, &ctrl, in, fresh)
 	}
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
@@ -369,6 +371,19 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
 	return w.record(&st, ctrl.State, out, prevVersion, now, weights, r)
+}
+
+// tickCtx is what every step of one loop's tick reads and writes: the
+// parameters in force, the STATE read (nil before the first tick), the
+// STATE being written, the tick's time and interval (dt: the elapsed time,
+// at most three tick periods), and the loop's report.
+type tickCtx struct {
+	p    Params
+	prev *State
+	st   *State
+	now  time.Time
+	dt   time.Duration
+	r    *Report
 }
 
 // measure turns the loop's sample into the controller's input: its value,
@@ -389,7 +404,8 @@ func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.D
 // delay-aware integrator predicts from it when data return); the first
 // fresh tick after a stale period resumes bumplessly from the rate the
 // policy left.
-func update(ctrl *control.Controller, st *State, p Params, in control.Input, fresh bool, prev *State, now time.Time, dt time.Duration, r *Report) control.Output {
+func (tc *tickCtx) update(ctrl *control.Controller, in control.Input, fresh bool) control.Output {
+	st, p, now, dt, r := tc.st, tc.p, tc.now, tc.dt, tc.r
 	var out control.Output
 	switch {
 	case !fresh:
@@ -406,7 +422,7 @@ func update(ctrl *control.Controller, st *State, p Params, in control.Input, fre
 		}
 		st.Stale = true
 		r.Stale = true
-	case st.Stale && p.Mode != ModeManual && prev != nil && prev.Controller.Init:
+	case st.Stale && p.Mode != ModeManual && tc.prev != nil && tc.prev.Controller.Init:
 		// Bumpless resume: this tick continues from the rate the stale
 		// policy left, and the integrator tracks it (control's manual
 		// tracking), so the next tick carries on from there.
@@ -472,8 +488,8 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 // loop regulates: the maximum (or the mean) of the fresh utilizations, timed
 // by the oldest of them; not found when no node has a fresh metric. The
 // weights are keyed by the nodes' endpoints.
-func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now time.Time, dt time.Duration, r *Report) (Sample, map[string]float64) {
-	p := w.params
+func (tc *tickCtx) balance(w *due, cc control.Config) (Sample, map[string]float64) {
+	p, now, r := w.params, tc.now, tc.r
 	util := make(map[string]float64, len(p.Nodes))
 	var agg Sample
 	var sum float64
@@ -515,12 +531,12 @@ func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now 
 	}
 
 	bc := balance.Controller{Config: p.BalanceConfig()}
-	if prev != nil {
-		bc.State = prev.Balance
-		bc.State.Nodes = maps.Clone(prev.Balance.Nodes)
+	if tc.prev != nil {
+		bc.State = tc.prev.Balance
+		bc.State.Nodes = maps.Clone(tc.prev.Balance.Nodes)
 	}
-	bc.Update(util, dt)
-	st.Balance = bc.State
+	bc.Update(util, tc.dt)
+	tc.st.Balance = bc.State
 	weights := make(map[string]float64, len(p.Nodes))
 	for _, n := range p.Nodes {
 		weights[n.Endpoint] = bc.State.Nodes[n.Name].Weight
