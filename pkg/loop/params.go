@@ -417,6 +417,23 @@ func (d *decoder) unknown() {
 	}
 }
 
+// params reads every declared attribute, in table order, without the
+// checks across attributes.
+func (d *decoder) params() Params {
+	p := Params{Loop: d.loopID}
+	for _, f := range paramTable {
+		if f.required && !d.present(f.name) {
+			d.fail(f.name, "missing; required: %s", f.plainDoc())
+		}
+		if f.kind == kindSignals {
+			p.Signals = d.decodeSignals(d.loopID)
+			continue
+		}
+		f.decode(d, &p, f.name)
+	}
+	return p
+}
+
 // DecodeParams decodes and validates the attributes of a PARAMS item. The
 // values are those of a DynamoDB item converted to Go: string (S), float64
 // (N), bool (BOOL), map[string]any (M), []any (L) and nil (NULL); json.Number
@@ -428,17 +445,7 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	}
 	d := &decoder{attrs: attrs, loopID: loopID}
 	d.unknown()
-	p := Params{Loop: loopID}
-	for _, f := range paramTable {
-		if f.required && !d.present(f.name) {
-			d.fail(f.name, "missing; required: %s", f.plainDoc())
-		}
-		if f.kind == kindSignals {
-			p.Signals = d.decodeSignals(loopID)
-			continue
-		}
-		f.decode(d, &p, f.name)
-	}
+	p := d.params()
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
 	for _, e := range d.errs {

@@ -52,6 +52,15 @@ func wantRoundTrip(t *testing.T, what string, p loop.Params) {
 	if !reflect.DeepEqual(back, p) {
 		t.Fatalf("%s: DecodeParams(Attrs()) =\n%+v\nwant\n%+v", what, back, p)
 	}
+	// STATE keeps the parameters in force as JSON in the same shape.
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("%s: json.Marshal = %v", what, err)
+	}
+	var fromJSON loop.Params
+	if err := json.Unmarshal(b, &fromJSON); err != nil || !reflect.DeepEqual(fromJSON, p) {
+		t.Fatalf("%s: json.Unmarshal(%s) = %+v, %v; want %+v", what, b, fromJSON, err, p)
+	}
 }
 
 func TestDecodeParamsDefaults(t *testing.T) {

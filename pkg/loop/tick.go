@@ -207,6 +207,14 @@ func triage(snap Snapshot, now time.Time, r *Report) (*due, *Commit) {
 		r.Outcome, r.Err = OutcomeError, snap.Err
 		return nil, nil
 	}
+	if snap.State != nil {
+		if err := upgradeState(snap.State); err != nil {
+			// Refused, not ticked: this controller would drop what a
+			// newer one keeps in STATE.
+			r.Outcome, r.Err = OutcomeError, err
+			return nil, nil
+		}
+	}
 	if snap.Params == nil {
 		r.Outcome = OutcomeNoParams
 		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
@@ -270,7 +278,7 @@ func idle(snap Snapshot, inForce *Params, fp string, status *ParamsStatus, r *Re
 		st = *prev
 		st.Params, st.ParamsFingerprint = inForce, fp
 	}
-	st.Version = r.Tick + 1
+	st.Version, st.Schema = r.Tick+1, StateSchema
 	status.Tick = st.Version
 	return &Commit{PrevVersion: r.Tick, State: st, Status: status}
 }
@@ -443,7 +451,7 @@ func (tc *tickCtx) update(ctrl *control.Controller, in control.Input, fresh bool
 // loop is in shadow mode.
 func (w *due) record(st *State, cs control.State, out control.Output, prevVersion int64, now time.Time, weights map[string]float64, r *Report) Commit {
 	p := w.params
-	st.Version = prevVersion + 1
+	st.Version, st.Schema = prevVersion+1, StateSchema
 	st.Controller = cs
 	st.TickAt = now
 	st.Setpoint = p.Setpoint + st.Experiment.offset(p) // the setpoint in force

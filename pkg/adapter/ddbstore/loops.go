@@ -296,6 +296,9 @@ func setNum(item map[string]types.AttributeValue, name string, f float64) {
 func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	item := key(st.Loop, SortState)
 	item["version"] = integer(st.Version)
+	if st.Schema != 0 {
+		item["schema"] = integer(int64(st.Schema))
+	}
 	setTime(item, "tick_at", st.TickAt)
 	setTime(item, "metric_at", st.MetricAt)
 	setNum(item, "measured", st.Measured)
@@ -384,7 +387,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 		return st, err
 	}
 	r := &itemReader{item: item}
-	st.Version = int64(r.n("version"))
+	st.Version, st.Schema = int64(r.n("version")), int(r.optN("schema", 0))
 	st.TickAt, st.MetricAt = r.optTS("tick_at"), r.optTS("metric_at")
 	st.Measured = r.optN("measured", math.NaN())
 	st.Setpoint, st.Rate = r.optN("setpoint", 0), r.optN("rate", 0)
