@@ -41,13 +41,34 @@ const (
 )
 
 // Report is what one tick did with one loop: for the log line, the metrics
-// and the tests.
+// and the tests. Its fields are grouped by concern; the groups are embedded,
+// so that a reader writes r.Rate, and the JSON is flat.
 type Report struct {
 	Loop    string  `json:"loop"`
 	Outcome Outcome `json:"outcome"`
 	// Tick is the STATE version written (or read, when nothing was written).
 	Tick int64 `json:"tick"`
 	Mode Mode  `json:"mode,omitempty"`
+	MeasurementReport
+	OutputReport
+	DriftReport
+	ParamsReport
+	NodesReport
+	DemandReport
+	// Mapping is what the tick did with the loop's event source mapping;
+	// nil for a loop that owns none (mapping.go).
+	Mapping *MappingReport `json:"mapping,omitempty"`
+	// Limiting names the signal whose controller set the rate and Signals
+	// reports each signal: for a loop with several signals (signals.go).
+	Limiting string         `json:"limiting,omitempty"`
+	Signals  []SignalReport `json:"signals,omitempty"`
+	// Err is set with OutcomeError.
+	Err error `json:"-"`
+}
+
+// MeasurementReport is the measurement a tick's rate comes from: the
+// limiting signal's (the only one's for a loop with one signal).
+type MeasurementReport struct {
 	// Setpoint and Measured are the setpoint and the newest datapoint
 	// (NaN when none); MetricAt is its timestamp and MetricAge its age
 	// after its period ended.
@@ -60,6 +81,10 @@ type Report struct {
 	// a fresh metric after that.
 	Stale   bool `json:"stale"`
 	Resumed bool `json:"resumed,omitempty"`
+}
+
+// OutputReport is the rate a tick computed and the controller's terms.
+type OutputReport struct {
 	// Rate is the computed rate; RateWritten is false in shadow mode.
 	Rate        float64 `json:"rate"`
 	RateWritten bool    `json:"rate_written"`
@@ -70,9 +95,16 @@ type Report struct {
 	D         float64 `json:"d"`
 	FF        float64 `json:"ff"`
 	Saturated bool    `json:"saturated"`
+	// AtMin is true when the rate is at the loop's minimum rate (an alarm
+	// watches loops pinned there).
+	AtMin bool `json:"at_min"`
+}
+
+// DriftReport is the verdict on the loop's model (DriftState).
+type DriftReport struct {
 	// ModelDrift is set while STATE says the plant moved away from the
 	// loop's model; DriftGainRatio is the plant's gain over the model's as
-	// last estimated (0 before a verdict). See DriftState.
+	// last estimated (0 before a verdict).
 	ModelDrift     bool    `json:"model_drift,omitempty"`
 	DriftGainRatio float64 `json:"drift_gain_ratio,omitempty"`
 	// DriftReason is what moved (DriftState.Reason) while ModelDrift is
@@ -81,13 +113,18 @@ type Report struct {
 	DriftReason           string        `json:"drift_reason,omitempty"`
 	DriftDeadTime         time.Duration `json:"drift_dead_time,omitempty"`
 	DriftDeadTimeEvidence float64       `json:"drift_dead_time_evidence,omitempty"`
-	// AtMin is true when the rate is at the loop's minimum rate (an alarm
-	// watches loops pinned there).
-	AtMin bool `json:"at_min"`
+}
+
+// ParamsReport is the verdict on an edit of PARAMS that this tick checked.
+type ParamsReport struct {
 	// ParamsStatus is applied or refused when this tick checked a new edit
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
 	ParamsReason string `json:"params_reason,omitempty"`
+}
+
+// NodesReport is the balancer's outcome for a loop with nodes.
+type NodesReport struct {
 	// Weights are the node weights written to RATE, keyed by endpoint, and
 	// Nodes the utilization of each node with a fresh metric, keyed by node
 	// name; both nil for a loop without nodes. NodesMissing names the nodes
@@ -95,6 +132,10 @@ type Report struct {
 	Weights      map[string]float64 `json:"weights,omitempty"`
 	Nodes        map[string]float64 `json:"nodes,omitempty"`
 	NodesMissing []string           `json:"nodes_missing,omitempty"`
+}
+
+// DemandReport is what the consumers took and what waits for them.
+type DemandReport struct {
 	// Processed is the rate the consumers reported storing since the
 	// previous tick, messages/s, when ProcessedKnown; LivePeers counts
 	// their live leases; DemandLimited is true when the controller held
@@ -107,15 +148,6 @@ type Report struct {
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`
 	DepthKnown bool    `json:"depth_known"`
-	// Mapping is what the tick did with the loop's event source mapping;
-	// nil for a loop that owns none (mapping.go).
-	Mapping *MappingReport `json:"mapping,omitempty"`
-	// Limiting names the signal whose controller set the rate and Signals
-	// reports each signal: for a loop with several signals (signals.go).
-	Limiting string         `json:"limiting,omitempty"`
-	Signals  []SignalReport `json:"signals,omitempty"`
-	// Err is set with OutcomeError.
-	Err error `json:"-"`
 }
 
 // Ticker runs one controller tick for every loop in a store: it reads all
