@@ -53,7 +53,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	loopID := fs.String("loop", "", "the live loop (required)")
 	table := fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table (default: SLUICE_TABLE or sluice)")
 	metricDelay := fs.Duration("metric-delay", 90*time.Second, "the metric's publication delay after its period ends")
-	x := loop.Experiment{Kind: loop.ExperimentSetpointStep}
+	var x loop.Experiment
 	fs.StringVar(&x.ID, "id", "", "the experiment's id (default: exp- and the time)")
 	fs.Float64Var(&x.Step, "step", 0, "setpoint step, points (required; at most 20 either way)")
 	fs.Float64Var(&x.AbortAbove, "abort-above", 0, "the signal's ceiling: the first datapoint at or above it aborts (required)")

@@ -104,7 +104,7 @@ func (p Params) NodeQuery(n Node) MetricQuery {
 func nodeDimensions(loopDims map[string]string, text string) (map[string]string, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, fmt.Errorf("empty; want the node's dimensions, e.g. %s=replica-1", DefaultDimension)
+		return nil, fmt.Errorf("no metric: a node needs its CloudWatch dimensions, e.g. %s=replica-1 (merged over metric_dimensions), or its PromQL with metric_source prometheus", DefaultDimension)
 	}
 	out := maps.Clone(loopDims)
 	if out == nil {
@@ -239,7 +239,7 @@ func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 		switch p.Metric.Source {
 		case SourcePrometheus:
 			if strings.TrimSpace(n.Metric) == "" {
-				fail(field+".metric", "empty; want the node's PromQL expression")
+				fail(field+".metric", "empty; with metric_source prometheus a node needs its PromQL expression, e.g. max(cpu{instance=\"replica-1\"})")
 			}
 		case SourceCloudWatch:
 			if _, err := nodeDimensions(p.Metric.Dimensions, n.Metric); err != nil {
@@ -247,13 +247,4 @@ func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 			}
 		}
 	}
-}
-
-// Endpoints returns the nodes' endpoints in node-name order.
-func (p Params) Endpoints() []string {
-	out := make([]string, len(p.Nodes))
-	for i, n := range p.Nodes {
-		out[i] = n.Endpoint
-	}
-	return out
 }

@@ -57,7 +57,7 @@ type Params struct {
 	// and stale policy are the top-level fields ("" means DefaultSignal,
 	// cpu). See signals.go.
 	SignalName string `json:"signal,omitempty"`
-	// Controls are the first signal's unit, direction, setpoint and
+	// Controls are the first signal's unit, setpoint and
 	// controller settings.
 	Controls
 	// DemandHeadroom and Ceiling are control.DemandConfig's Headroom and
@@ -215,6 +215,33 @@ func (k kind) dynamoType() string {
 // short is the kind as the docs' table shows it.
 func (k kind) short() string {
 	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S duration", kindBool: "BOOL", kindStringMap: "M of S", kindNodes: "M of M", kindSignals: "M of M"}[k]
+}
+
+// retiredAttrs are attributes that no longer mean anything, each with the
+// one value an item written before may hold (read and ignored) and why no
+// other is valid.
+var retiredAttrs = map[string][2]string{
+	"direction": {"ceiling", "only ceiling is supported: a signal limits the rate while its measurement is above its setpoint; leave direction out"},
+}
+
+// retired reports whether name is a retired attribute.
+func retired(name string) bool {
+	_, ok := retiredAttrs[name]
+	return ok
+}
+
+// retiredValues refuses a retired attribute that holds anything but the
+// value it could hold.
+func (d *decoder) retiredValues() {
+	for _, name := range sortedKeys(d.attrs) {
+		r, ok := retiredAttrs[name]
+		if !ok {
+			continue
+		}
+		if v, _ := d.attrs[name].(string); v != r[0] {
+			d.fail(name, "%s: %s", describe(d.attrs[name]), r[1])
+		}
+	}
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
@@ -407,7 +434,7 @@ func (d *decoder) stringMap(name string) map[string]string {
 // unknown refuses the attributes that are not parameters.
 func (d *decoder) unknown() {
 	for _, name := range sortedKeys(d.attrs) {
-		if _, ok := lookupParam(name); !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
+		if _, ok := lookupParam(name); !ok && !ignoredAttrs[name] && !retired(name) && !strings.HasPrefix(name, "x_") {
 			field := name
 			if strings.TrimSpace(field) == "" {
 				field = strconv.Quote(name)
@@ -445,6 +472,7 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	}
 	d := &decoder{attrs: attrs, loopID: loopID}
 	d.unknown()
+	d.retiredValues()
 	p := d.params()
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
@@ -592,10 +620,10 @@ func (p Params) checkMetric(fail failFunc) {
 // checkCloudWatch checks a CloudWatch metric query.
 func (p Params) checkCloudWatch(fail failFunc) {
 	if p.Metric.Namespace == "" {
-		fail(attrMetricNamespace, "empty")
+		fail(attrMetricNamespace, "empty; a CloudWatch metric needs its namespace, e.g. AWS/RDS")
 	}
 	if p.Metric.Metric == "" {
-		fail(attrMetricName, "empty")
+		fail(attrMetricName, "empty; a CloudWatch metric needs its name, e.g. CPUUtilization")
 	}
 	if err := ValidateStatistic(p.Metric.Statistic); err != nil {
 		fail(attrMetricStatistic, "%v", err)

@@ -266,8 +266,12 @@ func TestDecodeParamsNodes(t *testing.T) {
 	if got := p.Metric.Dimensions["DBInstanceIdentifier"]; got != "orders-db" {
 		t.Errorf("NodeQuery changed the loop's dimensions: %v", p.Metric.Dimensions)
 	}
-	if got := p.Endpoints(); !reflect.DeepEqual(got, []string{"http://10.0.0.1:8080/ingest", "http://10.0.0.2:8080/ingest", "http://10.0.0.3:8080/ingest"}) {
-		t.Errorf("Endpoints() = %v", got)
+	var endpoints []string
+	for _, n := range p.Nodes {
+		endpoints = append(endpoints, n.Endpoint)
+	}
+	if !reflect.DeepEqual(endpoints, []string{"http://10.0.0.1:8080/ingest", "http://10.0.0.2:8080/ingest", "http://10.0.0.3:8080/ingest"}) {
+		t.Errorf("nodes' endpoints in node-name order = %v", endpoints)
 	}
 	// Without metric_dimensions, a bare value names DBInstanceIdentifier
 	// and Name=value pairs stand alone.

@@ -24,7 +24,6 @@ import (
 // Attribute names of a loop's signals.
 const (
 	attrSignal    = "signal"
-	attrDirection = "direction"
 	attrSignals   = "signals"
 )
 
@@ -38,14 +37,6 @@ const MaxSignals = 8
 // signalNameRE is what a signal's name must match: it keys STATE, the
 // dashboard's charts and the history's points.
 var signalNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-
-// Direction says which side of its setpoint a signal limits the rate on.
-type Direction string
-
-// DirectionCeiling: the measurement must stay at or below the setpoint (CPU,
-// lag, latency); above it the signal's controller lowers the rate. The only
-// direction for now ("" means ceiling).
-const DirectionCeiling Direction = "ceiling"
 
 // signalParam reports whether name is an attribute a signal of the
 // `signals` map may set: one declared per signal (param.signal), meaning
@@ -74,10 +65,9 @@ func signalParamNames() []string {
 type Controls struct {
 	// Unit is the measurement's unit as shown (`%`, `s`, `ms`; "" means %
 	// for the first signal); only a signal in `%` has its measurement
-	// checked against [0, 100] and the ceiling cut (`ceiling`). Direction
-	// is the side the signal limits the rate on ("" means ceiling).
-	Unit      string    `json:"unit,omitempty"`
-	Direction Direction `json:"direction,omitempty"`
+	// checked against [0, 100] and the ceiling cut (`ceiling`). Every
+	// signal limits the rate while its measurement is above its setpoint.
+	Unit string `json:"unit,omitempty"`
 	// Setpoint is the value to hold: for a signal in % (CPU utilization)
 	// in (0, 100], otherwise > 0 in the signal's unit.
 	Setpoint float64 `json:"setpoint"`
@@ -212,8 +202,9 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 			continue
 		}
 		sd := &decoder{attrs: attrs, loopID: loopID}
+		sd.retiredValues()
 		for _, k := range sortedKeys(attrs) {
-			if !signalParam(k) {
+			if !signalParam(k) && !retired(k) {
 				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalParamNames(), ", "))
 			}
 		}
@@ -237,14 +228,12 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 	return out
 }
 
-// checkSignals checks the signals: their names and number, their
-// directions, and each further signal as the first one is checked (gains,
+// checkSignals checks the signals: their names and number, and each further signal as the first one is checked (gains,
 // model, metric, stale policy), its fields named signals.<name>.<attribute>.
 func (p Params) checkSignals(fail failFunc) {
 	if !signalNameRE.MatchString(p.FirstSignal()) {
 		fail(attrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
-	checkDirection(attrDirection, p.Direction, fail)
 	if p.DrainFeedforward {
 		fail(attrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", attrSignals)
 	}
@@ -263,7 +252,6 @@ func (p Params) checkSignals(fail failFunc) {
 			continue
 		}
 		seen[s.Name] = true
-		checkDirection(field+"."+attrDirection, s.Direction, fail)
 		q := p.ForSignal(s)
 		sub := func(f, format string, args ...any) {
 			if signalParam(f) {
@@ -276,11 +264,6 @@ func (p Params) checkSignals(fail failFunc) {
 	}
 }
 
-func checkDirection(field string, d Direction, fail failFunc) {
-	if d != "" && d != DirectionCeiling {
-		fail(field, "%q: only %s is supported (the signal limits the rate while its measurement is above its setpoint); a floor (a signal that must stay above its setpoint) is not", truncate(string(d)), DirectionCeiling)
-	}
-}
 
 // encodeSignals writes the signals attribute.
 func encodeSignals(p Params, a map[string]any, name string) {
