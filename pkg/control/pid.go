@@ -366,7 +366,11 @@ func (c *Controller) Update(in Input) Output {
 		u = c.track(&out)
 	} else {
 		u = c.integrate(&out, smp, eI, limited)
-		// Issue 13: the ceiling cut and the demand-limited hold (demand.go).
+		// The demand rules (demand.go): a datapoint at the ceiling cuts
+		// the rate to what the plant took there, and a plant that took
+		// clearly less than it was sent (an idle queue, not a slow
+		// destination) holds the rate near what was consumed, so that
+		// neither winds the rate up past what can be used.
 		u = c.applyDemand(&out, demandStep{u: u, y: y, fresh: smp.isNew, limited: limited}, in)
 	}
 	c.State.FF = out.FF
