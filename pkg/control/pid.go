@@ -55,12 +55,15 @@ const (
 // like its model then shows e = 0 and the feedback only corrects model error
 // and disturbances.
 type Config struct {
-	// Kp is the proportional gain, output units per measurement unit
-	// (messages/s per point of CPU).
+	// Kp is the proportional gain, output units per measurement unit:
+	// (msg/s) per point of CPU.
 	Kp float64 `json:"kp"`
-	// Ki is the integral gain, per second: Kp / Ti.
+	// Ki is the integral gain, (msg/s) per point-second: Kp / Ti. Each
+	// datapoint adds Ki times the error times its interval in seconds.
 	Ki float64 `json:"ki"`
-	// Kd is the derivative gain, seconds: Kp Td. It acts on the measurement.
+	// Kd is the derivative gain, msg per point ((msg/s)·s per point):
+	// Kp Td, times the measurement's slope in points per second. It acts
+	// on the measurement.
 	Kd float64 `json:"kd"`
 	// DerivativeFilter is the time constant of the first-order filter on the
 	// derivative (typically Td/N with N between 5 and 20). Zero: unfiltered.
