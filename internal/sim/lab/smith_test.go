@@ -10,9 +10,9 @@ import (
 	"github.com/sluice-dev/sluice/pkg/control"
 )
 
-// smithPlant is the reference plant: 0.05 points per msg/s over a base of
-// 10 points, a lag of 15 s and a dead time of 5 s.
-var smithPlant = control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second}
+// smithPlant is the reference scenario's plant: 0.05 points per msg/s over
+// a base of 10 points, a lag of 15 s and a dead time of 5 s.
+var smithPlant = sim.Reference().Plant
 
 func TestSmithPredictorTracksSetpoint(t *testing.T) {
 	loop := smithPlant
