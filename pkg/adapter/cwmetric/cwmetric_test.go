@@ -16,7 +16,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 func TestReadMetricsMoto(t *testing.T) {
@@ -58,12 +59,12 @@ func TestReadMetricsMoto(t *testing.T) {
 	put("AWS/RDS", "CPUUtilization", rdsDims, now.Add(-2*time.Minute), 65)
 	put("Custom/App", "Busy", map[string]string{"Service": other, "Zone": "a"}, now.Add(-3*time.Minute), 12.5)
 
-	queries := []loop.MetricQuery{
-		{Source: loop.SourceCloudWatch, Dimensions: rdsDims},
-		{Source: loop.SourceCloudWatch, Namespace: "Custom/App", Metric: "Busy", Statistic: "Maximum",
+	queries := []metric.Query{
+		{Source: cwmetric.Name, Dimensions: rdsDims},
+		{Source: cwmetric.Name, Namespace: "Custom/App", Metric: "Busy", Statistic: "Maximum",
 			Dimensions: map[string]string{"Service": other, "Zone": "a"}, Period: time.Minute},
-		{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": db + "-missing"}},
-		{Source: loop.SourcePrometheus, PromQL: "up"},
+		{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": db + "-missing"}},
+		{Source: prommetric.Name, PromQL: "up"},
 	}
 	got, err := cwmetric.New(client).ReadMetrics(ctx, queries, now)
 	if err != nil {
@@ -137,9 +138,9 @@ func TestReadMetricsBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d queries, pages of %d", tt.queries, tt.pageSize), func(t *testing.T) {
-			qs := make([]loop.MetricQuery, tt.queries)
+			qs := make([]metric.Query, tt.queries)
 			for i := range qs {
-				qs[i] = loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint(i)}}
+				qs[i] = metric.Query{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint(i)}}
 			}
 			api := &fakeAPI{pageSize: tt.pageSize}
 			got, err := cwmetric.New(api).ReadMetrics(context.Background(), qs, now)
@@ -182,9 +183,9 @@ func (p *pickyAPI) GetMetricData(_ context.Context, in *cloudwatch.GetMetricData
 // TestReadMetricsIsolatesAnInvalidQuery: one query CloudWatch refuses fails
 // alone; the other queries of its batch are read.
 func TestReadMetricsIsolatesAnInvalidQuery(t *testing.T) {
-	var qs []loop.MetricQuery
+	var qs []metric.Query
 	for i := range 9 {
-		q := loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint("db", i)}}
+		q := metric.Query{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint("db", i)}}
 		if i == 6 {
 			q.Statistic = "Bogus"
 		}

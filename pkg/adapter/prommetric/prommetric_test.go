@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // gauge is a scrape target whose values the test sets.
@@ -94,12 +97,12 @@ scrape_configs:
 }
 
 // waitFor reads q until cond holds or the test's patience runs out.
-func waitFor(t *testing.T, r *prommetric.Reader, q loop.MetricQuery, cond func(loop.Sample) bool) loop.Sample {
+func waitFor(t *testing.T, r *prommetric.Reader, q metric.Query, cond func(metric.Sample) bool) metric.Sample {
 	t.Helper()
-	var last loop.Sample
+	var last metric.Sample
 	var lastErr error
 	for range 300 {
-		got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{q}, time.Now())
+		got, err := r.ReadMetrics(context.Background(), []metric.Query{q}, time.Now())
 		if err == nil && cond(got[0]) {
 			return got[0]
 		}
@@ -110,7 +113,7 @@ func waitFor(t *testing.T, r *prommetric.Reader, q loop.MetricQuery, cond func(l
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("query %q: condition never held; last sample %+v, last error %v", q.PromQL, last, lastErr)
-	return loop.Sample{}
+	return metric.Sample{}
 }
 
 func TestReadMetricsRealPrometheus(t *testing.T) {
@@ -123,12 +126,12 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-1"}`}
-	waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 42 })
+	cpu := metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="db-1"}`}
+	waitFor(t, r, cpu, func(s metric.Sample) bool { return s.Found && s.Value == 42 })
 
 	changed := time.Now()
 	g.set("db-1", 77.5)
-	s := waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 77.5 })
+	s := waitFor(t, r, cpu, func(s metric.Sample) bool { return s.Found && s.Value == 77.5 })
 	// The sample that shows the new value was scraped after the change.
 	if s.Time.Before(changed.Truncate(time.Millisecond)) {
 		t.Errorf("sample time %v is before the gauge changed at %v", s.Time, changed)
@@ -143,7 +146,7 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourcePrometheus: r}, Now: time.Now}
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{prommetric.Name: r}, Now: time.Now}
 	reports, err := tk.Tick(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -156,17 +159,17 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	}
 
 	g.set("db-2", 10)
-	waitFor(t, r, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-2"}`},
-		func(s loop.Sample) bool { return s.Found })
+	waitFor(t, r, metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="db-2"}`},
+		func(s metric.Sample) bool { return s.Found })
 
-	queries := []loop.MetricQuery{
+	queries := []metric.Query{
 		cpu,
-		{Source: loop.SourcePrometheus, PromQL: `max(sluice_test_cpu)`},
-		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu`},
-		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="nowhere"}`},
-		{Source: loop.SourcePrometheus, PromQL: `sum(`},
-		{Source: loop.SourcePrometheus, PromQL: `scalar(max(sluice_test_cpu))`},
-		{Source: loop.SourceCloudWatch, Metric: "CPUUtilization"},
+		{Source: prommetric.Name, PromQL: `max(sluice_test_cpu)`},
+		{Source: prommetric.Name, PromQL: `sluice_test_cpu`},
+		{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="nowhere"}`},
+		{Source: prommetric.Name, PromQL: `sum(`},
+		{Source: prommetric.Name, PromQL: `scalar(max(sluice_test_cpu))`},
+		{Source: cwmetric.Name, Metric: "CPUUtilization"},
 	}
 	got, err := r.ReadMetrics(context.Background(), queries, time.Now())
 	if err != nil {
@@ -203,7 +206,7 @@ func TestReadMetricsUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{{Source: loop.SourcePrometheus, PromQL: "up"}}, time.Now())
+	got, err := r.ReadMetrics(context.Background(), []metric.Query{{Source: prommetric.Name, PromQL: "up"}}, time.Now())
 	if err != nil || len(got) != 1 || got[0].Err == nil {
 		t.Fatalf("ReadMetrics against a closed port = %+v, %v; want the query's own error", got, err)
 	}
@@ -238,9 +241,9 @@ func TestReadMetricsIsolatesEachQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.QueryTimeout = 200 * time.Millisecond
-	var qs []loop.MetricQuery
+	var qs []metric.Query
 	for _, q := range []string{"slow_cpu", "a_cpu", "broken_cpu", "b_cpu", "c_cpu"} {
-		qs = append(qs, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: q})
+		qs = append(qs, metric.Query{Source: prommetric.Name, PromQL: q})
 	}
 	got, err := r.ReadMetrics(context.Background(), qs, time.Now())
 	if err != nil {
