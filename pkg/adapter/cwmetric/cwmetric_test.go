@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/metric/metrictest"
 )
 
 func TestReadMetricsMoto(t *testing.T) {
@@ -92,6 +93,9 @@ func TestReadMetricsMoto(t *testing.T) {
 	if got[3].Err == nil {
 		t.Errorf("prometheus query through the CloudWatch reader: Err = nil; want an error")
 	}
+	metrictest.Run(t, cwmetric.New(client), metrictest.Fixture{
+		Present: queries[0], Value: 65, Missing: queries[2], Foreign: queries[3], Now: now,
+	})
 }
 
 // fakeAPI records GetMetricData calls and answers each query with one

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/metric/metrictest"
 )
 
 // gauge is a scrape target whose values the test sets.
@@ -136,6 +137,11 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	if s.Time.Before(changed.Truncate(time.Millisecond)) {
 		t.Errorf("sample time %v is before the gauge changed at %v", s.Time, changed)
 	}
+	metrictest.Run(t, r, metrictest.Fixture{
+		Present: cpu, Value: 77.5,
+		Missing: metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="nowhere"}`},
+		Foreign: metric.Query{Source: cwmetric.Name, Metric: "CPUUtilization"},
+	})
 
 	// The controller's tick on this metric: a loop whose PARAMS name the
 	// PromQL query reads 77.5 through the real server and writes its rate.
@@ -213,36 +219,50 @@ func TestReadMetricsUnreachable(t *testing.T) {
 }
 
 // TestReadMetricsIsolatesEachQuery: one query answered with HTTP 500 and
-// one that never answers (cut by its timeout) fail alone; the others,
-// read while the slow one is in flight, are found.
+// one that never answers (cut by its timeout) fail alone; the others are
+// found, and read while the slow one is in flight: the slow query's
+// handler waits for them to be answered, which a reader reading one query
+// at a time would never do before the slow query's timeout.
 func TestReadMetricsIsolatesEachQuery(t *testing.T) {
-	var mu sync.Mutex
-	inFlight, maxInFlight := 0, 0
+	fast := []string{"a_cpu", "broken_cpu", "b_cpu", "c_cpu"}
+	var answered sync.WaitGroup
+	answered.Add(len(fast))
+	othersFirst := make(chan bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		inFlight++
-		maxInFlight = max(maxInFlight, inFlight)
-		mu.Unlock()
-		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
 		q := req.FormValue("query")
 		switch {
-		case strings.Contains(q, "broken"):
+		case strings.Contains(q, "slow"):
+			done := make(chan struct{})
+			go func() { answered.Wait(); close(done) }()
+			select {
+			case <-done:
+				othersFirst <- true
+			case <-req.Context().Done():
+				othersFirst <- false
+			}
+			<-req.Context().Done()
+			return
+		case strings.HasPrefix(q, "timestamp("):
+		default:
+			defer answered.Done()
+		}
+		if strings.Contains(q, "broken") {
 			w.WriteHeader(http.StatusInternalServerError)
 			fmt.Fprint(w, `{"status":"error","errorType":"internal","error":"boom"}`)
-		case strings.Contains(q, "slow"):
-			<-req.Context().Done()
-		default:
-			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"55"]}]}}`, time.Now().Unix())
+			return
 		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"55"]}]}}`, time.Now().Unix())
 	}))
 	defer srv.Close()
 	r, err := prommetric.New(srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.QueryTimeout = 200 * time.Millisecond
-	var qs []metric.Query
-	for _, q := range []string{"slow_cpu", "a_cpu", "broken_cpu", "b_cpu", "c_cpu"} {
+	// Long enough for the fast queries on a busy machine; the slow one
+	// takes all of it.
+	r.QueryTimeout = 2 * time.Second
+	qs := []metric.Query{{Source: prommetric.Name, PromQL: "slow_cpu"}}
+	for _, q := range fast {
 		qs = append(qs, metric.Query{Source: prommetric.Name, PromQL: q})
 	}
 	got, err := r.ReadMetrics(context.Background(), qs, time.Now())
@@ -258,8 +278,8 @@ func TestReadMetricsIsolatesEachQuery(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(got[2].Err), "500") {
 		t.Errorf("broken_cpu error = %v; want it to say HTTP 500", got[2].Err)
 	}
-	if maxInFlight < 2 {
-		t.Errorf("at most %d queries in flight; want them concurrent", maxInFlight)
+	if !<-othersFirst {
+		t.Error("the other queries were not answered while slow_cpu was in flight; want them concurrent")
 	}
 }
 
