@@ -68,107 +68,124 @@ func Same(a, b history.Point) bool {
 // first, one point per tick (the later append wins), AppendReports
 // records applied ticks only, an unknown loop is empty.
 func Run(t *testing.T, newHistory func(t *testing.T) Store) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, h Store)
+	}{
+		{"Last returns the newest points oldest first", last},
+		{"Since is exclusive and bounded", since},
+		{"same tick overwrites", sameTick},
+		{"AppendReports records applied ticks only", appendReports},
+		{"unknown loop is empty", unknownLoop},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newHistory(t)) })
+	}
+}
 
-	t.Run("Last returns the newest points oldest first", func(t *testing.T) {
-		h := newHistory(t)
-		for k := range 10 {
-			if err := h.Append(ctx, "a", Point(t0, k)); err != nil {
-				t.Fatalf("Append(%d) = %v", k, err)
-			}
+// t0 is the time of the suite's first point.
+var t0 = time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
+
+func last(t *testing.T, h Store) {
+	ctx := context.Background()
+	for k := range 10 {
+		if err := h.Append(ctx, "a", Point(t0, k)); err != nil {
+			t.Fatalf("Append(%d) = %v", k, err)
 		}
-		_ = h.Append(ctx, "b", Point(t0, 100))
-		got, err := h.Last(ctx, "a", 3)
+	}
+	_ = h.Append(ctx, "b", Point(t0, 100))
+	got, err := h.Last(ctx, "a", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("Last(a, 3) returned %d points; want 3", len(got))
+	}
+	for i, k := range []int{7, 8, 9} {
+		if want := Point(t0, k); !Same(got[i], want) {
+			t.Errorf("Last(a, 3)[%d] = %+v; want %+v", i, got[i], want)
+		}
+	}
+}
+
+func since(t *testing.T, h Store) {
+	ctx := context.Background()
+	for k := range 10 {
+		_ = h.Append(ctx, "a", Point(t0, k))
+	}
+	got, err := h.Since(ctx, "a", Point(t0, 4).T, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !Same(got[0], Point(t0, 5)) || !Same(got[1], Point(t0, 6)) {
+		t.Fatalf("Since(t4, 2) = %+v; want points 5 and 6", got)
+	}
+	all, _ := h.Since(ctx, "a", time.Time{}, 0)
+	if len(all) != 10 {
+		t.Errorf("Since(zero, 0) returned %d points; want 10", len(all))
+	}
+	none, _ := h.Since(ctx, "a", Point(t0, 9).T, 5)
+	if len(none) != 0 {
+		t.Errorf("Since(last) returned %d points; want 0", len(none))
+	}
+}
+
+func sameTick(t *testing.T, h Store) {
+	ctx := context.Background()
+	p := Point(t0, 1)
+	_ = h.Append(ctx, "a", p)
+	p.Rate = 42
+	_ = h.Append(ctx, "a", p)
+	got, _ := h.Last(ctx, "a", 10)
+	if len(got) != 1 || got[0].Rate != 42 {
+		t.Fatalf("after two appends at one tick Last = %+v; want one point with rate 42", got)
+	}
+}
+
+func appendReports(t *testing.T, h Store) {
+	ctx := context.Background()
+	reports := []loop.Report{
+		{Loop: "a", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, Setpoint: 70, Measured: 65, Rate: 900, P: 5, I: 30, FF: 865, Saturated: true},
+		{Loop: "b", Outcome: loop.OutcomeApplied, Mode: loop.ModeShadow, Setpoint: 60, Measured: math.NaN(), Stale: true, Rate: 200},
+		{Loop: "c", Outcome: loop.OutcomeLost, Setpoint: 60, Measured: 50, Rate: 300},
+		{Loop: "d", Outcome: loop.OutcomeError, Measured: math.NaN()},
+	}
+	for i := range 30 { // more than one BatchWriteItem
+		reports = append(reports, loop.Report{Loop: fmt.Sprintf("bulk-%02d", i), Outcome: loop.OutcomeApplied, Setpoint: 50, Measured: 50, Rate: float64(i)})
+	}
+	if err := h.AppendReports(ctx, t0, reports); err != nil {
+		t.Fatalf("AppendReports = %v", err)
+	}
+	nan := math.NaN()
+	for _, tt := range []struct {
+		loop string
+		want []history.Point
+	}{
+		{"a", []history.Point{{T: t0, Setpoint: 70, Measured: 65, Rate: 900, Consumed: nan, P: 5, I: 30, FF: 865, Saturated: true, Depth: nan, Mode: "auto"}}},
+		{"b", []history.Point{{T: t0, Setpoint: 60, Measured: nan, Rate: 200, Consumed: nan, P: nan, I: nan, FF: nan, Stale: true, Depth: nan, Mode: "shadow"}}},
+		{"c", nil},
+		{"d", nil},
+		{"bulk-29", []history.Point{{T: t0, Setpoint: 50, Measured: 50, Rate: 29, Consumed: nan, Depth: nan}}},
+	} {
+		got, err := h.Last(ctx, tt.loop, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 {
-			t.Fatalf("Last(a, 3) returned %d points; want 3", len(got))
+		if len(got) != len(tt.want) {
+			t.Errorf("Last(%s) = %d points; want %d", tt.loop, len(got), len(tt.want))
+			continue
 		}
-		for i, k := range []int{7, 8, 9} {
-			if want := Point(t0, k); !Same(got[i], want) {
-				t.Errorf("Last(a, 3)[%d] = %+v; want %+v", i, got[i], want)
+		for i := range got {
+			if !Same(got[i], tt.want[i]) {
+				t.Errorf("Last(%s)[%d] = %+v; want %+v", tt.loop, i, got[i], tt.want[i])
 			}
 		}
-	})
-	t.Run("Since is exclusive and bounded", func(t *testing.T) {
-		h := newHistory(t)
-		for k := range 10 {
-			_ = h.Append(ctx, "a", Point(t0, k))
-		}
-		got, err := h.Since(ctx, "a", Point(t0, 4).T, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 2 || !Same(got[0], Point(t0, 5)) || !Same(got[1], Point(t0, 6)) {
-			t.Fatalf("Since(t4, 2) = %+v; want points 5 and 6", got)
-		}
-		all, _ := h.Since(ctx, "a", time.Time{}, 0)
-		if len(all) != 10 {
-			t.Errorf("Since(zero, 0) returned %d points; want 10", len(all))
-		}
-		none, _ := h.Since(ctx, "a", Point(t0, 9).T, 5)
-		if len(none) != 0 {
-			t.Errorf("Since(last) returned %d points; want 0", len(none))
-		}
-	})
-	t.Run("same tick overwrites", func(t *testing.T) {
-		h := newHistory(t)
-		p := Point(t0, 1)
-		_ = h.Append(ctx, "a", p)
-		p.Rate = 42
-		_ = h.Append(ctx, "a", p)
-		got, _ := h.Last(ctx, "a", 10)
-		if len(got) != 1 || got[0].Rate != 42 {
-			t.Fatalf("after two appends at one tick Last = %+v; want one point with rate 42", got)
-		}
-	})
-	t.Run("AppendReports records applied ticks only", func(t *testing.T) {
-		h := newHistory(t)
-		reports := []loop.Report{
-			{Loop: "a", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, Setpoint: 70, Measured: 65, Rate: 900, P: 5, I: 30, FF: 865, Saturated: true},
-			{Loop: "b", Outcome: loop.OutcomeApplied, Mode: loop.ModeShadow, Setpoint: 60, Measured: math.NaN(), Stale: true, Rate: 200},
-			{Loop: "c", Outcome: loop.OutcomeLost, Setpoint: 60, Measured: 50, Rate: 300},
-			{Loop: "d", Outcome: loop.OutcomeError, Measured: math.NaN()},
-		}
-		for i := range 30 { // more than one BatchWriteItem
-			reports = append(reports, loop.Report{Loop: fmt.Sprintf("bulk-%02d", i), Outcome: loop.OutcomeApplied, Setpoint: 50, Measured: 50, Rate: float64(i)})
-		}
-		if err := h.AppendReports(ctx, t0, reports); err != nil {
-			t.Fatalf("AppendReports = %v", err)
-		}
-		nan := math.NaN()
-		for _, tt := range []struct {
-			loop string
-			want []history.Point
-		}{
-			{"a", []history.Point{{T: t0, Setpoint: 70, Measured: 65, Rate: 900, Consumed: nan, P: 5, I: 30, FF: 865, Saturated: true, Depth: nan, Mode: "auto"}}},
-			{"b", []history.Point{{T: t0, Setpoint: 60, Measured: nan, Rate: 200, Consumed: nan, P: nan, I: nan, FF: nan, Stale: true, Depth: nan, Mode: "shadow"}}},
-			{"c", nil},
-			{"d", nil},
-			{"bulk-29", []history.Point{{T: t0, Setpoint: 50, Measured: 50, Rate: 29, Consumed: nan, Depth: nan}}},
-		} {
-			got, err := h.Last(ctx, tt.loop, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(tt.want) {
-				t.Errorf("Last(%s) = %d points; want %d", tt.loop, len(got), len(tt.want))
-				continue
-			}
-			for i := range got {
-				if !Same(got[i], tt.want[i]) {
-					t.Errorf("Last(%s)[%d] = %+v; want %+v", tt.loop, i, got[i], tt.want[i])
-				}
-			}
-		}
-	})
-	t.Run("unknown loop is empty", func(t *testing.T) {
-		h := newHistory(t)
-		got, err := h.Last(ctx, "nope", 5)
-		if err != nil || len(got) != 0 {
-			t.Fatalf("Last(nope) = %v, %v; want empty, nil", got, err)
-		}
-	})
+	}
+}
+
+func unknownLoop(t *testing.T, h Store) {
+	ctx := context.Background()
+	got, err := h.Last(ctx, "nope", 5)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Last(nope) = %v, %v; want empty, nil", got, err)
+	}
 }
