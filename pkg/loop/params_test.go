@@ -390,19 +390,6 @@ func FuzzDecodeParams(f *testing.F) {
 	})
 }
 
-func TestValidateStatistic(t *testing.T) {
-	for _, s := range []string{"Average", "Sum", "SampleCount", "Minimum", "Maximum", "IQM", "p99", "p99.9", "p0", "p100", "tm90", "wm99", "tc90", "ts50", "TM(10%:90%)", "PR(:300)", "TC(0.005:0.030)", "WM(:95%)"} {
-		if err := cwmetric.ValidateStatistic(s); err != nil {
-			t.Errorf("ValidateStatistic(%q) = %v; want nil", s, err)
-		}
-	}
-	for _, s := range []string{"", "average", "Avg", "p101", "p-1", "P99", "tm", "TM(10%:90%", "TM(:)", "Average;DROP", "Maximum "} {
-		if err := cwmetric.ValidateStatistic(s); err == nil {
-			t.Errorf("ValidateStatistic(%q) = nil; want an error", s)
-		}
-	}
-}
-
 // TestDecodeParamsRefusesInvalidStatistic: a statistic that would fail the
 // CloudWatch batch of every loop is refused with the field's name.
 func TestDecodeParamsRefusesInvalidStatistic(t *testing.T) {
