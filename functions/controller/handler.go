@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -192,13 +193,13 @@ func loopAttrs(r loop.Report) []slog.Attr {
 }
 
 // driftAttrs are the verdict that the plant moved away from the loop's
-// model (loop.DriftState): a warning until the model is edited.
+// model (drift.State): a warning until the model is edited.
 func driftAttrs(r loop.Report) ([]slog.Attr, bool) {
 	if !r.ModelDrift {
 		return nil, false
 	}
 	attrs := []slog.Attr{slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio)}
-	if r.DriftReason == loop.DriftReasonDeadTime {
+	if r.DriftReason == drift.ReasonDeadTime {
 		attrs = append(attrs, slog.String("drift_reason", r.DriftReason), slog.Float64("drift_dead_time_s", r.DriftDeadTime.Seconds()))
 	}
 	return attrs, true

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // The compatibility corpus: PARAMS items as DynamoDB holds them (one per
@@ -123,11 +125,11 @@ func (s *compatStore) CommitTick(_ context.Context, c loop.Commit) error {
 // period ended.
 type compatReader struct{ s *compatStore }
 
-func (m compatReader) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
+func (m compatReader) ReadMetrics(_ context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		key := q.Dimensions["DBInstanceIdentifier"]
-		out[i] = loop.Sample{Value: compatMetric(key, m.s.tick), Time: now.Add(-90*time.Second - q.Period), Found: true}
+		out[i] = metric.Sample{Value: compatMetric(key, m.s.tick), Time: now.Add(-90*time.Second - q.Period), Found: true}
 	}
 	return out, nil
 }
@@ -145,7 +147,7 @@ func (m *compatMapping) SetMaximumConcurrency(_ context.Context, _ string, n int
 func compatTick(t *testing.T, s *compatStore, m *compatMapping, i int) loop.Report {
 	t.Helper()
 	s.tick = i
-	tk := &loop.Ticker{Store: s, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: compatReader{s}},
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: s, Metrics: map[string]metric.Reader{"cloudwatch": compatReader{s}},
 		Now: func() time.Time { return compatStart.Add(time.Duration(i) * time.Minute) }, Mappings: m}
 	reps, err := tk.Tick(context.Background())
 	if err != nil || len(reps) != 1 {
@@ -231,7 +233,7 @@ func TestCompat(t *testing.T) {
 			}
 			var attrs map[string]any
 			readJSON(t, base+".params.json", &attrs)
-			if _, err := loop.DecodeParams(name, attrs); err != nil {
+			if _, err := loop.DecodeParams(name, attrs, looptest.Sources()); err != nil {
 				t.Fatalf("DecodeParams(%s) = %v", base+".params.json", err)
 			}
 			m := &compatMapping{n: 10}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // param declares one PARAMS attribute, once, as Kubernetes declares an API
@@ -172,27 +173,9 @@ var paramTable = []param{
 	{name: attrRateTTL, kind: kindDuration, def: "3 × `tick_period`",
 		doc:   "lifetime of a RATE item; must be >= `tick_period`",
 		codec: rateTTL},
-	{name: attrMetricSource, kind: kindString, signal: true, def: "`cloudwatch`",
-		doc:   "`cloudwatch` or `prometheus`",
-		codec: text(func(p *Params) *string { return (*string)(&p.Metric.Source) }, string(SourceCloudWatch), always)},
-	{name: attrMetricNamespace, kind: kindString, signal: true, def: "`AWS/RDS`",
-		doc:   "CloudWatch namespace",
-		codec: cloudWatchText(func(p *Params) *string { return &p.Metric.Namespace }, DefaultNamespace)},
-	{name: attrMetricName, kind: kindString, signal: true, def: "`CPUUtilization`",
-		doc:   "CloudWatch metric",
-		codec: cloudWatchText(func(p *Params) *string { return &p.Metric.Metric }, DefaultMetric)},
-	{name: attrMetricDimensions, kind: kindStringMap, signal: true, def: "required for CloudWatch",
-		doc:   "CloudWatch dimensions, e.g. `{\"DBInstanceIdentifier\": {\"S\": \"orders-db\"}}` (at most 30; optional with `nodes`)",
-		codec: dimensions},
-	{name: attrMetricStatistic, kind: kindString, signal: true, def: "`Average`",
-		doc:   "any CloudWatch statistic (`Maximum`, `p99`, ...)",
-		codec: cloudWatchText(func(p *Params) *string { return &p.Metric.Statistic }, DefaultStatistic)},
-	{name: attrMetricPeriod, kind: kindDuration, signal: true, def: "`1m`",
-		doc:   "CloudWatch period: 1s, 5s, 10s, 30s or a multiple of 60s",
-		codec: metricPeriod},
-	{name: attrMetricPromQL, kind: kindString, signal: true, def: "required for Prometheus",
-		doc:   "a PromQL expression returning one series (aggregate with `max(...)`; optional with `nodes`); the controller needs `SLUICE_PROMETHEUS_URL`",
-		codec: promQL},
+	{name: attrMetricSource, kind: kindString, signal: true, def: "the first source",
+		doc:   "the metric source, one of those the decoder is given; it declares, reads and checks the other `metric_*` attributes (metricparams.go)",
+		codec: codec{decode: (*decoder).decodeMetric, encode: func(Params, map[string]any, string) {}}}, // with Attrs' sources
 	{name: attrStalePolicy, kind: kindString, signal: true, def: "`hold`",
 		doc:   "`hold`, `decay` or `fail-closed`: what the loop does while its metric is stale or missing",
 		codec: text(func(p *Params) *string { return (*string)(&p.Stale.Action) }, string(control.StaleHold), always)},
@@ -402,63 +385,6 @@ var rateTTL = codec{
 	encode: func(p Params, a map[string]any, name string) { a[name] = p.RateTTL.String() },
 }
 
-// cloudWatchText is a CloudWatch attribute with a default for CloudWatch
-// loops, written only for them.
-func cloudWatchText(f func(*Params) *string, def string) codec {
-	return codec{
-		decode: func(d *decoder, p *Params, name string) {
-			v := def
-			if p.Metric.Source != SourceCloudWatch {
-				v = ""
-			}
-			*f(p) = d.str(name, v)
-		},
-		encode: func(p Params, a map[string]any, name string) {
-			if p.Metric.Source != SourcePrometheus {
-				a[name] = *f(&p)
-			}
-		},
-	}
-}
-
-var metricPeriod = codec{
-	decode: func(d *decoder, p *Params, name string) {
-		var def time.Duration
-		if p.Metric.Source == SourceCloudWatch {
-			def = DefaultPeriod
-		}
-		p.Metric.Period = d.duration(name, def)
-	},
-	encode: func(p Params, a map[string]any, name string) {
-		if p.Metric.Source != SourcePrometheus {
-			a[name] = p.Metric.Period.String()
-		}
-	},
-}
-
-var dimensions = codec{
-	decode: func(d *decoder, p *Params, name string) { p.Metric.Dimensions = d.stringMap(name) },
-	encode: func(p Params, a map[string]any, name string) {
-		if p.Metric.Source == SourcePrometheus || (p.Metric.Dimensions == nil && len(p.Nodes) > 0) {
-			return
-		}
-		dims := make(map[string]any, len(p.Metric.Dimensions))
-		for k, v := range p.Metric.Dimensions {
-			dims[k] = v
-		}
-		a[name] = dims
-	},
-}
-
-var promQL = codec{
-	decode: func(d *decoder, p *Params, name string) { p.Metric.PromQL = d.str(name, "") },
-	encode: func(p Params, a map[string]any, name string) {
-		if p.Metric.Source == SourcePrometheus {
-			a[name] = p.Metric.PromQL
-		}
-	},
-}
-
 // safeRate defaults to min_rate.
 var safeRate = codec{
 	decode: func(d *decoder, p *Params, name string) {
@@ -509,11 +435,12 @@ func balanceNumber(f func(*balance.Config) *float64) codec {
 }
 
 // ParamsMarkdown returns the table of PARAMS attributes that
-// docs/controller.md shows (a test keeps the doc current).
-func ParamsMarkdown() string {
+// docs/controller.md shows, with the query attributes of sources (a test
+// keeps the doc current).
+func ParamsMarkdown(sources metric.Sources) string {
 	var b strings.Builder
 	b.WriteString("| attribute | type | unit | default | range | per signal | meaning |\n|---|---|---|---|---|---|---|\n")
-	for _, p := range paramTable {
+	for _, p := range paramsFor(sources) {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", p.name, p.kind.short(), p.unit, p.def, p.rangeText(),
 			map[bool]string{true: "yes"}[p.signal], p.markdown())
 	}

@@ -5,10 +5,12 @@ import (
 	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Signals: a loop may regulate several constraints at once (override
@@ -23,8 +25,8 @@ import (
 
 // Attribute names of a loop's signals.
 const (
-	attrSignal    = "signal"
-	attrSignals   = "signals"
+	attrSignal  = "signal"
+	attrSignals = "signals"
 )
 
 // DefaultSignal is the name of the first signal when `signal` is absent.
@@ -38,25 +40,15 @@ const MaxSignals = 8
 // dashboard's charts and the history's points.
 var signalNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 
-// signalParam reports whether name is an attribute a signal of the
-// `signals` map may set: one declared per signal (param.signal), meaning
-// what it means at the top level for the first signal. The others (mode,
-// rates, slew limit, tick period, RATE's lifetime, safe rate, nodes, ...)
-// are the loop's.
+// signalParam reports whether name is an attribute of paramTable that a
+// signal of the `signals` map may set: one declared per signal
+// (param.signal), meaning what it means at the top level for the first
+// signal; signalAttrNames adds the metric sources' query attributes. The
+// others (mode, rates, slew limit, tick period, RATE's lifetime, safe rate,
+// nodes, ...) are the loop's.
 func signalParam(name string) bool {
 	f, ok := lookupParam(name)
 	return ok && f.signal
-}
-
-// signalParamNames lists the per-signal attributes, in table order.
-func signalParamNames() []string {
-	var names []string
-	for _, f := range paramTable {
-		if f.signal {
-			names = append(names, f.name)
-		}
-	}
-	return names
 }
 
 // Controls are what a signal holds and how its controller moves the rate:
@@ -104,7 +96,7 @@ type Controls struct {
 // a further signal's.
 type Sensing struct {
 	// Metric is the measurement.
-	Metric MetricQuery `json:"metric"`
+	Metric metric.Query `json:"metric"`
 	// Stale is what the loop does while the metric is stale or missing;
 	// StaleAfter is the age (after the datapoint's period ends) beyond which
 	// the newest datapoint is stale. A further signal's Stale.SafeRate is
@@ -201,11 +193,12 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 			d.fail(field, "want a map (M) of the signal's attributes (%s, ...), got %s", AttrSetpoint, describe(m[name]))
 			continue
 		}
-		sd := &decoder{attrs: attrs, loopID: loopID}
+		sd := &decoder{attrs: attrs, loopID: loopID, sources: d.sources}
 		sd.retiredValues()
+		names := signalAttrNames(d.sources)
 		for _, k := range sortedKeys(attrs) {
-			if !signalParam(k) && !retired(k) {
-				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalParamNames(), ", "))
+			if !slices.Contains(names, k) && !retired(k) {
+				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(names, ", "))
 			}
 		}
 		q := Params{Loop: loopID}
@@ -230,7 +223,7 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 
 // checkSignals checks the signals: their names and number, and each further signal as the first one is checked (gains,
 // model, metric, stale policy), its fields named signals.<name>.<attribute>.
-func (p Params) checkSignals(fail failFunc) {
+func (p Params) checkSignals(sources metric.Sources, fail failFunc) {
 	if !signalNameRE.MatchString(p.FirstSignal()) {
 		fail(attrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
@@ -241,6 +234,7 @@ func (p Params) checkSignals(fail failFunc) {
 		fail(attrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
 	}
 	seen := map[string]bool{p.FirstSignal(): true}
+	names := signalAttrNames(sources)
 	for _, s := range p.Signals {
 		field := attrSignals + "." + s.Name
 		if !signalNameRE.MatchString(s.Name) {
@@ -254,16 +248,15 @@ func (p Params) checkSignals(fail failFunc) {
 		seen[s.Name] = true
 		q := p.ForSignal(s)
 		sub := func(f, format string, args ...any) {
-			if signalParam(f) {
+			if slices.Contains(names, f) {
 				fail(field+"."+f, format, args...)
 			}
 		}
 		q.checkGains(sub)
-		q.checkMetric(sub)
+		q.checkMetric(sources, sub)
 		q.checkStale(sub)
 	}
 }
-
 
 // encodeSignals writes the signals attribute.
 func encodeSignals(p Params, a map[string]any, name string) {
@@ -274,7 +267,7 @@ func encodeSignals(p Params, a map[string]any, name string) {
 	for _, s := range p.Signals {
 		q := p.ForSignal(s)
 		q.Unit = s.Unit
-		all := q.Attrs()
+		all := q.tableAttrs()
 		sa := make(map[string]any)
 		for k, v := range all {
 			if signalParam(k) {

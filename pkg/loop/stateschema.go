@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // StateSchema is the schema of the STATE items this controller writes:
@@ -12,8 +15,10 @@ import (
 //     Params' own JSON, with nested feedforward, metric and stale objects
 //     and durations in nanoseconds.
 //   - 2: the parameters in force are in the PARAMS item's shape (the
-//     attributes DecodeParams reads, with the loop id as pk): one schema
-//     for the parameters, wherever they are kept.
+//     attributes of paramTable, with the loop id as pk; each metric query,
+//     whose attributes are its source's, as metric.Query's JSON under
+//     metric_query): one schema for the parameters, wherever they are
+//     kept.
 //
 // An older STATE is upgraded as it is read. A STATE of a newer schema is
 // refused (a *StateSchemaError in the loop's report): the controller would
@@ -44,11 +49,26 @@ func upgradeState(st *State) error {
 	return nil
 }
 
-// MarshalJSON encodes p in the PARAMS item's shape (Attrs, with the loop id
-// as pk): the form STATE keeps the parameters in force in.
+// storedQuery is the attribute under which STATE keeps a signal's metric
+// query: the query attributes are the metric sources' (metricparams.go),
+// and STATE is read without them, so the query is kept as metric.Query's
+// own JSON, beside the attributes of paramTable.
+const storedQuery = "metric_query"
+
+// MarshalJSON encodes p in the PARAMS item's shape (the attributes of
+// paramTable, with the loop id as pk), each metric query under
+// storedQuery: the form STATE keeps the parameters in force in.
 func (p Params) MarshalJSON() ([]byte, error) {
-	a := p.Attrs()
+	a := p.tableAttrs()
 	a["pk"] = p.Loop
+	a[storedQuery] = queryJSON(p.Metric)
+	if m, ok := a[attrSignals].(map[string]any); ok {
+		for _, s := range p.Signals {
+			if sa, ok := m[s.Name].(map[string]any); ok {
+				sa[storedQuery] = queryJSON(s.Metric)
+			}
+		}
+	}
 	return json.Marshal(a)
 }
 
@@ -67,12 +87,63 @@ func (p *Params) UnmarshalJSON(b []byte) error {
 		type schema1 Params // without these methods
 		return json.Unmarshal(b, (*schema1)(p))
 	}
+	queries := map[string]metric.Query{}
+	if err := takeQuery(a, "", queries); err != nil {
+		return err
+	}
+	if sm, ok := a[attrSignals].(map[string]any); ok {
+		for name, v := range sm {
+			if m, ok := v.(map[string]any); ok {
+				if err := takeQuery(m, name, queries); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	id, _ := a["pk"].(string)
 	dec := &decoder{attrs: a, loopID: id}
 	q := dec.params()
 	if len(dec.errs) > 0 {
 		return fmt.Errorf("parameters in force: %w", &ParamsError{Loop: id, Fields: dec.errs})
 	}
+	q.Metric = queries[""]
+	for i := range q.Signals {
+		q.Signals[i].Metric = queries[q.Signals[i].Name]
+	}
 	*p = q
 	return nil
+}
+
+// queryJSON is metric.Query as STATE keeps it: its maps are written even
+// empty, so that a query reads back exactly as it was (a conversion, which
+// stops compiling when metric.Query changes).
+type queryJSON struct {
+	Source     string            `json:"source"`
+	Namespace  string            `json:"namespace,omitempty"`
+	Metric     string            `json:"metric,omitempty"`
+	Dimensions map[string]string `json:"dimensions"`
+	Statistic  string            `json:"statistic,omitempty"`
+	Period     time.Duration     `json:"period,omitempty"`
+	PromQL     string            `json:"promql,omitempty"`
+	Spec       map[string]string `json:"spec"`
+	Lookback   time.Duration     `json:"-"`
+}
+
+// takeQuery moves the metric query stored in attrs (storedQuery) into
+// queries[key].
+func takeQuery(attrs map[string]any, key string, queries map[string]metric.Query) error {
+	raw, ok := attrs[storedQuery]
+	if !ok {
+		return nil
+	}
+	delete(attrs, storedQuery)
+	b, err := json.Marshal(raw)
+	if err == nil {
+		var q queryJSON
+		if err = json.Unmarshal(b, &q); err == nil {
+			queries[key] = metric.Query(q)
+			return nil
+		}
+	}
+	return fmt.Errorf("parameters in force: %s of signal %q: %w", storedQuery, key, err)
 }
