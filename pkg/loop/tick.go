@@ -405,7 +405,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 			out = tc.update(&ctrl, in, fresh)
 		}
 	} else { // override control: the lowest of the signals' outputs (signals_tick.go)
-		out = w.override(tc, &ctrl, in, fresh)
+		out = w.override(tc, &ctrl, in)
 	}
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
