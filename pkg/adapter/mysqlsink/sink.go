@@ -65,9 +65,6 @@ type Sink struct {
 	prepared []*sql.Stmt
 	cache    map[string]*sql.Stmt // multi-row statements by text
 
-	pruneMu   sync.Mutex
-	pruneNext time.Time
-
 	stats Stats
 }
 
@@ -233,7 +230,6 @@ func (s *Sink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Res
 	for dup, first := range twins {
 		res[dup] = res[first]
 	}
-	s.maybePrune(ctx)
 	return res, nil
 }
 

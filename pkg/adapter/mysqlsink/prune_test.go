@@ -1,0 +1,236 @@
+package mysqlsink_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// fillOld puts n inbox rows stored long before any retention.
+func fillOld(t *testing.T, db *sql.DB, n int) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO sluice_inbox (message_id, body_sha256, stored_at)
+SELECT CONCAT('old-', seq), UNHEX(SHA2('x', 256)), '2025-01-01' FROM seq_1_to_` + itoa(n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// lockOld begins a transaction that holds the inbox's old rows (read
+// committed: those rows only, no gap), as a long report or a backup would.
+func lockOld(t *testing.T, db *sql.DB) *sql.Tx {
+	t.Helper()
+	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.Exec("SELECT message_id FROM sluice_inbox WHERE stored_at < '2025-06-01' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// lockWaits counts the transactions waiting for a lock that blocker holds.
+func lockWaits(t *testing.T, db *sql.DB, blocker *sql.Tx) int {
+	t.Helper()
+	var trx string
+	if err := blocker.QueryRow("SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&trx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS WHERE blocking_trx_id = ?", trx).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStoreDoesNotWaitForThePrune: the inbox holds rows past the retention
+// that another transaction keeps locked, so that deleting them waits. A
+// Store must return without waiting for that: pruning is not on its path.
+func TestStoreDoesNotWaitForThePrune(t *testing.T) {
+	db := userDB(t, ledgerSchema)
+	fillOld(t, db, 1200)
+	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
+	other := lockOld(t, db)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Store(context.Background(), []consume.Message{order("a", 1, "ann", "1")})
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Store = %v; want stored", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if lockWaits(t, db, other) > 0 {
+			other.Rollback()
+			<-done
+			t.Fatal("Store waited for a lock on the inbox's old rows (a prune on its path); want it to return without")
+		}
+	}
+}
+
+// syncBuffer is a log destination the pruner's goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func logTo(b *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
+func TestInboxPrunedInChunksByPruner(t *testing.T) {
+	db := userDB(t, ledgerSchema)
+	fillOld(t, db, 1200)
+	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
+	store(t, s, order("a", 1, "ann", "1"))
+	p := mysqlsink.NewPruner(s, mysqlsink.PruneConfig{Chunk: 500})
+	if behind := mysqlsink.PruneRound(context.Background(), p); behind {
+		t.Errorf("PruneRound = behind; want every old row removed within the budget")
+	}
+	if got := query(t, db, "SELECT message_id FROM sluice_inbox"); got != "a" {
+		t.Errorf("inbox = %.40s...; want only a", got)
+	}
+	if got := s.Stats().Pruned.Load(); got != 1200 {
+		t.Errorf("Stats().Pruned = %d; want 1200", got)
+	}
+}
+
+// TestPruneReadsOnlyOldRows: one DELETE of the pruner reads the rows it
+// removes and the first one it keeps, never the whole inbox (a DELETE
+// that read the stored_at index end to end took 20 s on 5 M rows).
+func TestPruneReadsOnlyOldRows(t *testing.T) {
+	db := userDB(t, ledgerSchema)
+	fillOld(t, db, 30)
+	if _, err := db.Exec(`INSERT INTO sluice_inbox (message_id, body_sha256, stored_at)
+SELECT CONCAT('new-', seq), UNHEX(SHA2('x', 256)), NOW(6) FROM seq_1_to_20000`); err != nil {
+		t.Fatal(err)
+	}
+	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	own := -(handlerReads(t, conn) - handlerReads(t, conn)) // what reading the counters reads
+	for _, tt := range []struct {
+		chunk   int
+		removed int64
+	}{{20, 20}, {20, 10}, {20, 0}} {
+		before := handlerReads(t, conn) + own
+		n, err := mysqlsink.PruneOn(ctx, s, conn, tt.chunk)
+		if err != nil || n != tt.removed {
+			t.Fatalf("PruneOn(%d) = %d, %v; want %d", tt.chunk, n, err, tt.removed)
+		}
+		if read := handlerReads(t, conn) - before; read > int64(tt.chunk)+5 {
+			t.Errorf("a DELETE of %d rows (of at most %d) read %d index entries; want at most %d (a range scan of the old rows)", n, tt.chunk, read, tt.chunk+5)
+		}
+	}
+}
+
+// handlerReads is how many rows and index entries conn's session has read.
+func handlerReads(t *testing.T, conn *sql.Conn) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	q := "SELECT SUM(VARIABLE_VALUE) FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME LIKE 'HANDLER\\_READ\\_%'"
+	if err := conn.QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n.Int64
+}
+
+// TestPruneFailureIsLoggedOnce: a prune that waits on locked rows past its
+// budget, or that the database refuses (no DELETE grant, simulated by a
+// trigger raising the same error), is logged once with what to fix, and a
+// Store meanwhile stores.
+func TestPruneFailureIsLoggedOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name, setup, want string
+	}{
+		{name: "lock held past the budget", want: "did not finish within the round's budget"},
+		{name: "no DELETE grant", want: "GRANT DELETE ON",
+			setup: "CREATE TRIGGER deny BEFORE DELETE ON sluice_inbox FOR EACH ROW SIGNAL SQLSTATE '42000' SET MYSQL_ERRNO = 1142, MESSAGE_TEXT = 'DELETE command denied to user'"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := userDB(t, ledgerSchema)
+			fillOld(t, db, 50)
+			var logs syncBuffer
+			s := prepare(t, db, mysqlsink.Config{Statement: appendLedger, Log: logTo(&logs)})
+			if tt.setup != "" {
+				if _, err := db.Exec(tt.setup); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				lockOld(t, db)
+			}
+			p := mysqlsink.NewPruner(s, mysqlsink.PruneConfig{Budget: 300 * time.Millisecond})
+			ctx := context.Background()
+			for range 3 {
+				if behind := mysqlsink.PruneRound(ctx, p); behind {
+					t.Errorf("PruneRound after a failure = behind; want the next round after Every")
+				}
+			}
+			if got := strings.Count(logs.String(), tt.want); got != 1 {
+				t.Errorf("log after 3 failed rounds has %d warnings naming %q; want 1:\n%s", got, tt.want, logs.String())
+			}
+			if got := outcomes(store(t, s, order("a", 1, "ann", "1"))); got != "stored" {
+				t.Errorf("Store while pruning fails = %s; want stored", got)
+			}
+			if got := query(t, db, "SELECT COUNT(*) FROM sluice_inbox"); got != "51" {
+				t.Errorf("inbox rows = %s; want 51 (nothing pruned, a stored)", got)
+			}
+		})
+	}
+}
+
+// TestStartPrunerPrunesUntilStopped: the pruner's goroutine works off old
+// rows in rounds and Stop ends it; with NoPrune nothing is removed.
+func TestStartPrunerPrunesUntilStopped(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoPrune=%v", off), func(t *testing.T) {
+			db := userDB(t, ledgerSchema)
+			fillOld(t, db, 120)
+			s := prepare(t, db, mysqlsink.Config{Statement: appendLedger, NoPrune: off})
+			p := s.StartPruner(mysqlsink.PruneConfig{Chunk: 50, Behind: time.Millisecond})
+			deadline := time.Now().Add(30 * time.Second)
+			for !off && s.Stats().Pruned.Load() < 120 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			p.Stop()
+			want := "0"
+			if off {
+				want = "120"
+			}
+			if got := query(t, db, "SELECT COUNT(*) FROM sluice_inbox"); got != want {
+				t.Errorf("inbox rows after Stop = %s; want %s", got, want)
+			}
+		})
+	}
+}
