@@ -234,3 +234,21 @@ func TestStartPrunerPrunesUntilStopped(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigFromEnvPrune(t *testing.T) {
+	for _, tt := range []struct {
+		v       string
+		noPrune bool
+		err     bool
+	}{{"", false, false}, {"on", false, false}, {"off", true, false}, {"no", false, true}} {
+		c, err := mysqlsink.ConfigFromEnv(func(k string) string {
+			if k == mysqlsink.EnvPrune {
+				return tt.v
+			}
+			return ""
+		})
+		if (err != nil) != tt.err || c.NoPrune != tt.noPrune {
+			t.Errorf("ConfigFromEnv(%s=%q) = NoPrune %v, %v; want %v, error %v", mysqlsink.EnvPrune, tt.v, c.NoPrune, err, tt.noPrune, tt.err)
+		}
+	}
+}
