@@ -55,13 +55,13 @@ func (c PruneConfig) withDefaults() PruneConfig {
 
 // Pruner removes the inbox rows older than the sink's retention, in the
 // background, on its own schedule: Store never prunes, so its latency does
-// not depend on the inbox's size or on locks held on old rows. Each DELETE
-// is one autocommit statement on a connection of the pool, taken for that
-// statement only (never inside a Store's transaction), so that an
-// environment frozen between Lambda invocations holds no row lock: the
-// statement the server was running commits or rolls back on its own. A
-// failure is logged once (what grant or setting is missing) and retried
-// the next round; it never fails a Store.
+// not depend on the inbox's size or on locks held on old rows. A round runs
+// on a connection of its own (never one a Store holds), closed after the
+// round; each DELETE is one autocommit statement, so that an environment
+// frozen between Lambda invocations holds no transaction open: the
+// statement the server was running commits, or gives up within the lock
+// wait and rolls back. A failure is logged once (what grant or setting is
+// missing) and retried the next round; it never fails a Store.
 type Pruner struct {
 	s      *Sink
 	cfg    PruneConfig
@@ -167,8 +167,8 @@ func (p *Pruner) warn(ctx context.Context, err error) {
 // pruneHint names a pruning failure and what would fix it.
 func pruneHint(err error, inbox string, cfg PruneConfig) (kind, hint string) {
 	switch code(err) {
-	case 1142, 1143, 1044, 1045:
-		return "denied", fmt.Sprintf("the user lacks DELETE on %s: GRANT DELETE ON <database>.%s TO <user>, or set %s=off and remove old rows another way (a partition drop or an event)", inbox, inbox, EnvPrune)
+	case 1142, 1143:
+		return "denied", fmt.Sprintf("the user lacks DELETE on %s: GRANT DELETE ON <database>.%s TO <user>, or set %s=off and remove old rows another way (an event of the scheduler)", inbox, inbox, EnvPrune)
 	case 1205:
 		return "lock", fmt.Sprintf("another transaction held old rows of %s past innodb_lock_wait_timeout", inbox)
 	case 1290, 1792:

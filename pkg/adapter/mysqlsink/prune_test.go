@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,26 +84,6 @@ func TestStoreDoesNotWaitForThePrune(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the pruner's goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func logTo(b *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
-
 func TestInboxPrunedInChunksByPruner(t *testing.T) {
 	db := userDB(t, ledgerSchema)
 	fillOld(t, db, 1200)
@@ -181,8 +160,8 @@ func TestPruneFailureIsLoggedOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := userDB(t, ledgerSchema)
 			fillOld(t, db, 50)
-			var logs syncBuffer
-			s := prepare(t, db, mysqlsink.Config{Statement: appendLedger, Log: logTo(&logs)})
+			var logs strings.Builder // the rounds run on this goroutine
+			s := prepare(t, db, mysqlsink.Config{Statement: appendLedger, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			if tt.setup != "" {
 				if _, err := db.Exec(tt.setup); err != nil {
 					t.Fatal(err)
@@ -249,6 +228,53 @@ func TestConfigFromEnvPrune(t *testing.T) {
 		})
 		if (err != nil) != tt.err || c.NoPrune != tt.noPrune {
 			t.Errorf("ConfigFromEnv(%s=%q) = NoPrune %v, %v; want %v, error %v", mysqlsink.EnvPrune, tt.v, c.NoPrune, err, tt.noPrune, tt.err)
+		}
+	}
+}
+
+// allLockWaits counts the lock waits of the server.
+func allLockWaits(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStoreDoesNotWaitBehindThePruner: the pruner's DELETE waits for old
+// rows another transaction holds; a Store meanwhile must not queue behind
+// that DELETE (at repeatable read its next-key lock request on the first
+// old row would block an insert into the gap before it).
+func TestStoreDoesNotWaitBehindThePruner(t *testing.T) {
+	db := userDB(t, ledgerSchema)
+	fillOld(t, db, 50)
+	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger})
+	other := lockOld(t, db)
+	p := mysqlsink.NewPruner(s, mysqlsink.PruneConfig{Budget: 20 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); mysqlsink.PruneRound(ctx, p) }()
+	defer func() { cancel(); <-pruned }()
+	waitForLockWait(t, db, other)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Store(context.Background(), []consume.Message{order("a", 1, "ann", "1")})
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Store = %v; want stored", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := allLockWaits(t, db); n > 1 {
+			other.Rollback()
+			<-done
+			t.Fatalf("%d lock waits while the pruner waited: the Store queued behind the pruner's DELETE; want it to store at once", n)
 		}
 	}
 }
