@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 type nullSink struct{}
@@ -30,7 +30,7 @@ func BenchmarkProcess(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			rates := memqueue.NewRates()
-			rates.Put(loop.Rate{Loop: "l", PerSecond: math.Inf(1)})
+			rates.Put(protocol.Rate{Loop: "l", PerSecond: math.Inf(1)})
 			rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, consume.WallClock{}, nil, nil)
 			c := consume.New(consume.Config{Unpaced: unpaced}, rc, nullSink{}, consume.WallClock{}, nil, nil)
 			ctx := context.Background()

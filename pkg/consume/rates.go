@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // DefaultRatePeriod is the default bound on the age of a cached rate: a rate
@@ -129,7 +129,7 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 	a := Allowed{Peers: n, ReadAt: now}
 	r, err := c.reader.ReadRate(ctx, c.cfg.Loop)
 	switch {
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 		a.Fallback, a.Reason = true, "rate missing"
 	case err != nil:
 		a.Fallback, a.Reason = true, fmt.Sprintf("read rate: %v", err)

@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // PacingPoint is one pacing measurement: the aggregate stored rate of n
@@ -94,7 +94,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	if rates == nil {
 		mem := memqueue.NewRates()
 		loopID = "bench"
-		mem.Put(loop.Rate{Loop: loopID, PerSecond: r.Allowed})
+		mem.Put(protocol.Rate{Loop: loopID, PerSecond: r.Allowed})
 		rates = mem
 	}
 	sink := &consumetest.CountingSink{Sink: r.Sink}

@@ -35,6 +35,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 const (
@@ -477,13 +478,13 @@ func (r *run) tickOnce() error {
 }
 
 // tick runs one tick and reads the loop's STATE and RATE after it.
-func (r *run) tick() (loop.State, loop.Rate, error) {
+func (r *run) tick() (loop.State, protocol.Rate, error) {
 	if err := r.tickOnce(); err != nil {
-		return loop.State{}, loop.Rate{}, err
+		return loop.State{}, protocol.Rate{}, err
 	}
 	st, err := r.store.ReadState(r.ctx, loopID)
 	if err != nil {
-		return st, loop.Rate{}, err
+		return st, protocol.Rate{}, err
 	}
 	rate, err := r.store.ReadRate(r.ctx, loopID)
 	return st, rate, err

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // IndexBySort is the global secondary index (partition key sk, sort key pk)
@@ -27,7 +28,7 @@ const maxBatchGet = 100
 var _ loop.TickStore = (*Store)(nil)
 
 // ReadParams returns the raw attributes of the PARAMS item of loopID (pk and
-// sk removed), or an error wrapping loop.ErrNotFound.
+// sk removed), or an error wrapping protocol.ErrNotFound.
 func (s *Store) ReadParams(ctx context.Context, loopID string) (map[string]any, error) {
 	item, err := s.get(ctx, loopID, SortParams)
 	if err != nil {
@@ -104,13 +105,13 @@ func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[stri
 }
 
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error) {
 	return read(ctx, s, loopID, SortParamsStatus, decodeStatus)
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadState(ctx context.Context, loopID string) (loop.State, error) {
 	return read(ctx, s, loopID, SortState, decodeState)
 }
@@ -140,7 +141,7 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 		return nil, wrap("read "+sk, loopID, err)
 	}
 	if len(out.Item) == 0 {
-		return nil, wrap("read "+sk, loopID, loop.ErrNotFound)
+		return nil, wrap("read "+sk, loopID, protocol.ErrNotFound)
 	}
 	return out.Item, nil
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
-// SortPeer is the sort key of the consumers' lease items (loop.Peer). A
+// SortPeer is the sort key of the consumers' lease items (protocol.Peer). A
 // lease's partition key is "<loop>#<instance>", not the loop id: all leases
 // of all loops then share the sort key, so that one paginated query on the
 // by-sk index reads them for the whole tick (as PARAMS are listed), and a
@@ -27,7 +28,7 @@ func peerPK(loopID, instance string) string { return loopID + "#" + instance }
 
 // ReportPeer writes p's lease (one PutItem), replacing the instance's
 // previous one (pkg/consume's PeerStore).
-func (s *Store) ReportPeer(ctx context.Context, p loop.Peer) error {
+func (s *Store) ReportPeer(ctx context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
 		return fmt.Errorf("dynamodb report peer: empty loop id or instance id in %+v", p)
 	}
@@ -41,7 +42,7 @@ func (s *Store) ReportPeer(ctx context.Context, p loop.Peer) error {
 		"reported_at": timestamp(p.ReportedAt),
 		"expires_at":  timestamp(p.ExpiresAt),
 		"expires_ms":  integer(p.ExpiresAt.UnixMilli()),
-		"ttl":         integer(p.ExpiresAt.Add(2 * loop.PeerRetention).Unix()),
+		"ttl":         integer(p.ExpiresAt.Add(2 * protocol.PeerRetention).Unix()),
 	}
 	if p.Batches != 0 {
 		item["batches"] = integer(p.Batches)
@@ -105,8 +106,8 @@ func (s *Store) queryBySort(ctx context.Context, sk, what string, each func(map[
 
 // loadPeers reads every lease of every loop (one paginated query on the
 // by-sk index), keyed by loop id.
-func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
-	peers := make(map[string][]loop.Peer)
+func (s *Store) loadPeers(ctx context.Context) (map[string][]protocol.Peer, error) {
+	peers := make(map[string][]protocol.Peer)
 	err := s.queryBySort(ctx, SortPeer, "consumer leases", func(item map[string]types.AttributeValue) error {
 		p, err := decodePeer(item)
 		if err != nil {
@@ -121,9 +122,9 @@ func (s *Store) loadPeers(ctx context.Context) (map[string][]loop.Peer, error) {
 	return peers, nil
 }
 
-func decodePeer(item map[string]types.AttributeValue) (loop.Peer, error) {
+func decodePeer(item map[string]types.AttributeValue) (protocol.Peer, error) {
 	r := &itemReader{item: item}
-	p := loop.Peer{Loop: r.s("loop"), Instance: r.s("instance"), Stored: r.whole("stored"),
+	p := protocol.Peer{Loop: r.s("loop"), Instance: r.s("instance"), Stored: r.whole("stored"),
 		StartedAt: r.ts("started_at"), ReportedAt: r.ts("reported_at"), ExpiresAt: r.ts("expires_at")}
 	if _, ok := item["batches"]; ok { // leases of consumers that report their batches
 		p.Batches, p.BatchMessages = r.whole("batches"), r.whole("batch_messages")

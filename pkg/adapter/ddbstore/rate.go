@@ -10,26 +10,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // ReadRate returns the RATE item of loopID, or an error wrapping
-// loop.ErrNotFound when the loop has none. The read is strongly consistent.
-func (s *Store) ReadRate(ctx context.Context, loopID string) (loop.Rate, error) {
+// protocol.ErrNotFound when the loop has none. The read is strongly consistent.
+func (s *Store) ReadRate(ctx context.Context, loopID string) (protocol.Rate, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            key(loopID, SortRate),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return loop.Rate{}, wrap("read RATE", loopID, err)
+		return protocol.Rate{}, wrap("read RATE", loopID, err)
 	}
 	if len(out.Item) == 0 {
-		return loop.Rate{}, wrap("read RATE", loopID, loop.ErrNotFound)
+		return protocol.Rate{}, wrap("read RATE", loopID, protocol.ErrNotFound)
 	}
 	r, err := decodeRate(out.Item)
 	if err != nil {
-		return loop.Rate{}, wrap("decode RATE", loopID, err)
+		return protocol.Rate{}, wrap("decode RATE", loopID, err)
 	}
 	return r, nil
 }
@@ -37,7 +37,7 @@ func (s *Store) ReadRate(ctx context.Context, loopID string) (loop.Rate, error) 
 // WriteRate writes the RATE item of r.Loop unconditionally. The controller
 // writes RATE together with STATE in one transaction (CommitTick); WriteRate
 // is for operators, tests and tools.
-func (s *Store) WriteRate(ctx context.Context, r loop.Rate) error {
+func (s *Store) WriteRate(ctx context.Context, r protocol.Rate) error {
 	if r.Loop == "" {
 		return fmt.Errorf("dynamodb write RATE: empty loop id")
 	}
@@ -72,7 +72,7 @@ func timestamp(t time.Time) *types.AttributeValueMemberS {
 	return str(t.UTC().Format(time.RFC3339Nano))
 }
 
-func encodeRate(r loop.Rate) map[string]types.AttributeValue {
+func encodeRate(r protocol.Rate) map[string]types.AttributeValue {
 	item := key(r.Loop, SortRate)
 	item["rate"] = num(r.PerSecond)
 	item["written_at"] = timestamp(r.WrittenAt)
@@ -88,8 +88,8 @@ func encodeRate(r loop.Rate) map[string]types.AttributeValue {
 	return item
 }
 
-func decodeRate(item map[string]types.AttributeValue) (loop.Rate, error) {
-	var r loop.Rate
+func decodeRate(item map[string]types.AttributeValue) (protocol.Rate, error) {
+	var r protocol.Rate
 	var err error
 	if r.Loop, err = getS(item, "pk"); err != nil {
 		return r, err
