@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/protocol"
@@ -42,7 +43,7 @@ func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ddbstore.New(dynamodb.NewFromConfig(cfg), table), nil
+	return ddbloop.New(dynamodb.NewFromConfig(cfg), table), nil
 }
 
 func runParams(args []string, stdout, stderr io.Writer) int {

@@ -33,7 +33,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -76,7 +76,7 @@ type run struct {
 	moto     *harness.Moto
 	ries     []*harness.RIE
 	payload  []byte
-	store    *ddbstore.Store
+	store    *ddbloop.Store
 	cw       *cloudwatch.Client
 	res      result
 	winners  map[int64]int // STATE version -> invocations that applied it
@@ -163,7 +163,7 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if err != nil {
 		return err
 	}
-	r.store = ddbstore.New(dynamodb.NewFromConfig(cfg), table)
+	r.store = ddbloop.New(dynamodb.NewFromConfig(cfg), table)
 	r.cw = cwmetric.NewClient(cfg, r.moto.Endpoint)
 
 	// Ticks a second apart: the loop's tick period becomes 1 s (an edit
