@@ -64,7 +64,7 @@ type RateCacheConfig struct {
 	// Weights, when set, is called with RATE's node weights at every read
 	// of RATE (at most once per Period, never per message): nil when RATE
 	// has none, or is missing, expired or unreadable. A consumer of a
-	// balanced loop sets its HTTP sink's picker from it (balance.Spread
+	// balanced loop sets its HTTP sink's picker from it (wrr.Spread
 	// gives equal weights for nil).
 	Weights func(map[string]float64)
 }
