@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
+	"github.com/sluice-dev/sluice/internal/unpaced"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
@@ -103,9 +104,13 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	var wg sync.WaitGroup
 	for range r.Consumers {
 		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: loopID, SafeRate: 1}, rates, consume.FixedPeers(r.Consumers), consume.WallClock{}, nil, nil)
-		c := consume.New(consume.Config{BatchSize: 10, Unpaced: r.Unpaced}, rc, sink, consume.WallClock{}, nil, nil)
+		c := consume.New(consume.Config{BatchSize: 10}, rc, sink, consume.WallClock{}, nil, nil)
+		runCtx := ctx
+		if r.Unpaced {
+			runCtx = unpaced.Context(ctx)
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); c.Run(ctx, q) }()
+		go func() { defer wg.Done(); c.Run(runCtx, q) }()
 	}
 	achieved, to, err := MeasureRate(ctx, r.Window, r.Windows, func() int64 { return sink.Stored() })
 	if err != nil {
