@@ -73,10 +73,10 @@ type Report struct {
 	Saturated bool    `json:"saturated"`
 	// ModelDrift is set while STATE says the plant moved away from the
 	// loop's model; DriftGainRatio is the plant's gain over the model's as
-	// last estimated (0 before a verdict). See DriftState.
+	// last estimated (0 before a verdict). See drift.State.
 	ModelDrift     bool    `json:"model_drift,omitempty"`
 	DriftGainRatio float64 `json:"drift_gain_ratio,omitempty"`
-	// DriftReason is what moved (DriftState.Reason) while ModelDrift is
+	// DriftReason is what moved (drift.State.Reason) while ModelDrift is
 	// set; DriftDeadTime the plant's dead time as last estimated, and
 	// DriftDeadTimeEvidence the dead-time test's last figure.
 	DriftReason           string        `json:"drift_reason,omitempty"`

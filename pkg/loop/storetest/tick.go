@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -184,10 +185,10 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 			"b": {Weight: 1.0 / 3, Error: 0.1},
 			"c": {Weight: 0.5, Missing: 2},
 		}},
-		Drift: loop.DriftState{
-			Samples:    []loop.DriftSample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
+		Drift: drift.State{
+			Samples:    []drift.Sample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
 			ModelDrift: true, GainRatio: 2.02, SlopeSE: 0.125, Since: at, Votes: 2,
-			Model: control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
+			Model: drift.Model{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
 		},
 		Limiting: "lag",
 		Experiment: &loop.ExperimentState{ID: "e1", Status: loop.ExperimentAborted, Reason: "datapoint 86 at or above the ceiling 85",
