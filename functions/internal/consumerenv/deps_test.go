@@ -17,7 +17,7 @@ func TestConsumersLinkNoController(t *testing.T) {
 	}
 	const mod = "github.com/sluice-dev/sluice/"
 	consumers := []string{"functions/sqs-consumer", "functions/kafka-consumer", "functions/worker"}
-	forbidden := []string{"pkg/loop", "pkg/control", "pkg/balance", "pkg/drift", "pkg/adapter/ddbloop"}
+	forbidden := []string{"pkg/loop", "pkg/control", "pkg/balance", "pkg/drift", "pkg/metric", "pkg/adapter/ddbloop"}
 	for _, c := range consumers {
 		out, err := exec.Command(goTool, "list", "-deps", mod+c).Output()
 		if err != nil {
