@@ -21,9 +21,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // These tests drive the dashboard in a real headless Chromium (Debian's
@@ -182,7 +183,7 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-dash")
 	ctx := context.Background()
-	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)
+	ps := dashboard.NewLoopParams(ddbloop.New(client, table), time.Now)
 	p := stepdemo.DefaultParams()
 	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 	if err := ps.SetParams(ctx, "orders", p); err != nil {
@@ -268,14 +269,14 @@ func TestBrowserMoto(t *testing.T) {
 
 	t.Run("a refusal recorded by the controller shows with its reason", func(t *testing.T) {
 		ctxb := context.Background()
-		store := ddbstore.New(client, table)
+		store := ddbloop.New(client, table)
 		bad := stepdemo.DefaultParams()
 		bad["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 		bad["kp"] = "fast" // as an operator's `aws dynamodb update-item` might
 		if err := store.WriteParams(ctxb, "broken", bad); err != nil {
 			t.Fatal(err)
 		}
-		ticker := loop.Ticker{Store: store, Now: time.Now}
+		ticker := loop.Ticker{Sources: looptest.Sources(), Store: store, Now: time.Now}
 		if _, err := ticker.Tick(ctxb); err != nil {
 			t.Fatalf("controller tick: %v", err)
 		}
@@ -298,7 +299,7 @@ func TestBrowserMoto(t *testing.T) {
 		if attrs["kp"] != 1.0 {
 			t.Errorf("stored kp = %#v after the fix; want the number 1", attrs["kp"])
 		}
-		if _, err := loop.DecodeParams("broken", attrs); err != nil {
+		if _, err := loop.DecodeParams("broken", attrs, looptest.Sources()); err != nil {
 			t.Errorf("stored PARAMS after the fix are refused by the controller's decoder: %v", err)
 		}
 		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(cdpCSS("#f-kp")),
@@ -310,7 +311,7 @@ func TestBrowserMoto(t *testing.T) {
 
 	t.Run("an edit saved meanwhile by someone else is a conflict, not overwritten", func(t *testing.T) {
 		ctxb := context.Background()
-		store := ddbstore.New(client, table)
+		store := ddbloop.New(client, table)
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
 			cdpUntil(`document.getElementById('f-setpoint') !== null`, 10*time.Second))

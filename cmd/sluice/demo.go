@@ -66,7 +66,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison, NoReport: *noReport}
 	rec := newHistoryRecorder(s)
-	rec.file.Params = params.Attrs()
+	rec.file.Params = params.Attrs(metricSources())
 	cfg.OnTick = rec.record
 	start := time.Now()
 	if !*quiet && !*asJSON {

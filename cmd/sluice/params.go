@@ -18,8 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // paramsStore is what `sluice params` needs from the table.
@@ -28,7 +33,7 @@ type paramsStore interface {
 	WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error
 	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
 	ReadState(ctx context.Context, loopID string) (loop.State, error)
-	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+	ReadRate(ctx context.Context, loopID string) (protocol.Rate, error)
 }
 
 // paramsEnv lets tests give `sluice params` a store instead of DynamoDB.
@@ -41,7 +46,7 @@ func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ddbstore.New(dynamodb.NewFromConfig(cfg), table), nil
+	return ddbloop.New(dynamodb.NewFromConfig(cfg), table), nil
 }
 
 func runParams(args []string, stdout, stderr io.Writer) int {
@@ -70,7 +75,7 @@ Attributes (docs/controller.md has the whole data model):
 func paramsHelp(w io.Writer) {
 	fmt.Fprint(w, paramsUsage)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, a := range loop.ParamsAttributes() {
+	for _, a := range loop.ParamsAttributes(metricSources()) {
 		fmt.Fprintf(tw, "  %s\t%s\n", a[0], a[1])
 	}
 	tw.Flush()
@@ -165,7 +170,7 @@ func parseEdits(args []string) ([]edit, error) {
 			out = append(out, edit{name: name, remove: true})
 			continue
 		}
-		v, err := loop.ParseParamValue(name, text)
+		v, err := loop.ParseParamValue(metricSources(), name, text)
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +188,7 @@ type validity struct {
 }
 
 func validate(loopID string, attrs map[string]any) validity {
-	p, err := loop.DecodeParams(loopID, attrs)
+	p, err := loop.DecodeParams(loopID, attrs, metricSources())
 	if err == nil {
 		return validity{Loop: loopID, Valid: true, Params: &p}
 	}
@@ -317,7 +322,7 @@ func dynamoValue(v any) (any, bool) {
 
 func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, asJSON bool, stdout, stderr io.Writer) int {
 	attrs, err := store.ReadParams(ctx, loopID)
-	if errors.Is(err, loop.ErrNotFound) {
+	if errors.Is(err, protocol.ErrNotFound) {
 		attrs = map[string]any{}
 	} else if err != nil {
 		return fail(stderr, "sluice params set", err, 1)
@@ -364,7 +369,7 @@ type getOutput struct {
 	Validity validity           `json:"validity"`
 	Status   *loop.ParamsStatus `json:"status,omitempty"`
 	State    *stateSummary      `json:"state,omitempty"`
-	Rate     *loop.Rate         `json:"rate,omitempty"`
+	Rate     *protocol.Rate     `json:"rate,omitempty"`
 }
 
 type stateSummary struct {
@@ -382,12 +387,12 @@ type stateSummary struct {
 }
 
 // ifExists turns the result of reading an item into a pointer to it, nil
-// when the item does not exist (loop.ErrNotFound), or the read's error.
+// when the item does not exist (protocol.ErrNotFound), or the read's error.
 func ifExists[T any](v T, err error) (*T, error) {
 	switch {
 	case err == nil:
 		return &v, nil
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 		return nil, nil
 	}
 	return nil, err
@@ -469,4 +474,10 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// metricSources are the metric sources the controller runs with: the CLI
+// decodes, checks and writes PARAMS with their rules.
+func metricSources() metric.Sources {
+	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // LoopStore is the part of the loop's stores (pkg/adapter/ddbstore,
@@ -54,7 +58,7 @@ func NewLoopParams(store LoopStore, now func() time.Time) *LoopParams {
 // reason until it is fixed.
 func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, error) {
 	attrs, err := l.store.ReadParams(ctx, loopID)
-	if errors.Is(err, loop.ErrNotFound) {
+	if errors.Is(err, protocol.ErrNotFound) {
 		return ParamsStatus{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if err != nil {
@@ -66,7 +70,7 @@ func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, e
 	}
 	status, err := l.store.ReadStatus(ctx, loopID)
 	switch {
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 	case err != nil:
 		return ParamsStatus{}, err
 	case status.Status == loop.StatusRefused && status.Fingerprint == loop.Fingerprint(attrs):
@@ -108,8 +112,14 @@ func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, v
 // Validate decodes p as the controller does; a refusal lists every field
 // with its reason.
 func (l *LoopParams) Validate(loopID string, p Params) error {
-	_, err := loop.DecodeParams(loopID, p)
+	_, err := loop.DecodeParams(loopID, p, metricSources())
 	return err
+}
+
+// metricSources are the metric sources the controller runs with: the form
+// checks and lists their attributes as the controller decodes them.
+func metricSources() metric.Sources {
+	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }
 
 // Field describes one PARAMS attribute for the form.
@@ -125,7 +135,7 @@ type Field struct {
 // LoopFields returns the PARAMS attributes that loop.DecodeParams reads,
 // for the form: every attribute appears, with its type and documentation.
 func LoopFields() []Field {
-	attrs := loop.ParamsAttributes()
+	attrs := loop.ParamsAttributes(metricSources())
 	out := make([]Field, 0, len(attrs))
 	for _, a := range attrs {
 		doc := a[1]

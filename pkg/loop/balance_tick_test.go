@@ -11,6 +11,8 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fleetNodes returns a nodes attribute for nodes named in names: node x has
@@ -35,7 +37,7 @@ type fleet struct {
 }
 
 // apply publishes every node's utilization under rate r (fresh metrics).
-func (f fleet) apply(rg *rig, r loop.Rate) map[string]float64 {
+func (f fleet) apply(rg *rig, r protocol.Rate) map[string]float64 {
 	y := make(map[string]float64, len(f.cap))
 	for n, c := range f.cap {
 		w := r.Weights[endpoint(n)]
@@ -55,9 +57,9 @@ func maxAvg(y map[string]float64) (mx, avg float64) {
 
 // runFleet ticks loop "fleet" n times against f, starting from equal shares
 // at rate r0, and returns the last RATE and utilizations.
-func runFleet(t *testing.T, rg *rig, f fleet, n int) (loop.Rate, map[string]float64, loop.Report) {
+func runFleet(t *testing.T, rg *rig, f fleet, n int) (protocol.Rate, map[string]float64, loop.Report) {
 	t.Helper()
-	r := loop.Rate{PerSecond: 100, Weights: map[string]float64{}}
+	r := protocol.Rate{PerSecond: 100, Weights: map[string]float64{}}
 	for name := range f.cap {
 		r.Weights[endpoint(name)] = 1 / float64(len(f.cap))
 	}
@@ -156,8 +158,8 @@ func TestTickMissingNodeMetricKeepsWeight(t *testing.T) {
 
 	// b's metric disappears; a's is stale (published 10 min ago).
 	f.apply(rg, r)
-	rg.metrics.set("fleet-b", loop.Sample{})
-	rg.metrics.set("fleet-a", loop.Sample{Value: 99, Time: rg.clock.now.Add(-10 * time.Minute), Found: true})
+	rg.metrics.set("fleet-b", metric.Sample{})
+	rg.metrics.set("fleet-a", metric.Sample{Value: 99, Time: rg.clock.now.Add(-10 * time.Minute), Found: true})
 	rep := rg.tick("fleet")
 	got, err := rg.store.ReadRate(context.Background(), "fleet")
 	if err != nil {
@@ -182,7 +184,7 @@ func TestTickMissingNodeMetricKeepsWeight(t *testing.T) {
 
 	// No node has a metric: the stale policy applies, every weight held.
 	for _, n := range []string{"a", "b", "c"} {
-		rg.metrics.set("fleet-"+n, loop.Sample{})
+		rg.metrics.set("fleet-"+n, metric.Sample{})
 	}
 	rep = rg.tick("fleet")
 	held, err := rg.store.ReadRate(context.Background(), "fleet")
@@ -214,7 +216,7 @@ func TestTickNodesJoinAndLeave(t *testing.T) {
 	rg.params("fleet", func(a map[string]any) { a["nodes"] = fleetNodes("a", "b", "c") })
 	f.cap["c"] = 200
 	f.apply(rg, r)
-	rg.metrics.set("fleet-c", loop.Sample{}) // no traffic yet, no metric
+	rg.metrics.set("fleet-c", metric.Sample{}) // no traffic yet, no metric
 	rep := rg.tick("fleet")
 	r, err := rg.store.ReadRate(ctx, "fleet")
 	if err != nil {

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // report writes consumer instance id's lease with its running count.
 func (r *rig) report(id, instance string, stored int64, started time.Time) {
 	r.t.Helper()
 	now := r.clock.now
-	p := loop.Peer{Loop: id, Instance: instance, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)}
+	p := protocol.Peer{Loop: id, Instance: instance, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)}
 	if err := r.store.ReportPeer(context.Background(), p); err != nil {
 		r.t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestTickReadsTheQueueDepthInOneBatch(t *testing.T) {
 	}
 	// Depth queries carry no DBInstanceIdentifier: the fake answers them
 	// all with this datapoint.
-	r.metrics.set("", loop.Sample{Value: 42, Time: r.clock.now, Found: true})
+	r.metrics.set("", metric.Sample{Value: 42, Time: r.clock.now, Found: true})
 	r.metrics.mu.Lock()
 	r.metrics.calls = nil
 	r.metrics.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/drift"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // State is the STATE item of a loop: what the controller remembers between
@@ -52,8 +54,8 @@ type State struct {
 	// by node name); zero for a loop without.
 	Balance balance.State `json:"balance,omitzero"`
 	// Drift is how well the loop's model predicts its measured signal, and
-	// model_drift when the residual says the plant moved (drift.go).
-	Drift DriftState `json:"drift,omitzero"`
+	// model_drift when the residual says the plant moved (pkg/drift).
+	Drift drift.State `json:"drift,omitzero"`
 	// Experiment is the progress of the loop's last guarded experiment;
 	// nil when none ran (experiment.go).
 	Experiment *ExperimentState `json:"experiment,omitempty"`
@@ -142,7 +144,7 @@ type Snapshot struct {
 	Err error
 	// Peers are the consumers' leases on the loop (peers.go), live or
 	// lapsed less than PeerRetention ago; nil when no consumer reports.
-	Peers []Peer
+	Peers []protocol.Peer
 }
 
 // Commit is the outcome of one loop's tick, written at once: STATE
@@ -153,7 +155,7 @@ type Commit struct {
 	// STATE. State.Version must be PrevVersion + 1.
 	PrevVersion int64
 	State       State
-	Rate        *Rate
+	Rate        *protocol.Rate
 	Status      *ParamsStatus
 }
 

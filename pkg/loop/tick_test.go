@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fakeClock is a clock the test moves.
@@ -23,9 +28,9 @@ func (c *fakeClock) Now() time.Time { return c.now }
 // DBInstanceIdentifier (or PromQL) and records its calls.
 type fakeMetrics struct {
 	mu      sync.Mutex
-	samples map[string]loop.Sample
+	samples map[string]metric.Sample
 	live    map[string]liveMetric
-	calls   [][]loop.MetricQuery
+	calls   [][]metric.Query
 }
 
 // liveMetric is a metric that publishes a datapoint every minute: its newest
@@ -35,7 +40,7 @@ type liveMetric struct {
 	age   time.Duration
 }
 
-func (f *fakeMetrics) set(key string, s loop.Sample) {
+func (f *fakeMetrics) set(key string, s metric.Sample) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.live, key)
@@ -51,19 +56,19 @@ func (f *fakeMetrics) setLive(key string, m liveMetric) {
 	f.live[key] = m
 }
 
-func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
+func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, qs)
-	out := make([]loop.Sample, len(qs))
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		k := q.Dimensions["DBInstanceIdentifier"]
-		if q.Source == loop.SourcePrometheus {
+		if q.Source == prommetric.Name {
 			k = q.PromQL
 		}
 		out[i] = f.samples[k]
 		if m, ok := f.live[k]; ok {
-			out[i] = loop.Sample{Value: m.value, Time: now.Add(-m.age - q.Period), Found: true}
+			out[i] = metric.Sample{Value: m.value, Time: now.Add(-m.age - q.Period), Found: true}
 		}
 	}
 	return out, nil
@@ -82,9 +87,9 @@ func newRig(t *testing.T) *rig {
 		t:       t,
 		store:   memstore.New(),
 		clock:   &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
-		metrics: &fakeMetrics{samples: map[string]loop.Sample{}},
+		metrics: &fakeMetrics{samples: map[string]metric.Sample{}},
 	}
-	r.ticker = &loop.Ticker{Store: r.store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: r.metrics}, Now: r.clock.Now}
+	r.ticker = &loop.Ticker{Sources: looptest.Sources(), Store: r.store, Metrics: map[string]metric.Reader{cwmetric.Name: r.metrics}, Now: r.clock.Now}
 	return r
 }
 
@@ -110,7 +115,7 @@ func (r *rig) cpu(id string, v float64, age time.Duration) {
 
 // freeze stops loop id's metric: its newest datapoint stays the one of now.
 func (r *rig) freeze(id string, v float64) {
-	r.metrics.set(id, loop.Sample{Value: v, Time: r.clock.now.Add(-2 * time.Minute), Found: true})
+	r.metrics.set(id, metric.Sample{Value: v, Time: r.clock.now.Add(-2 * time.Minute), Found: true})
 }
 
 // tick advances the clock by one minute, ticks, and returns loop id's report.
@@ -269,8 +274,8 @@ func TestTickConcurrentInvocationsOneWinner(t *testing.T) {
 
 func TestTickMetricsReadInOneBatch(t *testing.T) {
 	r := newRig(t)
-	prom := &fakeMetrics{samples: map[string]loop.Sample{}}
-	r.ticker.Metrics[loop.SourcePrometheus] = prom
+	prom := &fakeMetrics{samples: map[string]metric.Sample{}}
+	r.ticker.Metrics[prommetric.Name] = prom
 	for _, id := range []string{"a", "b", "c", "d"} {
 		r.params(id, nil)
 	}
@@ -341,7 +346,7 @@ func TestTickInvalidFirstParamsDoNotRun(t *testing.T) {
 	if rep.Outcome != loop.OutcomeNoParams || rep.RateWritten || rep.ParamsStatus != loop.StatusRefused {
 		t.Errorf("tick = %+v; want no-params, no rate, refused", rep)
 	}
-	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE written for a loop without valid params: %v", err)
 	}
 	if st, err := r.store.ReadStatus(context.Background(), "a"); err != nil || st.Status != loop.StatusRefused || !contains(st.Reason, "min_rate") {
@@ -357,7 +362,7 @@ func TestTickShadowDoesNotWriteRate(t *testing.T) {
 	if rep.Outcome != loop.OutcomeApplied || rep.RateWritten {
 		t.Errorf("shadow tick = %+v; want applied without rate", rep)
 	}
-	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE in shadow mode: err = %v; want not found", err)
 	}
 	st, err := r.store.ReadState(context.Background(), "a")
@@ -469,11 +474,11 @@ func TestTickMissingMetric(t *testing.T) {
 	if !rep.Stale || rep.Rate != 10 || !rep.RateWritten || !math.IsNaN(rep.Measured) {
 		t.Errorf("tick without a metric = %+v; want stale, minimum rate 10 written, no measurement", rep)
 	}
-	r.metrics.set("a", loop.Sample{Value: math.NaN(), Time: r.clock.now, Found: true})
+	r.metrics.set("a", metric.Sample{Value: math.NaN(), Time: r.clock.now, Found: true})
 	if rep = r.tick("a"); !rep.Stale {
 		t.Errorf("tick with a NaN datapoint = %+v; want stale", rep)
 	}
-	r.metrics.set("a", loop.Sample{Value: 250, Time: r.clock.now, Found: true})
+	r.metrics.set("a", metric.Sample{Value: 250, Time: r.clock.now, Found: true})
 	if rep = r.tick("a"); !rep.Stale {
 		t.Errorf("tick with CPU 250 = %+v; want stale (out of range)", rep)
 	}
@@ -547,7 +552,7 @@ func TestTickCorruptStateFailsItsLoopOnly(t *testing.T) {
 			}
 		}
 	}
-	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE of the corrupt loop: err = %v; want not found (nothing written)", err)
 	}
 }

@@ -25,10 +25,12 @@ import (
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 type tickCalls struct {
@@ -131,7 +133,7 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 		if err := ddbstore.CreateTable(ctx, ddb, table); err != nil {
 			return err
 		}
-		store := ddbstore.New(ddb, table)
+		store := ddbloop.New(ddb, table)
 		if err := seed(ctx, store, cw, n, time.Now()); err != nil {
 			return err
 		}
@@ -140,7 +142,7 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 	}
 	for _, n := range []int{1, 100, 1000} {
 		fd, fcw := newFakeDynamo(), &fakeCloudWatch{}
-		store := ddbstore.New(fd, "bench")
+		store := ddbloop.New(fd, "bench")
 		if err := seed(ctx, store, nil, n, time.Now()); err != nil {
 			return err
 		}
@@ -157,11 +159,11 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 }
 
 // measure runs two ticks of n loops and records the API calls of each.
-func measure(ctx context.Context, res *result, backend string, n int, store *ddbstore.Store, reader loop.MetricReader, calls func() map[string]int) {
+func measure(ctx context.Context, res *result, backend string, n int, store *ddbloop.Store, reader metric.Reader, calls func() map[string]int) {
 	now := time.Now()
-	tk := &loop.Ticker{
+	tk := &loop.Ticker{Sources: looptest.Sources(),
 		Store:   store,
-		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: reader},
+		Metrics: map[string]metric.Reader{cwmetric.Name: reader},
 		Now:     func() time.Time { return now },
 	}
 	for tick := 1; tick <= 2; tick++ {
@@ -211,7 +213,7 @@ func cutEnv(kv string) (string, string, bool) {
 }
 
 // seed writes n loops' PARAMS and, with cw, a CPU datapoint for each.
-func seed(ctx context.Context, store *ddbstore.Store, cw *cloudwatch.Client, n int, now time.Time) error {
+func seed(ctx context.Context, store *ddbloop.Store, cw *cloudwatch.Client, n int, now time.Time) error {
 	at := now.Add(-2 * time.Minute)
 	var data []cwtypes.MetricDatum
 	flush := func() error {
@@ -253,7 +255,7 @@ func handlerTime(n int) (nsPerOp, allocsPerOp int64) {
 		_ = store.WriteParams(context.Background(), fmt.Sprintf("loop-%04d", i), p)
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 55, Delay: 90 * time.Second}},
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Value: 55, Delay: 90 * time.Second}},
 		Now: func() time.Time { return now }}
 	r := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
