@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // The compatibility corpus: PARAMS items as DynamoDB holds them (one per
@@ -90,21 +91,21 @@ type compatStore struct {
 	loop   string
 	params map[string]any
 	state  *loop.State
-	rate   *loop.Rate
+	rate   *protocol.Rate
 	tick   int
 }
 
 func (s *compatStore) LoadLoops(context.Context) ([]loop.Snapshot, error) {
 	now := compatStart.Add(time.Duration(s.tick) * time.Minute)
 	n := int64(s.tick + 1)
-	peer := loop.Peer{Loop: s.loop, Instance: "i-1", StartedAt: compatStart.Add(-time.Hour), ReportedAt: now, ExpiresAt: now.Add(15 * time.Second),
+	peer := protocol.Peer{Loop: s.loop, Instance: "i-1", StartedAt: compatStart.Add(-time.Hour), ReportedAt: now, ExpiresAt: now.Add(15 * time.Second),
 		Stored: n * 6000, Batches: n * 60, BatchMessages: n * 6000, Working: time.Duration(n) * 30 * time.Second}
 	var st *loop.State
 	if s.state != nil {
 		c := s.state.Clone()
 		st = &c
 	}
-	return []loop.Snapshot{{Loop: s.loop, Params: s.params, State: st, Peers: []loop.Peer{peer}}}, nil
+	return []loop.Snapshot{{Loop: s.loop, Params: s.params, State: st, Peers: []protocol.Peer{peer}}}, nil
 }
 
 func (s *compatStore) CommitTick(_ context.Context, c loop.Commit) error {
@@ -160,7 +161,7 @@ func compatTick(t *testing.T, s *compatStore, m *compatMapping, i int) loop.Repo
 func figure(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // compatFigures are the main figures of a tick's report and its RATE.
-func compatFigures(rep loop.Report, rate *loop.Rate) map[string]any {
+func compatFigures(rep loop.Report, rate *protocol.Rate) map[string]any {
 	f := map[string]any{
 		"outcome": string(rep.Outcome), "tick": rep.Tick, "err": fmt.Sprint(rep.Err),
 		"setpoint": figure(rep.Setpoint), "measured": figure(rep.Measured), "rate": figure(rep.Rate),

@@ -235,6 +235,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer db.Close()
 		db.SetMaxOpenConns(32)
 		newSink = func() consume.Sink { return mysqlsink.New(db) }
+		pruner := mysqlsink.New(db).StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
+		defer pruner.Stop()
 	default:
 		fmt.Fprintf(stderr, "--sink=%q: want mysql or null\n", *sinkName)
 		return 2
