@@ -458,6 +458,8 @@ type bounds struct {
 func atLeast(lo float64) *bounds    { return &bounds{lo: lo, hi: math.Inf(1)} }
 func above(lo float64) *bounds      { return &bounds{lo: lo, hi: math.Inf(1), loOpen: true} }
 func within(lo, hi float64) *bounds { return &bounds{lo: lo, hi: hi} }
+
+// contains reports whether v is a finite number within b.
 func (b bounds) contains(v float64) bool {
 	return finite(v) && (v > b.lo || (!b.loOpen && v == b.lo)) && (v < b.hi || (!b.hiOpen && v == b.hi))
 }
