@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/plot"
-	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
@@ -98,7 +97,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, name, err, 1)
 	}
 	if *plotPath != "" {
-		if err := compareFigure(s, rep).WriteFile(*plotPath); err != nil {
+		if err := lab.CompareFigure(s, rep).WriteFile(*plotPath); err != nil {
 			fmt.Fprintf(stderr, "%s: plot: %v\n", name, err)
 			return 1
 		}
@@ -156,98 +155,9 @@ func printSignals(w io.Writer, rep lab.Report) {
 	}
 }
 
-// compareFigure draws the true CPU, the measured CPU and the allowed rate of
-// every controller, with the setpoint and the disturbances.
-func compareFigure(s sim.Scenario, rep lab.Report) plot.Figure {
-	const every = 10 // one point per 10 integration steps
-	thin := func(x []float64) []float64 {
-		out := make([]float64, 0, len(x)/every+1)
-		for i := 0; i < len(x); i += every {
-			out = append(out, x[i])
-		}
-		return out
-	}
-	var shades []plot.Shade
-	for _, d := range s.Disturbances {
-		shades = append(shades, plot.Shade{From: d.At.Minutes(), To: (d.At + d.Duration).Minutes(), Label: fmt.Sprintf("disturbance %+g points", d.Size)})
-	}
-	cpu := plot.Panel{Title: "true CPU (what the destination feels)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
-	meas := plot.Panel{Title: "measured CPU (newest published datapoint: what the controller sees)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
-	rate := plot.Panel{Title: "allowed rate", YLabel: "messages/s", Shades: shades}
-	for i, r := range rep.Results {
-		minutes := make([]float64, 0, len(r.Series.T)/every+1)
-		for _, t := range thin(r.Series.T) {
-			minutes = append(minutes, t/60)
-		}
-		if i == 0 {
-			sp := plot.Series{Name: "setpoint", X: minutes, Y: thin(r.Series.Setpoint), Color: "black", Dashed: true}
-			cpu.Series = append(cpu.Series, sp)
-			meas.Series = append(meas.Series, sp)
-		}
-		color := controllerColor(r.Controller)
-		cpu.Series = append(cpu.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.CPU), Color: color})
-		meas.Series = append(meas.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Measured), Color: color})
-		rate.Series = append(rate.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Allowed), Color: color})
-	}
-	panels := []plot.Panel{cpu, meas, rate}
-	if s.Replica != nil {
-		panels = []plot.Panel{cpu, lagPanel(s, rep, thin, shades), meas, rate}
-	}
-	return plot.Figure{
-		Title:  fmt.Sprintf("sluice lab compare: loop dead time %.0f s, iae_bound %.0f point-s", rep.LoopDeadTimeS, rep.IAEBound),
-		XLabel: "time (min)",
-		Width:  1100,
-		Panels: panels,
-	}
-}
-
-// lagPanel draws the replica's true lag of every controller with its
-// setpoint and band, up to 8 x the setpoint (a loop on the CPU alone lets
-// the lag grow without bound).
-func lagPanel(s sim.Scenario, rep lab.Report, thin func([]float64) []float64, shades []plot.Shade) plot.Panel {
-	top := 8 * s.Replica.Setpoint
-	p := plot.Panel{Title: fmt.Sprintf("replication lag (true; clipped at %g s)", top), YLabel: "lag (s)", YMin: 0, YMax: top, Shades: shades}
-	for i, r := range rep.Results {
-		minutes := thin(r.Series.T)
-		for j := range minutes {
-			minutes[j] /= 60
-		}
-		if i == 0 {
-			sp, band := make([]float64, len(minutes)), make([]float64, len(minutes))
-			for j := range sp {
-				sp[j], band[j] = s.Replica.Setpoint, s.Replica.Setpoint+s.Replica.Band
-			}
-			p.Series = append(p.Series, plot.Series{Name: "lag setpoint", X: minutes, Y: sp, Color: "black", Dashed: true},
-				plot.Series{Name: "setpoint + band", X: minutes, Y: band, Color: "#7f7f7f", Dashed: true})
-		}
-		p.Series = append(p.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Lag), Color: controllerColor(r.Controller)})
-	}
-	return p
-}
-
 // flagSet reports whether flag name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-func controllerColor(name string) string {
-	switch name {
-	case lab.Fixed:
-		return "#7f7f7f"
-	case lab.AIMD:
-		return "#ff7f0e"
-	case lab.PI:
-		return "#1f77b4"
-	case lab.PID:
-		return "#9467bd"
-	case lab.PIAWSPFF:
-		return "#2ca02c"
-	case lab.Smith:
-		return "#d62728"
-	case lab.Override:
-		return "#17becf"
-	}
-	return ""
 }
