@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
@@ -47,6 +48,47 @@ func (f *optionalFloat) ptr() *float64 {
 	return &v
 }
 
+// compareFlags are the flags of `sluice lab compare` on the simulated
+// plant.
+type compareFlags struct {
+	scenario   *scenarioFlags
+	list       *string
+	kp, ki, kd optionalFloat
+	asJSON     *bool
+	plotPath   *string
+}
+
+// addCompareFlags declares the flags of `sluice lab compare` on fs.
+func addCompareFlags(fs *flag.FlagSet) *compareFlags {
+	f := &compareFlags{scenario: addScenarioFlags(fs)}
+	f.list = fs.String("controllers", strings.Join(lab.Controllers(), ","),
+		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
+			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
+	gain := func() optionalFloat { return optionalFloat{want: "a finite gain >= 0"} }
+	f.kp, f.ki, f.kd = gain(), gain(), gain()
+	fs.Var(&f.kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
+	fs.Var(&f.ki, "ki", "override the tuned integral gain, messages/s per point-second")
+	fs.Var(&f.kd, "kd", "override the tuned derivative gain, messages per point")
+	f.asJSON = fs.Bool("json", false, `print {"scenario","model","loop_dead_time_s","iae_bound","results":[...]} as JSON`)
+	f.plotPath = fs.String("plot", "", "write a plot (setpoint, true and measured CPU, allowed rate per controller) to this .svg or .png file")
+	return f
+}
+
+// controllers are the controllers --controllers names, or scenario s's
+// default when the flag is absent.
+func (f *compareFlags) controllers(fs *flag.FlagSet, s sim.Scenario) ([]string, error) {
+	names, err := lab.ParseControllers(*f.list)
+	if err != nil {
+		return nil, fmt.Errorf("--controllers: %w", err)
+	}
+	if !flagSet(fs, "controllers") {
+		names = lab.DefaultControllers(s)
+	}
+	return names, nil
+}
+
+// runLabCompare is `sluice lab compare` (on the simulated plant unless
+// --plant says otherwise).
 func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	if code, handled := realPlantDispatch(args, runLabCompareMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
 		return code
@@ -60,31 +102,18 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			"over iae_bound, the error no controller can avoid (docs/architecture.md).\n"+
 			"Controllers: "+strings.Join(lab.Controllers(), ", ")+".\n"+
 			"Durations use Go syntax: 90s, 120m.")
-	sf := addScenarioFlags(fs)
-	list := fs.String("controllers", strings.Join(lab.Controllers(), ","),
-		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
-			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
-	gain := func() optionalFloat { return optionalFloat{want: "a finite gain >= 0"} }
-	kp, ki, kd := gain(), gain(), gain()
-	fs.Var(&kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
-	fs.Var(&ki, "ki", "override the tuned integral gain, messages/s per point-second")
-	fs.Var(&kd, "kd", "override the tuned derivative gain, messages per point")
-	asJSON := fs.Bool("json", false, `print {"scenario","model","loop_dead_time_s","iae_bound","results":[...]} as JSON`)
-	plotPath := fs.String("plot", "", "write a plot (setpoint, true and measured CPU, allowed rate per controller) to this .svg or .png file")
+	f := addCompareFlags(fs)
+	plotPath := f.plotPath
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	s, err := sf.Scenario()
+	s, err := f.scenario.Scenario()
 	if err != nil {
 		return fail(stderr, name, err, 2)
 	}
-	names, err := lab.ParseControllers(*list)
+	names, err := f.controllers(fs, s)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
-		return 2
-	}
-	if !flagSet(fs, "controllers") {
-		names = lab.DefaultControllers(s)
+		return fail(stderr, name, err, 2)
 	}
 	if *plotPath != "" {
 		if err := plot.CheckPath(*plotPath); err != nil {
@@ -92,7 +121,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: kp.ptr(), Ki: ki.ptr(), Kd: kd.ptr()}})
+	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: f.kp.ptr(), Ki: f.ki.ptr(), Kd: f.kd.ptr()}})
 	if err != nil {
 		return fail(stderr, name, err, 1)
 	}
@@ -102,13 +131,10 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if *asJSON {
+	if *f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return fail(stderr, name, err, 1)
-		}
-		return 0
+		return failIf(stderr, name, enc.Encode(rep), 1)
 	}
 	printCompare(stdout, rep)
 	printSignals(stdout, rep)
@@ -119,6 +145,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printCompare prints the model and each controller's measures as a table.
 func printCompare(w io.Writer, rep lab.Report) {
 	m := rep.Model
 	fmt.Fprintf(w, "identified model: gain %.4g points per msg/s, tau %.1f s, dead time %.1f s, base %.2f %% (rmse %.2f, noise %.2f)\n",
