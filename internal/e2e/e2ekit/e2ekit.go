@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -304,4 +305,16 @@ func SendEntries(ctx context.Context, api QueueAPI, queueURL string, entries []s
 		entries = again
 	}
 	return nil
+}
+
+// Round is x rounded to digits decimal places, as the harnesses write
+// their figures in the JSON last line: Round(2.345, 2) = 2.35 (half away
+// from zero), Round(1234, -2) = 1200.
+func Round(x float64, digits int) float64 {
+	if digits < 0 {
+		unit := math.Pow10(-digits)
+		return math.Round(x/unit) * unit
+	}
+	unit := math.Pow10(digits)
+	return math.Round(x*unit) / unit
 }
