@@ -1,6 +1,6 @@
 // Command replica is `make e2e-replica`: the Sluice loop with two signals,
 // the CPU of a MariaDB primary and the replication lag of its replica,
-// against a real primary and replica on loopback (issue 19).
+// against a real primary and replica on loopback.
 //
 // It starts moto, the SQS server and the Lambda RIE with
 // localstack/stack/up.sh (stopping at the end what it started), and the
