@@ -73,6 +73,16 @@ func FindRIE(flagValue, root string) (string, error) {
 	return harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(root, ".cache/bin/aws-lambda-rie"))
 }
 
+// RIEPath is the emulator the benchmarks and the chaos suite start:
+// $SLUICE_RIE_BIN, else root's .cache/bin/aws-lambda-rie, whether or not
+// it exists yet (FindRIE is the harnesses', which checks).
+func RIEPath(root string) string {
+	if rie := os.Getenv("SLUICE_RIE_BIN"); rie != "" {
+		return rie
+	}
+	return filepath.Join(root, ".cache/bin/aws-lambda-rie")
+}
+
 // CreateDatabase creates the database name on the server of cfg and
 // returns the DSN of cfg with name as its database; the run drops the
 // database at its end unless keep.

@@ -25,7 +25,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,10 +109,7 @@ func paceKafkaLambda(ctx context.Context, rateList, partList string, window time
 		return true
 	}
 	defer os.RemoveAll(work)
-	brokers, rie := os.Getenv("SLUICE_KAFKA_BROKERS"), os.Getenv("SLUICE_RIE_BIN")
-	if rie == "" {
-		rie = filepath.Join(root, ".cache/bin/aws-lambda-rie")
-	}
+	brokers, rie := os.Getenv("SLUICE_KAFKA_BROKERS"), e2ekit.RIEPath(root)
 	bin, err := kafka.BuildLambda(ctx, root, work)
 	if err != nil || brokers == "" {
 		fail("kafka-lambda pacing: %v (SLUICE_KAFKA_BROKERS=%q)", err, brokers)
@@ -380,11 +376,8 @@ func (b *bench) noLossAndCost(dsn string, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(work)
 	env := consumers.Env{
-		AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), MySQLDSN: dsn, RIE: os.Getenv("SLUICE_RIE_BIN"),
+		AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), MySQLDSN: dsn, RIE: e2ekit.RIEPath(root),
 		MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"), Root: root, WorkDir: work, Log: b.log,
-	}
-	if env.RIE == "" {
-		env.RIE = filepath.Join(root, ".cache/bin/aws-lambda-rie")
 	}
 	if b.parts["noloss"] {
 		noLoss(b.ctx, env, *b.f.paths, *b.f.messages, &b.res, b.fail, b.log)
