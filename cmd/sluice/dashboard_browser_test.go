@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // These tests drive the dashboard in a real headless Chromium (Debian's
@@ -275,7 +276,7 @@ func TestBrowserMoto(t *testing.T) {
 		if err := store.WriteParams(ctxb, "broken", bad); err != nil {
 			t.Fatal(err)
 		}
-		ticker := loop.Ticker{Store: store, Now: time.Now}
+		ticker := loop.Ticker{Sources: looptest.Sources(), Store: store, Now: time.Now}
 		if _, err := ticker.Tick(ctxb); err != nil {
 			t.Fatalf("controller tick: %v", err)
 		}
@@ -298,7 +299,7 @@ func TestBrowserMoto(t *testing.T) {
 		if attrs["kp"] != 1.0 {
 			t.Errorf("stored kp = %#v after the fix; want the number 1", attrs["kp"])
 		}
-		if _, err := loop.DecodeParams("broken", attrs); err != nil {
+		if _, err := loop.DecodeParams("broken", attrs, looptest.Sources()); err != nil {
 			t.Errorf("stored PARAMS after the fix are refused by the controller's decoder: %v", err)
 		}
 		cdp(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(cdpCSS("#f-kp")),

@@ -119,7 +119,7 @@ func (f demoFlags) run(stderr io.Writer) (demoRun, *historyRecorder, error) {
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: f.batch, PoisonEvery: f.poison, NoReport: f.noReport}
 	rec := newHistoryRecorder(s)
-	rec.file.Params = params.Attrs()
+	rec.file.Params = params.Attrs(metricSources())
 	cfg.OnTick = rec.record
 	start := time.Now()
 	live := !f.quiet && !f.asJSON

@@ -7,8 +7,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/history"
-	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // historyRecorder keeps one history point per applied tick of the demo, with
@@ -19,8 +19,8 @@ type historyRecorder struct {
 	start      time.Time
 	driftAt    time.Duration // since the start; -1 while never
 	driftRatio float64
-	driftWhy   string        // loop.DriftState.Reason
-	driftDead  time.Duration // the dead time's estimate, for loop.DriftReasonDeadTime
+	driftWhy   string        // drift.State.Reason
+	driftDead  time.Duration // the dead time's estimate, for drift.ReasonDeadTime
 }
 
 func newHistoryRecorder(s sim.Scenario) *historyRecorder {
@@ -60,7 +60,7 @@ func (h *historyRecorder) driftJSON(s sim.Scenario) map[string]any {
 		return out
 	}
 	out["at_s"], out["reason"], out["gain_ratio"] = h.driftAt.Seconds(), h.driftWhy, h.driftRatio
-	if h.driftWhy == loop.DriftReasonDeadTime {
+	if h.driftWhy == drift.ReasonDeadTime {
 		out["dead_time_s"] = h.driftDead.Seconds()
 	}
 	if len(s.PlantChanges) > 0 {
@@ -96,7 +96,7 @@ func printDriftNote(w io.Writer, s sim.Scenario, h *historyRecorder) {
 
 // driftFigure is what moved, as the loop estimated it.
 func (h *historyRecorder) driftFigure() string {
-	if h.driftWhy == loop.DriftReasonDeadTime {
+	if h.driftWhy == drift.ReasonDeadTime {
 		return fmt.Sprintf("plant dead time about %v", h.driftDead)
 	}
 	return fmt.Sprintf("plant gain / model gain %.2f", h.driftRatio)

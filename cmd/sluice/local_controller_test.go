@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
@@ -37,7 +38,7 @@ func TestLocalControllerOnce(t *testing.T) {
 	}
 	client, table := ddbtest.Table(t, "sluice-localctl")
 	store := ddbstore.New(client, table)
-	if err := store.WriteParams(ctx, "mine", storetest.SampleParams("mine").Attrs()); err != nil {
+	if err := store.WriteParams(ctx, "mine", storetest.SampleParams("mine").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer

@@ -18,8 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // paramsStore is what `sluice params` needs from the table.
@@ -70,7 +73,7 @@ Attributes (docs/controller.md has the whole data model):
 func paramsHelp(w io.Writer) {
 	fmt.Fprint(w, paramsUsage)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, a := range loop.ParamsAttributes() {
+	for _, a := range loop.ParamsAttributes(metricSources()) {
 		fmt.Fprintf(tw, "  %s\t%s\n", a[0], a[1])
 	}
 	tw.Flush()
@@ -176,7 +179,7 @@ func parseEdits(args []string) ([]edit, error) {
 			out = append(out, edit{name: name, remove: true})
 			continue
 		}
-		v, err := loop.ParseParamValue(name, text)
+		v, err := loop.ParseParamValue(metricSources(), name, text)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +197,7 @@ type validity struct {
 }
 
 func validate(loopID string, attrs map[string]any) validity {
-	p, err := loop.DecodeParams(loopID, attrs)
+	p, err := loop.DecodeParams(loopID, attrs, metricSources())
 	if err == nil {
 		return validity{Loop: loopID, Valid: true, Params: &p}
 	}
@@ -496,4 +499,10 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// metricSources are the metric sources the controller runs with: the CLI
+// decodes, checks and writes PARAMS with their rules.
+func metricSources() metric.Sources {
+	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }

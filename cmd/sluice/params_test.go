@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
@@ -165,7 +166,7 @@ func (s racingStore) ReadParams(ctx context.Context, id string) (map[string]any,
 // reported as a conflict, and kept.
 func TestParamsSetConflict(t *testing.T) {
 	store := memstore.New()
-	if err := store.WriteParams(context.Background(), "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+	if err := store.WriteParams(context.Background(), "orders", storetest.SampleParams("orders").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
 	env := paramsEnv{open: func(context.Context, string) (paramsStore, error) { return racingStore{store}, nil }}
@@ -188,7 +189,7 @@ func TestParamsSetConflict(t *testing.T) {
 func TestParamsGetNoDatapointYet(t *testing.T) {
 	store := memstore.New()
 	ctx := context.Background()
-	if err := store.WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs()); err != nil {
+	if err := store.WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1, Rate: 10, TickAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Mode: loop.ModeAuto}}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
 
@@ -76,7 +77,7 @@ func writeLabHistoryGains(t *testing.T, s sim.Scenario, g lab.Gains) string {
 	}
 	h := newHistoryRecorder(s)
 	h.file.Points = rec.pts
-	h.file.Params = demo.DefaultParams(s, cfg).Attrs()
+	h.file.Params = demo.DefaultParams(s, cfg).Attrs(looptest.Sources())
 	path := filepath.Join(t.TempDir(), "history.json")
 	if err := h.write(path); err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestTuneFromHistoryTable(t *testing.T) {
 	s := sim.Reference()
 	s.Noise = 1
 	f := readLabHistory(t, s)
-	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(), f.Points)
+	table, _ := tableWithHistory(t, "orders", storetest.SampleParams("orders").Attrs(looptest.Sources()), f.Points)
 	var got struct {
 		Model struct {
 			Gain float64 `json:"gain"`

@@ -179,7 +179,7 @@ func decodeGains(loopID string, attrs map[string]any) (loop.Params, error) {
 		a[k] = v
 	}
 	a[loop.AttrMode] = string(loop.ModeAuto)
-	return loop.DecodeParams(loopID, a)
+	return loop.DecodeParams(loopID, a, metricSources())
 }
 
 // shadowCompare identifies the plant from the live history and replays

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // shadowJSON is the part of `tune --shadow-report --json` the tests read.
@@ -125,10 +126,10 @@ func TestShadowReportTable(t *testing.T) {
 	s.Noise = 1
 	f := readLabHistory(t, s)
 	live := demo.DefaultParams(s, mustConfig(t, s, lab.Gains{}))
-	table, store := tableWithHistory(t, "orders", live.Attrs(), f.Points)
+	table, store := tableWithHistory(t, "orders", live.Attrs(looptest.Sources()), f.Points)
 	shadow := demo.DefaultParams(s, mustConfig(t, s, badGains()))
 	shadow.Mode = loop.ModeShadow
-	if err := store.WriteParams(context.Background(), "orders-shadow", shadow.Attrs()); err != nil {
+	if err := store.WriteParams(context.Background(), "orders-shadow", shadow.Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
 	got, code := shadowReportOf(t, "--loop", "orders", "--shadow", "orders-shadow", "--table", table, "--since", "2h")
@@ -158,7 +159,7 @@ func TestShadowReportPromotesOnDemoHistory(t *testing.T) {
 	s.Disturbances = []sim.Disturbance{{At: 15 * time.Minute, Duration: 15 * time.Minute, Size: 20}}
 	rec := newHistoryRecorder(s)
 	params := demo.DefaultParams(s, mustConfig(t, s, badGains()))
-	rec.file.Params = params.Attrs()
+	rec.file.Params = params.Attrs(looptest.Sources())
 	if _, err := demo.Run(context.Background(), demo.Config{Scenario: s, Params: params, NoSeries: true, OnTick: rec.record}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func readTableHistory(ctx context.Context, table, loopID string, since, metricDe
 	if err != nil {
 		return history.File{}, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
 	}
-	p, err := loop.DecodeParams(loopID, attrs)
+	p, err := loop.DecodeParams(loopID, attrs, metricSources())
 	if err != nil {
 		return history.File{}, fmt.Errorf("loop %s: PARAMS: %w", loopID, err)
 	}

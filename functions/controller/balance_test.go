@@ -10,9 +10,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 func TestHandleLogsBalancedLoop(t *testing.T) {
@@ -32,7 +34,7 @@ func TestHandleLogsBalancedLoop(t *testing.T) {
 	var buf bytes.Buffer
 	h := &handler{
 		history: &recordedHistory{},
-		ticker: &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Delay: time.Minute, Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
+		ticker: &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Delay: time.Minute, Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
 			Now: func() time.Time { return now }},
 		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
 		namespace: "SluiceTest",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -167,11 +168,11 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 		attrs = append(attrs, slog.String("limiting", r.Limiting), slog.Any("signals", signalsMeasured(r)))
 	}
 	if r.ModelDrift {
-		// The plant moved away from the loop's model (loop.DriftState):
+		// The plant moved away from the loop's model (drift.State):
 		// a warning until the model is edited.
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
-		if r.DriftReason == loop.DriftReasonDeadTime {
+		if r.DriftReason == drift.ReasonDeadTime {
 			attrs = append(attrs, slog.String("drift_reason", r.DriftReason), slog.Float64("drift_dead_time_s", r.DriftDeadTime.Seconds()))
 		}
 	}

@@ -14,9 +14,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sluice-dev/sluice/internal/testfile"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // recordedHistory records what the handler appends.
@@ -59,7 +61,7 @@ func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
 	hist := &recordedHistory{}
 	h := &handler{
 		history:   hist,
-		ticker:    &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 55, Delay: time.Minute}}, Now: func() time.Time { return now }},
+		ticker:    &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Value: 55, Delay: time.Minute}}, Now: func() time.Time { return now }},
 		log:       slog.New(slog.NewJSONHandler(&buf, nil)),
 		namespace: "SluiceTest",
 		now:       func() time.Time { return now },

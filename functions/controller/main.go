@@ -36,6 +36,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // config is the controller's configuration, read once at start.
@@ -63,15 +64,19 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 	if err != nil {
 		return nil, err
 	}
-	readers := map[loop.Source]loop.MetricReader{
-		loop.SourceCloudWatch: cwmetric.New(cwmetric.NewClient(awsCfg, cfg.Endpoint)),
+	// The metric sources a loop's PARAMS may name (the first is the
+	// default) and their readers: a new source adds its Source here and its
+	// reader below (docs/architecture.md, "Adding a metric source").
+	sources := metric.Sources{cwmetric.Source{}, prommetric.Source{}}
+	readers := map[string]metric.Reader{
+		cwmetric.Name: cwmetric.New(cwmetric.NewClient(awsCfg, cfg.Endpoint)),
 	}
 	if cfg.PrometheusURL != "" {
 		r, err := prommetric.New(cfg.PrometheusURL, nil)
 		if err != nil {
 			return nil, err
 		}
-		readers[loop.SourcePrometheus] = r
+		readers[prommetric.Name] = r
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := ddbstore.New(ddb, cfg.Table)
@@ -81,7 +86,7 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 	}
 	return &handler{
 		history: hist,
-		ticker: &loop.Ticker{Store: store, Metrics: readers, Now: time.Now,
+		ticker: &loop.Ticker{Store: store, Sources: sources, Metrics: readers, Now: time.Now,
 			Mappings: lambdaesm.New(lambdaapi.NewFromConfig(awsCfg))},
 		log:       log,
 		namespace: cfg.Namespace,

@@ -3,9 +3,13 @@ package cpupub
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,22 +18,47 @@ import (
 	"github.com/sluice-dev/sluice/internal/testclock"
 )
 
-// fakeProc is a /proc and /sys in a map.
+// fakeProc is a /proc and /sys/fs/cgroup tree, path to contents; tree
+// writes it under a test's temporary directory.
 type fakeProc map[string]string
 
-func (f fakeProc) read(path string) ([]byte, error) {
-	v, ok := f[path]
-	if !ok {
-		return nil, fmt.Errorf("open %s: %w", path, os.ErrNotExist)
+// host writes the tree and returns a Host that reads it: paths under /proc
+// go to the proc root, under /sys/fs/cgroup to the cgroup root. A path
+// ending in "/" is an empty directory (a process whose files are gone).
+func (f fakeProc) host(t *testing.T) Host {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return []byte(v), nil
+	for path, v := range f {
+		full := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(path, "/sys/fs")))
+		if strings.HasSuffix(path, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := NewHost(filepath.Join(root, "proc"), filepath.Join(root, "cgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
+// stat is /proc/<pid>/stat with all 52 fields of Linux 5.x.
 func stat(pid int, comm string, utime, stime uint64) string {
-	return fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194624 1000 0 0 0 %d %d 0 0 20 0 30 0 123 1000000 5000 18446744073709551615 0 0 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0", pid, comm, pid, pid, utime, stime)
+	return fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194624 1000 0 0 0 %d %d 0 0 20 0 30 0 123 1000000 5000 18446744073709551615 0 0 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", pid, comm, pid, pid, utime, stime)
 }
 
-func TestParseStat(t *testing.T) {
+func TestStatTicks(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
@@ -44,27 +73,35 @@ func TestParseStat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseStat([]byte(tt.in))
+			h := fakeProc{"/proc/7/stat": tt.in}.host(t)
+			got, err := h.cpuTicks(7)
 			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("ParseStat(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+				t.Errorf("cpuTicks(stat %q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "pid 7: parse stat") {
+				t.Errorf("cpuTicks(stat %q) error %q; want it to say pid 7: parse stat", tt.in, err)
 			}
 		})
 	}
 }
 
-func TestParseCPUList(t *testing.T) {
+// TestAffinityCores counts the CPUs of Cpus_allowed_list. procfs parses the
+// list leniently (a number it cannot read counts as CPU 0); a list that
+// yields no CPU is an error.
+func TestAffinityCores(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    int
 		wantErr bool
 	}{
-		{"0", 1, false}, {"0-1", 2, false}, {"0-3,6,8-9\n", 7, false},
-		{"", 0, true}, {"3-1", 0, true}, {"a", 0, true},
+		{"0", 1, false}, {"0-1", 2, false}, {"0-3,6,8-9", 7, false},
+		{"3-1", 0, true},
 	}
 	for _, tt := range tests {
-		got, err := ParseCPUList(tt.in)
+		h := fakeProc{"/proc/9/status": "Name:\tx\nCpus_allowed_list:\t" + tt.in + "\n"}.host(t)
+		got, err := h.affinityCores(9)
 		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("ParseCPUList(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			t.Errorf("affinityCores(Cpus_allowed_list %q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
@@ -94,18 +131,25 @@ func TestCores(t *testing.T) {
 			"/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_quota_us":  "200000\n",
 			"/sys/fs/cgroup/cpu,cpuacct/db/cpu.cfs_period_us": "100000\n",
 		}, 2, false},
+		{"cgroup v1 quota under the cpu mount", fakeProc{
+			"/proc/9/status":                          status,
+			"/proc/9/cgroup":                          "3:cpu,cpuacct:/db\n",
+			"/sys/fs/cgroup/cpu/db/cpu.cfs_quota_us":  "50000\n",
+			"/sys/fs/cgroup/cpu/db/cpu.cfs_period_us": "100000\n",
+		}, 0.5, false},
 		{"cgroup v1 unlimited", fakeProc{
 			"/proc/9/status":                       status,
 			"/proc/9/cgroup":                       "1:cpu:/\n0::/\n",
 			"/sys/fs/cgroup/cpu/cpu.cfs_quota_us":  "-1\n",
 			"/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
 		}, 4, false},
-		{"no status", fakeProc{}, 0, true},
+		{"no status", fakeProc{"/proc/9/": ""}, 0, true},
+		{"no process", fakeProc{}, 0, true},
 		{"no affinity line", fakeProc{"/proc/9/status": "Name:\tx\n"}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Cores(tt.proc.read, 9)
+			got, err := Cores(tt.proc.host(t), 9)
 			if (err != nil) != tt.wantErr || got != tt.want {
 				t.Errorf("Cores() = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
@@ -132,26 +176,31 @@ func TestClockTicks(t *testing.T) {
 		{"unreadable", fakeProc{}, DefaultClockTicks},
 	}
 	for _, tt := range tests {
-		if got := ClockTicks(tt.proc.read); got != tt.want {
+		if got := ClockTicks(tt.proc.host(t)); got != tt.want {
 			t.Errorf("%s: ClockTicks() = %d; want %d", tt.name, got, tt.want)
 		}
 	}
 	// On this machine, the same as getconf CLK_TCK (100 on Linux).
-	if got := ClockTicks(os.ReadFile); got != 100 {
-		t.Errorf("ClockTicks(os.ReadFile) = %d; want 100", got)
+	live, err := LiveHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ClockTicks(live); got != 100 {
+		t.Errorf("ClockTicks(LiveHost()) = %d; want 100", got)
 	}
 }
 
 func TestFindProcess(t *testing.T) {
-	proc := fakeProc{"/proc/1/comm": "init\n", "/proc/42/comm": "mariadbd\n", "/proc/43/comm": "mariadb\n"}
-	if pid, err := FindProcess(proc.read, []int{1, 42, 43, 44}, "mariadbd"); err != nil || pid != 42 {
+	proc := fakeProc{"/proc/1/comm": "init\n", "/proc/42/comm": "mariadbd\n", "/proc/43/comm": "mariadb\n", "/proc/44/": "", "/proc/self/auxv": ""}
+	if pid, err := FindProcess(proc.host(t), "mariadbd"); err != nil || pid != 42 {
 		t.Errorf("FindProcess(mariadbd) = %d, %v; want 42", pid, err)
 	}
-	if _, err := FindProcess(proc.read, []int{1, 43}, "mariadbd"); err == nil {
+	without := fakeProc{"/proc/1/comm": "init\n", "/proc/43/comm": "mariadb\n"}
+	if _, err := FindProcess(without.host(t), "mariadbd"); err == nil {
 		t.Errorf("FindProcess without mariadbd: no error")
 	}
 	proc["/proc/44/comm"] = "mariadbd\n"
-	if _, err := FindProcess(proc.read, []int{42, 44}, "mariadbd"); err == nil {
+	if _, err := FindProcess(proc.host(t), "mariadbd"); err == nil {
 		t.Errorf("FindProcess with two mariadbd: no error")
 	}
 }
@@ -199,7 +248,8 @@ func (r *recordingPutter) PutMetricData(_ context.Context, in *cloudwatch.PutMet
 // and the RDS metric identity.
 func TestPublisher(t *testing.T) {
 	clock := testclock.New(time.Unix(1_000_003, 0)) // 3 s into a 10 s period
-	proc := fakeProc{}
+	proc := fakeProc{"/proc/7/stat": stat(7, "mariadbd", 0, 0)}
+	host := proc.host(t)
 	hz := uint64(100)
 	ticksAt := func(now time.Time) uint64 {
 		// 0.5 core until 1_000_030, then 1.5 cores.
@@ -209,10 +259,9 @@ func TestPublisher(t *testing.T) {
 		}
 		return uint64((15 + 1.5*(s-30)) * float64(hz))
 	}
-	sampler := &Sampler{Read: func(path string) ([]byte, error) {
-		proc["/proc/7/stat"] = stat(7, "mariadbd", ticksAt(clock.Now()), 0)
-		return proc.read(path)
-	}, PID: 7, Hz: int(hz), Cores: 2, Now: clock.Now}
+	sampler := &rewritingSampler{Sampler: &Sampler{Host: host, PID: 7, Hz: int(hz), Cores: 2, Now: clock.Now}, rewrite: func() error {
+		return os.WriteFile(filepath.Join(host.procRoot, "7", "stat"), []byte(stat(7, "mariadbd", ticksAt(clock.Now()), 0)), 0o644)
+	}}
 	api := &recordingPutter{fail: 1}
 	var seen []Datapoint
 	p := &Publisher{CPU: sampler, API: api, Instance: "sluice-db", Period: 10 * time.Second, Delay: 5 * time.Second, Clock: clock,
@@ -247,10 +296,24 @@ func TestPublisher(t *testing.T) {
 	}
 }
 
+// rewritingSampler writes the process's stat file before each sample, as
+// the kernel updates it.
+type rewritingSampler struct {
+	*Sampler
+	rewrite func() error
+}
+
+func (r *rewritingSampler) Sample() (Sample, error) {
+	if err := r.rewrite(); err != nil {
+		return Sample{}, err
+	}
+	return r.Sampler.Sample()
+}
+
 func TestSamplerFindsRestartedProcess(t *testing.T) {
 	proc := fakeProc{"/proc/8/stat": stat(8, "mariadbd", 500, 100)}
 	now := time.Unix(1000, 0)
-	s := &Sampler{Read: proc.read, PID: 7, Hz: 100, Cores: 1, Now: func() time.Time { return now },
+	s := &Sampler{Host: proc.host(t), PID: 7, Hz: 100, Cores: 1, Now: func() time.Time { return now },
 		Find: func() (int, error) { return 8, nil }}
 	got, err := s.Sample()
 	if err != nil || s.PID != 8 || got.CPU != 6*time.Second {
@@ -258,8 +321,37 @@ func TestSamplerFindsRestartedProcess(t *testing.T) {
 	}
 	s.Find = nil
 	s.PID = 9
-	if _, err := s.Sample(); err == nil {
+	_, err = s.Sample()
+	if err == nil {
 		t.Errorf("Sample of a vanished pid without Find: no error")
+	} else if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "read CPU time of pid 9: ") {
+		t.Errorf("Sample of a vanished pid = %q; want read CPU time of pid 9: ..., a file that does not exist", err)
+	}
+}
+
+// TestNewSamplerFixture builds a sampler over a fixture tree: found by a
+// find function with the cores its affinity and cgroup allow, and its
+// clock tick rate from the auxiliary vector.
+func TestNewSamplerFixture(t *testing.T) {
+	h := fakeProc{
+		"/proc/5/stat":              stat(5, "mariadbd", 30, 20),
+		"/proc/5/status":            "Name:\tmariadbd\nCpus_allowed_list:\t0-7\n",
+		"/proc/5/cgroup":            "0::/db\n",
+		"/proc/self/auxv":           auxv(17, 250, 0, 0),
+		"/sys/fs/cgroup/db/cpu.max": "300000 100000\n",
+	}.host(t)
+	s, err := newSampler(h, 0, func() (int, error) { return 5, nil }, 0)
+	if err != nil {
+		t.Fatalf("newSampler: %v", err)
+	}
+	if s.PID != 5 || s.Cores != 3 || s.Hz != 250 {
+		t.Errorf("newSampler = pid %d, %v cores, %d Hz; want pid 5, 3 cores, 250 Hz", s.PID, s.Cores, s.Hz)
+	}
+	if got, err := s.Sample(); err != nil || got.CPU != 200*time.Millisecond {
+		t.Errorf("Sample() = %+v, %v; want 200ms (50 ticks at 250 Hz)", got, err)
+	}
+	if _, err := newSampler(h, 6, nil, 0); err == nil {
+		t.Errorf("newSampler of pid 6, which does not run: no error")
 	}
 }
 

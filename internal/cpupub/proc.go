@@ -11,25 +11,28 @@
 // quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us),
 // unless a count is configured. So 100 % means the database uses every core
 // it may use, as RDS's CPUUtilization means every vCPU of the instance.
+//
+// The files of /proc are parsed by github.com/prometheus/procfs; what it
+// does not read (the auxiliary vector's clock tick rate, the cgroup's CPU
+// quota files) is read here.
 package cpupub
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/sluice-dev/sluice/internal/defaults"
 )
-
-// ReadFileFunc reads a whole file; os.ReadFile in production, a map in
-// tests.
-type ReadFileFunc func(path string) ([]byte, error)
 
 // DefaultClockTicks is USER_HZ on every Linux architecture Go supports; it
 // is used when /proc/self/auxv does not say.
@@ -38,11 +41,33 @@ const DefaultClockTicks = 100
 // atClkTck is the auxiliary vector entry type of the clock tick rate.
 const atClkTck = 17
 
+// Host is where processes are read: a proc file system and the mount point
+// of the cgroup file systems. LiveHost is this machine's; a test points
+// NewHost at a fixture tree.
+type Host struct {
+	proc     procfs.FS
+	procRoot string
+	cgroup   string
+}
+
+// NewHost reads processes from the proc file system mounted at procRoot
+// (/proc) and cgroups from cgroupRoot (/sys/fs/cgroup).
+func NewHost(procRoot, cgroupRoot string) (Host, error) {
+	p, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return Host{}, fmt.Errorf("proc file system at %s: %w", procRoot, err)
+	}
+	return Host{proc: p, procRoot: procRoot, cgroup: cgroupRoot}, nil
+}
+
+// LiveHost is this machine's /proc and /sys/fs/cgroup.
+func LiveHost() (Host, error) { return NewHost(procfs.DefaultMountPoint, "/sys/fs/cgroup") }
+
 // ClockTicks returns the kernel's clock tick rate (the unit of utime and
 // stime) from the auxiliary vector in /proc/self/auxv, which is what
 // sysconf(_SC_CLK_TCK) reads; DefaultClockTicks when it cannot be read.
-func ClockTicks(read ReadFileFunc) int {
-	b, err := read("/proc/self/auxv")
+func ClockTicks(h Host) int {
+	b, err := os.ReadFile(filepath.Join(h.procRoot, "self", "auxv"))
 	if err != nil {
 		return DefaultClockTicks
 	}
@@ -59,121 +84,99 @@ func ClockTicks(read ReadFileFunc) int {
 	return DefaultClockTicks
 }
 
-// ParseStat returns utime + stime, in clock ticks, from the contents of
-// /proc/<pid>/stat. The command name (field 2) may hold spaces and
-// parentheses, so the fields are counted from the last ')'.
-func ParseStat(b []byte) (uint64, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("parse stat: no ')' after the command name")
+// cpuTicks returns utime + stime of process pid, in clock ticks. A process
+// that cannot be read (it does not run) is an error that says "read"; a
+// stat file that does not parse is one that says "parse stat".
+func (h Host) cpuTicks(pid int) (uint64, error) {
+	p, err := h.proc.Proc(pid)
+	var st procfs.ProcStat
+	if err == nil {
+		st, err = p.Stat()
 	}
-	// After ") ": field 3 (state) is index 0; utime is field 14, stime 15.
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("parse stat: %d fields after the command name, want at least 13", len(f))
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return 0, fmt.Errorf("read CPU time of pid %d: %w", pid, err)
+	case err != nil:
+		return 0, fmt.Errorf("pid %d: parse stat: %w", pid, err)
 	}
-	ut, err := strconv.ParseUint(f[11], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse stat: utime %q: %w", f[11], err)
-	}
-	st, err := strconv.ParseUint(f[12], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse stat: stime %q: %w", f[12], err)
-	}
-	return ut + st, nil
-}
-
-// ParseCPUList counts the CPUs of a list such as "0-3,6,8-9".
-func ParseCPUList(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty CPU list")
-	}
-	n := 0
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return 0, fmt.Errorf("CPU list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return 0, fmt.Errorf("CPU list %q: %w", s, err)
-			}
-		}
-		if b < a || a < 0 {
-			return 0, fmt.Errorf("CPU list %q: bad range %q", s, part)
-		}
-		n += b - a + 1
-	}
-	return n, nil
+	return uint64(st.UTime) + uint64(st.STime), nil
 }
 
 // affinityCores returns the number of CPUs the process may run on.
-func affinityCores(read ReadFileFunc, pid int) (int, error) {
-	b, err := read(fmt.Sprintf("/proc/%d/status", pid))
+func (h Host) affinityCores(pid int) (int, error) {
+	p, err := h.proc.Proc(pid)
+	var st procfs.ProcStatus
+	if err == nil {
+		st, err = p.NewStatus()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read status of pid %d: %w", pid, err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return ParseCPUList(v)
-		}
+	if len(st.CpusAllowedList) == 0 {
+		return 0, fmt.Errorf("status of pid %d has no Cpus_allowed_list, or an empty one", pid)
 	}
-	return 0, fmt.Errorf("status of pid %d has no Cpus_allowed_list", pid)
+	return len(st.CpusAllowedList), nil
 }
 
 // quotaCores returns the CPU quota of the process's cgroup in cores, or
-// +Inf when it has none. cgroup v2 (the "0::" line, cpu.max) and v1 (the
-// cpu controller, cpu.cfs_quota_us and cpu.cfs_period_us) are read.
-func quotaCores(read ReadFileFunc, pid int) float64 {
-	b, err := read(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return math.Inf(1)
-	}
+// +Inf when it has none. cgroup v2 (hierarchy 0 without controllers,
+// cpu.max) and v1 (the cpu controller, cpu.cfs_quota_us and
+// cpu.cfs_period_us) are read.
+func (h Host) quotaCores(pid int) float64 {
 	q := math.Inf(1)
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		ctrls, path := parts[1], strings.TrimSuffix(parts[2], "/")
+	p, err := h.proc.Proc(pid)
+	if err != nil {
+		return q
+	}
+	groups, err := p.Cgroups()
+	if err != nil {
+		return q
+	}
+	for _, g := range groups {
+		path := strings.TrimSuffix(g.Path, "/")
 		switch {
-		case parts[0] == "0" && ctrls == "":
-			if m, err := read("/sys/fs/cgroup" + path + "/cpu.max"); err == nil {
-				f := strings.Fields(string(m))
-				if len(f) == 2 && f[0] != "max" {
-					quota, err1 := strconv.ParseFloat(f[0], 64)
-					period, err2 := strconv.ParseFloat(f[1], 64)
-					if err1 == nil && err2 == nil && quota > 0 && period > 0 {
-						q = math.Min(q, quota/period)
-					}
-				}
+		case g.HierarchyID == 0 && len(g.Controllers) == 0:
+			f := strings.Fields(h.readCgroup(path, "cpu.max"))
+			if len(f) == 2 && f[0] != "max" {
+				q = math.Min(q, ratio(f[0], f[1]))
 			}
-		case hasController(ctrls, "cpu"):
-			dir := "/sys/fs/cgroup/" + ctrls + path
-			qb, err1 := read(dir + "/cpu.cfs_quota_us")
-			pb, err2 := read(dir + "/cpu.cfs_period_us")
-			if err1 != nil || err2 != nil {
-				dir = "/sys/fs/cgroup/cpu" + path
-				qb, err1 = read(dir + "/cpu.cfs_quota_us")
-				pb, err2 = read(dir + "/cpu.cfs_period_us")
+		case hasController(g.Controllers, "cpu"):
+			dir := strings.Join(g.Controllers, ",") + path
+			quota, period := h.readCgroup(dir, "cpu.cfs_quota_us"), h.readCgroup(dir, "cpu.cfs_period_us")
+			if quota == "" || period == "" {
+				dir = "cpu" + path
+				quota, period = h.readCgroup(dir, "cpu.cfs_quota_us"), h.readCgroup(dir, "cpu.cfs_period_us")
 			}
-			if err1 == nil && err2 == nil {
-				quota, e1 := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
-				period, e2 := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
-				if e1 == nil && e2 == nil && quota > 0 && period > 0 {
-					q = math.Min(q, quota/period)
-				}
-			}
+			q = math.Min(q, ratio(quota, period))
 		}
 	}
 	return q
 }
 
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
+// readCgroup returns the trimmed contents of file in directory dir of the
+// cgroup mount point, or "" when it cannot be read.
+func (h Host) readCgroup(dir, file string) string {
+	b, err := os.ReadFile(filepath.Join(h.cgroup, dir, file))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ratio returns quota/period in cores, or +Inf when either is not a
+// positive number (no quota: cgroup v1 writes -1).
+func ratio(quota, period string) float64 {
+	qv, err1 := strconv.ParseFloat(quota, 64)
+	pv, err2 := strconv.ParseFloat(period, 64)
+	if err1 != nil || err2 != nil || qv <= 0 || pv <= 0 {
+		return math.Inf(1)
+	}
+	return qv / pv
+}
+
+func hasController(list []string, name string) bool {
+	for _, c := range list {
 		if c == name {
 			return true
 		}
@@ -183,12 +186,12 @@ func hasController(list, name string) bool {
 
 // Cores returns the number of cores process pid may use: the smaller of its
 // CPU affinity and its cgroup quota (which may be fractional).
-func Cores(read ReadFileFunc, pid int) (float64, error) {
-	n, err := affinityCores(read, pid)
+func Cores(h Host, pid int) (float64, error) {
+	n, err := h.affinityCores(pid)
 	if err != nil {
 		return 0, err
 	}
-	return math.Min(float64(n), quotaCores(read, pid)), nil
+	return math.Min(float64(n), h.quotaCores(pid)), nil
 }
 
 // Sample is one reading of a process's cumulative CPU time.
@@ -200,7 +203,7 @@ type Sample struct {
 
 // Sampler reads the cumulative CPU time of one process.
 type Sampler struct {
-	Read ReadFileFunc
+	Host Host
 	PID  int
 	// Hz is the clock tick rate of /proc's utime and stime (ClockTicks).
 	Hz int
@@ -216,19 +219,15 @@ type Sampler struct {
 
 // Sample reads the process's CPU time now.
 func (s *Sampler) Sample() (Sample, error) {
-	b, err := s.Read(fmt.Sprintf("/proc/%d/stat", s.PID))
+	ticks, err := s.Host.cpuTicks(s.PID)
 	if err != nil && s.Find != nil {
 		if pid, ferr := s.Find(); ferr == nil && pid != s.PID {
 			s.PID = pid
-			b, err = s.Read(fmt.Sprintf("/proc/%d/stat", s.PID))
+			ticks, err = s.Host.cpuTicks(s.PID)
 		}
 	}
 	if err != nil {
-		return Sample{}, fmt.Errorf("read CPU time of pid %d: %w", s.PID, err)
-	}
-	ticks, err := ParseStat(b)
-	if err != nil {
-		return Sample{}, fmt.Errorf("pid %d: %w", s.PID, err)
+		return Sample{}, err
 	}
 	hz := defaults.Positive(s.Hz, DefaultClockTicks)
 	return Sample{At: s.Now(), CPU: time.Duration(ticks) * time.Second / time.Duration(hz)}, nil
@@ -252,33 +251,22 @@ func (s *Sampler) Utilization(prev, cur Sample) (float64, error) {
 	return 100 * (cur.CPU - prev.CPU).Seconds() / wall.Seconds() / s.Cores, nil
 }
 
-// PIDs lists the numeric entries of /proc: the candidates of FindProcess.
-func PIDs() []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
 // FindProcess returns the pid of the process whose command name
-// (/proc/<pid>/comm) is name; pids lists the candidates (the numeric entries
-// of /proc). It is an error when none or more than one matches.
-func FindProcess(read ReadFileFunc, pids []int, name string) (int, error) {
+// (/proc/<pid>/comm) is name. It is an error when none or more than one
+// matches.
+func FindProcess(h Host, name string) (int, error) {
+	procs, err := h.proc.AllProcs()
+	if err != nil {
+		return 0, fmt.Errorf("list processes to find %q: %w", name, err)
+	}
 	var found []int
-	for _, pid := range pids {
-		b, err := read(fmt.Sprintf("/proc/%d/comm", pid))
+	for _, p := range procs {
+		comm, err := p.Comm()
 		if err != nil {
 			continue // the process ended meanwhile
 		}
-		if strings.TrimSpace(string(b)) == name {
-			found = append(found, pid)
+		if comm == name {
+			found = append(found, p.PID)
 		}
 	}
 	switch len(found) {
@@ -291,9 +279,15 @@ func FindProcess(read ReadFileFunc, pids []int, name string) (int, error) {
 }
 
 // Named returns a function that finds the process whose command name is
-// name in the live /proc (FindProcess over PIDs).
+// name in the live /proc (FindProcess on LiveHost).
 func Named(name string) func() (int, error) {
-	return func() (int, error) { return FindProcess(os.ReadFile, PIDs(), name) }
+	return func() (int, error) {
+		h, err := LiveHost()
+		if err != nil {
+			return 0, err
+		}
+		return FindProcess(h, name)
+	}
 }
 
 // NewSampler is a Sampler over the live /proc and the wall clock. It samples
@@ -301,6 +295,15 @@ func Named(name string) func() (int, error) {
 // also finds the process again after a restart. 100 % is cores, or when
 // cores <= 0 the cores the process may use (Cores).
 func NewSampler(pid int, find func() (int, error), cores float64) (*Sampler, error) {
+	h, err := LiveHost()
+	if err != nil {
+		return nil, err
+	}
+	return newSampler(h, pid, find, cores)
+}
+
+// newSampler is NewSampler on host h.
+func newSampler(h Host, pid int, find func() (int, error), cores float64) (*Sampler, error) {
 	var err error
 	if pid == 0 {
 		if find == nil {
@@ -311,9 +314,9 @@ func NewSampler(pid int, find func() (int, error), cores float64) (*Sampler, err
 		}
 	}
 	if cores <= 0 {
-		if cores, err = Cores(os.ReadFile, pid); err != nil {
+		if cores, err = Cores(h, pid); err != nil {
 			return nil, err
 		}
 	}
-	return &Sampler{Read: os.ReadFile, PID: pid, Hz: ClockTicks(os.ReadFile), Cores: cores, Now: time.Now, Find: find}, nil
+	return &Sampler{Host: h, PID: pid, Hz: ClockTicks(h), Cores: cores, Now: time.Now, Find: find}, nil
 }

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // LoopStore is the part of the loop's stores (pkg/adapter/ddbstore,
@@ -108,8 +111,14 @@ func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, v
 // Validate decodes p as the controller does; a refusal lists every field
 // with its reason.
 func (l *LoopParams) Validate(loopID string, p Params) error {
-	_, err := loop.DecodeParams(loopID, p)
+	_, err := loop.DecodeParams(loopID, p, metricSources())
 	return err
+}
+
+// metricSources are the metric sources the controller runs with: the form
+// checks and lists their attributes as the controller decodes them.
+func metricSources() metric.Sources {
+	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }
 
 // Field describes one PARAMS attribute for the form.
@@ -125,7 +134,7 @@ type Field struct {
 // LoopFields returns the PARAMS attributes that loop.DecodeParams reads,
 // for the form: every attribute appears, with its type and documentation.
 func LoopFields() []Field {
-	attrs := loop.ParamsAttributes()
+	attrs := loop.ParamsAttributes(metricSources())
 	out := make([]Field, 0, len(attrs))
 	for _, a := range attrs {
 		doc := a[1]

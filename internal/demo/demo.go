@@ -25,11 +25,14 @@ import (
 	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // LoopID is the id of the demo's loop.
@@ -222,12 +225,18 @@ func (sm *Sim) Close() {
 	<-sm.done
 }
 
+// metricSources are the metric sources of the demo's loop: the
+// controller's, CloudWatch's rules first.
+func metricSources() metric.Sources {
+	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
+}
+
 // newSim validates cfg and builds the world and the production consumer.
 func newSim(cfg Config) (*Sim, error) {
 	if err := cfg.Scenario.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	if err := cfg.Params.Validate(); err != nil {
+	if err := cfg.Params.Validate(metricSources()); err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
 	cfg.BatchSize = defaults.Positive(cfg.BatchSize, 10)
@@ -336,7 +345,7 @@ func (g *gate) wait(ctx context.Context, target time.Duration, done <-chan struc
 
 // world is the simulated environment around the production code: the
 // clock, the queue (a consume.Source), the destination (a consume.Sink) and
-// the metric source (a loop.MetricReader). Only the consumer's goroutine
+// the metric source (a metric.Reader). Only the consumer's goroutine
 // touches it.
 type world struct {
 	cfg    Config
@@ -388,7 +397,7 @@ var (
 	_ consume.DeadLetterer = (*world)(nil)
 	_ consume.Sink         = (*world)(nil)
 	_ consume.Clock        = (*world)(nil)
-	_ loop.MetricReader    = (*world)(nil)
+	_ metric.Reader        = (*world)(nil)
 	_ consume.RateReader   = (*world)(nil)
 )
 
@@ -415,11 +424,12 @@ func newWorld(cfg Config) (*world, error) {
 		changes:  append([]sim.SetpointChange(nil), s.SetpointChanges...),
 	}
 	w.ticker = &loop.Ticker{
+		Sources: metricSources(),
 		Store:   w.store,
-		Metrics: map[loop.Source]loop.MetricReader{cfg.Params.Metric.Source: w},
+		Metrics: map[string]metric.Reader{cfg.Params.Metric.Source: w},
 		Now:     w.Now,
 	}
-	if err := w.store.WriteParams(context.Background(), LoopID, cfg.Params.Attrs()); err != nil {
+	if err := w.store.WriteParams(context.Background(), LoopID, cfg.Params.Attrs(metricSources())); err != nil {
 		return nil, fmt.Errorf("write PARAMS: %w", err)
 	}
 	return w, nil
@@ -592,9 +602,9 @@ func (w *world) fail(err error) {
 func (w *world) queued() int64 { return w.produced - w.head + int64(len(w.redelivered)) }
 
 // ReadMetrics returns the newest published datapoint for every query, as
-// CloudWatch's GetMetricData would (loop.MetricReader).
-func (w *world) ReadMetrics(_ context.Context, queries []loop.MetricQuery, _ time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(queries))
+// CloudWatch's GetMetricData would (metric.Reader).
+func (w *world) ReadMetrics(_ context.Context, queries []metric.Query, _ time.Time) ([]metric.Sample, error) {
+	out := make([]metric.Sample, len(queries))
 	for _, o := range w.cfg.Outages {
 		if w.t >= o.At && w.t < o.At+o.Duration {
 			return out, nil
@@ -602,7 +612,7 @@ func (w *world) ReadMetrics(_ context.Context, queries []loop.MetricQuery, _ tim
 	}
 	if dp, ok := w.pipe.Latest(); ok {
 		for i := range out {
-			out[i] = loop.Sample{Value: dp.Value, Time: w.start.Add(dp.Start), Found: true}
+			out[i] = metric.Sample{Value: dp.Value, Time: w.start.Add(dp.Start), Found: true}
 		}
 	}
 	return out, nil
@@ -732,9 +742,9 @@ func DefaultParams(s sim.Scenario, c control.Config) loop.Params {
 		TickPeriod:     s.Tick,
 		RateTTL:        3 * s.Tick,
 		Sensing: loop.Sensing{
-			Metric: loop.MetricQuery{
-				Source:     loop.SourceCloudWatch,
-				Namespace:  loop.DefaultNamespace,
+			Metric: metric.Query{
+				Source:     cwmetric.Name,
+				Namespace:  cwmetric.DefaultNamespace,
 				Metric:     "CPUUtilization",
 				Dimensions: map[string]string{"DBInstanceIdentifier": LoopID},
 				Statistic:  "Average",

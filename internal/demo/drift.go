@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -119,7 +120,7 @@ func MeasureDrift(ctx context.Context, s sim.Scenario, change *sim.PlantChange, 
 		// tick after it is tick 1.
 		f.Ticks = int((res.first - start + s.Tick - 1) / s.Tick)
 		f.Reason = res.report.DriftReason
-		if f.Reason == loop.DriftReasonDeadTime {
+		if f.Reason == drift.ReasonDeadTime {
 			f.DeadTimeS, f.LastDeadTimeS = res.report.DriftDeadTime.Seconds(), res.last.DriftDeadTime.Seconds()
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/drift"
 )
 
 // firstDrift runs the demo on s and returns the time of the first tick whose
@@ -118,7 +118,7 @@ func TestDeadTimeChangeSaidAfterEdit(t *testing.T) {
 		t.Skip("runs the demo for 42 virtual minutes")
 	}
 	f := deadTimeFigure(t, time.Minute)
-	if f.Ticks < 1 || f.Ticks > DriftBound || f.Reason != loop.DriftReasonDeadTime || f.DeadTimeS < 15 || f.DeadTimeS > 30 {
+	if f.Ticks < 1 || f.Ticks > DriftBound || f.Reason != drift.ReasonDeadTime || f.DeadTimeS < 15 || f.DeadTimeS > 30 {
 		t.Errorf("dead time 5s to 20s, edit at +1m: %+v; want model_drift within %d ticks, for the dead time, estimated 15 to 30 s", f, DriftBound)
 	}
 }

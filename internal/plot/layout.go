@@ -85,7 +85,8 @@ func (f Figure) size() (w, h, ph float64) {
 	return w, h, ph
 }
 
-// draw lays the figure out on c.
+// draw lays the figure out on c: the title, each panel with its own y
+// axis and legend, and the shared x axis's label.
 func (f Figure) draw(c canvas) {
 	w, h, ph := f.size()
 	c.begin(w, h)
@@ -93,12 +94,26 @@ func (f Figure) draw(c canvas) {
 	if f.Title != "" {
 		c.text(w/2, 22, f.Title, fontSize+3, anchorMiddle, false, textColor)
 	}
-	pw := w - marginLeft - marginRight
-	if pw < 50 {
-		pw = 50
+	pw := math.Max(w-marginLeft-marginRight, 50)
+	xmin, xmax := f.xRange()
+	xs := xScale{min: xmin, max: xmax, ticks: ticks(xmin, xmax, int(pw/90))}
+	for i, p := range f.Panels {
+		top := titleHeight + float64(i)*(panelTitle+ph+panelGap) + panelTitle
+		p.draw(c, rectangle{marginLeft, top, pw, ph}, xs, i == len(f.Panels)-1)
 	}
+	if f.XLabel != "" {
+		c.text(marginLeft+pw/2, h-12, f.XLabel, fontSize, anchorMiddle, false, textColor)
+	}
+}
 
-	// Shared x range.
+// xScale is the x axis every panel shares.
+type xScale struct {
+	min, max float64
+	ticks    tickSet
+}
+
+// xRange returns the x range of every finite point of the figure.
+func (f Figure) xRange() (float64, float64) {
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for _, p := range f.Panels {
 		for _, s := range p.Series {
@@ -110,83 +125,80 @@ func (f Figure) draw(c canvas) {
 		}
 	}
 	if !(xmax >= xmin) {
-		xmin, xmax = 0, 1
+		return 0, 1
 	}
 	if xmax == xmin {
-		xmin, xmax = xmin-0.5, xmax+0.5
+		return xmin - 0.5, xmax + 0.5
 	}
-	xticks := ticks(xmin, xmax, int(pw/90))
+	return xmin, xmax
+}
 
-	for i, p := range f.Panels {
-		top := titleHeight + float64(i)*(panelTitle+ph+panelGap) + panelTitle
-		area := rectangle{marginLeft, top, pw, ph}
-		if p.Title != "" {
-			c.text(marginLeft, top-7, p.Title, fontSize+1, anchorStart, false, textColor)
-		}
-		ymin, ymax := p.yRange()
-		yticks := ticks(ymin, ymax, int(ph/40))
-		px := func(x float64) float64 { return area.x + (x-xmin)/(xmax-xmin)*area.w }
-		py := func(y float64) float64 { return area.y + area.h - (y-ymin)/(ymax-ymin)*area.h }
+// draw lays panel p out in area: its title, shades, grid and axes, its
+// series, and its legend to the right of area. Only the last panel labels
+// the x ticks.
+func (p Panel) draw(c canvas, area rectangle, xs xScale, last bool) {
+	if p.Title != "" {
+		c.text(area.x, area.y-7, p.Title, fontSize+1, anchorStart, false, textColor)
+	}
+	ymin, ymax := p.yRange()
+	yticks := ticks(ymin, ymax, int(area.h/40))
+	px := func(x float64) float64 { return area.x + (x-xs.min)/(xs.max-xs.min)*area.w }
+	py := func(y float64) float64 { return area.y + area.h - (y-ymin)/(ymax-ymin)*area.h }
 
-		// Shades, grid, axes.
-		for _, s := range p.Shades {
-			a, b := math.Max(s.From, xmin), math.Min(s.To, xmax)
-			if b > a {
-				c.rect(px(a), area.y, px(b)-px(a), area.h, orDefault(s.Color, shadeDefault), 0.6, "")
-			}
-		}
-		for _, t := range yticks.values {
-			y := py(t)
-			c.line([]point{{area.x, y}, {area.x + area.w, y}}, gridColor, 1, false, nil, "")
-			c.line([]point{{area.x - 4, y}, {area.x, y}}, axisColor, 1, false, nil, "")
-			c.text(area.x-7, y+4, yticks.format(t), fontSize-1, anchorEnd, false, textColor)
-		}
-		for _, t := range xticks.values {
-			x := px(t)
-			c.line([]point{{x, area.y}, {x, area.y + area.h}}, gridColor, 1, false, nil, "")
-			c.line([]point{{x, area.y + area.h}, {x, area.y + area.h + 4}}, axisColor, 1, false, nil, "")
-			if i == len(f.Panels)-1 {
-				c.text(x, area.y+area.h+17, xticks.format(t), fontSize-1, anchorMiddle, false, textColor)
-			}
-		}
-		c.rect(area.x, area.y, area.w, area.h, "", 0, axisColor)
-		if p.YLabel != "" {
-			c.text(16, area.y+area.h/2, p.YLabel, fontSize, anchorMiddle, true, textColor)
-		}
-
-		// Series.
-		for j, s := range p.Series {
-			width := defaults.Positive(s.Width, 1.5)
-			color := seriesColor(s, j)
-			for _, seg := range segments(s, px, py, area) {
-				c.line(seg, color, width, s.Dashed, &area, s.Name)
-			}
-		}
-
-		// Legend, to the right of the plot area.
-		lx, ly := area.x+area.w+14, area.y+12
-		for j, s := range p.Series {
-			if s.Name == "" {
-				continue
-			}
-			width := defaults.Positive(s.Width, 1.5)
-			c.line([]point{{lx, ly - 4}, {lx + 22, ly - 4}}, seriesColor(s, j), math.Max(width, 2), s.Dashed, nil, "")
-			c.text(lx+28, ly, s.Name, fontSize-1, anchorStart, false, textColor)
-			ly += legendLine
-		}
-		seen := map[string]bool{}
-		for _, s := range p.Shades {
-			if s.Label == "" || seen[s.Label] {
-				continue
-			}
-			seen[s.Label] = true
-			c.rect(lx, ly-10, 22, 10, orDefault(s.Color, shadeDefault), 0.6, "")
-			c.text(lx+28, ly, s.Label, fontSize-1, anchorStart, false, textColor)
-			ly += legendLine
+	for _, s := range p.Shades {
+		a, b := math.Max(s.From, xs.min), math.Min(s.To, xs.max)
+		if b > a {
+			c.rect(px(a), area.y, px(b)-px(a), area.h, orDefault(s.Color, shadeDefault), 0.6, "")
 		}
 	}
-	if f.XLabel != "" {
-		c.text(marginLeft+pw/2, h-12, f.XLabel, fontSize, anchorMiddle, false, textColor)
+	for _, t := range yticks.values {
+		y := py(t)
+		c.line([]point{{area.x, y}, {area.x + area.w, y}}, gridColor, 1, false, nil, "")
+		c.line([]point{{area.x - 4, y}, {area.x, y}}, axisColor, 1, false, nil, "")
+		c.text(area.x-7, y+4, yticks.format(t), fontSize-1, anchorEnd, false, textColor)
+	}
+	for _, t := range xs.ticks.values {
+		x := px(t)
+		c.line([]point{{x, area.y}, {x, area.y + area.h}}, gridColor, 1, false, nil, "")
+		c.line([]point{{x, area.y + area.h}, {x, area.y + area.h + 4}}, axisColor, 1, false, nil, "")
+		if last {
+			c.text(x, area.y+area.h+17, xs.ticks.format(t), fontSize-1, anchorMiddle, false, textColor)
+		}
+	}
+	c.rect(area.x, area.y, area.w, area.h, "", 0, axisColor)
+	if p.YLabel != "" {
+		c.text(16, area.y+area.h/2, p.YLabel, fontSize, anchorMiddle, true, textColor)
+	}
+	for j, s := range p.Series {
+		width := defaults.Positive(s.Width, 1.5)
+		for _, seg := range segments(s, px, py, area) {
+			c.line(seg, seriesColor(s, j), width, s.Dashed, &area, s.Name)
+		}
+	}
+	p.drawLegend(c, area.x+area.w+14, area.y+12)
+}
+
+// drawLegend lists the panel's named series, then its distinct shade
+// labels, from (lx, ly) down.
+func (p Panel) drawLegend(c canvas, lx, ly float64) {
+	for j, s := range p.Series {
+		if s.Name == "" {
+			continue
+		}
+		width := defaults.Positive(s.Width, 1.5)
+		c.line([]point{{lx, ly - 4}, {lx + 22, ly - 4}}, seriesColor(s, j), math.Max(width, 2), s.Dashed, nil, "")
+		c.text(lx+28, ly, s.Name, fontSize-1, anchorStart, false, textColor)
+		ly += legendLine
+	}
+	seen := map[string]bool{}
+	for _, s := range p.Shades {
+		if s.Label == "" || seen[s.Label] {
+			continue
+		}
+		seen[s.Label] = true
+		c.rect(lx, ly-10, 22, 10, orDefault(s.Color, shadeDefault), 0.6, "")
+		c.text(lx+28, ly, s.Label, fontSize-1, anchorStart, false, textColor)
+		ly += legendLine
 	}
 }
 

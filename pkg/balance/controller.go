@@ -139,7 +139,38 @@ func (c *Controller) Update(utilization map[string]float64, dt time.Duration) {
 		return
 	}
 
-	// Fleet mean over the nodes whose metric is usable.
+	mean, control := c.fleetMean(names, utilization)
+	if control {
+		c.State.Mean = mean
+	}
+	step := 0.0
+	if dt > 0 {
+		step = dt.Seconds()
+	}
+	held := make(map[string]bool, len(names))
+	for _, name := range names {
+		n := c.State.Nodes[name]
+		y := utilization[name]
+		switch {
+		case !usable(y):
+			n.Missing++
+			n.Primed = false
+			held[name] = true
+		case !control:
+			n.Missing, n.Primed = 0, false
+		default:
+			n.Missing = 0
+			c.step(&n, mean, y, step)
+		}
+		c.State.Nodes[name] = n
+	}
+	c.normalize(names, held)
+}
+
+// fleetMean is the mean utilization over the nodes whose metric is usable,
+// and whether it can drive the weights: at least two such nodes, a mean of
+// at least MinMean (a mean that overflowed, from absurd metrics, cannot).
+func (c *Controller) fleetMean(names []string, utilization map[string]float64) (mean float64, control bool) {
 	var sum float64
 	var valid int
 	for _, name := range names {
@@ -148,50 +179,26 @@ func (c *Controller) Update(utilization map[string]float64, dt time.Duration) {
 			valid++
 		}
 	}
-	held := make(map[string]bool, len(names))
-	mean := 0.0
 	if valid > 0 {
 		mean = sum / float64(valid)
 	}
-	// A mean that overflowed (absurd metrics) cannot drive anything.
-	control := valid >= 2 && mean >= c.Config.MinMean && mean > 0 && !math.IsInf(mean, 0)
-	if control {
-		c.State.Mean = mean
+	return mean, valid >= 2 && mean >= c.Config.MinMean && mean > 0 && !math.IsInf(mean, 0)
+}
+
+// step moves node n's weight by its PI step on the relative error of its
+// utilization y from the fleet mean, over the given seconds.
+func (c *Controller) step(n *NodeState, mean, y, seconds float64) {
+	e := clamp((mean-y)/mean, -1, 1)
+	delta := c.Config.IntegralGain * seconds * e
+	if n.Primed {
+		delta += c.Config.ProportionalGain * (e - n.Error)
 	}
-	step := 0.0
-	if dt > 0 {
-		step = dt.Seconds()
+	if !math.IsNaN(delta) {
+		// One tick moves a weight by at most a factor e^2 either way.
+		n.Weight *= math.Exp(clamp(delta, -2, 2))
 	}
-	for _, name := range names {
-		n := c.State.Nodes[name]
-		y := utilization[name]
-		if !usable(y) {
-			n.Missing++
-			n.Primed = false
-			held[name] = true
-			c.State.Nodes[name] = n
-			continue
-		}
-		n.Missing = 0
-		if !control {
-			n.Primed = false
-			c.State.Nodes[name] = n
-			continue
-		}
-		e := clamp((mean-y)/mean, -1, 1)
-		delta := c.Config.IntegralGain * step * e
-		if n.Primed {
-			delta += c.Config.ProportionalGain * (e - n.Error)
-		}
-		if !math.IsNaN(delta) {
-			// One tick moves a weight by at most a factor e^2 either way.
-			n.Weight *= math.Exp(clamp(delta, -2, 2))
-		}
-		n.Error = e
-		n.Primed = true
-		c.State.Nodes[name] = n
-	}
-	c.normalize(names, held)
+	n.Error = e
+	n.Primed = true
 }
 
 // Weights returns a copy of the node weights (they sum to 1), for the RATE

@@ -1,7 +1,9 @@
 // Package control is the control law of Sluice: the PID family with output
-// bounds, slew limit, anti-windup, setpoint filter and reference feedforward,
-// and a Smith predictor on a first-order-plus-dead-time model. It imports only
-// the standard library; every controller is plain data (Config and State)
+// bounds, slew limit, anti-windup, setpoint filter, reference feedforward on
+// a first-order-plus-dead-time model and a delay-aware integrator, and
+// override control over several signals. Gains are in the ideal parallel
+// form: Kp in (msg/s) per point, Ki in (msg/s) per point-second, Kd in msg
+// per point ((msg/s)·s per point). It imports only the standard library; every controller is plain data (Config and State)
 // plus Update, so its state can be saved between Lambda invocations and
 // restored exactly.
 //

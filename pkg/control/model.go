@@ -12,7 +12,8 @@ import (
 //	y(t) = Base + Gain * u(t - DeadTime) filtered by 1 / (Tau s + 1)
 //
 // It is what a step test identifies and what tuning rules, the reference
-// feedforward and the Smith predictor use.
+// feedforward, the delay-aware integrator and drift detection (pkg/drift)
+// use.
 type FOPDT struct {
 	// Gain is the static gain, points of CPU per message/s.
 	Gain float64 `json:"gain"`

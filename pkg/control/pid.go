@@ -55,12 +55,15 @@ const (
 // like its model then shows e = 0 and the feedback only corrects model error
 // and disturbances.
 type Config struct {
-	// Kp is the proportional gain, output units per measurement unit
-	// (messages/s per point of CPU).
+	// Kp is the proportional gain, output units per measurement unit:
+	// (msg/s) per point of CPU.
 	Kp float64 `json:"kp"`
-	// Ki is the integral gain, per second: Kp / Ti.
+	// Ki is the integral gain, (msg/s) per point-second: Kp / Ti. Each
+	// datapoint adds Ki times the error times its interval in seconds.
 	Ki float64 `json:"ki"`
-	// Kd is the derivative gain, seconds: Kp Td. It acts on the measurement.
+	// Kd is the derivative gain, msg per point ((msg/s)·s per point):
+	// Kp Td, times the measurement's slope in points per second. It acts
+	// on the measurement.
 	Kd float64 `json:"kd"`
 	// DerivativeFilter is the time constant of the first-order filter on the
 	// derivative (typically Td/N with N between 5 and 20). Zero: unfiltered.
@@ -366,7 +369,11 @@ func (c *Controller) Update(in Input) Output {
 		u = c.track(&out)
 	} else {
 		u = c.integrate(&out, smp, eI, limited)
-		// Issue 13: the ceiling cut and the demand-limited hold (demand.go).
+		// The demand rules (demand.go): a datapoint at the ceiling cuts
+		// the rate to what the plant took there, and a plant that took
+		// clearly less than it was sent (an idle queue, not a slow
+		// destination) holds the rate near what was consumed, so that
+		// neither winds the rate up past what can be used.
 		u = c.applyDemand(&out, demandStep{u: u, y: y, fresh: smp.isNew, limited: limited}, in)
 	}
 	c.State.FF = out.FF

@@ -202,8 +202,7 @@ func TestStateJSONRoundTrip(t *testing.T) {
 	wantRestoredAlike[Controller](t, Controller{Config: cfg}, inputs, 60, 120)
 }
 
-// updater is a controller whose memory is saved as JSON: *Controller,
-// *SmithPredictor.
+// updater is a controller whose memory is saved as JSON: *Controller.
 type updater[C any] interface {
 	*C
 	Update(Input) Output

@@ -16,6 +16,15 @@ type Segment struct {
 // one DynamoDB item whatever the caller's timing.
 const maxSegments = 512
 
+// AppendSegment appends s to the history h (unless h already ends at its
+// value), keeps at most the newest 512 segments, and drops those that ended
+// before cutoff, keeping the one in force then: how the controller keeps
+// State.Applied, for a controller of the caller's that keeps its own
+// history of the rate (the lab's Smith predictor).
+func AppendSegment(h []Segment, s Segment, cutoff time.Duration) []Segment {
+	return pruneSegments(appendSegment(h, s), cutoff)
+}
+
 func appendSegment(h []Segment, s Segment) []Segment {
 	if n := len(h); n > 0 && h[n-1].Value == s.Value {
 		return h

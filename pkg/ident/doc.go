@@ -13,4 +13,7 @@
 // Process Control, 1972): with t28 and t63 the times at which the response
 // reaches 28.3 % and 63.2 % of its final change, tau = 1.5 (t63 - t28) and
 // theta = t63 - tau.
+//
+// Once a loop runs on an identified model, pkg/drift tells from its
+// datapoints when the plant moved away from it (its gain or its dead time).
 package ident

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // fleetNodes returns a nodes attribute for nodes named in names: node x has
@@ -156,8 +157,8 @@ func TestTickMissingNodeMetricKeepsWeight(t *testing.T) {
 
 	// b's metric disappears; a's is stale (published 10 min ago).
 	f.apply(rg, r)
-	rg.metrics.set("fleet-b", loop.Sample{})
-	rg.metrics.set("fleet-a", loop.Sample{Value: 99, Time: rg.clock.now.Add(-10 * time.Minute), Found: true})
+	rg.metrics.set("fleet-b", metric.Sample{})
+	rg.metrics.set("fleet-a", metric.Sample{Value: 99, Time: rg.clock.now.Add(-10 * time.Minute), Found: true})
 	rep := rg.tick("fleet")
 	got, err := rg.store.ReadRate(context.Background(), "fleet")
 	if err != nil {
@@ -182,7 +183,7 @@ func TestTickMissingNodeMetricKeepsWeight(t *testing.T) {
 
 	// No node has a metric: the stale policy applies, every weight held.
 	for _, n := range []string{"a", "b", "c"} {
-		rg.metrics.set("fleet-"+n, loop.Sample{})
+		rg.metrics.set("fleet-"+n, metric.Sample{})
 	}
 	rep = rg.tick("fleet")
 	held, err := rg.store.ReadRate(context.Background(), "fleet")
@@ -214,7 +215,7 @@ func TestTickNodesJoinAndLeave(t *testing.T) {
 	rg.params("fleet", func(a map[string]any) { a["nodes"] = fleetNodes("a", "b", "c") })
 	f.cap["c"] = 200
 	f.apply(rg, r)
-	rg.metrics.set("fleet-c", loop.Sample{}) // no traffic yet, no metric
+	rg.metrics.set("fleet-c", metric.Sample{}) // no traffic yet, no metric
 	rep := rg.tick("fleet")
 	r, err := rg.store.ReadRate(ctx, "fleet")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // report writes consumer instance id's lease with its running count.
@@ -79,7 +80,7 @@ func TestTickReadsTheQueueDepthInOneBatch(t *testing.T) {
 	}
 	// Depth queries carry no DBInstanceIdentifier: the fake answers them
 	// all with this datapoint.
-	r.metrics.set("", loop.Sample{Value: 42, Time: r.clock.now, Found: true})
+	r.metrics.set("", metric.Sample{Value: 42, Time: r.clock.now, Found: true})
 	r.metrics.mu.Lock()
 	r.metrics.calls = nil
 	r.metrics.mu.Unlock()

@@ -3,6 +3,8 @@ package loop
 import (
 	"context"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Depth metric of a loop whose PARAMS name its SQS queue (depth_queue): the
@@ -11,12 +13,15 @@ const (
 	DepthNamespace = "AWS/SQS"
 	DepthMetric    = "ApproximateNumberOfMessagesVisible"
 	DepthDimension = "QueueName"
+	// DepthSource is the metric source whose reader reads the depth: the
+	// queue's own metric is CloudWatch's.
+	DepthSource = "cloudwatch"
 )
 
 // DepthQuery returns the CloudWatch query of the depth of queue: the
 // largest number of visible messages per minute, looking back lookback.
-func DepthQuery(queue string, lookback time.Duration) MetricQuery {
-	return MetricQuery{Source: SourceCloudWatch, Namespace: DepthNamespace, Metric: DepthMetric,
+func DepthQuery(queue string, lookback time.Duration) metric.Query {
+	return metric.Query{Source: DepthSource, Namespace: DepthNamespace, Metric: DepthMetric,
 		Dimensions: map[string]string{DepthDimension: queue}, Statistic: "Maximum", Period: time.Minute, Lookback: lookback}
 }
 
@@ -26,8 +31,8 @@ func DepthQuery(queue string, lookback time.Duration) MetricQuery {
 // depth that cannot be read is left unknown: it is for the operator's eyes,
 // the controller does not use it.
 func (t *Ticker) readDepths(ctx context.Context, work []*due, now time.Time) {
-	reader := t.Metrics[SourceCloudWatch]
-	var qs []MetricQuery
+	reader := t.Metrics[DepthSource]
+	var qs []metric.Query
 	var ws []*due
 	for _, w := range work {
 		if w.params.DepthQueue != "" {

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 func ExampleDecodeParams() {
 	_, err := loop.DecodeParams("orders", map[string]any{
 		"setpoint": 120.0, "kp": -1.0, "min_rate": 10.0, "max_rate": 1000.0, "tick_period": "soon",
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "orders-db"},
-	})
+	}, looptest.Sources())
 	var pe *loop.ParamsError
 	if errors.As(err, &pe) {
 		for _, f := range pe.Fields {
@@ -37,9 +39,9 @@ func ExampleTicker() {
 	})
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	// Every query finds CPU at 50 %, published 90 s after its minute ended.
-	t := &loop.Ticker{
+	t := &loop.Ticker{Sources: looptest.Sources(),
 		Store:   store,
-		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 50, Delay: 90 * time.Second}},
+		Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Value: 50, Delay: 90 * time.Second}},
 		Now:     func() time.Time { return now },
 	}
 	for range 3 {

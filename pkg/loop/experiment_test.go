@@ -8,12 +8,13 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 func TestDecodeParamsExperiment(t *testing.T) {
 	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
 		a[loop.AttrExperiment] = "id=e1,step=5,abort_above=85,max_duration=20m,max_rate_step=300"
-	}))
+	}), looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func TestDecodeParamsExperiment(t *testing.T) {
 	if p.Experiment == nil || *p.Experiment != want {
 		t.Fatalf("experiment = %+v; want %+v", p.Experiment, want)
 	}
-	back, err := loop.DecodeParams("orders", p.Attrs())
+	back, err := loop.DecodeParams("orders", p.Attrs(looptest.Sources()), looptest.Sources())
 	if err != nil || *back.Experiment != want {
 		t.Fatalf("round trip: %+v, %v; want %+v", back.Experiment, err, want)
 	}
@@ -42,7 +43,7 @@ func TestDecodeParamsExperimentRefusals(t *testing.T) {
 			if tc.want == "not manual" {
 				a["mode"], a["manual_rate"] = "manual", 100.0
 			}
-		}))
+		}), looptest.Sources())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("experiment %q: error %v; want one saying %q", tc.text, err, tc.want)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 func TestMappingConcurrency(t *testing.T) {
@@ -33,22 +34,22 @@ func TestMappingConcurrency(t *testing.T) {
 }
 
 func TestDecodeParamsMapping(t *testing.T) {
-	p, err := loop.DecodeParams("orders", valid(nil))
+	p, err := loop.DecodeParams("orders", valid(nil), looptest.Sources())
 	if err != nil || p.Mapping != nil {
 		t.Fatalf("without esm_uuid: Mapping = %+v, %v; want nil (the loop owns no mapping)", p.Mapping, err)
 	}
-	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) { a["esm_uuid"] = "a1b2" }))
+	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) { a["esm_uuid"] = "a1b2" }), looptest.Sources())
 	want := loop.MappingConfig{UUID: "a1b2", UpdateInterval: 5 * time.Minute, Min: 2, Max: 1000}
 	if err != nil || p.Mapping == nil || *p.Mapping != want {
 		t.Fatalf("esm_uuid alone: Mapping = %+v, %v; want the defaults %+v", p.Mapping, err, want)
 	}
-	back, err := loop.DecodeParams("orders", p.Attrs())
+	back, err := loop.DecodeParams("orders", p.Attrs(looptest.Sources()), looptest.Sources())
 	if err != nil || back.Mapping == nil || *back.Mapping != want {
 		t.Errorf("round trip: Mapping = %+v, %v; want %+v", back.Mapping, err, want)
 	}
 	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) {
 		a["esm_uuid"], a["esm_update_interval"], a["esm_min_concurrency"], a["esm_max_concurrency"] = "a1b2", "10m", 5.0, 50.0
-	}))
+	}), looptest.Sources())
 	want = loop.MappingConfig{UUID: "a1b2", UpdateInterval: 10 * time.Minute, Min: 5, Max: 50}
 	if err != nil || p.Mapping == nil || *p.Mapping != want {
 		t.Errorf("edited: Mapping = %+v, %v; want %+v", p.Mapping, err, want)
@@ -75,7 +76,7 @@ func TestDecodeParamsMappingRefusals(t *testing.T) {
 				for k, v := range c.edit {
 					a[k] = v
 				}
-			}))
+			}), looptest.Sources())
 			wantRefused(t, err, c.field, c.says)
 		})
 	}

@@ -2,12 +2,12 @@ package loop
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/balance"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Regulate says which utilization of a balanced fleet the rate loop holds at
@@ -34,10 +34,11 @@ type Node struct {
 	// Endpoint is the URL the consumers' HTTP sink posts to; RATE's weights
 	// are keyed by it.
 	Endpoint string `json:"endpoint"`
-	// Metric selects the node's utilization: for a CloudWatch loop, the
-	// node's dimensions as `Name=value[,Name2=value2]` (merged over the
-	// loop's metric_dimensions) or a bare value for the loop's single
-	// dimension; for a Prometheus loop, a PromQL expression.
+	// Metric selects the node's utilization, as the loop's metric source
+	// reads it (metric.Source.Node): for a CloudWatch loop, the node's
+	// dimensions as `Name=value[,Name2=value2]` (merged over the loop's
+	// metric_dimensions) or a bare value for the loop's single dimension;
+	// for a Prometheus loop, a PromQL expression.
 	Metric string `json:"metric"`
 }
 
@@ -84,54 +85,6 @@ func (p Params) Regulation() Regulate {
 		return RegulateMean
 	}
 	return RegulateMax
-}
-
-// NodeQuery returns the metric query of node n: the loop's query with the
-// node's dimensions (CloudWatch) or the node's PromQL (Prometheus).
-func (p Params) NodeQuery(n Node) MetricQuery {
-	q := p.Metric
-	switch q.Source {
-	case SourcePrometheus:
-		q.PromQL = n.Metric
-	default:
-		dims, _ := nodeDimensions(p.Metric.Dimensions, n.Metric)
-		q.Dimensions = dims
-	}
-	return q
-}
-
-// nodeDimensions merges a node's dimension text over the loop's dimensions.
-func nodeDimensions(loopDims map[string]string, text string) (map[string]string, error) {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return nil, fmt.Errorf("empty; want the node's dimensions, e.g. %s=replica-1", DefaultDimension)
-	}
-	out := maps.Clone(loopDims)
-	if out == nil {
-		out = make(map[string]string, 1)
-	}
-	if !strings.Contains(text, "=") {
-		switch len(loopDims) {
-		case 0:
-			out[DefaultDimension] = text
-		case 1:
-			for k := range loopDims {
-				out[k] = text
-			}
-		default:
-			return nil, fmt.Errorf("%q is a bare value but metric_dimensions has %d dimensions: name it, e.g. Name=value", truncate(text), len(loopDims))
-		}
-		return out, nil
-	}
-	for _, pair := range strings.Split(text, ",") {
-		k, v, ok := strings.Cut(pair, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("%q: want Name=value[,Name2=value2]", truncate(text))
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // decodeNodes reads the nodes attribute: a map (M) of node name to a map
@@ -188,7 +141,7 @@ func (d *decoder) decodeNodes() []Node {
 }
 
 // checkNodes validates the nodes, the balancer and regulate.
-func (p Params) checkNodes(fail func(field, format string, args ...any)) {
+func (p Params) checkNodes(sources metric.Sources, fail func(field, format string, args ...any)) {
 	switch p.Regulate {
 	case "", RegulateMax, RegulateMean:
 	default:
@@ -236,16 +189,7 @@ func (p Params) checkNodes(fail func(field, format string, args ...any)) {
 		default:
 			endpoints[n.Endpoint] = n.Name
 		}
-		switch p.Metric.Source {
-		case SourcePrometheus:
-			if strings.TrimSpace(n.Metric) == "" {
-				fail(field+".metric", "empty; want the node's PromQL expression")
-			}
-		case SourceCloudWatch:
-			if _, err := nodeDimensions(p.Metric.Dimensions, n.Metric); err != nil {
-				fail(field+".metric", "%v", err)
-			}
-		}
+		p.checkNodeMetric(sources, n, fail)
 	}
 }
 

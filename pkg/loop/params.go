@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Mode is a loop's operating mode.
@@ -172,18 +173,14 @@ const (
 	AttrSlewLimit        = "slew_limit"
 	AttrTickPeriod       = "tick_period"
 	AttrRateTTL          = "rate_ttl"
-	AttrMetricSource     = "metric_source"
-	AttrMetricNamespace  = "metric_namespace"
-	AttrMetricName       = "metric_name"
-	AttrMetricDimensions = "metric_dimensions"
-	AttrMetricStatistic  = "metric_statistic"
-	AttrMetricPeriod     = "metric_period"
-	AttrMetricPromQL     = "metric_promql"
-	AttrStalePolicy      = "stale_policy"
-	AttrSafeRate         = "safe_rate"
-	AttrStaleAfter       = "stale_after"
-	AttrStaleDecay       = "stale_decay"
-	AttrStaleGrace       = "stale_grace"
+	// AttrMetricSource names the metric source; the source declares the
+	// other metric_* attributes (metricparams.go).
+	AttrMetricSource = "metric_source"
+	AttrStalePolicy  = "stale_policy"
+	AttrSafeRate     = "safe_rate"
+	AttrStaleAfter   = "stale_after"
+	AttrStaleDecay   = "stale_decay"
+	AttrStaleGrace   = "stale_grace"
 )
 
 // kind is the type an attribute must have.
@@ -227,9 +224,10 @@ func (k kind) short() string {
 var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "comment": true, AttrEditVersion: true}
 
 // ParamsAttributes returns the names of the PARAMS attributes with their
-// documentation, sorted: for help texts and forms.
-func ParamsAttributes() [][2]string {
-	sorted := slices.SortedFunc(slices.Values(paramTable), func(a, b param) int { return strings.Compare(a.name, b.name) })
+// documentation, the query attributes of sources included, sorted: for help
+// texts and forms.
+func ParamsAttributes(sources metric.Sources) [][2]string {
+	sorted := slices.SortedFunc(slices.Values(paramsFor(sources)), func(a, b param) int { return strings.Compare(a.name, b.name) })
 	out := make([][2]string, len(sorted))
 	for i, p := range sorted {
 		req := ""
@@ -246,6 +244,8 @@ type decoder struct {
 	attrs  map[string]any
 	errs   []FieldError
 	loopID string
+	// sources are the metric sources a loop may name.
+	sources metric.Sources
 }
 
 func (d *decoder) fail(field, format string, args ...any) {
@@ -383,7 +383,7 @@ func (d *decoder) stringMap(name string) map[string]string {
 // unknown refuses the attributes that are not parameters.
 func (d *decoder) unknown() {
 	for _, name := range sortedKeys(d.attrs) {
-		if _, ok := lookupParam(name); !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
+		if _, ok := lookupParamIn(d.sources, name); !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
 			field := name
 			if strings.TrimSpace(field) == "" {
 				field = strconv.Quote(name)
@@ -396,13 +396,15 @@ func (d *decoder) unknown() {
 // DecodeParams decodes and validates the attributes of a PARAMS item. The
 // values are those of a DynamoDB item converted to Go: string (S), float64
 // (N), bool (BOOL), map[string]any (M), []any (L) and nil (NULL); json.Number
-// and int are accepted for numbers. A refusal is a *ParamsError that lists
+// and int are accepted for numbers. sources are the metric sources a loop
+// may name in metric_source (the first is the default); each reads and
+// checks its own metric_* attributes. A refusal is a *ParamsError that lists
 // every problem with its attribute and reason.
-func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
+func DecodeParams(loopID string, attrs map[string]any, sources metric.Sources) (Params, error) {
 	if attrs == nil {
 		return Params{}, fmt.Errorf("loop %q: %w", loopID, ErrParamsMissing)
 	}
-	d := &decoder{attrs: attrs, loopID: loopID}
+	d := &decoder{attrs: attrs, loopID: loopID, sources: sources}
 	d.unknown()
 	p := Params{Loop: loopID}
 	for _, f := range paramTable {
@@ -430,7 +432,7 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 		AttrKp:                {AttrKi},
 		AttrESMMinConcurrency: {AttrESMMaxConcurrency},
 	}
-	for _, e := range p.check() {
+	for _, e := range p.check(sources) {
 		skip := bad[e.Field]
 		for _, dep := range dependsOn[e.Field] {
 			skip = skip || bad[dep]
@@ -445,15 +447,16 @@ func DecodeParams(loopID string, attrs map[string]any) (Params, error) {
 	return p, nil
 }
 
-// Validate reports whether p can drive a loop; a refusal is a *ParamsError.
-func (p Params) Validate() error {
-	if errs := p.check(); len(errs) > 0 {
+// Validate reports whether p can drive a loop whose metric is read by one
+// of sources; a refusal is a *ParamsError.
+func (p Params) Validate(sources metric.Sources) error {
+	if errs := p.check(sources); len(errs) > 0 {
 		return &ParamsError{Loop: p.Loop, Fields: errs}
 	}
 	return nil
 }
 
-func (p Params) check() []FieldError {
+func (p Params) check(sources metric.Sources) []FieldError {
 	var errs []FieldError
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
@@ -461,11 +464,11 @@ func (p Params) check() []FieldError {
 	p.checkMode(fail)
 	p.checkGains(fail)
 	p.checkRates(fail)
-	p.checkMetric(fail)
+	p.checkMetric(sources, fail)
 	p.checkStale(fail)
-	p.checkNodes(fail)
+	p.checkNodes(sources, fail)
 	p.checkMapping(fail)
-	p.checkSignals(fail)
+	p.checkSignals(sources, fail)
 	p.checkExperiment(fail)
 	return errs
 }
@@ -572,42 +575,6 @@ func (p Params) checkRates(fail failFunc) {
 	}
 }
 
-// checkMetric checks the metric query of the loop's source.
-func (p Params) checkMetric(fail failFunc) {
-	switch p.Metric.Source {
-	case SourceCloudWatch:
-		p.checkCloudWatch(fail)
-	case SourcePrometheus:
-		if strings.TrimSpace(p.Metric.PromQL) == "" && len(p.Nodes) == 0 {
-			fail(AttrMetricPromQL, "missing; a prometheus metric needs a PromQL expression (or nodes, each with its own)")
-		}
-	default:
-		fail(AttrMetricSource, "unknown source %q; want cloudwatch or prometheus", truncate(string(p.Metric.Source)))
-	}
-}
-
-// checkCloudWatch checks a CloudWatch metric query.
-func (p Params) checkCloudWatch(fail failFunc) {
-	if p.Metric.Namespace == "" {
-		fail(AttrMetricNamespace, "empty")
-	}
-	if p.Metric.Metric == "" {
-		fail(AttrMetricName, "empty")
-	}
-	if err := ValidateStatistic(p.Metric.Statistic); err != nil {
-		fail(AttrMetricStatistic, "%v", err)
-	}
-	if len(p.Metric.Dimensions) == 0 && len(p.Nodes) == 0 {
-		fail(AttrMetricDimensions, "missing; a CloudWatch metric needs its dimensions, e.g. {\"DBInstanceIdentifier\": \"mydb\"}")
-	}
-	if len(p.Metric.Dimensions) > 30 {
-		fail(AttrMetricDimensions, "%d dimensions; CloudWatch allows 30", len(p.Metric.Dimensions))
-	}
-	if per := p.Metric.Period; per <= 0 || per%time.Second != 0 || (per%time.Minute != 0 && !slices.Contains([]time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}, per)) {
-		fail(AttrMetricPeriod, "%v: CloudWatch periods are 1s, 5s, 10s, 30s or a multiple of 60s", per)
-	}
-}
-
 // checkStale checks the stale-metric policy.
 func (p Params) checkStale(fail failFunc) {
 	if err := p.StalePolicy().Validate(); err != nil {
@@ -677,8 +644,24 @@ func (p Params) StalePolicy() control.StalePolicy {
 }
 
 // Attrs encodes p as PARAMS item attributes (without pk and sk), in the
-// types DecodeParams reads: DecodeParams(p.Loop, p.Attrs()) returns p.
-func (p Params) Attrs() map[string]any {
+// types DecodeParams reads, each metric query by its source among sources:
+// DecodeParams(p.Loop, p.Attrs(sources), sources) returns p.
+func (p Params) Attrs(sources metric.Sources) map[string]any {
+	a := p.tableAttrs()
+	encodeMetric(sources, p.Metric, len(p.Nodes) > 0, a)
+	if m, ok := a[AttrSignals].(map[string]any); ok {
+		for _, s := range p.Signals {
+			if sa, ok := m[s.Name].(map[string]any); ok {
+				encodeMetric(sources, s.Metric, false, sa)
+			}
+		}
+	}
+	return a
+}
+
+// tableAttrs encodes the attributes of paramTable's entries: all but the
+// metric queries' (Attrs adds them).
+func (p Params) tableAttrs() map[string]any {
 	a := make(map[string]any, len(paramTable))
 	for _, f := range paramTable {
 		f.encode(p, a, f.name)
@@ -714,10 +697,11 @@ func sortedKeys(m map[string]any) []string {
 // ParseParamValue parses the text form of a PARAMS attribute (a command-line
 // `name=value`, a form field) into the value DecodeParams reads: numbers for
 // N attributes, strings for S and durations, booleans for BOOL, and for
-// metric_dimensions either a JSON object or `Name=value,Name2=value2`. An
+// a map of strings (metric_dimensions) either a JSON object or
+// `Name=value,Name2=value2`; sources declare the metric query attributes. An
 // unknown attribute or unparsable text is an error that says why.
-func ParseParamValue(name, text string) (any, error) {
-	s, ok := lookupParam(name)
+func ParseParamValue(sources metric.Sources, name, text string) (any, error) {
+	s, ok := lookupParamIn(sources, name)
 	if !ok {
 		if strings.HasPrefix(name, "x_") {
 			return text, nil

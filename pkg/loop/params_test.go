@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // valid returns a valid PARAMS item; edit changes it.
@@ -45,33 +48,33 @@ func wantRefused(t *testing.T, err error, field, says string) {
 // p in a failure.
 func wantRoundTrip(t *testing.T, what string, p loop.Params) {
 	t.Helper()
-	back, err := loop.DecodeParams(p.Loop, p.Attrs())
+	back, err := loop.DecodeParams(p.Loop, p.Attrs(looptest.Sources()), looptest.Sources())
 	if err != nil {
-		t.Fatalf("%s: DecodeParams(Attrs()) = %v", what, err)
+		t.Fatalf("%s: DecodeParams(Attrs(), looptest.Sources()) = %v", what, err)
 	}
 	if !reflect.DeepEqual(back, p) {
-		t.Fatalf("%s: DecodeParams(Attrs()) =\n%+v\nwant\n%+v", what, back, p)
+		t.Fatalf("%s: DecodeParams(Attrs(), looptest.Sources()) =\n%+v\nwant\n%+v", what, back, p)
 	}
 }
 
 func TestDecodeParamsDefaults(t *testing.T) {
-	p, err := loop.DecodeParams("orders", valid(nil))
+	p, err := loop.DecodeParams("orders", valid(nil), looptest.Sources())
 	if err != nil {
-		t.Fatalf("DecodeParams(valid) = %v", err)
+		t.Fatalf("DecodeParams(valid, looptest.Sources()) = %v", err)
 	}
 	want := loop.Params{
 		Loop: "orders", Enabled: true, Mode: loop.ModeAuto,
 		Controls: loop.Controls{Setpoint: 70, Kp: 2, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
 		MinRate:  10, MaxRate: 1000,
 		TickPeriod: time.Minute, RateTTL: 3 * time.Minute,
-		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: "AWS/RDS", Metric: "CPUUtilization",
+		Sensing: loop.Sensing{Metric: metric.Query{Source: cwmetric.Name, Namespace: "AWS/RDS", Metric: "CPUUtilization",
 			Dimensions: map[string]string{"DBInstanceIdentifier": "orders-db"}, Statistic: "Average", Period: time.Minute},
 			Stale:      control.StalePolicy{Action: control.StaleHold, SafeRate: 10, DecayTime: 5 * time.Minute},
 			StaleAfter: 5 * time.Minute},
 		DemandHeadroom: loop.DefaultDemandHeadroom, Ceiling: loop.DefaultCeiling,
 	}
 	if !reflect.DeepEqual(p, want) {
-		t.Errorf("DecodeParams(valid) =\n%+v\nwant\n%+v", p, want)
+		t.Errorf("DecodeParams(valid, looptest.Sources()) =\n%+v\nwant\n%+v", p, want)
 	}
 }
 
@@ -111,7 +114,7 @@ func TestParamsAttrsRoundTrip(t *testing.T) {
 		}),
 	}
 	for i, item := range items {
-		p, err := loop.DecodeParams("l", item)
+		p, err := loop.DecodeParams("l", item, looptest.Sources())
 		if err != nil {
 			t.Fatalf("item %d: DecodeParams = %v", i, err)
 		}
@@ -221,9 +224,9 @@ func TestDecodeParamsNodes(t *testing.T) {
 	p, err := loop.DecodeParams("fleet", valid(func(a map[string]any) {
 		a["nodes"] = nodesAttr()
 		a["tick_period"] = "15s"
-	}))
+	}), looptest.Sources())
 	if err != nil {
-		t.Fatalf("DecodeParams(nodes) = %v", err)
+		t.Fatalf("DecodeParams(nodes, looptest.Sources()) = %v", err)
 	}
 	if len(p.Nodes) != 3 || p.Nodes[0].Name != "a" || p.Nodes[2].Name != "c" {
 		t.Fatalf("Nodes = %+v; want a, b, c in name order", p.Nodes)
@@ -234,7 +237,7 @@ func TestDecodeParamsNodes(t *testing.T) {
 	if got, want := p.BalanceConfig(), balance.DefaultConfig(); got != want {
 		t.Errorf("BalanceConfig() at a 15 s tick = %+v; want balance.DefaultConfig() %+v", got, want)
 	}
-	p60, err := loop.DecodeParams("fleet", valid(func(a map[string]any) { a["nodes"] = nodesAttr() }))
+	p60, err := loop.DecodeParams("fleet", valid(func(a map[string]any) { a["nodes"] = nodesAttr() }), looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +252,7 @@ func TestDecodeParamsNodes(t *testing.T) {
 		{"b", map[string]string{"DBInstanceIdentifier": "db-b"}},
 	} {
 		n := p.Nodes[slices.IndexFunc(p.Nodes, func(n loop.Node) bool { return n.Name == tt.node })]
-		q := p.NodeQuery(n)
+		q := p.NodeQuery(looptest.Sources(), n)
 		if !reflect.DeepEqual(q.Dimensions, tt.want) || q.Namespace != p.Metric.Namespace || q.Period != p.Metric.Period {
 			t.Errorf("NodeQuery(%s) = %+v; want the loop's query with dimensions %v", tt.node, q, tt.want)
 		}
@@ -266,14 +269,14 @@ func TestDecodeParamsNodes(t *testing.T) {
 		delete(a, "metric_dimensions")
 		a["nodes"] = nodesAttr()
 		node(a, "b")["metric"] = "InstanceId=i-1, AutoScalingGroupName=web"
-	}))
+	}), looptest.Sources())
 	if err != nil {
-		t.Fatalf("DecodeParams(nodes, no metric_dimensions) = %v", err)
+		t.Fatalf("DecodeParams(nodes, no metric_dimensions, looptest.Sources()) = %v", err)
 	}
-	if got := p2.NodeQuery(p2.Nodes[0]).Dimensions; !reflect.DeepEqual(got, map[string]string{"DBInstanceIdentifier": "db-a"}) {
+	if got := p2.NodeQuery(looptest.Sources(), p2.Nodes[0]).Dimensions; !reflect.DeepEqual(got, map[string]string{"DBInstanceIdentifier": "db-a"}) {
 		t.Errorf("NodeQuery(a) dimensions = %v", got)
 	}
-	if got := p2.NodeQuery(p2.Nodes[1]).Dimensions; !reflect.DeepEqual(got, map[string]string{"InstanceId": "i-1", "AutoScalingGroupName": "web"}) {
+	if got := p2.NodeQuery(looptest.Sources(), p2.Nodes[1]).Dimensions; !reflect.DeepEqual(got, map[string]string{"InstanceId": "i-1", "AutoScalingGroupName": "web"}) {
 		t.Errorf("NodeQuery(b) dimensions = %v", got)
 	}
 	if p2.Metric.Dimensions != nil {
@@ -282,23 +285,23 @@ func TestDecodeParamsNodes(t *testing.T) {
 }
 
 func TestParseParamValueNodes(t *testing.T) {
-	v, err := loop.ParseParamValue("nodes", `{"a": {"endpoint": "http://a:80/", "metric": "db-a"}}`)
+	v, err := loop.ParseParamValue(looptest.Sources(), "nodes", `{"a": {"endpoint": "http://a:80/", "metric": "db-a"}}`)
 	if err != nil {
-		t.Fatalf("ParseParamValue(nodes) = %v", err)
+		t.Fatalf("ParseParamValue(looptest.Sources(), nodes) = %v", err)
 	}
-	p, err := loop.DecodeParams("l", valid(func(a map[string]any) { a["nodes"] = v }))
+	p, err := loop.DecodeParams("l", valid(func(a map[string]any) { a["nodes"] = v }), looptest.Sources())
 	if err != nil || len(p.Nodes) != 1 || p.Nodes[0] != (loop.Node{Name: "a", Endpoint: "http://a:80/", Metric: "db-a"}) {
-		t.Errorf("DecodeParams(ParseParamValue(nodes)) = %+v, %v", p.Nodes, err)
+		t.Errorf("DecodeParams(ParseParamValue(looptest.Sources(), nodes), looptest.Sources()) = %+v, %v", p.Nodes, err)
 	}
-	if _, err := loop.ParseParamValue("nodes", "a=http://a/"); err == nil {
-		t.Errorf("ParseParamValue(nodes, not JSON) accepted")
+	if _, err := loop.ParseParamValue(looptest.Sources(), "nodes", "a=http://a/"); err == nil {
+		t.Errorf("ParseParamValue(looptest.Sources(), nodes, not JSON) accepted")
 	}
 }
 
 func TestDecodeParamsRefusals(t *testing.T) {
 	for _, tt := range invalidEdits {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loop.DecodeParams("orders", valid(tt.edit))
+			_, err := loop.DecodeParams("orders", valid(tt.edit), looptest.Sources())
 			var pe *loop.ParamsError
 			if !errors.As(err, &pe) {
 				t.Fatalf("DecodeParams = %v; want a *loop.ParamsError", err)
@@ -323,8 +326,8 @@ func TestDecodeParamsRefusals(t *testing.T) {
 }
 
 func TestDecodeParamsMissingItem(t *testing.T) {
-	if _, err := loop.DecodeParams("x", nil); !errors.Is(err, loop.ErrParamsMissing) {
-		t.Errorf("DecodeParams(nil) = %v; want loop.ErrParamsMissing", err)
+	if _, err := loop.DecodeParams("x", nil, looptest.Sources()); !errors.Is(err, loop.ErrParamsMissing) {
+		t.Errorf("DecodeParams(nil, looptest.Sources()) = %v; want loop.ErrParamsMissing", err)
 	}
 }
 
@@ -364,9 +367,9 @@ func FuzzDecodeParams(f *testing.F) {
 		if err := dec.Decode(&attrs); err != nil || attrs == nil {
 			return
 		}
-		p, err := loop.DecodeParams("fuzz", attrs)
+		p, err := loop.DecodeParams("fuzz", attrs, looptest.Sources())
 		if err == nil {
-			if verr := p.Validate(); verr != nil {
+			if verr := p.Validate(looptest.Sources()); verr != nil {
 				t.Fatalf("DecodeParams accepted %s but Validate refuses: %v", data, verr)
 			}
 			wantRoundTrip(t, string(data), p)
@@ -374,39 +377,26 @@ func FuzzDecodeParams(f *testing.F) {
 		}
 		var pe *loop.ParamsError
 		if !errors.As(err, &pe) {
-			t.Fatalf("DecodeParams(%s) = %v; want a *loop.ParamsError", data, err)
+			t.Fatalf("DecodeParams(%s, looptest.Sources()) = %v; want a *loop.ParamsError", data, err)
 		}
 		if len(pe.Fields) == 0 {
-			t.Fatalf("DecodeParams(%s) refused without a field", data)
+			t.Fatalf("DecodeParams(%s, looptest.Sources()) refused without a field", data)
 		}
 		for _, fe := range pe.Fields {
 			if fe.Field == "" || strings.TrimSpace(fe.Reason) == "" {
-				t.Fatalf("DecodeParams(%s): refusal %+v lacks a field or reason", data, fe)
+				t.Fatalf("DecodeParams(%s, looptest.Sources()): refusal %+v lacks a field or reason", data, fe)
 			}
 		}
 	})
-}
-
-func TestValidateStatistic(t *testing.T) {
-	for _, s := range []string{"Average", "Sum", "SampleCount", "Minimum", "Maximum", "IQM", "p99", "p99.9", "p0", "p100", "tm90", "wm99", "tc90", "ts50", "TM(10%:90%)", "PR(:300)", "TC(0.005:0.030)", "WM(:95%)"} {
-		if err := loop.ValidateStatistic(s); err != nil {
-			t.Errorf("ValidateStatistic(%q) = %v; want nil", s, err)
-		}
-	}
-	for _, s := range []string{"", "average", "Avg", "p101", "p-1", "P99", "tm", "TM(10%:90%", "TM(:)", "Average;DROP", "Maximum "} {
-		if err := loop.ValidateStatistic(s); err == nil {
-			t.Errorf("ValidateStatistic(%q) = nil; want an error", s)
-		}
-	}
 }
 
 // TestDecodeParamsRefusesInvalidStatistic: a statistic that would fail the
 // CloudWatch batch of every loop is refused with the field's name.
 func TestDecodeParamsRefusesInvalidStatistic(t *testing.T) {
 	a := valid(func(a map[string]any) { a["metric_statistic"] = "Averge" })
-	_, err := loop.DecodeParams("l", a)
+	_, err := loop.DecodeParams("l", a, looptest.Sources())
 	if err == nil || !strings.Contains(err.Error(), "metric_statistic") {
-		t.Errorf("DecodeParams(metric_statistic Averge) = %v; want a refusal naming metric_statistic", err)
+		t.Errorf("DecodeParams(metric_statistic Averge, looptest.Sources()) = %v; want a refusal naming metric_statistic", err)
 	}
 }
 
@@ -414,8 +404,8 @@ func TestDecodeParamsRefusesInvalidStatistic(t *testing.T) {
 // conditional edits is not a parameter.
 func TestDecodeParamsIgnoresEditVersion(t *testing.T) {
 	a := valid(func(a map[string]any) { a[loop.AttrEditVersion] = 3.0 })
-	if _, err := loop.DecodeParams("l", a); err != nil {
-		t.Errorf("DecodeParams(edit_version 3) = %v; want valid", err)
+	if _, err := loop.DecodeParams("l", a, looptest.Sources()); err != nil {
+		t.Errorf("DecodeParams(edit_version 3, looptest.Sources()) = %v; want valid", err)
 	}
 	if v := loop.ParamsVersion(a); v != 3 {
 		t.Errorf("ParamsVersion = %d; want 3", v)
@@ -429,14 +419,14 @@ func TestDecodeParamsAdaptGain(t *testing.T) {
 		a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"] = 0.05, 10.0, "15s", "5s"
 		a["adapt_gain"] = true
 	}
-	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { model(a); a["delay_aware"] = true }))
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { model(a); a["delay_aware"] = true }), looptest.Sources())
 	if err != nil {
-		t.Fatalf("DecodeParams(adapt_gain, delay_aware) = %v", err)
+		t.Fatalf("DecodeParams(adapt_gain, delay_aware, looptest.Sources()) = %v", err)
 	}
 	if !p.AdaptGain || !p.ControlConfig().AdaptGain {
 		t.Errorf("AdaptGain = %v, ControlConfig().AdaptGain = %v; want both true", p.AdaptGain, p.ControlConfig().AdaptGain)
 	}
 	wantRoundTrip(t, "adapt_gain", p)
-	_, err = loop.DecodeParams("orders", valid(model))
+	_, err = loop.DecodeParams("orders", valid(model), looptest.Sources())
 	wantRefused(t, err, loop.AttrAdaptGain, "delay_aware=true")
 }

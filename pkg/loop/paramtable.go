@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // param declares one PARAMS attribute, once: its name, its DynamoDB type,
@@ -68,11 +69,11 @@ var paramTable = []param{
 		text(func(p *Params) *string { return (*string)(&p.Direction) }, "", unlessZero)},
 	{AttrSetpoint, kindNumber, true, "required", "value to hold: for a signal in `%` (CPU utilization) in (0, 100], else > 0 in its unit",
 		number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
-	{AttrKp, kindNumber, true, "required", "proportional gain, messages/s per point of CPU, >= 0",
+	{AttrKp, kindNumber, true, "required", "proportional gain, (msg/s) per point of CPU, >= 0",
 		number(func(p *Params) *float64 { return &p.Kp }, 0, always)},
-	{AttrKi, kindNumber, false, "0", "integral gain, messages/s per point-second (Kp/Ti), >= 0",
+	{AttrKi, kindNumber, false, "0", "integral gain, (msg/s) per point-second (Kp/Ti), >= 0",
 		number(func(p *Params) *float64 { return &p.Ki }, 0, always)},
-	{AttrKd, kindNumber, false, "0", "derivative gain on the measurement, messages per point (Kp·Td), >= 0",
+	{AttrKd, kindNumber, false, "0", "derivative gain on the measurement, msg per point ((msg/s)·s per point; Kp·Td), >= 0",
 		number(func(p *Params) *float64 { return &p.Kd }, 0, always)},
 	{AttrDerivativeFilter, kindDuration, false, "0", "time constant of the derivative's first-order filter",
 		duration(func(p *Params) *time.Duration { return &p.DerivativeFilter }, 0, unlessZero)},
@@ -112,20 +113,8 @@ var paramTable = []param{
 		duration(func(p *Params) *time.Duration { return &p.TickPeriod }, DefaultTickPeriod, always)},
 	{AttrRateTTL, kindDuration, false, "3 × `tick_period`", "lifetime of a RATE item; must be >= `tick_period`",
 		rateTTL},
-	{AttrMetricSource, kindString, false, "`cloudwatch`", "`cloudwatch` or `prometheus`",
-		text(func(p *Params) *string { return (*string)(&p.Metric.Source) }, string(SourceCloudWatch), always)},
-	{AttrMetricNamespace, kindString, false, "`AWS/RDS`", "CloudWatch namespace",
-		cloudWatchText(func(p *Params) *string { return &p.Metric.Namespace }, DefaultNamespace)},
-	{AttrMetricName, kindString, false, "`CPUUtilization`", "CloudWatch metric",
-		cloudWatchText(func(p *Params) *string { return &p.Metric.Metric }, DefaultMetric)},
-	{AttrMetricDimensions, kindStringMap, false, "required for CloudWatch", "CloudWatch dimensions, e.g. `{\"DBInstanceIdentifier\": {\"S\": \"orders-db\"}}` (at most 30; optional with `nodes`)",
-		dimensions},
-	{AttrMetricStatistic, kindString, false, "`Average`", "any CloudWatch statistic (`Maximum`, `p99`, ...)",
-		cloudWatchText(func(p *Params) *string { return &p.Metric.Statistic }, DefaultStatistic)},
-	{AttrMetricPeriod, kindDuration, false, "`1m`", "CloudWatch period: 1s, 5s, 10s, 30s or a multiple of 60s",
-		metricPeriod},
-	{AttrMetricPromQL, kindString, false, "required for Prometheus", "a PromQL expression returning one series (aggregate with `max(...)`; optional with `nodes`); the controller needs `SLUICE_PROMETHEUS_URL`",
-		promQL},
+	{AttrMetricSource, kindString, false, "the first source", "the metric source, one of those the decoder is given; it declares, reads and checks the other `metric_*` attributes (metricparams.go)",
+		codec{(*decoder).decodeMetric, func(Params, map[string]any, string) {}}}, // with Attrs' sources
 	{AttrStalePolicy, kindString, false, "`hold`", "`hold`, `decay` or `fail-closed`: what the loop does while its metric is stale or missing",
 		text(func(p *Params) *string { return (*string)(&p.Stale.Action) }, string(control.StaleHold), always)},
 	{AttrSafeRate, kindNumber, false, "`min_rate`", "the rate `decay` moves toward, messages/s (the rate stays within [`min_rate`, `max_rate`])",
@@ -309,63 +298,6 @@ var rateTTL = codec{
 	func(p Params, a map[string]any, name string) { a[name] = p.RateTTL.String() },
 }
 
-// cloudWatchText is a CloudWatch attribute with a default for CloudWatch
-// loops, written only for them.
-func cloudWatchText(f func(*Params) *string, def string) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) {
-			v := def
-			if p.Metric.Source != SourceCloudWatch {
-				v = ""
-			}
-			*f(p) = d.str(name, v)
-		},
-		func(p Params, a map[string]any, name string) {
-			if p.Metric.Source != SourcePrometheus {
-				a[name] = *f(&p)
-			}
-		},
-	}
-}
-
-var metricPeriod = codec{
-	func(d *decoder, p *Params, name string) {
-		var def time.Duration
-		if p.Metric.Source == SourceCloudWatch {
-			def = DefaultPeriod
-		}
-		p.Metric.Period = d.duration(name, def)
-	},
-	func(p Params, a map[string]any, name string) {
-		if p.Metric.Source != SourcePrometheus {
-			a[name] = p.Metric.Period.String()
-		}
-	},
-}
-
-var dimensions = codec{
-	func(d *decoder, p *Params, name string) { p.Metric.Dimensions = d.stringMap(name) },
-	func(p Params, a map[string]any, name string) {
-		if p.Metric.Source == SourcePrometheus || (p.Metric.Dimensions == nil && len(p.Nodes) > 0) {
-			return
-		}
-		dims := make(map[string]any, len(p.Metric.Dimensions))
-		for k, v := range p.Metric.Dimensions {
-			dims[k] = v
-		}
-		a[name] = dims
-	},
-}
-
-var promQL = codec{
-	func(d *decoder, p *Params, name string) { p.Metric.PromQL = d.str(name, "") },
-	func(p Params, a map[string]any, name string) {
-		if p.Metric.Source == SourcePrometheus {
-			a[name] = p.Metric.PromQL
-		}
-	},
-}
-
 // safeRate defaults to min_rate.
 var safeRate = codec{
 	func(d *decoder, p *Params, name string) {
@@ -416,11 +348,12 @@ func balanceNumber(f func(*balance.Config) *float64) codec {
 }
 
 // ParamsMarkdown returns the table of PARAMS attributes that
-// docs/controller.md shows (a test keeps the doc current).
-func ParamsMarkdown() string {
+// docs/controller.md shows, with the query attributes of sources (a test
+// keeps the doc current).
+func ParamsMarkdown(sources metric.Sources) string {
 	var b strings.Builder
 	b.WriteString("| attribute | type | default | meaning |\n|---|---|---|---|\n")
-	for _, p := range paramTable {
+	for _, p := range paramsFor(sources) {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.name, p.kind.short(), p.def, p.doc)
 	}
 	return b.String()

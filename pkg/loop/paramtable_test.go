@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 var update = flag.Bool("update", false, "rewrite the parameter table of docs/controller.md")
@@ -27,7 +28,7 @@ func TestDocsParamsTable(t *testing.T) {
 		t.Fatalf("%s: no params table markers", path)
 	}
 	i += strings.Index(doc[i:], begin) + len(begin)
-	want := loop.ParamsMarkdown()
+	want := loop.ParamsMarkdown(looptest.Sources())
 	if *update {
 		if err := os.WriteFile(path, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
 			t.Fatal(err)
@@ -43,18 +44,18 @@ func TestDocsParamsTable(t *testing.T) {
 // it again gives the same parameters.
 func TestParamsAttributesCoverEncoding(t *testing.T) {
 	names := map[string]bool{}
-	for _, a := range loop.ParamsAttributes() {
+	for _, a := range loop.ParamsAttributes(looptest.Sources()) {
 		names[a[0]] = true
 	}
 	p, err := loop.DecodeParams("t", map[string]any{
 		"setpoint": 70.0, "kp": 1.0, "ki": 0.1, "min_rate": 1.0, "max_rate": 100.0,
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db"}, "ff_gain": 0.05,
 		"balance_kp": 0.2, "derivative_filter": "10s", "delay_aware": true, "noise_band": 1.0,
-	})
+	}, looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range p.Attrs() {
+	for name := range p.Attrs(looptest.Sources()) {
 		if !names[name] {
 			t.Errorf("Attrs writes %q, which ParamsAttributes does not declare", name)
 		}

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // plantLoop runs the production tick (Ticker, memstore) against a simulated
@@ -41,17 +44,17 @@ func newPlantLoop(t testing.TB, m control.FOPDT, u0 float64, period, delay time.
 	}
 	pl.lastCPU = pl.plant.CPU(0)
 	pl.pipe = sim.NewPipeline(period, delay, 0, nil, pl.lastCPU)
-	pl.ticker = &loop.Ticker{Store: pl.store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: pl}, Now: pl.clock.Now}
+	pl.ticker = &loop.Ticker{Sources: looptest.Sources(), Store: pl.store, Metrics: map[string]metric.Reader{cwmetric.Name: pl}, Now: pl.clock.Now}
 	return pl
 }
 
 // ReadMetrics answers every query with the newest published datapoint.
-func (pl *plantLoop) ReadMetrics(_ context.Context, qs []loop.MetricQuery, _ time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
+func (pl *plantLoop) ReadMetrics(_ context.Context, qs []metric.Query, _ time.Time) ([]metric.Sample, error) {
+	out := make([]metric.Sample, len(qs))
 	dp, ok := pl.pipe.Latest()
 	for i := range out {
 		if ok && !pl.outage {
-			out[i] = loop.Sample{Value: dp.Value, Time: pl.epoch.Add(dp.Start), Found: true}
+			out[i] = metric.Sample{Value: dp.Value, Time: pl.epoch.Add(dp.Start), Found: true}
 		}
 	}
 	return out, nil

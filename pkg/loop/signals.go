@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Signals: a loop may regulate several constraints at once (override
@@ -57,8 +58,7 @@ var signalAttrs = []string{
 	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
 	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain, AttrDrainFeedforward,
 	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
-	AttrMetricSource, AttrMetricNamespace, AttrMetricName, AttrMetricDimensions,
-	AttrMetricStatistic, AttrMetricPeriod, AttrMetricPromQL,
+	AttrMetricSource, // and the query attributes of its source (signalAttrNames)
 	AttrStalePolicy, AttrStaleDecay, AttrStaleGrace, AttrStaleAfter,
 }
 
@@ -108,7 +108,7 @@ type Controls struct {
 // a further signal's.
 type Sensing struct {
 	// Metric is the measurement.
-	Metric MetricQuery `json:"metric"`
+	Metric metric.Query `json:"metric"`
 	// Stale is what the loop does while the metric is stale or missing;
 	// StaleAfter is the age (after the datapoint's period ends) beyond which
 	// the newest datapoint is stale. A further signal's Stale.SafeRate is
@@ -205,10 +205,11 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 			d.fail(field, "want a map (M) of the signal's attributes (%s, ...), got %s", AttrSetpoint, describe(m[name]))
 			continue
 		}
-		sd := &decoder{attrs: attrs, loopID: loopID}
+		sd := &decoder{attrs: attrs, loopID: loopID, sources: d.sources}
+		names := signalAttrNames(d.sources)
 		for _, k := range sortedKeys(attrs) {
-			if !slices.Contains(signalAttrs, k) {
-				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(signalAttrs, ", "))
+			if !slices.Contains(names, k) {
+				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(names, ", "))
 			}
 		}
 		q := Params{Loop: loopID}
@@ -234,7 +235,7 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 // checkSignals checks the signals: their names and number, their
 // directions, and each further signal as the first one is checked (gains,
 // model, metric, stale policy), its fields named signals.<name>.<attribute>.
-func (p Params) checkSignals(fail failFunc) {
+func (p Params) checkSignals(sources metric.Sources, fail failFunc) {
 	if !signalNameRE.MatchString(p.FirstSignal()) {
 		fail(AttrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
@@ -246,6 +247,7 @@ func (p Params) checkSignals(fail failFunc) {
 		fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
 	}
 	seen := map[string]bool{p.FirstSignal(): true}
+	names := signalAttrNames(sources)
 	for _, s := range p.Signals {
 		field := AttrSignals + "." + s.Name
 		if !signalNameRE.MatchString(s.Name) {
@@ -260,12 +262,12 @@ func (p Params) checkSignals(fail failFunc) {
 		checkDirection(field+"."+AttrDirection, s.Direction, fail)
 		q := p.ForSignal(s)
 		sub := func(f, format string, args ...any) {
-			if slices.Contains(signalAttrs, f) {
+			if slices.Contains(names, f) {
 				fail(field+"."+f, format, args...)
 			}
 		}
 		q.checkGains(sub)
-		q.checkMetric(sub)
+		q.checkMetric(sources, sub)
 		q.checkStale(sub)
 	}
 }
@@ -295,7 +297,7 @@ func encodeSignals(p Params, a map[string]any, name string) {
 	for _, s := range p.Signals {
 		q := p.ForSignal(s)
 		q.Unit = s.Unit
-		all := q.Attrs()
+		all := q.tableAttrs()
 		sa := make(map[string]any, len(signalAttrs))
 		for _, k := range signalAttrs {
 			if v, ok := all[k]; ok {

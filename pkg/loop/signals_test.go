@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // lagSignal is a replication-lag signal read from Prometheus.
@@ -34,7 +37,7 @@ func TestDecodeSignals(t *testing.T) {
 				"metric_namespace": "AWS/ApplicationELB", "metric_statistic": "p99",
 				"metric_dimensions": map[string]any{"LoadBalancer": "app/orders"}},
 		}
-	}))
+	}), looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestDecodeSignals(t *testing.T) {
 	lag := p.Signals[0]
 	want := loop.Signal{Name: "lag",
 		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, Kd: 30, DerivativeFilter: 30 * time.Second, AntiWindup: control.AntiWindupConditional},
-		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+		Sensing: loop.Sensing{Metric: metric.Query{Source: prommetric.Name, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
 			Stale:      control.StalePolicy{Action: control.StaleFailClosed, DecayTime: 5 * time.Minute},
 			StaleAfter: 2 * time.Minute}}
 	if !reflect.DeepEqual(lag, want) {
@@ -117,7 +120,7 @@ func TestDecodeSignalsRefusals(t *testing.T) {
 		}, "signals", "at most 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loop.DecodeParams("orders", valid(tc.edit))
+			_, err := loop.DecodeParams("orders", valid(tc.edit), looptest.Sources())
 			wantRefused(t, err, tc.field, tc.says)
 		})
 	}
@@ -126,7 +129,7 @@ func TestDecodeSignalsRefusals(t *testing.T) {
 // An item without signal attributes decodes to a one-signal loop named cpu:
 // what it decoded to before signals existed.
 func TestDecodeOneSignalUnchanged(t *testing.T) {
-	p, err := loop.DecodeParams("orders", valid(nil))
+	p, err := loop.DecodeParams("orders", valid(nil), looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +137,7 @@ func TestDecodeOneSignalUnchanged(t *testing.T) {
 		t.Errorf("one-signal item: signals %v, name %q, unit %q", p.Signals, p.SignalName, p.Unit)
 	}
 	for _, k := range []string{"signal", "unit", "direction", "signals"} {
-		if _, ok := p.Attrs()[k]; ok {
+		if _, ok := p.Attrs(looptest.Sources())[k]; ok {
 			t.Errorf("Attrs writes %s for a one-signal item", k)
 		}
 	}
@@ -161,7 +164,7 @@ func TestDocsSignalsExample(t *testing.T) {
 			attrs[k] = fromDynamoJSON(t, v)
 		}
 	}
-	p, err := loop.DecodeParams("orders", attrs)
+	p, err := loop.DecodeParams("orders", attrs, looptest.Sources())
 	if err != nil {
 		t.Fatalf("docs example refused: %v", err)
 	}
@@ -196,15 +199,15 @@ func fromDynamoJSON(t *testing.T, v any) any {
 
 // `sluice params set` and the dashboard's form give signals as JSON text.
 func TestParseParamValueSignals(t *testing.T) {
-	v, err := loop.ParseParamValue("signals", `{"lag": {"setpoint": 10, "unit": "s", "kp": 20, "metric_source": "prometheus", "metric_promql": "max(lag)"}}`)
+	v, err := loop.ParseParamValue(looptest.Sources(), "signals", `{"lag": {"setpoint": 10, "unit": "s", "kp": 20, "metric_source": "prometheus", "metric_promql": "max(lag)"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { a["signals"] = v }))
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) { a["signals"] = v }), looptest.Sources())
 	if err != nil || len(p.Signals) != 1 || p.Signals[0].Setpoint != 10 {
 		t.Fatalf("decoded %+v, %v", p.Signals, err)
 	}
-	if _, err := loop.ParseParamValue("signals", `lag=10`); err == nil {
+	if _, err := loop.ParseParamValue(looptest.Sources(), "signals", `lag=10`); err == nil {
 		t.Error("ParseParamValue accepted text that is not a JSON object")
 	}
 }

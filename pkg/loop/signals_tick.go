@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // SignalReport is one signal of a loop with several signals in a tick's
@@ -31,9 +32,9 @@ type SignalReport struct {
 // per source: each loop's metric (or one query per node of a loop with
 // nodes) and each of its further signals' metrics, all in the same batch.
 func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
-	queries := make(map[Source][]MetricQuery)
-	dsts := make(map[Source][]*Sample)
-	add := func(q MetricQuery, staleAfter time.Duration, dst *Sample) {
+	queries := make(map[string][]metric.Query)
+	dsts := make(map[string][]*metric.Sample)
+	add := func(q metric.Query, staleAfter time.Duration, dst *metric.Sample) {
 		q.Lookback = staleAfter + q.Period
 		queries[q.Source] = append(queries[q.Source], q)
 		dsts[q.Source] = append(dsts[q.Source], dst)
@@ -43,12 +44,12 @@ func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
 		if len(p.Nodes) == 0 {
 			add(p.Metric, p.StaleAfter, &w.sample)
 		} else {
-			w.nodes = make([]Sample, len(p.Nodes))
+			w.nodes = make([]metric.Sample, len(p.Nodes))
 			for j, n := range p.Nodes {
-				add(p.NodeQuery(n), p.StaleAfter, &w.nodes[j])
+				add(p.NodeQuery(t.Sources, n), p.StaleAfter, &w.nodes[j])
 			}
 		}
-		w.signals = make([]Sample, len(p.Signals))
+		w.signals = make([]metric.Sample, len(p.Signals))
 		for j, s := range p.Signals {
 			add(s.Metric, s.StaleAfter, &w.signals[j])
 		}
@@ -79,7 +80,7 @@ func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
 // loop's parameters as the signal sees them): the value, how old it is after
 // its period ended, and whether it is fresh (found, valid, not older than
 // the signal's stale_after).
-func sampleInput(q *Params, s Sample, cc control.Config, now time.Time, elapsed time.Duration) (control.Input, bool, time.Duration) {
+func sampleInput(q *Params, s metric.Sample, cc control.Config, now time.Time, elapsed time.Duration) (control.Input, bool, time.Duration) {
 	fresh := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value)
 	var age time.Duration
 	if s.Found {
@@ -88,15 +89,11 @@ func sampleInput(q *Params, s Sample, cc control.Config, now time.Time, elapsed 
 	if fresh && age > q.StaleAfter {
 		fresh = false
 	}
-	period := time.Duration(0)
-	if q.Metric.Source == SourceCloudWatch {
-		period = q.Metric.Period
-	}
 	return control.Input{
 		Setpoint:          q.Setpoint,
 		Measurement:       s.Value,
 		MeasurementAge:    age,
-		MeasurementPeriod: period,
+		MeasurementPeriod: q.Metric.Period,
 		SamplingInterval:  elapsed,
 	}, fresh, age
 }
@@ -228,7 +225,7 @@ func signalUnit(q Params, i int) string {
 // (fresh when ok): the last tick's, measured over the interval since the
 // last reading (Drain.Measure), bounded by what the consumers took (in's
 // ActualRate) while the replica may have been idle.
-func measureDrain(last SignalState, smp Sample, ok bool, in control.Input) *Drain {
+func measureDrain(last SignalState, smp metric.Sample, ok bool, in control.Input) *Drain {
 	d := last.Drain.Clone()
 	if d == nil {
 		d = &Drain{}

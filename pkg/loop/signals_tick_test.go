@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 const lagQuery = "max(mysql_slave_status_seconds_behind_master)"
@@ -25,7 +27,7 @@ type replicaRig struct {
 
 func newReplicaRig(t *testing.T, edit func(a map[string]any)) *replicaRig {
 	r := &replicaRig{rig: newRig(t), rate: 10}
-	r.ticker.Metrics[loop.SourcePrometheus] = r.metrics
+	r.ticker.Metrics[prommetric.Name] = r.metrics
 	r.params("db", func(a map[string]any) {
 		a["kp"], a["ki"], a["slew_limit"], a["max_rate"] = 2.0, 0.02, 100.0, 3000.0
 		a["signals"] = map[string]any{"lag": map[string]any{
@@ -48,7 +50,7 @@ func (r *replicaRig) step(i int) loop.Report {
 	r.lag = math.Max(0, r.lag+(r.rate-c)/c*60)
 	r.cpu("db", r.cpuNow, 30*time.Second)
 	if r.lagBlind {
-		r.metrics.set(lagQuery, loop.Sample{})
+		r.metrics.set(lagQuery, metric.Sample{})
 	} else {
 		r.metrics.setLive(lagQuery, liveMetric{value: r.lag, age: 10 * time.Second})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/drift"
 )
 
 // State is the STATE item of a loop: what the controller remembers between
@@ -52,8 +53,8 @@ type State struct {
 	// by node name); zero for a loop without.
 	Balance balance.State `json:"balance,omitzero"`
 	// Drift is how well the loop's model predicts its measured signal, and
-	// model_drift when the residual says the plant moved (drift.go).
-	Drift DriftState `json:"drift,omitzero"`
+	// model_drift when the residual says the plant moved (pkg/drift).
+	Drift drift.State `json:"drift,omitzero"`
 	// Experiment is the progress of the loop's last guarded experiment;
 	// nil when none ran (experiment.go).
 	Experiment *ExperimentState `json:"experiment,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/metric"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -72,10 +73,10 @@ type Report struct {
 	Saturated bool    `json:"saturated"`
 	// ModelDrift is set while STATE says the plant moved away from the
 	// loop's model; DriftGainRatio is the plant's gain over the model's as
-	// last estimated (0 before a verdict). See DriftState.
+	// last estimated (0 before a verdict). See drift.State.
 	ModelDrift     bool    `json:"model_drift,omitempty"`
 	DriftGainRatio float64 `json:"drift_gain_ratio,omitempty"`
-	// DriftReason is what moved (DriftState.Reason) while ModelDrift is
+	// DriftReason is what moved (drift.State.Reason) while ModelDrift is
 	// set; DriftDeadTime the plant's dead time as last estimated, and
 	// DriftDeadTimeEvidence the dead-time test's last figure.
 	DriftReason           string        `json:"drift_reason,omitempty"`
@@ -125,9 +126,13 @@ type Report struct {
 type Ticker struct {
 	// Store holds the loops.
 	Store TickStore
-	// Metrics maps each source to its reader; a loop whose source has no
-	// reader is treated as having no metric (its stale policy applies).
-	Metrics map[Source]MetricReader
+	// Sources are the metric sources a loop's PARAMS may name (the first
+	// is the default): their rules decode and check each loop's metric.
+	Sources metric.Sources
+	// Metrics maps each source's name to its reader; a loop whose source
+	// has no reader is treated as having no metric (its stale policy
+	// applies).
+	Metrics map[string]metric.Reader
 	// Now is the clock.
 	Now func() time.Time
 	// Concurrency bounds the commits in flight (default 16).
@@ -144,16 +149,16 @@ type due struct {
 	params Params
 	fp     string
 	status *ParamsStatus
-	sample Sample
+	sample metric.Sample
 	// nodes are the samples of a loop with nodes, one per node in
 	// params.Nodes order (sample is then computed from them).
-	nodes []Sample
+	nodes []metric.Sample
 	// depth is the queue's depth when depthKnown (depth.go).
 	depth      float64
 	depthKnown bool
 	// signals are the samples of the further signals, in params.Signals
 	// order.
-	signals []Sample
+	signals []metric.Sample
 	// report is the index of the loop's report.
 	report int
 }
@@ -172,7 +177,7 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 	var work []*due
 	var statusOnly []statusCommit
 	for i, snap := range snaps {
-		w, c := triage(snap, now, &reports[i])
+		w, c := triage(snap, t.Sources, now, &reports[i])
 		switch {
 		case w != nil:
 			w.report = i
@@ -195,7 +200,7 @@ type statusCommit struct {
 
 // triage decides what a loop does this tick: run (a due item), record the
 // verdict on its PARAMS only (a commit), or nothing; r says why.
-func triage(snap Snapshot, now time.Time, r *Report) (*due, *Commit) {
+func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*due, *Commit) {
 	r.Loop, r.Measured = snap.Loop, math.NaN()
 	if snap.State != nil {
 		r.Tick = snap.State.Version
@@ -212,7 +217,7 @@ func triage(snap Snapshot, now time.Time, r *Report) (*due, *Commit) {
 		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
 		return nil, nil
 	}
-	inForce, fp, status := paramsInForce(snap, now, r)
+	inForce, fp, status := paramsInForce(snap, sources, now, r)
 	prev := snap.State
 	if inForce == nil || !inForce.Enabled {
 		return nil, idle(snap, inForce, fp, status, r)
@@ -228,8 +233,8 @@ func triage(snap Snapshot, now time.Time, r *Report) (*due, *Commit) {
 // ones, or the last valid ones when the edit is refused; nil when there are
 // none), the edit's fingerprint, and the verdict to record when the edit is
 // new (nil when it was checked before).
-func paramsInForce(snap Snapshot, now time.Time, r *Report) (*Params, string, *ParamsStatus) {
-	p, perr := DecodeParams(snap.Loop, snap.Params)
+func paramsInForce(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*Params, string, *ParamsStatus) {
+	p, perr := DecodeParams(snap.Loop, snap.Params, sources)
 	fp := Fingerprint(snap.Params)
 	prev := snap.State
 	var inForce *Params
@@ -472,17 +477,16 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 // loop regulates: the maximum (or the mean) of the fresh utilizations, timed
 // by the oldest of them; not found when no node has a fresh metric. The
 // weights are keyed by the nodes' endpoints.
-func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now time.Time, dt time.Duration, r *Report) (Sample, map[string]float64) {
+func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now time.Time, dt time.Duration, r *Report) (metric.Sample, map[string]float64) {
 	p := w.params
 	util := make(map[string]float64, len(p.Nodes))
-	var agg Sample
+	var agg metric.Sample
 	var sum float64
 	var fresh int
 	var errs []error
 	for i, n := range p.Nodes {
 		s := w.nodes[i]
-		q := p.NodeQuery(n)
-		ok := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value) && max(now.Sub(s.Time.Add(q.Period)), 0) <= p.StaleAfter
+		ok := s.Err == nil && s.Found && cc.ValidMeasurement(s.Value) && max(now.Sub(s.Time.Add(p.Metric.Period)), 0) <= p.StaleAfter
 		if s.Err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, s.Err))
 		}

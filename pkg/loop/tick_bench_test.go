@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // BenchmarkTick measures one controller tick over n loops against the
@@ -16,7 +19,7 @@ func BenchmarkTick(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("loops=%d", n), func(b *testing.B) {
 			store := memstore.New()
-			metrics := &fakeMetrics{samples: map[string]loop.Sample{}}
+			metrics := &fakeMetrics{samples: map[string]metric.Sample{}}
 			clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 			for i := range n {
 				id := fmt.Sprintf("loop-%04d", i)
@@ -30,7 +33,7 @@ func BenchmarkTick(b *testing.B) {
 				}
 				metrics.setLive(id, liveMetric{value: 40 + float64(i%50), age: 90 * time.Second})
 			}
-			tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: metrics}, Now: clock.Now}
+			tk := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: metrics}, Now: clock.Now}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {

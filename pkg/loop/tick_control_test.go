@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // The control law through the production tick: what probing it found
@@ -130,11 +133,11 @@ type rampMetric struct {
 	lastPeriod time.Duration
 }
 
-func (m *rampMetric) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
+func (m *rampMetric) ReadMetrics(_ context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		end := now.Add(-m.age).Truncate(q.Period)
-		out[i] = loop.Sample{Value: 20 + m.slope*end.Sub(m.epoch).Seconds(), Time: end.Add(-q.Period), Found: true}
+		out[i] = metric.Sample{Value: 20 + m.slope*end.Sub(m.epoch).Seconds(), Time: end.Add(-q.Period), Found: true}
 	}
 	return out, nil
 }
@@ -142,7 +145,7 @@ func (m *rampMetric) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now t
 func TestTickDerivativeAfterMissedSchedule(t *testing.T) {
 	const slope, kd = 0.01, 100.0
 	r := newRig(t)
-	r.ticker.Metrics[loop.SourceCloudWatch] = &rampMetric{epoch: r.clock.now, slope: slope, age: 90 * time.Second}
+	r.ticker.Metrics[cwmetric.Name] = &rampMetric{epoch: r.clock.now, slope: slope, age: 90 * time.Second}
 	r.params("a", func(a map[string]any) { a["kd"] = kd })
 	for range 10 {
 		r.tick("a")
@@ -171,7 +174,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	// Room to grow in place, as a slice that was appended to has.
 	cs.Applied = append(make([]control.Segment, 0, len(cs.Applied)+8), cs.Applied...)
 	cs.Reference = append(make([]control.Segment, 0, len(cs.Reference)+8), cs.Reference...)
-	p := loop.Params{Loop: "a", Feedforward: &ff, Sensing: loop.Sensing{Metric: loop.MetricQuery{Dimensions: map[string]string{"k": "v"}}}, Nodes: []loop.Node{{Name: "n"}}}
+	p := loop.Params{Loop: "a", Feedforward: &ff, Sensing: loop.Sensing{Metric: metric.Query{Dimensions: map[string]string{"k": "v"}}}, Nodes: []loop.Node{{Name: "n"}}}
 	orig := loop.State{Loop: "a", Controller: cs, Params: &p}
 	before, err := json.Marshal(orig)
 	if err != nil {
@@ -234,10 +237,10 @@ func TestDecodeParamsRefusesOverflowingFeedforward(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loop.DecodeParams("a", valid(func(a map[string]any) {
 				a["ff_gain"], a["ff_base"], a["delay_aware"] = tc.gain, tc.base, true
-			}))
+			}), looptest.Sources())
 			var pe *loop.ParamsError
 			if !errors.As(err, &pe) {
-				t.Fatalf("DecodeParams(ff_gain %v, ff_base %v) = %v; want a refusal", tc.gain, tc.base, err)
+				t.Fatalf("DecodeParams(ff_gain %v, ff_base %v, looptest.Sources()) = %v; want a refusal", tc.gain, tc.base, err)
 			}
 			if !slices.ContainsFunc(pe.Fields, func(f loop.FieldError) bool { return f.Field == tc.field }) {
 				t.Errorf("refusal %q does not name %s", pe.Reason(), tc.field)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // FuzzTickProperties drives the production tick against random plants with
@@ -47,7 +48,7 @@ func FuzzTickProperties(f *testing.F) {
 				pl.run(time.Duration(1+rng.IntN(8)) * time.Minute)
 			}
 			rep, _ := pl.step()
-			in, err := loop.DecodeParams(pl.id, p)
+			in, err := loop.DecodeParams(pl.id, p, looptest.Sources())
 			if err != nil {
 				t.Fatalf("tick %d: the generator wrote invalid PARAMS: %v", k, err)
 			}

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // fakeClock is a clock the test moves.
@@ -23,9 +27,9 @@ func (c *fakeClock) Now() time.Time { return c.now }
 // DBInstanceIdentifier (or PromQL) and records its calls.
 type fakeMetrics struct {
 	mu      sync.Mutex
-	samples map[string]loop.Sample
+	samples map[string]metric.Sample
 	live    map[string]liveMetric
-	calls   [][]loop.MetricQuery
+	calls   [][]metric.Query
 }
 
 // liveMetric is a metric that publishes a datapoint every minute: its newest
@@ -35,7 +39,7 @@ type liveMetric struct {
 	age   time.Duration
 }
 
-func (f *fakeMetrics) set(key string, s loop.Sample) {
+func (f *fakeMetrics) set(key string, s metric.Sample) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.live, key)
@@ -51,19 +55,19 @@ func (f *fakeMetrics) setLive(key string, m liveMetric) {
 	f.live[key] = m
 }
 
-func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
+func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, qs)
-	out := make([]loop.Sample, len(qs))
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		k := q.Dimensions["DBInstanceIdentifier"]
-		if q.Source == loop.SourcePrometheus {
+		if q.Source == prommetric.Name {
 			k = q.PromQL
 		}
 		out[i] = f.samples[k]
 		if m, ok := f.live[k]; ok {
-			out[i] = loop.Sample{Value: m.value, Time: now.Add(-m.age - q.Period), Found: true}
+			out[i] = metric.Sample{Value: m.value, Time: now.Add(-m.age - q.Period), Found: true}
 		}
 	}
 	return out, nil
@@ -82,9 +86,9 @@ func newRig(t *testing.T) *rig {
 		t:       t,
 		store:   memstore.New(),
 		clock:   &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
-		metrics: &fakeMetrics{samples: map[string]loop.Sample{}},
+		metrics: &fakeMetrics{samples: map[string]metric.Sample{}},
 	}
-	r.ticker = &loop.Ticker{Store: r.store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: r.metrics}, Now: r.clock.Now}
+	r.ticker = &loop.Ticker{Sources: looptest.Sources(), Store: r.store, Metrics: map[string]metric.Reader{cwmetric.Name: r.metrics}, Now: r.clock.Now}
 	return r
 }
 
@@ -110,7 +114,7 @@ func (r *rig) cpu(id string, v float64, age time.Duration) {
 
 // freeze stops loop id's metric: its newest datapoint stays the one of now.
 func (r *rig) freeze(id string, v float64) {
-	r.metrics.set(id, loop.Sample{Value: v, Time: r.clock.now.Add(-2 * time.Minute), Found: true})
+	r.metrics.set(id, metric.Sample{Value: v, Time: r.clock.now.Add(-2 * time.Minute), Found: true})
 }
 
 // tick advances the clock by one minute, ticks, and returns loop id's report.
@@ -269,8 +273,8 @@ func TestTickConcurrentInvocationsOneWinner(t *testing.T) {
 
 func TestTickMetricsReadInOneBatch(t *testing.T) {
 	r := newRig(t)
-	prom := &fakeMetrics{samples: map[string]loop.Sample{}}
-	r.ticker.Metrics[loop.SourcePrometheus] = prom
+	prom := &fakeMetrics{samples: map[string]metric.Sample{}}
+	r.ticker.Metrics[prommetric.Name] = prom
 	for _, id := range []string{"a", "b", "c", "d"} {
 		r.params(id, nil)
 	}
@@ -469,11 +473,11 @@ func TestTickMissingMetric(t *testing.T) {
 	if !rep.Stale || rep.Rate != 10 || !rep.RateWritten || !math.IsNaN(rep.Measured) {
 		t.Errorf("tick without a metric = %+v; want stale, minimum rate 10 written, no measurement", rep)
 	}
-	r.metrics.set("a", loop.Sample{Value: math.NaN(), Time: r.clock.now, Found: true})
+	r.metrics.set("a", metric.Sample{Value: math.NaN(), Time: r.clock.now, Found: true})
 	if rep = r.tick("a"); !rep.Stale {
 		t.Errorf("tick with a NaN datapoint = %+v; want stale", rep)
 	}
-	r.metrics.set("a", loop.Sample{Value: 250, Time: r.clock.now, Found: true})
+	r.metrics.set("a", metric.Sample{Value: 250, Time: r.clock.now, Found: true})
 	if rep = r.tick("a"); !rep.Stale {
 		t.Errorf("tick with CPU 250 = %+v; want stale (out of range)", rep)
 	}

@@ -17,8 +17,8 @@ func ExampleTune() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("kp=%.1f msg/s per point, ki=%.2f per s, Ti=%v\n", g.Kp, g.Ki, g.Ti)
-	// Output: kp=30.0 msg/s per point, ki=2.00 per s, Ti=15s
+	fmt.Printf("kp=%.1f (msg/s) per point, ki=%.2f (msg/s) per point-second, Ti=%v\n", g.Kp, g.Ki, g.Ti)
+	// Output: kp=30.0 (msg/s) per point, ki=2.00 (msg/s) per point-second, Ti=15s
 }
 
 // The controller sees the plant through CloudWatch: 60 s averages published

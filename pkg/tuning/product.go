@@ -18,7 +18,7 @@ const NoiseBandFactor = 3.0
 // quarters of the loop dead time, the reference feedforward on the model,
 // the setpoint filter, conditional anti-windup and the noise band.
 type Product struct {
-	// Kp in messages/s per point, Ki in messages/s per point-second.
+	// Kp in (msg/s) per point, Ki in (msg/s) per point-second.
 	Kp float64 `json:"kp"`
 	Ki float64 `json:"ki"`
 	// SetpointFilter is the setpoint filter's time constant.

@@ -19,9 +19,9 @@
 //
 // Gains are in the ideal parallel form u = Kp e + Ki integral(e) + Kd de/dt,
 // with Ki = Kp/Ti and Kd = Kp*Td; rules stated in the series form are
-// converted. With the plant gain in points of CPU per message/s, Kp is in
-// messages/s per point of CPU, Ki in messages/s per point-second and Kd in
-// message per point.
+// converted. With the plant gain in points of CPU per msg/s, Kp is in
+// (msg/s) per point, Ki in (msg/s) per point-second and Kd in msg per
+// point ((msg/s)·s per point).
 package tuning
 
 import (
@@ -101,11 +101,12 @@ type Options struct {
 type Gains struct {
 	Rule Rule
 	Form Form
-	// Kp is the proportional gain (output units per measurement unit).
+	// Kp is the proportional gain (output units per measurement unit):
+	// (msg/s) per point.
 	Kp float64
-	// Ki = Kp/Ti, per second.
+	// Ki = Kp/Ti, (msg/s) per point-second.
 	Ki float64
-	// Kd = Kp*Td, seconds.
+	// Kd = Kp*Td, msg per point ((msg/s)·s per point).
 	Kd float64
 	// Ti is the integral time. A pure integral controller (SIMC on a model
 	// without lag, PI form) has Kp and Ti zero and Ki positive.

@@ -16,9 +16,12 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // nodeMetrics is the loop's metric reader over the nodes: a query's PromQL
@@ -30,39 +33,39 @@ type nodeMetrics struct {
 	calls  int
 }
 
-var _ loop.MetricReader = (*nodeMetrics)(nil)
+var _ metric.Reader = (*nodeMetrics)(nil)
 
-func (m *nodeMetrics) ReadMetrics(ctx context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
+func (m *nodeMetrics) ReadMetrics(ctx context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
 	m.mu.Lock()
 	m.calls++
 	m.mu.Unlock()
-	out := make([]loop.Sample, len(qs))
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		out[i] = m.read(ctx, q.PromQL, now)
 	}
 	return out, nil
 }
 
-func (m *nodeMetrics) read(ctx context.Context, base string, now time.Time) loop.Sample {
+func (m *nodeMetrics) read(ctx context.Context, base string, now time.Time) metric.Sample {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		return loop.Sample{Err: err}
+		return metric.Sample{Err: err}
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return loop.Sample{Err: err}
+		return metric.Sample{Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return loop.Sample{Err: fmt.Errorf("GET %s/metrics: %s", base, resp.Status)}
+		return metric.Sample{Err: fmt.Errorf("GET %s/metrics: %s", base, resp.Status)}
 	}
 	var v struct {
 		Utilization float64 `json:"utilization"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		return loop.Sample{Err: fmt.Errorf("GET %s/metrics: %w", base, err)}
+		return metric.Sample{Err: fmt.Errorf("GET %s/metrics: %w", base, err)}
 	}
-	return loop.Sample{Value: v.Utilization, Time: now, Found: true}
+	return metric.Sample{Value: v.Utilization, Time: now, Found: true}
 }
 
 // TestProductBalancesThreeHTTPServers runs the balancer as the product does:
@@ -127,7 +130,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	// ticks (the shortest PARAMS allows) run every 200 ms.
 	clock := testclock.New(time.Now())
 	metrics := &nodeMetrics{client: client}
-	ticker := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourcePrometheus: metrics}, Now: clock.Now}
+	ticker := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{prommetric.Name: metrics}, Now: clock.Now}
 	tickOnce := func() loop.Report {
 		t.Helper()
 		clock.Advance(period)

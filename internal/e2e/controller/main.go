@@ -35,6 +35,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 const (
@@ -577,7 +578,7 @@ func (r *run) invalidEdits() error {
 	if err != nil {
 		return err
 	}
-	lastValid, err := loop.DecodeParams(loopID, valid)
+	lastValid, err := loop.DecodeParams(loopID, valid, looptest.Sources())
 	if err != nil {
 		return fmt.Errorf("params before the invalid edits are not valid: %w", err)
 	}

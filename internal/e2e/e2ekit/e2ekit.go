@@ -29,6 +29,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // Run is the skeleton of a harness: its log on stderr, the failures of its
@@ -205,7 +206,7 @@ func Key(pk, sk string) string {
 // would.
 func PutParams(ctx context.Context, table string, p loop.Params) error {
 	item := map[string]any{"pk": map[string]string{"S": p.Loop}, "sk": map[string]string{"S": "PARAMS"}}
-	for k, v := range p.Attrs() {
+	for k, v := range p.Attrs(looptest.Sources()) {
 		item[k] = DDBJSON(v)
 	}
 	b, err := json.Marshal(item)

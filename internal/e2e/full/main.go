@@ -58,10 +58,13 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 
@@ -384,7 +387,7 @@ func (r *run) tune() (loop.Params, error) {
 			DelayAware: true},
 		Feedforward: &ff,
 		MinRate:     3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
-		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+		Sensing: loop.Sensing{Metric: metric.Query{Source: cwmetric.Name, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
@@ -392,7 +395,7 @@ func (r *run) tune() (loop.Params, error) {
 		p.SetpointFilter = time.Second
 	}
 	r.Res.Kp, r.Res.Ki = p.Kp, p.Ki
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(looptest.Sources()); err != nil {
 		return p, fmt.Errorf("tuned PARAMS: %w", err)
 	}
 	r.Logf("PARAMS: kp %.3g, ki %.3g (Tc %v), setpoint filter %v, feedforward on the model", p.Kp, p.Ki, tc, p.SetpointFilter)

@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // simPlant is a model of make e2e-replica's plant, fast enough to try the
@@ -71,19 +75,19 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	cpuPoints := []point{{t: -5 * time.Second, v: pl.CPUBase}}
 	var lagRead float64    // the signal: the exporter's newest reading, or their mean over -lag-window
 	var readings []float64 // the exporter's 1-s readings
-	metrics := readerFunc(func(qs []loop.MetricQuery) []loop.Sample {
-		out := make([]loop.Sample, len(qs))
+	metrics := readerFunc(func(qs []metric.Query) []metric.Sample {
+		out := make([]metric.Sample, len(qs))
 		for i, q := range qs {
-			if q.Source == loop.SourcePrometheus {
-				out[i] = loop.Sample{Value: lagRead, Time: clock(), Found: true}
+			if q.Source == prommetric.Name {
+				out[i] = metric.Sample{Value: lagRead, Time: clock(), Found: true}
 			} else if n := len(cpuPoints); n > 0 {
-				out[i] = loop.Sample{Value: cpuPoints[n-1].v, Time: epoch.Add(cpuPoints[n-1].t), Found: true}
+				out[i] = metric.Sample{Value: cpuPoints[n-1].v, Time: epoch.Add(cpuPoints[n-1].t), Found: true}
 			}
 		}
 		return out
 	})
-	t := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: metrics, loop.SourcePrometheus: metrics}, Now: clock}
-	if err := store.WriteParams(ctx, r.loopID, p.Attrs()); err != nil {
+	t := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: metrics, prommetric.Name: metrics}, Now: clock}
+	if err := store.WriteParams(ctx, r.loopID, p.Attrs(looptest.Sources())); err != nil {
 		return r.Res, []string{err.Error()}
 	}
 	var (
@@ -195,8 +199,8 @@ func (pl simPlant) stalled(now float64) bool {
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-type readerFunc func([]loop.MetricQuery) []loop.Sample
+type readerFunc func([]metric.Query) []metric.Sample
 
-func (f readerFunc) ReadMetrics(_ context.Context, qs []loop.MetricQuery, _ time.Time) ([]loop.Sample, error) {
+func (f readerFunc) ReadMetrics(_ context.Context, qs []metric.Query, _ time.Time) ([]metric.Sample, error) {
 	return f(qs), nil
 }

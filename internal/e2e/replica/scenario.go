@@ -10,8 +10,12 @@ import (
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/tuning"
 )
 
@@ -92,17 +96,17 @@ func (r *run) params() (loop.Params, error) {
 		DemandHeadroom: 0,
 		MinRate:        3, MaxRate: c.MaxRate, SlewLimit: slew, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
 		Sensing: loop.Sensing{
-			Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+			Metric: metric.Query{Source: cwmetric.Name, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 				Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		Signals: []loop.Signal{{
 			Name:     "lag",
 			Controls: loop.Controls{Unit: "s", Setpoint: c.lagSetpoint, Kp: lagKp, Ki: lagKi, Kd: lagKd, DerivativeFilter: c.lagDF, AntiWindup: antiWindup(c.lagAW), DrainFeedforward: c.lagDrain},
-			Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: lagPromQL(c.lagWindow)},
+			Sensing: loop.Sensing{Metric: metric.Query{Source: prommetric.Name, PromQL: lagPromQL(c.lagWindow)},
 				Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 3}, StaleAfter: 6 * c.Tick},
 		}},
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(looptest.Sources()); err != nil {
 		return p, fmt.Errorf("PARAMS: %w", err)
 	}
 	r.Logf("PARAMS: cpu setpoint %g %% (kp %.3g, ki %.3g, base %.1f %%), lag setpoint %g s (kp %.3g, ki %.3g, kd %.3g), slew_limit %g/tick; the model puts the CPU at %.1f %% at the replica's capacity",

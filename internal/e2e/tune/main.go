@@ -55,6 +55,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 type config struct {
@@ -133,7 +134,7 @@ func (r *run) setup() error {
 			client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(r.table)})
 		})
 	}
-	if err := r.store.WriteParams(r.Ctx, r.live, r.liveParams().Attrs()); err != nil {
+	if err := r.store.WriteParams(r.Ctx, r.live, r.liveParams().Attrs(looptest.Sources())); err != nil {
 		return fmt.Errorf("write the live loop's PARAMS: %w", err)
 	}
 	r.sqs = sqs.NewFromConfig(awsCfg)

@@ -21,8 +21,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Result is the JSON last line.
@@ -90,7 +93,7 @@ func (r *run) liveParams() loop.Params {
 		Controls: loop.Controls{Setpoint: c.setpoints[0], Kp: c.kp, Ki: c.ki,
 			AntiWindup: control.AntiWindupConditional, SetpointFilter: 2 * c.Tick},
 		MinRate: 3, MaxRate: c.MaxRate, TickPeriod: c.Tick, RateTTL: 6 * c.Tick,
-		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourceCloudWatch, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
+		Sensing: loop.Sensing{Metric: metric.Query{Source: cwmetric.Name, Namespace: cpupub.DefaultNamespace, Metric: cpupub.DefaultMetric,
 			Dimensions: map[string]string{cpupub.DefaultDimension: r.instance}, Statistic: "Average", Period: c.Tick},
 			Stale: control.StalePolicy{Action: control.StaleHold, SafeRate: 5}, StaleAfter: 6 * c.Tick},
 	}
@@ -228,7 +231,7 @@ func (r *run) writeShadow(proposal map[string]any) error {
 		attrs[k] = v
 	}
 	attrs[loop.AttrMode] = string(loop.ModeShadow)
-	if _, err := loop.DecodeParams(r.shadow, attrs); err != nil {
+	if _, err := loop.DecodeParams(r.shadow, attrs, looptest.Sources()); err != nil {
 		return fmt.Errorf("the shadow's PARAMS: %w", err)
 	}
 	if err := r.store.WriteParams(r.Ctx, r.shadow, attrs); err != nil {

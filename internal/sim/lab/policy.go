@@ -26,8 +26,8 @@ type pidPolicy struct{ c control.Controller }
 
 func (p *pidPolicy) Rate(o sim.Observation) float64 { return p.c.Update(input(o)).Rate }
 
-// smithPolicy runs a control.SmithPredictor in the lab.
-type smithPolicy struct{ c control.SmithPredictor }
+// smithPolicy runs a SmithPredictor in the lab.
+type smithPolicy struct{ c SmithPredictor }
 
 func (p *smithPolicy) Rate(o sim.Observation) float64 { return p.c.Update(input(o)).Rate }
 

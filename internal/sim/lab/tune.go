@@ -48,11 +48,11 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 			return nil, nil, fmt.Errorf("tune %s: %w", name, err)
 		}
 		kp, ki, _ := override(tg, g)
-		cfg := control.SmithConfig{Kp: kp, Ki: ki, Min: 0, Max: s.MaxRate, Model: loop, MeasurementMin: 0, MeasurementMax: 100}
+		cfg := SmithConfig{Kp: kp, Ki: ki, Min: 0, Max: s.MaxRate, Model: loop, MeasurementMin: 0, MeasurementMax: 100}
 		if err := cfg.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		return &smithPolicy{c: control.SmithPredictor{Config: cfg}}, map[string]float64{"kp": kp, "ki": ki, "dead_time_s": loop.DeadTime.Seconds()}, nil
+		return &smithPolicy{c: SmithPredictor{Config: cfg}}, map[string]float64{"kp": kp, "ki": ki, "dead_time_s": loop.DeadTime.Seconds()}, nil
 	case PI, PID, PIAWSPFF:
 		form := tuning.PI
 		if name == PID {

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // MaxQueriesPerCall is GetMetricData's limit on queries in one request.
@@ -57,7 +57,7 @@ type Reader struct {
 	api API
 }
 
-var _ loop.MetricReader = (*Reader)(nil)
+var _ metric.Reader = (*Reader)(nil)
 
 // New returns a reader that calls api.
 func New(api API) *Reader { return &Reader{api: api} }
@@ -66,11 +66,11 @@ func New(api API) *Reader { return &Reader{api: api} }
 // lookback. Queries whose source is not cloudwatch get a Sample with Err set.
 // It makes ceil(len(queries)/500) GetMetricData calls, plus one for each
 // further page.
-func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	samples := make([]loop.Sample, len(queries))
+func (r *Reader) ReadMetrics(ctx context.Context, queries []metric.Query, now time.Time) ([]metric.Sample, error) {
+	samples := make([]metric.Sample, len(queries))
 	var idx []int // indexes of the cloudwatch queries
 	for i, q := range queries {
-		if q.Source != loop.SourceCloudWatch && q.Source != "" {
+		if q.Source != Name && q.Source != "" {
 			samples[i].Err = fmt.Errorf("cloudwatch reader: query source %q is not cloudwatch", q.Source)
 			continue
 		}
@@ -90,13 +90,13 @@ func (r *Reader) ReadMetrics(ctx context.Context, queries []loop.MetricQuery, no
 // the bad queries end with their own Err and the others are read: about
 // 2·log2(n) more calls per bad query. Other errors (throttling, network)
 // fail the batch.
-func (r *Reader) readIsolated(ctx context.Context, queries []loop.MetricQuery, batch []int, samples []loop.Sample, now time.Time) error {
+func (r *Reader) readIsolated(ctx context.Context, queries []metric.Query, batch []int, samples []metric.Sample, now time.Time) error {
 	err := r.readBatch(ctx, queries, batch, samples, now)
 	if err == nil || !isQueryFault(err) {
 		return err
 	}
 	if len(batch) == 1 {
-		samples[batch[0]] = loop.Sample{Err: err}
+		samples[batch[0]] = metric.Sample{Err: err}
 		return nil
 	}
 	half := len(batch) / 2
@@ -120,7 +120,7 @@ func isQueryFault(err error) bool {
 	return false
 }
 
-func (r *Reader) readBatch(ctx context.Context, queries []loop.MetricQuery, batch []int, samples []loop.Sample, now time.Time) error {
+func (r *Reader) readBatch(ctx context.Context, queries []metric.Query, batch []int, samples []metric.Sample, now time.Time) error {
 	var lookback time.Duration
 	mdq := make([]types.MetricDataQuery, len(batch))
 	byID := make(map[string]int, len(batch))
@@ -179,17 +179,17 @@ func (r *Reader) readBatch(ctx context.Context, queries []loop.MetricQuery, batc
 
 // withDefaults fills the query's empty fields with the defaults: AWS/RDS
 // CPUUtilization, Average over 60 s.
-func withDefaults(q loop.MetricQuery) loop.MetricQuery {
+func withDefaults(q metric.Query) metric.Query {
 	if q.Namespace == "" {
-		q.Namespace = loop.DefaultNamespace
+		q.Namespace = DefaultNamespace
 	}
 	if q.Metric == "" {
-		q.Metric = loop.DefaultMetric
+		q.Metric = DefaultMetric
 	}
 	if q.Statistic == "" {
-		q.Statistic = loop.DefaultStatistic
+		q.Statistic = DefaultStatistic
 	}
-	q.Period = defaults.Positive(q.Period, loop.DefaultPeriod)
+	q.Period = defaults.Positive(q.Period, DefaultPeriod)
 	q.Lookback = defaults.Positive(q.Lookback, defaultLookback)
 	return q
 }

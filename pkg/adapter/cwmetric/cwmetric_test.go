@@ -16,7 +16,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/metric/metrictest"
 )
 
 func TestReadMetricsMoto(t *testing.T) {
@@ -58,12 +60,12 @@ func TestReadMetricsMoto(t *testing.T) {
 	put("AWS/RDS", "CPUUtilization", rdsDims, now.Add(-2*time.Minute), 65)
 	put("Custom/App", "Busy", map[string]string{"Service": other, "Zone": "a"}, now.Add(-3*time.Minute), 12.5)
 
-	queries := []loop.MetricQuery{
-		{Source: loop.SourceCloudWatch, Dimensions: rdsDims},
-		{Source: loop.SourceCloudWatch, Namespace: "Custom/App", Metric: "Busy", Statistic: "Maximum",
+	queries := []metric.Query{
+		{Source: cwmetric.Name, Dimensions: rdsDims},
+		{Source: cwmetric.Name, Namespace: "Custom/App", Metric: "Busy", Statistic: "Maximum",
 			Dimensions: map[string]string{"Service": other, "Zone": "a"}, Period: time.Minute},
-		{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": db + "-missing"}},
-		{Source: loop.SourcePrometheus, PromQL: "up"},
+		{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": db + "-missing"}},
+		{Source: prommetric.Name, PromQL: "up"},
 	}
 	got, err := cwmetric.New(client).ReadMetrics(ctx, queries, now)
 	if err != nil {
@@ -91,6 +93,9 @@ func TestReadMetricsMoto(t *testing.T) {
 	if got[3].Err == nil {
 		t.Errorf("prometheus query through the CloudWatch reader: Err = nil; want an error")
 	}
+	metrictest.Run(t, cwmetric.New(client), metrictest.Fixture{
+		Present: queries[0], Value: 65, Missing: queries[2], Foreign: queries[3], Now: now,
+	})
 }
 
 // fakeAPI records GetMetricData calls and answers each query with one
@@ -137,9 +142,9 @@ func TestReadMetricsBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d queries, pages of %d", tt.queries, tt.pageSize), func(t *testing.T) {
-			qs := make([]loop.MetricQuery, tt.queries)
+			qs := make([]metric.Query, tt.queries)
 			for i := range qs {
-				qs[i] = loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint(i)}}
+				qs[i] = metric.Query{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint(i)}}
 			}
 			api := &fakeAPI{pageSize: tt.pageSize}
 			got, err := cwmetric.New(api).ReadMetrics(context.Background(), qs, now)
@@ -182,9 +187,9 @@ func (p *pickyAPI) GetMetricData(_ context.Context, in *cloudwatch.GetMetricData
 // TestReadMetricsIsolatesAnInvalidQuery: one query CloudWatch refuses fails
 // alone; the other queries of its batch are read.
 func TestReadMetricsIsolatesAnInvalidQuery(t *testing.T) {
-	var qs []loop.MetricQuery
+	var qs []metric.Query
 	for i := range 9 {
-		q := loop.MetricQuery{Source: loop.SourceCloudWatch, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint("db", i)}}
+		q := metric.Query{Source: cwmetric.Name, Dimensions: map[string]string{"DBInstanceIdentifier": fmt.Sprint("db", i)}}
 		if i == 6 {
 			q.Statistic = "Bogus"
 		}

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // TestBalancedLoopOnDynamoDB ticks a loop with nodes over DynamoDB: the
@@ -38,7 +40,7 @@ func TestBalancedLoopOnDynamoDB(t *testing.T) {
 		t.Fatalf("ReadParams = %v; want %v", raw, attrs)
 	}
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
-	tk := &loop.Ticker{Store: s, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: s, Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Instances: map[string]float64{"replica-1": 80, "replica-2": 40}}},
 		Now: func() time.Time { return now }}
 	var weights []map[string]float64
 	for i := range 2 {

@@ -16,9 +16,13 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/metric/metrictest"
 )
 
 // gauge is a scrape target whose values the test sets.
@@ -94,12 +98,12 @@ scrape_configs:
 }
 
 // waitFor reads q until cond holds or the test's patience runs out.
-func waitFor(t *testing.T, r *prommetric.Reader, q loop.MetricQuery, cond func(loop.Sample) bool) loop.Sample {
+func waitFor(t *testing.T, r *prommetric.Reader, q metric.Query, cond func(metric.Sample) bool) metric.Sample {
 	t.Helper()
-	var last loop.Sample
+	var last metric.Sample
 	var lastErr error
 	for range 300 {
-		got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{q}, time.Now())
+		got, err := r.ReadMetrics(context.Background(), []metric.Query{q}, time.Now())
 		if err == nil && cond(got[0]) {
 			return got[0]
 		}
@@ -110,7 +114,7 @@ func waitFor(t *testing.T, r *prommetric.Reader, q loop.MetricQuery, cond func(l
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("query %q: condition never held; last sample %+v, last error %v", q.PromQL, last, lastErr)
-	return loop.Sample{}
+	return metric.Sample{}
 }
 
 func TestReadMetricsRealPrometheus(t *testing.T) {
@@ -123,16 +127,21 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-1"}`}
-	waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 42 })
+	cpu := metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="db-1"}`}
+	waitFor(t, r, cpu, func(s metric.Sample) bool { return s.Found && s.Value == 42 })
 
 	changed := time.Now()
 	g.set("db-1", 77.5)
-	s := waitFor(t, r, cpu, func(s loop.Sample) bool { return s.Found && s.Value == 77.5 })
+	s := waitFor(t, r, cpu, func(s metric.Sample) bool { return s.Found && s.Value == 77.5 })
 	// The sample that shows the new value was scraped after the change.
 	if s.Time.Before(changed.Truncate(time.Millisecond)) {
 		t.Errorf("sample time %v is before the gauge changed at %v", s.Time, changed)
 	}
+	metrictest.Run(t, r, metrictest.Fixture{
+		Present: cpu, Value: 77.5,
+		Missing: metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="nowhere"}`},
+		Foreign: metric.Query{Source: cwmetric.Name, Metric: "CPUUtilization"},
+	})
 
 	// The controller's tick on this metric: a loop whose PARAMS name the
 	// PromQL query reads 77.5 through the real server and writes its rate.
@@ -143,7 +152,7 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourcePrometheus: r}, Now: time.Now}
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{prommetric.Name: r}, Now: time.Now}
 	reports, err := tk.Tick(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -156,17 +165,17 @@ func TestReadMetricsRealPrometheus(t *testing.T) {
 	}
 
 	g.set("db-2", 10)
-	waitFor(t, r, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="db-2"}`},
-		func(s loop.Sample) bool { return s.Found })
+	waitFor(t, r, metric.Query{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="db-2"}`},
+		func(s metric.Sample) bool { return s.Found })
 
-	queries := []loop.MetricQuery{
+	queries := []metric.Query{
 		cpu,
-		{Source: loop.SourcePrometheus, PromQL: `max(sluice_test_cpu)`},
-		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu`},
-		{Source: loop.SourcePrometheus, PromQL: `sluice_test_cpu{node="nowhere"}`},
-		{Source: loop.SourcePrometheus, PromQL: `sum(`},
-		{Source: loop.SourcePrometheus, PromQL: `scalar(max(sluice_test_cpu))`},
-		{Source: loop.SourceCloudWatch, Metric: "CPUUtilization"},
+		{Source: prommetric.Name, PromQL: `max(sluice_test_cpu)`},
+		{Source: prommetric.Name, PromQL: `sluice_test_cpu`},
+		{Source: prommetric.Name, PromQL: `sluice_test_cpu{node="nowhere"}`},
+		{Source: prommetric.Name, PromQL: `sum(`},
+		{Source: prommetric.Name, PromQL: `scalar(max(sluice_test_cpu))`},
+		{Source: cwmetric.Name, Metric: "CPUUtilization"},
 	}
 	got, err := r.ReadMetrics(context.Background(), queries, time.Now())
 	if err != nil {
@@ -203,44 +212,58 @@ func TestReadMetricsUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.ReadMetrics(context.Background(), []loop.MetricQuery{{Source: loop.SourcePrometheus, PromQL: "up"}}, time.Now())
+	got, err := r.ReadMetrics(context.Background(), []metric.Query{{Source: prommetric.Name, PromQL: "up"}}, time.Now())
 	if err != nil || len(got) != 1 || got[0].Err == nil {
 		t.Fatalf("ReadMetrics against a closed port = %+v, %v; want the query's own error", got, err)
 	}
 }
 
 // TestReadMetricsIsolatesEachQuery: one query answered with HTTP 500 and
-// one that never answers (cut by its timeout) fail alone; the others,
-// read while the slow one is in flight, are found.
+// one that never answers (cut by its timeout) fail alone; the others are
+// found, and read while the slow one is in flight: the slow query's
+// handler waits for them to be answered, which a reader reading one query
+// at a time would never do before the slow query's timeout.
 func TestReadMetricsIsolatesEachQuery(t *testing.T) {
-	var mu sync.Mutex
-	inFlight, maxInFlight := 0, 0
+	fast := []string{"a_cpu", "broken_cpu", "b_cpu", "c_cpu"}
+	var answered sync.WaitGroup
+	answered.Add(len(fast))
+	othersFirst := make(chan bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		inFlight++
-		maxInFlight = max(maxInFlight, inFlight)
-		mu.Unlock()
-		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
 		q := req.FormValue("query")
 		switch {
-		case strings.Contains(q, "broken"):
+		case strings.Contains(q, "slow"):
+			done := make(chan struct{})
+			go func() { answered.Wait(); close(done) }()
+			select {
+			case <-done:
+				othersFirst <- true
+			case <-req.Context().Done():
+				othersFirst <- false
+			}
+			<-req.Context().Done()
+			return
+		case strings.HasPrefix(q, "timestamp("):
+		default:
+			defer answered.Done()
+		}
+		if strings.Contains(q, "broken") {
 			w.WriteHeader(http.StatusInternalServerError)
 			fmt.Fprint(w, `{"status":"error","errorType":"internal","error":"boom"}`)
-		case strings.Contains(q, "slow"):
-			<-req.Context().Done()
-		default:
-			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"55"]}]}}`, time.Now().Unix())
+			return
 		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"55"]}]}}`, time.Now().Unix())
 	}))
 	defer srv.Close()
 	r, err := prommetric.New(srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.QueryTimeout = 200 * time.Millisecond
-	var qs []loop.MetricQuery
-	for _, q := range []string{"slow_cpu", "a_cpu", "broken_cpu", "b_cpu", "c_cpu"} {
-		qs = append(qs, loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: q})
+	// Long enough for the fast queries on a busy machine; the slow one
+	// takes all of it.
+	r.QueryTimeout = 2 * time.Second
+	qs := []metric.Query{{Source: prommetric.Name, PromQL: "slow_cpu"}}
+	for _, q := range fast {
+		qs = append(qs, metric.Query{Source: prommetric.Name, PromQL: q})
 	}
 	got, err := r.ReadMetrics(context.Background(), qs, time.Now())
 	if err != nil {
@@ -255,8 +278,8 @@ func TestReadMetricsIsolatesEachQuery(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(got[2].Err), "500") {
 		t.Errorf("broken_cpu error = %v; want it to say HTTP 500", got[2].Err)
 	}
-	if maxInFlight < 2 {
-		t.Errorf("at most %d queries in flight; want them concurrent", maxInFlight)
+	if !<-othersFirst {
+		t.Error("the other queries were not answered while slow_cpu was in flight; want them concurrent")
 	}
 }
 

@@ -7,10 +7,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
-// Metrics is a loop.MetricReader that answers with fixed values. With
+// Metrics is a metric.Reader that answers with fixed values. With
 // Instances nil every query finds Value; otherwise a query finds the value of
 // the instance its DBInstanceIdentifier dimension names, and a query for
 // another instance finds no datapoint. Each datapoint is read Delay after its
@@ -21,18 +21,18 @@ type Metrics struct {
 	Delay     time.Duration
 }
 
-var _ loop.MetricReader = Metrics{}
+var _ metric.Reader = Metrics{}
 
 // ReadMetrics answers qs as the type's doc says.
-func (m Metrics) ReadMetrics(_ context.Context, qs []loop.MetricQuery, now time.Time) ([]loop.Sample, error) {
-	out := make([]loop.Sample, len(qs))
+func (m Metrics) ReadMetrics(_ context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
+	out := make([]metric.Sample, len(qs))
 	for i, q := range qs {
 		v, ok := m.Value, m.Instances == nil
 		if !ok {
 			v, ok = m.Instances[q.Dimensions["DBInstanceIdentifier"]]
 		}
 		if ok {
-			out[i] = loop.Sample{Value: v, Time: now.Add(-m.Delay - q.Period), Found: true}
+			out[i] = metric.Sample{Value: v, Time: now.Add(-m.Delay - q.Period), Found: true}
 		}
 	}
 	return out, nil

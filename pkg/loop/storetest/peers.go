@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
 
 // PeerStore is a loop store that also keeps the consumers' leases
@@ -26,7 +27,7 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	at := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
 	s := newStore(t)
 	for _, id := range []string{"a", "a#b"} {
-		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs()); err != nil {
+		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs(looptest.Sources())); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/drift"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // Store is every method of a loop store: what the controller, the CLI and
@@ -34,7 +38,7 @@ func SampleParams(id string) loop.Params {
 		"slew_limit": 100.0, "tick_period": "1m", "stale_policy": "decay", "safe_rate": 50.0,
 		"metric_dimensions": map[string]any{"DBInstanceIdentifier": "db-" + id},
 		"ff_gain":           0.05, "ff_base": 10.0, "ff_tau": "15s", "ff_dead_time": "5s",
-	})
+	}, looptest.Sources())
 	if err != nil {
 		panic(err) // a bug in the sample, not in the store
 	}
@@ -75,10 +79,10 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	p := SampleParams("y")
 	paramsThroughStore(t, s, p)
 	// A loop with a further signal: a map of maps with numbers.
-	a := p.Attrs()
+	a := p.Attrs(looptest.Sources())
 	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
 		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)"}}
-	sp, err := loop.DecodeParams("z", a)
+	sp, err := loop.DecodeParams("z", a, looptest.Sources())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,16 +94,16 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 func paramsThroughStore(t *testing.T, s Store, p loop.Params) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.WriteParams(ctx, p.Loop, p.Attrs()); err != nil {
+	if err := s.WriteParams(ctx, p.Loop, p.Attrs(looptest.Sources())); err != nil {
 		t.Fatalf("WriteParams(%s): %v", p.Loop, err)
 	}
 	raw, err := s.ReadParams(ctx, p.Loop)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := loop.DecodeParams(p.Loop, raw)
+	back, err := loop.DecodeParams(p.Loop, raw, looptest.Sources())
 	if err != nil {
-		t.Fatalf("DecodeParams(ReadParams(Attrs())): %v", err)
+		t.Fatalf("DecodeParams(ReadParams(Attrs()), looptest.Sources()): %v", err)
 	}
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("params after store round trip = %+v; want %+v", back, p)
@@ -127,7 +131,7 @@ func testLoadLoops(t *testing.T, s Store) {
 		t.Fatalf("LoadLoops(empty) = %v, %v; want none", snaps, err)
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs()); err != nil {
+		if err := s.WriteParams(ctx, id, SampleParams(id).Attrs(looptest.Sources())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +172,7 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	p.Balance, p.Regulate = &bc, loop.RegulateMean
 	p.Signals = []loop.Signal{{Name: "lag",
 		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
-		Sensing: loop.Sensing{Metric: loop.MetricQuery{Source: loop.SourcePrometheus, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
+		Sensing: loop.Sensing{Metric: metric.Query{Source: prommetric.Name, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
 			Stale: control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}}
 	st := loop.State{
 		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
@@ -177,16 +181,16 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 		Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
 			HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
 			Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
-		Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs()),
+		Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs(looptest.Sources())),
 		Balance: balance.State{Mean: 61.25, Ticks: 7, Nodes: map[string]balance.NodeState{
 			"a": {Weight: 1.0 / 6, Error: -0.012345678901234567, Primed: true},
 			"b": {Weight: 1.0 / 3, Error: 0.1},
 			"c": {Weight: 0.5, Missing: 2},
 		}},
-		Drift: loop.DriftState{
-			Samples:    []loop.DriftSample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
+		Drift: drift.State{
+			Samples:    []drift.Sample{{End: 58 * time.Minute, Y: 66.5, Z: 55.25}, {End: 59 * time.Minute, Y: 67, Z: 56}},
 			ModelDrift: true, GainRatio: 2.02, SlopeSE: 0.125, Since: at, Votes: 2,
-			Model: control.FOPDT{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
+			Model: drift.Model{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
 		},
 		Limiting: "lag",
 		Experiment: &loop.ExperimentState{ID: "e1", Status: loop.ExperimentAborted, Reason: "datapoint 86 at or above the ceiling 85",

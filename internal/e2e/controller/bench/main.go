@@ -29,6 +29,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 type tickCalls struct {
@@ -157,11 +158,11 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 }
 
 // measure runs two ticks of n loops and records the API calls of each.
-func measure(ctx context.Context, res *result, backend string, n int, store *ddbstore.Store, reader loop.MetricReader, calls func() map[string]int) {
+func measure(ctx context.Context, res *result, backend string, n int, store *ddbstore.Store, reader metric.Reader, calls func() map[string]int) {
 	now := time.Now()
-	tk := &loop.Ticker{
+	tk := &loop.Ticker{Sources: looptest.Sources(),
 		Store:   store,
-		Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: reader},
+		Metrics: map[string]metric.Reader{cwmetric.Name: reader},
 		Now:     func() time.Time { return now },
 	}
 	for tick := 1; tick <= 2; tick++ {
@@ -253,7 +254,7 @@ func handlerTime(n int) (nsPerOp, allocsPerOp int64) {
 		_ = store.WriteParams(context.Background(), fmt.Sprintf("loop-%04d", i), p)
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	tk := &loop.Ticker{Store: store, Metrics: map[loop.Source]loop.MetricReader{loop.SourceCloudWatch: looptest.Metrics{Value: 55, Delay: 90 * time.Second}},
+	tk := &loop.Ticker{Sources: looptest.Sources(), Store: store, Metrics: map[string]metric.Reader{cwmetric.Name: looptest.Metrics{Value: 55, Delay: 90 * time.Second}},
 		Now: func() time.Time { return now }}
 	r := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()

@@ -1,4 +1,4 @@
-package loop
+package drift
 
 import "math"
 
@@ -9,31 +9,31 @@ import "math"
 // the prediction moves after the change, which the controller's own answer
 // to it provides, and on the datapoints at the ceiling: a load that would
 // leave the signal below the ceiling is refuted by a pinned datapoint. So
-// the loop fits both over the window, for every instant of the change, the
+// the detector fits both over the window, for every instant of the change, the
 // datapoints at the ceiling as lower bounds, and says the gain moved when
 // the best change of gain explains the residual better than the best load
-// (or no change at all) by DriftChangeEvidence times the residual's
-// variance, and the gain moved by more than DriftGainError.
+// (or no change at all) by ChangeEvidence times the residual's
+// variance, and the gain moved by more than GainError.
 const (
-	// DriftChangeEvidence is how much lower (in residual variances) the
+	// ChangeEvidence is how much lower (in residual variances) the
 	// sum of squares of a change of gain must be than that of a load.
 	// (A χ²-like figure: on the reference scenario with noise 1 point it
 	// stayed below 3 over whole runs without a change, seeds 1 to 4.)
-	DriftChangeEvidence = 10.0
-	// DriftChangeWindow is the number of datapoints the change test spans,
+	ChangeEvidence = 10.0
+	// ChangeWindow is the number of datapoints the change test spans,
 	// those at the ceiling included: the change must still be in it when
 	// the controller's answer has moved the prediction.
-	DriftChangeWindow = 16
-	// driftChangeAfter is the least number of datapoints, not at the
+	ChangeWindow = 16
+	// changeAfter is the least number of datapoints, not at the
 	// ceiling, after the instant of a change of gain.
-	driftChangeAfter = 1
+	changeAfter = 1
 )
 
-// driftChange tests the window for a change of the plant's gain. It returns
+// changeTest tests the window for a change of the plant's gain. It returns
 // the evidence (sum of squares of the best load, or of no change, less that
 // of the best change of gain, over the residual's variance) and the change's
 // relative gain error; ok is false when the window is too short.
-func driftChange(s []DriftSample, base, noise float64) (evidence, gainErr float64, ok bool) {
+func changeTest(s []Sample, base, noise float64) (evidence, gainErr float64, ok bool) {
 	n := len(s)
 	r, z, cut := make([]float64, n), make([]float64, n), make([]bool, n)
 	uncut := 0
@@ -70,7 +70,7 @@ func changeFits(r, z []float64, cut []bool) (bestLoad, bestGain, gain float64, o
 	}
 	bestGain = math.Inf(1)
 	for j := 1; j < n; j++ {
-		if count(cut[j:], false) < driftChangeAfter || count(cut[:j], false) < 1 {
+		if count(cut[j:], false) < changeAfter || count(cut[:j], false) < 1 {
 			continue
 		}
 		step, scaled := make([]float64, n), make([]float64, n)

@@ -1,17 +1,15 @@
-package loop
+package drift
 
 import (
 	"math"
 	"time"
-
-	"github.com/sluice-dev/sluice/pkg/control"
 )
 
 // The dead-time test. A plant whose dead time moved answers each step of
 // the rate late (or early): the datapoint that covers the step is off by
 // about the gain times the step times the shift over the metric's period,
 // the next ones hardly at all. At a steady rate nothing shows it; a
-// setpoint edit, the answer to a load or a burst does. So the loop
+// setpoint edit, the answer to a load or a burst does. So the detector
 // predicts the window again from the rates it applied (the delay-aware
 // integrator's history) with the model's dead time, and with every dead
 // time of a grid (a twelfth of the metric period apart, from 0 to the
@@ -20,58 +18,52 @@ import (
 // does not read as a delay; the gain is not free: a gain error plus a load
 // would absorb a late answer), the datapoints at the ceiling as lower
 // bounds as in the change test. The delay moved when the best dead time
-// that differs from the model's by more than DriftDeadTimeShift of the
+// that differs from the model's by more than DeadTimeShift of the
 // metric period explains the window better than the model's, and than the
-// change test's best change of gain, by DriftDeadTimeEvidence residual
+// change test's best change of gain, by DeadTimeEvidence residual
 // variances.
 const (
-	// DriftDeadTimeEvidence is how much lower (in residual variances) the
+	// DeadTimeEvidence is how much lower (in residual variances) the
 	// sum of squares of the best other dead time must be than the model's.
-	DriftDeadTimeEvidence = 12.0
-	// DriftDeadTimeShift is the least change of dead time that counts, as
+	DeadTimeEvidence = 12.0
+	// DeadTimeShift is the least change of dead time that counts, as
 	// a fraction of the metric period.
-	DriftDeadTimeShift = 1.0 / 6
-	// driftDeadTimeGrid is the grid's step, as a fraction of the period.
-	driftDeadTimeGrid = 12
-)
-
-// Reasons for ModelDrift (DriftState.Reason).
-const (
-	// DriftReasonGain: the slope or change test says the gain moved.
-	DriftReasonGain = "gain"
-	// DriftReasonDeadTime: the dead-time test says the delay moved.
-	DriftReasonDeadTime = "dead_time"
+	DeadTimeShift = 1.0 / 6
+	// deadTimeGrid is the grid's step, as a fraction of the period.
+	deadTimeGrid = 12
 )
 
 // judgeDeadTime runs the dead-time test on the record's window, with the
-// rates applied h, and sets ModelDrift when it fires (the gain tests, run
-// first, keep their verdict).
-func judgeDeadTime(d DriftState, m control.FOPDT, h []control.Segment, p Params, period time.Duration, now time.Time) DriftState {
-	noise := math.Max(p.NoiseBand*p.NoiseBand/9, driftNoiseFloor)
-	shift := time.Duration(DriftDeadTimeShift * float64(period))
-	ev, dead, ok := driftDeadTime(d.Samples, h, m, period, shift, noise)
+// model's response h to the rates applied and the metric's period, and
+// sets ModelDrift when it fires (the gain tests, run first, keep their
+// verdict).
+func (d *Detector) judgeDeadTime(s State, h Response, period time.Duration, now time.Time) State {
+	nb := d.Config.NoiseBand
+	noise := math.Max(nb*nb/9, noiseFloor)
+	shift := time.Duration(DeadTimeShift * float64(period))
+	ev, dead, ok := deadTimeTest(s.Samples, h, s.Model, period, shift, noise)
 	if !ok {
-		d.DeadTimeEvidence = 0
-		if d.Reason != DriftReasonDeadTime {
-			d.DeadTime = 0 // no estimate without a rate step in the window
+		s.DeadTimeEvidence = 0
+		if s.Reason != ReasonDeadTime {
+			s.DeadTime = 0 // no estimate without a rate step in the window
 		}
-		return d
+		return s
 	}
-	d.DeadTimeEvidence, d.DeadTime = ev, dead
-	if !d.ModelDrift && ev > DriftDeadTimeEvidence {
-		d.ModelDrift, d.Since, d.Reason = true, now, DriftReasonDeadTime
+	s.DeadTimeEvidence, s.DeadTime = ev, dead
+	if !s.ModelDrift && ev > DeadTimeEvidence {
+		s.ModelDrift, s.Since, s.Reason = true, now, ReasonDeadTime
 	}
-	return d
+	return s
 }
 
-// driftDeadTime tests the window s for a change of the plant's dead time by
+// deadTimeTest tests the window s for a change of the plant's dead time by
 // more than shift. It returns the evidence (the sum of squares with the
 // model's dead time, or of the best change of gain if lower, less that of
 // the best dead time beyond shift from it, from the best instant on, over
 // the residual's variance, at least noise)
 // and that dead time; ok is false when the window is too short or no such
 // dead time fits it better.
-func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period, shift time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
+func deadTimeTest(s []Sample, h Response, m Model, period, shift time.Duration, noise float64) (evidence float64, dead time.Duration, ok bool) {
 	n, uncut := len(s), 0
 	y, cut := make([]float64, n), make([]bool, n)
 	for i, x := range s {
@@ -80,7 +72,7 @@ func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period
 			uncut++
 		}
 	}
-	if uncut < 6 || period <= 0 || len(h) == 0 {
+	if uncut < 6 || period <= 0 || h == nil {
 		return 0, 0, false
 	}
 	z0 := predictWindow(s, h, m, m.DeadTime, period)
@@ -88,7 +80,7 @@ func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period
 	if !ok {
 		return 0, 0, false
 	}
-	best, step := null, period/driftDeadTimeGrid
+	best, step := null, period/deadTimeGrid
 	z := make([]float64, n)
 	for c := time.Duration(0); c <= m.DeadTime+2*period; c += step {
 		if (c - m.DeadTime).Abs() <= shift {
@@ -125,12 +117,12 @@ func driftDeadTime(s []DriftSample, h []control.Segment, m control.FOPDT, period
 }
 
 // predictWindow is the model's prediction (points above its base) of each
-// datapoint of s, with dead time dead, from the rates applied h.
-func predictWindow(s []DriftSample, h []control.Segment, m control.FOPDT, dead, period time.Duration) []float64 {
-	m.DeadTime = dead
+// datapoint of s, with dead time dead, from its response h to the rates
+// applied.
+func predictWindow(s []Sample, h Response, m Model, dead, period time.Duration) []float64 {
 	z := make([]float64, len(s))
 	for i, x := range s {
-		z[i] = m.Gain * m.Expected(h, x.End-period, x.End)
+		z[i] = m.Gain * h(dead, x.End-period, x.End)
 	}
 	return z
 }
