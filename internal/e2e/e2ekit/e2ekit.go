@@ -1,11 +1,13 @@
 // Package e2ekit holds what the end-to-end harnesses (internal/e2e/full,
-// internal/e2e/replica, internal/e2e/tune) share: the run's skeleton (log,
-// failures, cleanups, timeout, the JSON line's verdict) and the harness
-// around it (Harness: the run with its flags and result), their common
-// flags, the local stack's environment, the run's database, table and
-// queues, the functions under the RIE, the CPU publisher and record, the
-// AWS CLI as an operator uses it on PARAMS, and the orders the producers
-// send and the consumers write.
+// replica, tune, controller, samdeploy) and the benchmarks share: the
+// run's skeleton (log, failures, cleanups, timeout, the JSON line's
+// verdict) and the harness around it (Harness: the run with its flags and
+// result, whose Execute returns the exit code the main exits with), their
+// common flags, the local stack's environment, the run's database, table
+// and queues, the functions under the RIE and where the emulator is, the
+// CPU publisher and record, the AWS CLI as an operator uses it on PARAMS,
+// the orders the producers send and the consumers write, and the rounding
+// of the figures of the JSON line (Round).
 package e2ekit
 
 import (
