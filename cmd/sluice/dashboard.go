@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 )
 
 // dashboardConfig is the `sluice dashboard` command line.
@@ -219,7 +219,7 @@ func tableDashboard(ctx context.Context, c dashboardConfig, cfg *dashboard.Confi
 	}
 	client := dynamodb.NewFromConfig(awsCfg)
 	hist := ddbhistory.New(client, c.table)
-	params := dashboard.NewLoopParams(ddbstore.New(client, c.table), time.Now)
+	params := dashboard.NewLoopParams(ddbloop.New(client, c.table), time.Now)
 	cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, params, hist
 	cfg.Title = "table " + c.table
 	if ep := awsconf.Endpoint(); ep != "" {

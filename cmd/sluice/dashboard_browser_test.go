@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard/stepdemo"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
@@ -183,7 +183,7 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-dash")
 	ctx := context.Background()
-	ps := dashboard.NewLoopParams(ddbstore.New(client, table), time.Now)
+	ps := dashboard.NewLoopParams(ddbloop.New(client, table), time.Now)
 	p := stepdemo.DefaultParams()
 	p["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 	if err := ps.SetParams(ctx, "orders", p); err != nil {
@@ -269,7 +269,7 @@ func TestBrowserMoto(t *testing.T) {
 
 	t.Run("a refusal recorded by the controller shows with its reason", func(t *testing.T) {
 		ctxb := context.Background()
-		store := ddbstore.New(client, table)
+		store := ddbloop.New(client, table)
 		bad := stepdemo.DefaultParams()
 		bad["metric_dimensions"] = map[string]any{"DBInstanceIdentifier": "orders-db"}
 		bad["kp"] = "fast" // as an operator's `aws dynamodb update-item` might
@@ -311,7 +311,7 @@ func TestBrowserMoto(t *testing.T) {
 
 	t.Run("an edit saved meanwhile by someone else is a conflict, not overwritten", func(t *testing.T) {
 		ctxb := context.Background()
-		store := ddbstore.New(client, table)
+		store := ddbloop.New(client, table)
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
 			cdpUntil(`document.getElementById('f-setpoint') !== null`, 10*time.Second))

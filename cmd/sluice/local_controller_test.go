@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
@@ -37,7 +37,7 @@ func TestLocalControllerOnce(t *testing.T) {
 		t.Fatalf("build the controller: %v: %s", err, out)
 	}
 	client, table := ddbtest.Table(t, "sluice-localctl")
-	store := ddbstore.New(client, table)
+	store := ddbloop.New(client, table)
 	if err := store.WriteParams(ctx, "mine", storetest.SampleParams("mine").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,12 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // paramsStore is what `sluice params` needs from the table.
@@ -31,7 +33,7 @@ type paramsStore interface {
 	WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error
 	ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error)
 	ReadState(ctx context.Context, loopID string) (loop.State, error)
-	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+	ReadRate(ctx context.Context, loopID string) (protocol.Rate, error)
 }
 
 // paramsEnv lets tests give `sluice params` a store instead of DynamoDB.
@@ -44,7 +46,7 @@ func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ddbstore.New(dynamodb.NewFromConfig(cfg), table), nil
+	return ddbloop.New(dynamodb.NewFromConfig(cfg), table), nil
 }
 
 func runParams(args []string, stdout, stderr io.Writer) int {
@@ -331,7 +333,7 @@ func dynamoValue(v any) (any, bool) {
 
 func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, asJSON bool, stdout, stderr io.Writer) int {
 	attrs, err := store.ReadParams(ctx, loopID)
-	if errors.Is(err, loop.ErrNotFound) {
+	if errors.Is(err, protocol.ErrNotFound) {
 		attrs = map[string]any{}
 	} else if err != nil {
 		return fail(stderr, "sluice params set", err, 1)
@@ -378,7 +380,7 @@ type getOutput struct {
 	Validity validity           `json:"validity"`
 	Status   *loop.ParamsStatus `json:"status,omitempty"`
 	State    *stateSummary      `json:"state,omitempty"`
-	Rate     *loop.Rate         `json:"rate,omitempty"`
+	Rate     *protocol.Rate     `json:"rate,omitempty"`
 }
 
 type stateSummary struct {
@@ -396,12 +398,12 @@ type stateSummary struct {
 }
 
 // ifExists turns the result of reading an item into a pointer to it, nil
-// when the item does not exist (loop.ErrNotFound), or the read's error.
+// when the item does not exist (protocol.ErrNotFound), or the read's error.
 func ifExists[T any](v T, err error) (*T, error) {
 	switch {
 	case err == nil:
 		return &v, nil
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 		return nil, nil
 	}
 	return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // tuneExperimentArg reports whether args ask for `tune --experiment`.
@@ -127,7 +128,7 @@ func (e experimentEnv) wait(ctx context.Context, r experimentRun, w io.Writer) (
 			return nil, err
 		}
 		st, err := e.store.ReadState(ctx, r.loopID)
-		if err != nil && !errors.Is(err, loop.ErrNotFound) {
+		if err != nil && !errors.Is(err, protocol.ErrNotFound) {
 			return nil, fmt.Errorf("read STATE: %w", err)
 		}
 		x := st.Experiment

@@ -15,7 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -161,12 +161,12 @@ func TestDemoHistoryOut(t *testing.T) {
 
 // tableWithHistory creates a table on the test's DynamoDB with the loop's
 // PARAMS and its history's points as HIST items, and returns its name.
-func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []history.Point) (string, *ddbstore.Store) {
+func tableWithHistory(t *testing.T, loopID string, params map[string]any, pts []history.Point) (string, *ddbloop.Store) {
 	t.Helper()
 	testenv.AWSEndpoint(t)
 	client, table := ddbtest.Table(t, "sluice-tune")
 	ctx := context.Background()
-	store := ddbstore.New(client, table)
+	store := ddbloop.New(client, table)
 	if err := store.WriteParams(ctx, loopID, params); err != nil {
 		t.Fatal(err)
 	}

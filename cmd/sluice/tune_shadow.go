@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -141,7 +141,7 @@ func readLoopParams(ctx context.Context, table, loopID string) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	attrs, err := ddbstore.New(dynamodb.NewFromConfig(cfg), table).ReadParams(ctx, loopID)
+	attrs, err := ddbloop.New(dynamodb.NewFromConfig(cfg), table).ReadParams(ctx, loopID)
 	if err != nil {
 		return nil, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
@@ -31,7 +32,7 @@ func readTableHistory(ctx context.Context, table, loopID string, since, metricDe
 		return history.File{}, err
 	}
 	client := dynamodb.NewFromConfig(cfg)
-	attrs, err := ddbstore.New(client, table).ReadParams(ctx, loopID)
+	attrs, err := ddbloop.New(client, table).ReadParams(ctx, loopID)
 	if err != nil {
 		return history.File{}, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
@@ -79,7 +80,7 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 		readers[prommetric.Name] = r
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
-	store := ddbstore.New(ddb, cfg.Table)
+	store := ddbloop.New(ddb, cfg.Table)
 	var hist history
 	if cfg.History {
 		hist = ddbhistory.New(ddb, cfg.Table)

@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -51,7 +51,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, table := ddbtest.Table(t, "sluice-rie")
-	store := ddbstore.New(client, table)
+	store := ddbloop.New(client, table)
 	db := table + "-db"
 	params := map[string]any{"setpoint": 70.0, "kp": 1.0, "ki": 0.05, "min_rate": 10.0, "max_rate": 1000.0,
 		"tick_period": "1s", "rate_ttl": "3s", "metric_dimensions": map[string]any{"DBInstanceIdentifier": db}}

@@ -150,6 +150,8 @@ const (
 // drain is the worst-case time from SIGTERM to exit.
 func drain() time.Duration { return 2*storeTimeout + closeTimeout }
 
+// run builds the worker from cfg (sink, rate, lease, source), consumes until
+// ctx ends, then settles and closes within the shutdown budget.
 func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	awsCfg, err := awsconf.Load(ctx)
 	if err != nil {
@@ -181,14 +183,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	var srv *http.Server
 	if cfg.MetricsAddr != "off" {
 		reg := registry(stats, actual, depth, src.exhausted, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", "err", err)
-			}
-		}()
+		srv = serveMetrics(cfg.MetricsAddr, reg, log)
 	}
 
 	log.Info("worker started", "source", cfg.Source, "sink", cfg.Sink, "loop", cfg.Loop, "consumers", cfg.Consumers)
@@ -211,4 +206,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("worker stopped", "consumed", stats.Consumed.Load(), "stored", stats.Stored.Load(),
 		"failed", stats.Failed.Load(), "poison", stats.Poison.Load())
 	return runErr
+}
+
+// serveMetrics serves reg's /metrics on addr until the server is shut down.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return srv
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // PathKafka is the Kafka worker's path: the worker's consumer
@@ -202,7 +202,7 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 		return k.consumeLambda(ctx, sc, poison, srv.URL)
 	}
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "chaos", PerSecond: sc.Rate})
+	rates.Put(protocol.Rate{Loop: "chaos", PerSecond: sc.Rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, rates, nil, consume.WallClock{}, nil, nil)
 	// As the worker on Kafka: one inline retry, the rest by the source.
 	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})

@@ -17,7 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Path names.
@@ -60,7 +60,7 @@ type Run struct {
 // SetRate writes the loop's RATE (a manual rate, as an operator's pause).
 func (r *Run) SetRate(ctx context.Context, perSecond float64) error {
 	now := time.Now()
-	return ddbstore.New(r.Stack.DDB, r.Stack.Table).WriteRate(ctx, loop.Rate{
+	return ddbstore.New(r.Stack.DDB, r.Stack.Table).WriteRate(ctx, protocol.Rate{
 		Loop: r.Stack.Loop, PerSecond: perSecond, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour),
 	})
 }

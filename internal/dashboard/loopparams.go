@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // LoopStore is the part of the loop's stores (pkg/adapter/ddbstore,
@@ -57,7 +58,7 @@ func NewLoopParams(store LoopStore, now func() time.Time) *LoopParams {
 // reason until it is fixed.
 func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, error) {
 	attrs, err := l.store.ReadParams(ctx, loopID)
-	if errors.Is(err, loop.ErrNotFound) {
+	if errors.Is(err, protocol.ErrNotFound) {
 		return ParamsStatus{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if err != nil {
@@ -69,7 +70,7 @@ func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, e
 	}
 	status, err := l.store.ReadStatus(ctx, loopID)
 	switch {
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 	case err != nil:
 		return ParamsStatus{}, err
 	case status.Status == loop.StatusRefused && status.Fingerprint == loop.Fingerprint(attrs):

@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // LoopID is the id of the demo's loop.
@@ -620,7 +621,7 @@ func (w *world) ReadMetrics(_ context.Context, queries []metric.Query, _ time.Ti
 
 // ReadRate reads the RATE item the controller wrote, counting the reads
 // (consume.RateReader).
-func (w *world) ReadRate(ctx context.Context, loopID string) (loop.Rate, error) {
+func (w *world) ReadRate(ctx context.Context, loopID string) (protocol.Rate, error) {
 	w.rateReads++
 	return w.store.ReadRate(ctx, loopID)
 }

@@ -202,7 +202,7 @@ func (c *Controller) step(n *NodeState, mean, y, seconds float64) {
 }
 
 // Weights returns a copy of the node weights (they sum to 1), for the RATE
-// item (loop.Rate.Weights) and the Picker.
+// item (protocol.Rate.Weights), which the consumers follow with pkg/wrr's Picker.
 func (c *Controller) Weights() map[string]float64 {
 	w := make(map[string]float64, len(c.State.Nodes))
 	for name, n := range c.State.Nodes {

@@ -33,13 +33,3 @@ func ExampleController() {
 	// weights 0.167 0.333 0.500
 	// cpu 35.0 35.0 35.0
 }
-
-// The picker interleaves nodes by weight.
-func ExamplePicker() {
-	p, _ := balance.NewPicker(map[string]float64{"a": 5, "b": 1, "c": 1})
-	for i := 0; i < 7; i++ {
-		fmt.Print(p.Pick(), " ")
-	}
-	fmt.Println()
-	// Output: a a b a c a a
-}

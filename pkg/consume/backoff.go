@@ -25,14 +25,15 @@ type Backoff struct {
 	Jitter func(ceiling time.Duration) time.Duration
 }
 
-// DefaultBackoff is the policy's defaults: 100 ms, doubling, capped at 20 s.
-var DefaultBackoff = Backoff{Base: 100 * time.Millisecond, Max: 20 * time.Second}
+// DefaultBackoff returns the policy's defaults: 100 ms, doubling, capped at
+// 20 s.
+func DefaultBackoff() Backoff { return Backoff{Base: 100 * time.Millisecond, Max: 20 * time.Second} }
 
 // Ceiling returns the largest wait of attempt n: min(Max, Base x 2^(n-1)),
 // at least Base.
 func (b Backoff) Ceiling(n int) time.Duration {
-	base := defaults.Positive(b.Base, DefaultBackoff.Base)
-	maxWait := defaults.Positive(b.Max, DefaultBackoff.Max)
+	base := defaults.Positive(b.Base, DefaultBackoff().Base)
+	maxWait := defaults.Positive(b.Max, DefaultBackoff().Max)
 	c := base << min(max(n-1, 0), 30)
 	if c <= 0 || c > maxWait {
 		c = maxWait

@@ -5,9 +5,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/unpaced"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 type nullSink struct{}
@@ -23,17 +24,20 @@ func BenchmarkProcess(b *testing.B) {
 	for i := range batch {
 		batch[i] = consume.Message{ID: "m", Body: []byte(`{"seq":1}`)}
 	}
-	for _, unpaced := range []bool{false, true} {
+	for _, off := range []bool{false, true} {
 		name := "paced-unlimited"
-		if unpaced {
+		if off {
 			name = "unpaced"
 		}
 		b.Run(name, func(b *testing.B) {
 			rates := memqueue.NewRates()
-			rates.Put(loop.Rate{Loop: "l", PerSecond: math.Inf(1)})
+			rates.Put(protocol.Rate{Loop: "l", PerSecond: math.Inf(1)})
 			rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, consume.WallClock{}, nil, nil)
-			c := consume.New(consume.Config{Unpaced: unpaced}, rc, nullSink{}, consume.WallClock{}, nil, nil)
+			c := consume.New(consume.Config{}, rc, nullSink{}, consume.WallClock{}, nil, nil)
 			ctx := context.Background()
+			if off {
+				ctx = unpaced.Context(ctx)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				c.Process(ctx, batch)

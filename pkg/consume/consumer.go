@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
+	"github.com/sluice-dev/sluice/internal/unpaced"
 )
 
 // Config configures a Consumer.
@@ -38,10 +39,6 @@ type Config struct {
 	// rate; the price is that after an idle period the consumer may send
 	// BurstWindow worth of messages at once.
 	BurstWindow time.Duration
-	// Unpaced removes pacing (no rate reads, no waiting). It exists to
-	// measure what pacing costs (the overhead ratio of the consumer
-	// benchmark); production consumers never set it.
-	Unpaced bool
 	// StoreReserve is kept free before a deadline for the store after
 	// pacing, at least (Process also reserves the time its recent stores
 	// took for as many messages); default 1 s.
@@ -167,7 +164,7 @@ func (c *Consumer) ReceiveSize(ctx context.Context) int {
 	if c.breaker.Probing() {
 		return 1
 	}
-	if c.cfg.Unpaced {
+	if unpaced.From(ctx) { // the benchmarks' measure of what pacing costs
 		return c.cfg.BatchSize
 	}
 	a := c.refresh(ctx)
@@ -245,7 +242,7 @@ func (c *Consumer) validate(msgs []Message, rep *Report) []Message {
 // the rate every cache period while it is zero), or the part that fits
 // before ctx's deadline.
 func (c *Consumer) pace(ctx context.Context, n int, rep *Report) (int, error) {
-	if c.cfg.Unpaced {
+	if unpaced.From(ctx) {
 		return n, nil
 	}
 	start := c.clock.Now()

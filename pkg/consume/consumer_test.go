@@ -10,12 +10,12 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 func newConsumer(clk consume.Clock, rate float64, sink consume.Sink) (*consume.Consumer, *memqueue.Rates) {
 	store := memqueue.NewRates()
-	store.Put(loop.Rate{Loop: "l", PerSecond: rate})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", SafeRate: 1}, store, nil, clk, nil, nil)
 	return consume.New(consume.Config{BatchSize: 10}, rc, sink, clk, nil, nil), store
 }

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
-// PeerStore keeps the consumers' leases (loop.Peer) in the loop's table:
+// PeerStore keeps the consumers' leases (protocol.Peer) in the loop's table:
 // pkg/adapter/ddbstore and pkg/adapter/memstore serve it.
 type PeerStore interface {
 	// ReportPeer writes p, replacing the instance's previous lease.
-	ReportPeer(ctx context.Context, p loop.Peer) error
+	ReportPeer(ctx context.Context, p protocol.Peer) error
 	// LivePeers counts loopID's leases in force at now.
 	LivePeers(ctx context.Context, loopID string, now time.Time) (int, error)
 }
@@ -129,7 +129,7 @@ func (l *Lease) Close(ctx context.Context) error {
 }
 
 func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
-	p := loop.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
+	p := protocol.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
 		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires,
 		Batches: l.stats.Batches.Load(), BatchMessages: l.stats.BatchMessages.Load(), Working: l.stats.Working()}
 	if err := l.store.ReportPeer(ctx, p); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // countingPeers is a PeerStore over memstore that counts its calls and can
@@ -21,7 +21,7 @@ type countingPeers struct {
 	err             error
 }
 
-func (c *countingPeers) ReportPeer(ctx context.Context, p loop.Peer) error {
+func (c *countingPeers) ReportPeer(ctx context.Context, p protocol.Peer) error {
 	c.reports++
 	if c.err != nil {
 		return c.err
@@ -42,7 +42,7 @@ func TestLeaseSharesByLivePeers(t *testing.T) {
 	clk := newFakeClock()
 	store := &countingPeers{Store: memstore.New()}
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "l", PerSecond: 1200, ExpiresAt: clk.Now().Add(time.Hour)})
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 1200, ExpiresAt: clk.Now().Add(time.Hour)})
 	cfg := consume.LeaseConfig{Loop: "l", Every: 2 * time.Second, TTL: 10 * time.Second, Fallback: 8}
 	var caches []*consume.RateCache
 	var leases []*consume.Lease
@@ -112,13 +112,13 @@ func TestLeaseReportsTheStoredAndBatchCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []loop.Peer
+	var got []protocol.Peer
 	for _, s := range snaps {
 		if s.Loop == "l" {
 			got = s.Peers
 		}
 	}
-	batches := loop.BatchCount{Batches: 2, Messages: 15, Working: 750 * time.Millisecond}
+	batches := protocol.BatchCount{Batches: 2, Messages: 15, Working: 750 * time.Millisecond}
 	if len(got) != 1 || got[0].Instance != "i-1" || got[0].Stored != 250 || !got[0].Live(clk.Now()) || got[0].BatchCount() != batches {
 		t.Errorf("peers = %+v; want i-1's live lease with 250 stored and the batch counts %+v", got, batches)
 	}
@@ -154,7 +154,7 @@ func TestLeaseOrFixed(t *testing.T) {
 func ExampleLease() {
 	ctx := context.Background()
 	store := memstore.New() // ddbstore.Store in production
-	_ = store.WriteRate(ctx, loop.Rate{Loop: "orders", PerSecond: 300})
+	_ = store.WriteRate(ctx, protocol.Rate{Loop: "orders", PerSecond: 300})
 	// Two consumer instances of the loop, each with its lease.
 	var caches []*consume.RateCache
 	for range 2 {

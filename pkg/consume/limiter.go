@@ -3,7 +3,6 @@ package consume
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math"
 	"time"
 )
@@ -31,8 +30,6 @@ type limiterOptions struct {
 	cache       RateCacheConfig
 	peers       Peers
 	clock       Clock
-	log         *slog.Logger
-	stats       *Stats
 	burstWindow time.Duration
 }
 
@@ -45,22 +42,9 @@ func WithSafeRate(perSecond float64) LimiterOption {
 	return func(o *limiterOptions) { o.cache.SafeRate = perSecond }
 }
 
-// WithRatePeriod bounds the age of the cached rate (default
-// DefaultRatePeriod: RATE is read at most once a second).
-func WithRatePeriod(d time.Duration) LimiterOption {
-	return func(o *limiterOptions) { o.cache.Period = d }
-}
-
 // WithPeers shares the rate among the instances peers counts (default: this
 // instance alone takes the whole rate).
 func WithPeers(peers Peers) LimiterOption { return func(o *limiterOptions) { o.peers = peers } }
-
-// WithLogger logs rate fallbacks to log (default: nowhere).
-func WithLogger(log *slog.Logger) LimiterOption { return func(o *limiterOptions) { o.log = log } }
-
-// WithStats counts rate reads and fallbacks in stats (default: counters of
-// the Limiter's own, see Stats).
-func WithStats(stats *Stats) LimiterOption { return func(o *limiterOptions) { o.stats = stats } }
 
 // NewLimiter returns a Limiter on the RATE of loopID that reader reads (for
 // example a *ddbstore.Store on the loop's table).
@@ -69,7 +53,7 @@ func NewLimiter(reader RateReader, loopID string, opts ...LimiterOption) *Limite
 	for _, opt := range opts {
 		opt(&o)
 	}
-	rates := NewRateCache(o.cache, reader, o.peers, o.clock, o.log, o.stats)
+	rates := NewRateCache(o.cache, reader, o.peers, o.clock, nil, nil)
 	return &Limiter{rates: rates, pacer: NewPacer(o.clock, 0, 1), clock: o.clock, burstWindow: o.burstWindow}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // rateAt is a RATE that changes at a time: before it, before; from it, after.
@@ -19,13 +19,13 @@ type rateAt struct {
 	before, after float64
 }
 
-func (r rateAt) ReadRate(_ context.Context, id string) (loop.Rate, error) {
+func (r rateAt) ReadRate(_ context.Context, id string) (protocol.Rate, error) {
 	now := r.clock.Now()
 	v := r.before
 	if !now.Before(r.at) {
 		v = r.after
 	}
-	return loop.Rate{Loop: id, PerSecond: v, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, nil
+	return protocol.Rate{Loop: id, PerSecond: v, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, nil
 }
 
 // waited makes batches Waits of batch messages and returns how long they
@@ -90,7 +90,7 @@ func ExampleLimiter() {
 	ctx := context.Background()
 	clock := newFakeClock() // production: leave WithClock out (the wall clock)
 	store := memstore.New() // production: ddbstore.New(dynamodb.NewFromConfig(cfg), "sluice")
-	_ = store.WriteRate(ctx, loop.Rate{Loop: "orders", PerSecond: 50, WrittenAt: clock.Now(), ExpiresAt: clock.Now().Add(3 * time.Minute)})
+	_ = store.WriteRate(ctx, protocol.Rate{Loop: "orders", PerSecond: 50, WrittenAt: clock.Now(), ExpiresAt: clock.Now().Add(3 * time.Minute)})
 
 	lim := consume.NewLimiter(store, "orders", consume.WithClock(clock))
 	start := clock.Now()

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // shareChange is a fake clock that changes the loop's RATE once virtual time
@@ -22,7 +22,7 @@ type shareChange struct {
 func (c *shareChange) Sleep(ctx context.Context, d time.Duration) error {
 	err := c.fakeClock.Sleep(ctx, d)
 	if c.rates != nil && !c.Now().Before(c.at) {
-		c.rates.Put(loop.Rate{Loop: "l", PerSecond: c.to})
+		c.rates.Put(protocol.Rate{Loop: "l", PerSecond: c.to})
 	}
 	return err
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Source delivers messages and learns their fate. A message that is neither
@@ -48,9 +48,9 @@ type Sink interface {
 }
 
 // RateReader reads the allowed rate of a loop (the RATE item). It returns an
-// error wrapping loop.ErrNotFound when the loop has no RATE item.
+// error wrapping protocol.ErrNotFound when the loop has no RATE item.
 type RateReader interface {
-	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
+	ReadRate(ctx context.Context, loopID string) (protocol.Rate, error)
 }
 
 // Clock is the time a consumer runs on: the wall clock in production, a fake

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // DefaultRatePeriod is the default bound on the age of a cached rate: a rate
@@ -64,7 +64,7 @@ type RateCacheConfig struct {
 	// Weights, when set, is called with RATE's node weights at every read
 	// of RATE (at most once per Period, never per message): nil when RATE
 	// has none, or is missing, expired or unreadable. A consumer of a
-	// balanced loop sets its HTTP sink's picker from it (balance.Spread
+	// balanced loop sets its HTTP sink's picker from it (wrr.Spread
 	// gives equal weights for nil).
 	Weights func(map[string]float64)
 }
@@ -129,7 +129,7 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 	a := Allowed{Peers: n, ReadAt: now}
 	r, err := c.reader.ReadRate(ctx, c.cfg.Loop)
 	switch {
-	case errors.Is(err, loop.ErrNotFound):
+	case errors.Is(err, protocol.ErrNotFound):
 		a.Fallback, a.Reason = true, "rate missing"
 	case err != nil:
 		a.Fallback, a.Reason = true, fmt.Sprintf("read rate: %v", err)

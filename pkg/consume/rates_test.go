@@ -10,13 +10,13 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 func TestRateCacheReadsOncePerPeriod(t *testing.T) {
 	clk := newFakeClock()
 	store := memqueue.NewRates()
-	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour)})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour)})
 	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: time.Second, SafeRate: 1}, store, consume.FixedPeers(4), clk, nil, nil)
 	for range 10_000 { // 10 s of asks, every millisecond
 		a := c.Allowed(context.Background())
@@ -34,19 +34,19 @@ func TestRateCacheFallsBack(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
-		rate   *loop.Rate
+		rate   *protocol.Rate
 		err    error
 		maxAge time.Duration
 		want   float64
 		fb     bool
 	}{
-		{name: "fresh", rate: &loop.Rate{PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, want: 40},
-		{name: "no expiry", rate: &loop.Rate{PerSecond: 40}, want: 40},
+		{name: "fresh", rate: &protocol.Rate{PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}, want: 40},
+		{name: "no expiry", rate: &protocol.Rate{PerSecond: 40}, want: 40},
 		{name: "missing", want: 8, fb: true},
-		{name: "expired", rate: &loop.Rate{PerSecond: 40, ExpiresAt: now}, want: 8, fb: true},
-		{name: "too old", rate: &loop.Rate{PerSecond: 40, WrittenAt: now.Add(-10 * time.Minute)}, maxAge: 5 * time.Minute, want: 8, fb: true},
-		{name: "negative", rate: &loop.Rate{PerSecond: -1}, want: 8, fb: true},
-		{name: "read error", rate: &loop.Rate{PerSecond: 40}, err: errors.New("throttled"), want: 8, fb: true},
+		{name: "expired", rate: &protocol.Rate{PerSecond: 40, ExpiresAt: now}, want: 8, fb: true},
+		{name: "too old", rate: &protocol.Rate{PerSecond: 40, WrittenAt: now.Add(-10 * time.Minute)}, maxAge: 5 * time.Minute, want: 8, fb: true},
+		{name: "negative", rate: &protocol.Rate{PerSecond: -1}, want: 8, fb: true},
+		{name: "read error", rate: &protocol.Rate{PerSecond: 40}, err: errors.New("throttled"), want: 8, fb: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestRateChangeReachesEveryConsumerWithinOnePeriod(t *testing.T) {
 	period := time.Second
 	clk := newFakeClock()
 	store := memqueue.NewRates()
-	store.Put(loop.Rate{Loop: "l", PerSecond: 80})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 80})
 	var consumers []*consume.Consumer
 	for i := range n {
 		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: period, SafeRate: 1}, store, consume.FixedPeers(n), clk, nil, nil)
@@ -96,7 +96,7 @@ func TestRateChangeReachesEveryConsumerWithinOnePeriod(t *testing.T) {
 		clk.Advance(period / n * time.Duration(i+1) / time.Duration(n)) // staggered
 	}
 	clk.Advance(period / 3)
-	store.Put(loop.Rate{Loop: "l", PerSecond: 800})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 800})
 	changed := clk.Now()
 	for step := time.Duration(0); step <= period; step += period / 20 {
 		for _, c := range consumers {
@@ -121,7 +121,7 @@ func TestRateCacheHandsOutWeightsOnEveryRead(t *testing.T) {
 	clk := newFakeClock()
 	store := memqueue.NewRates()
 	w1 := map[string]float64{"http://a/": 0.25, "http://b/": 0.75}
-	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour), Weights: w1})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour), Weights: w1})
 	var got []map[string]float64
 	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: time.Second, SafeRate: 1,
 		Weights: func(w map[string]float64) { got = append(got, w) }}, store, nil, clk, nil, nil)
@@ -136,12 +136,12 @@ func TestRateCacheHandsOutWeightsOnEveryRead(t *testing.T) {
 
 	// New weights at the next read; none when RATE has none or is gone.
 	w2 := map[string]float64{"http://a/": 0.5, "http://b/": 0.5}
-	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour), Weights: w2})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour), Weights: w2})
 	c.Allowed(ctx)
-	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour)})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now().Add(time.Hour)})
 	clk.Advance(time.Second)
 	c.Allowed(ctx)
-	store.Put(loop.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now(), Weights: w2})
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 100, ExpiresAt: clk.Now(), Weights: w2})
 	clk.Advance(time.Second)
 	c.Allowed(ctx)
 	if len(got) != 5 || !maps.Equal(got[2], w2) || got[3] != nil || got[4] != nil {
@@ -151,7 +151,7 @@ func TestRateCacheHandsOutWeightsOnEveryRead(t *testing.T) {
 
 func ExampleRateCache() {
 	store := memqueue.NewRates()
-	store.Put(loop.Rate{Loop: "orders", PerSecond: 300})
+	store.Put(protocol.Rate{Loop: "orders", PerSecond: 300})
 	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 10}, store, consume.FixedPeers(3), consume.WallClock{}, nil, nil)
 	a := c.Allowed(context.Background())
 	fmt.Println(a.Total, a.Share, a.Fallback)

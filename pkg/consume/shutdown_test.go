@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // parkedClock never lets a sleep end before its context does: a consumer
@@ -39,7 +39,7 @@ func TestRunShutdownReleasesHeldBatch(t *testing.T) {
 		q.Send(fmt.Appendf(nil, `{"i":%d}`, i))
 	}
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "l", PerSecond: 1})
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 1})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", SafeRate: 1}, rates, nil, clk, nil, nil)
 	sink := memqueue.NewSink()
 	c := consume.New(consume.Config{BatchSize: 10, MaxHold: 10 * time.Second}, rc, sink, clk, nil, nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fleetNodes returns a nodes attribute for nodes named in names: node x has
@@ -36,7 +37,7 @@ type fleet struct {
 }
 
 // apply publishes every node's utilization under rate r (fresh metrics).
-func (f fleet) apply(rg *rig, r loop.Rate) map[string]float64 {
+func (f fleet) apply(rg *rig, r protocol.Rate) map[string]float64 {
 	y := make(map[string]float64, len(f.cap))
 	for n, c := range f.cap {
 		w := r.Weights[endpoint(n)]
@@ -56,9 +57,9 @@ func maxAvg(y map[string]float64) (mx, avg float64) {
 
 // runFleet ticks loop "fleet" n times against f, starting from equal shares
 // at rate r0, and returns the last RATE and utilizations.
-func runFleet(t *testing.T, rg *rig, f fleet, n int) (loop.Rate, map[string]float64, loop.Report) {
+func runFleet(t *testing.T, rg *rig, f fleet, n int) (protocol.Rate, map[string]float64, loop.Report) {
 	t.Helper()
-	r := loop.Rate{PerSecond: 100, Weights: map[string]float64{}}
+	r := protocol.Rate{PerSecond: 100, Weights: map[string]float64{}}
 	for name := range f.cap {
 		r.Weights[endpoint(name)] = 1 / float64(len(f.cap))
 	}

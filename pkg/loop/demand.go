@@ -1,13 +1,15 @@
 package loop
 
 import (
+	"math"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // observeDemand measures what the consumers took since the previous tick
-// from their leases (peers.go) and hands it to the controller as the rate
+// from their leases (protocol.Peer) and hands it to the controller as the rate
 // the plant really received (control.Input.ActualRate), so that an empty
 // queue does not wind the rate up to max_rate. Without reporting consumers
 // the controller runs as before, on the CPU alone.
@@ -24,4 +26,100 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	}
 	r.LivePeers = d.Live
 	return d
+}
+
+// Demand is what the consumers' reports said at a tick.
+type Demand struct {
+	// Stored is each reporting instance's count at this tick: the baseline
+	// for the next one.
+	Stored map[string]int64 `json:"stored,omitempty"`
+	// ReportedAt is when each instance reported its count in Stored.
+	ReportedAt map[string]time.Time `json:"reported_at,omitempty"`
+	// Processed is the rate the consumers stored since the previous tick,
+	// averaged with the previous ticks' over ProcessedSmoothing,
+	// messages/s (0 when not Known); Known is false when no consumer reports or the figure
+	// cannot be trusted this tick (the first tick, a reporting consumer
+	// without a baseline).
+	Processed float64 `json:"processed"`
+	Known     bool    `json:"known"`
+	// Live is the number of live leases.
+	Live int `json:"live"`
+	// Limited is true when the loop was limited by demand at this tick:
+	// the consumers took clearly less than the rate allowed (the queue ran
+	// dry, too few consumers), and the controller held the rate near what
+	// was taken.
+	Limited bool `json:"limited,omitempty"`
+}
+
+// measureDemand turns the peers' running counts into the processed rate
+// since the previous tick (at prevTick, with the baselines of prev): the sum
+// of every count's increase (as of the tick: asOfTick) over the time since
+// prevTick (not the controller's capped sampling interval: after an outage
+// the counts cover the whole gap). A count below its baseline (an
+// instance id reused after a restart) counts from zero. An instance first
+// seen now counts whole if it started after the previous tick; if it
+// started before, its share of the period is unknown and so is the figure.
+// Redelivered messages that a consumer stores again are counted again: the
+// figure is what reached the destination, which is what loads it.
+func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) Demand {
+	d := Demand{Stored: make(map[string]int64, len(peers)), ReportedAt: make(map[string]time.Time, len(peers)), Live: protocol.LivePeers(peers, now)}
+	dt := now.Sub(prevTick)
+	var sum float64
+	known := !prevTick.IsZero() && dt > 0 && (len(peers) > 0 || len(prev.Stored) > 0)
+	for _, p := range peers {
+		if now.Sub(p.ExpiresAt) > protocol.PeerRetention {
+			continue
+		}
+		d.Stored[p.Instance], d.ReportedAt[p.Instance] = p.Stored, p.ReportedAt
+		base, ok := prev.Stored[p.Instance]
+		switch {
+		case ok && p.Stored >= base:
+			sum += asOfTick(float64(p.Stored-base), prev.ReportedAt[p.Instance], p.ReportedAt, dt)
+		case ok || !p.StartedAt.Before(prevTick):
+			sum += float64(p.Stored)
+		default:
+			known = false
+		}
+	}
+	if len(d.Stored) == 0 {
+		d.Stored, d.ReportedAt = nil, nil
+	}
+	if known {
+		d.Processed, d.Known = smoothProcessed(sum/dt.Seconds(), prev, dt), true
+	}
+	return d
+}
+
+// asOfTick rescales n, what a consumer stored between its reports at from
+// and to, to the tick's interval dt, when the lease was refreshed through
+// the interval (its reports less than a quarter of dt further apart or
+// closer than the ticks); otherwise, or without both report times, n as it
+// is. A lease refreshed every 2 s covers up to 2 s more or less than the
+// tick.
+func asOfTick(n float64, from, to time.Time, dt time.Duration) float64 {
+	span := to.Sub(from)
+	if from.IsZero() || to.IsZero() || span <= 0 || (span-dt).Abs() > dt/4 {
+		return n
+	}
+	return n * dt.Seconds() / span.Seconds()
+}
+
+// ProcessedSmoothing is the time constant over which the processed rate is
+// averaged. The counts arrive in lumps (batches of up to 10 messages, a
+// lease refreshed every 2 s): over a tick of a few seconds at a few messages
+// per second per instance one tick reads far below the rate and the next far
+// above, and every low tick would tell the controller the loop is limited by
+// demand. At a one-minute tick the previous figure weighs e^-2 (14 %).
+const ProcessedSmoothing = 30 * time.Second
+
+// smoothProcessed is the exponential average of the processed rate raw
+// over dt with the previous tick's figure (exact discretization of a
+// first-order filter with time constant ProcessedSmoothing); raw itself when
+// there is no previous figure.
+func smoothProcessed(raw float64, prev Demand, dt time.Duration) float64 {
+	if !prev.Known {
+		return raw
+	}
+	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
+	return a*prev.Processed + (1-a)*raw
 }

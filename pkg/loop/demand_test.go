@@ -8,13 +8,14 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // report writes consumer instance id's lease with its running count.
 func (r *rig) report(id, instance string, stored int64, started time.Time) {
 	r.t.Helper()
 	now := r.clock.now
-	p := loop.Peer{Loop: id, Instance: instance, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)}
+	p := protocol.Peer{Loop: id, Instance: instance, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)}
 	if err := r.store.ReportPeer(context.Background(), p); err != nil {
 		r.t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // The coarse actuator (issue 18). A loop whose consumers are an SQS Lambda
@@ -87,14 +89,6 @@ type MappingScaler interface {
 	SetMaximumConcurrency(ctx context.Context, uuid string, n int) error
 }
 
-// BatchCount is a consumer instance's running count of its batches
-// (Peer): how many, how many messages they held, and their working time.
-type BatchCount struct {
-	Batches  int64         `json:"batches"`
-	Messages int64         `json:"messages"`
-	Working  time.Duration `json:"working"`
-}
-
 // MappingState is what STATE remembers of a loop's event source mapping.
 type MappingState struct {
 	// UUID is the mapping the rest is about: an edit of esm_uuid starts
@@ -121,7 +115,7 @@ type MappingState struct {
 	BatchSize    float64 `json:"batch_size,omitempty"`
 	// Counts are each reporting instance's batch count at the last tick:
 	// the baselines of the next.
-	Counts map[string]BatchCount `json:"counts,omitempty"`
+	Counts map[string]protocol.BatchCount `json:"counts,omitempty"`
 }
 
 // MappingReport is what a tick did with a loop's event source mapping.
@@ -147,19 +141,19 @@ type MappingReport struct {
 // of the batches since the previous tick (prev's baselines). A count below
 // its baseline (an instance id reused) or without one counts whole: the
 // means need no time base. Without new batches the previous means stay.
-func measureBatches(peers []Peer, prev MappingState, now time.Time) MappingState {
+func measureBatches(peers []protocol.Peer, prev MappingState, now time.Time) MappingState {
 	m := prev
-	m.Counts = make(map[string]BatchCount, len(peers))
-	var sum BatchCount
+	m.Counts = make(map[string]protocol.BatchCount, len(peers))
+	var sum protocol.BatchCount
 	for _, p := range peers {
-		if now.Sub(p.ExpiresAt) > PeerRetention {
+		if now.Sub(p.ExpiresAt) > protocol.PeerRetention {
 			continue
 		}
 		c := p.BatchCount()
 		m.Counts[p.Instance] = c
 		d := c
 		if base, ok := prev.Counts[p.Instance]; ok && c.Batches >= base.Batches {
-			d = BatchCount{c.Batches - base.Batches, c.Messages - base.Messages, c.Working - base.Working}
+			d = protocol.BatchCount{Batches: c.Batches - base.Batches, Messages: c.Messages - base.Messages, Working: c.Working - base.Working}
 		}
 		sum.Batches += d.Batches
 		sum.Messages += d.Messages
@@ -173,11 +167,6 @@ func measureBatches(peers []Peer, prev MappingState, now time.Time) MappingState
 		m.BatchSeconds, m.BatchSize = sum.Working.Seconds()/n, float64(sum.Messages)/n
 	}
 	return m
-}
-
-// BatchCount returns the peer's running batch count.
-func (p Peer) BatchCount() BatchCount {
-	return BatchCount{Batches: p.Batches, Messages: p.BatchMessages, Working: p.Working}
 }
 
 // change reports whether the mapping moves from cur to target: when cur

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fakeMapping is an event source mapping that records every call.
@@ -67,13 +68,13 @@ func (r *rig) allow(rate float64) {
 
 // batches reports that instance worked n more batches of size messages,
 // each taking secs of work (its running counts are in c).
-func (r *rig) batches(instance string, c *loop.BatchCount, n int64, size int64, secs float64) {
+func (r *rig) batches(instance string, c *protocol.BatchCount, n int64, size int64, secs float64) {
 	r.t.Helper()
 	c.Batches += n
 	c.Messages += n * size
 	c.Working += time.Duration(float64(n) * secs * float64(time.Second))
 	now := r.clock.now
-	p := loop.Peer{Loop: "orders", Instance: instance, StartedAt: now.Add(-time.Hour), ReportedAt: now, ExpiresAt: now.Add(15 * time.Second),
+	p := protocol.Peer{Loop: "orders", Instance: instance, StartedAt: now.Add(-time.Hour), ReportedAt: now, ExpiresAt: now.Add(15 * time.Second),
 		Batches: c.Batches, BatchMessages: c.Messages, Working: c.Working}
 	if err := r.store.ReportPeer(context.Background(), p); err != nil {
 		r.t.Fatal(err)
@@ -103,7 +104,7 @@ func TestTickMappingFollowsTheAllowedRate(t *testing.T) {
 		{12, 80000, 1000}, // 5,000 asked: the most, 1,000
 		{12, 3200, 200},   // back down
 	}
-	var inst loop.BatchCount
+	var inst protocol.BatchCount
 	for _, seg := range script {
 		r.allow(seg.rate)
 		for range seg.minutes {
@@ -157,7 +158,7 @@ func TestTickMappingFailureKeepsPacing(t *testing.T) {
 	r, m := mappingRig(t, 10)
 	m.fail = errors.New("AccessDeniedException: not authorized")
 	r.allow(400)
-	var inst loop.BatchCount
+	var inst protocol.BatchCount
 	r.tick("orders")
 	r.batches("i-1", &inst, 240, 10, 0.5)
 	rep := r.tick("orders")
@@ -194,7 +195,7 @@ func TestTickMappingLeftAloneInShadowAndWithoutOne(t *testing.T) {
 	})
 	r.params("worker", nil) // an ECS worker's loop: no esm_uuid
 	r.cpu("worker", 50, 30*time.Second)
-	var inst loop.BatchCount
+	var inst protocol.BatchCount
 	for range 10 {
 		r.batches("i-1", &inst, 100, 10, 0.5)
 		if rep := r.tick("worker"); rep.Mapping != nil {
@@ -214,7 +215,7 @@ func TestTickMappingLeftAloneInShadowAndWithoutOne(t *testing.T) {
 func TestTickMappingEditOfTheUUIDStartsOver(t *testing.T) {
 	r, m := mappingRig(t, 10)
 	r.allow(400)
-	var inst loop.BatchCount
+	var inst protocol.BatchCount
 	r.tick("orders")
 	r.batches("i-1", &inst, 240, 10, 0.5)
 	if rep := r.tick("orders"); !rep.Mapping.Updated || m.value != 25 {

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/drift"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // State is the STATE item of a loop: what the controller remembers between
@@ -143,7 +144,7 @@ type Snapshot struct {
 	Err error
 	// Peers are the consumers' leases on the loop (peers.go), live or
 	// lapsed less than PeerRetention ago; nil when no consumer reports.
-	Peers []Peer
+	Peers []protocol.Peer
 }
 
 // Commit is the outcome of one loop's tick, written at once: STATE
@@ -154,7 +155,7 @@ type Commit struct {
 	// STATE. State.Version must be PrevVersion + 1.
 	PrevVersion int64
 	State       State
-	Rate        *Rate
+	Rate        *protocol.Rate
 	Status      *ParamsStatus
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -452,7 +453,7 @@ func (w *due) record(st *State, cs control.State, out control.Output, prevVersio
 		w.status.Tick = st.Version
 	}
 	if p.Mode != ModeShadow {
-		c.Rate = &Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights}
+		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights}
 		r.RateWritten = true
 	}
 	return c

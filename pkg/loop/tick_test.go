@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fakeClock is a clock the test moves.
@@ -345,7 +346,7 @@ func TestTickInvalidFirstParamsDoNotRun(t *testing.T) {
 	if rep.Outcome != loop.OutcomeNoParams || rep.RateWritten || rep.ParamsStatus != loop.StatusRefused {
 		t.Errorf("tick = %+v; want no-params, no rate, refused", rep)
 	}
-	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE written for a loop without valid params: %v", err)
 	}
 	if st, err := r.store.ReadStatus(context.Background(), "a"); err != nil || st.Status != loop.StatusRefused || !contains(st.Reason, "min_rate") {
@@ -361,7 +362,7 @@ func TestTickShadowDoesNotWriteRate(t *testing.T) {
 	if rep.Outcome != loop.OutcomeApplied || rep.RateWritten {
 		t.Errorf("shadow tick = %+v; want applied without rate", rep)
 	}
-	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "a"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE in shadow mode: err = %v; want not found", err)
 	}
 	st, err := r.store.ReadState(context.Background(), "a")
@@ -551,7 +552,7 @@ func TestTickCorruptStateFailsItsLoopOnly(t *testing.T) {
 			}
 		}
 	}
-	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, loop.ErrNotFound) {
+	if _, err := r.store.ReadRate(context.Background(), "b"); !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("RATE of the corrupt loop: err = %v; want not found (nothing written)", err)
 	}
 }

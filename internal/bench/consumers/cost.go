@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // CostRow is one lambda_cost row: what the SQS Lambda path bills per
@@ -246,7 +247,7 @@ func (r *costRig) produce(ctx context.Context) {
 // measures one Window.
 func (r *costRig) measure(ctx context.Context, rate float64, n int) (costWindow, error) {
 	now := time.Now()
-	if err := ddbstore.New(r.st.DDB, r.st.Table).WriteRate(ctx, loop.Rate{Loop: r.st.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+	if err := ddbstore.New(r.st.DDB, r.st.Table).WriteRate(ctx, protocol.Rate{Loop: r.st.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		return costWindow{}, fmt.Errorf("write RATE: %w", err)
 	}
 	if err := r.scaler.SetMaximumConcurrency(ctx, r.uuid, n); err != nil {

@@ -27,7 +27,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Env is where the real services are.
@@ -160,7 +160,7 @@ func (e Env) NewStack(ctx context.Context, prefix string, rate float64, maxRecei
 		return nil, fmt.Errorf("create table: %w", err)
 	}
 	now := time.Now()
-	if err := ddbstore.New(s.DDB, s.Table).WriteRate(ctx, loop.Rate{Loop: s.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+	if err := ddbstore.New(s.DDB, s.Table).WriteRate(ctx, protocol.Rate{Loop: s.Loop, PerSecond: rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		return nil, fmt.Errorf("write RATE: %w", err)
 	}
 	if s.QueueURL, s.DLQURL, err = CreateQueues(ctx, s.SQS, prefix, maxReceive); err != nil {

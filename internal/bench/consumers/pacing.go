@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
+	"github.com/sluice-dev/sluice/internal/unpaced"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // PacingPoint is one pacing measurement: the aggregate stored rate of n
@@ -94,7 +95,7 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	if rates == nil {
 		mem := memqueue.NewRates()
 		loopID = "bench"
-		mem.Put(loop.Rate{Loop: loopID, PerSecond: r.Allowed})
+		mem.Put(protocol.Rate{Loop: loopID, PerSecond: r.Allowed})
 		rates = mem
 	}
 	sink := &consumetest.CountingSink{Sink: r.Sink}
@@ -103,9 +104,13 @@ func Pace(ctx context.Context, r PacingRun) (PacingPoint, error) {
 	var wg sync.WaitGroup
 	for range r.Consumers {
 		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: loopID, SafeRate: 1}, rates, consume.FixedPeers(r.Consumers), consume.WallClock{}, nil, nil)
-		c := consume.New(consume.Config{BatchSize: 10, Unpaced: r.Unpaced}, rc, sink, consume.WallClock{}, nil, nil)
+		c := consume.New(consume.Config{BatchSize: 10}, rc, sink, consume.WallClock{}, nil, nil)
+		runCtx := ctx
+		if r.Unpaced {
+			runCtx = unpaced.Context(ctx)
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); c.Run(ctx, q) }()
+		go func() { defer wg.Done(); c.Run(runCtx, q) }()
 	}
 	achieved, to, err := MeasureRate(ctx, r.Window, r.Windows, func() int64 { return sink.Stored() })
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/consume/consumetest"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // ScalingPoint is one phase of a scaling run: the aggregate stored rate of
@@ -54,7 +54,7 @@ type ScalingRun struct {
 type ScalingStore interface {
 	consume.RateReader
 	consume.PeerStore
-	WriteRate(ctx context.Context, r loop.Rate) error
+	WriteRate(ctx context.Context, r protocol.Rate) error
 }
 
 // instance is one running consumer of a scaling run.
@@ -69,7 +69,7 @@ type instance struct {
 // closed), as a worker does on SIGTERM.
 func Scale(ctx context.Context, r ScalingRun) ([]ScalingPoint, error) {
 	r = r.withDefaults()
-	if err := r.Store.WriteRate(ctx, loop.Rate{Loop: r.Loop, PerSecond: r.Allowed, WrittenAt: time.Now()}); err != nil {
+	if err := r.Store.WriteRate(ctx, protocol.Rate{Loop: r.Loop, PerSecond: r.Allowed, WrittenAt: time.Now()}); err != nil {
 		return nil, fmt.Errorf("write RATE: %w", err)
 	}
 	q := &endless{body: []byte(`{"seq":0,"order":"o","qty":1}`), prefix: fmt.Sprintf("s%d-", time.Now().UnixNano())}

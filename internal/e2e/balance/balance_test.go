@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/wrr"
 )
 
 // node is a local HTTP server of a given capacity. Every POST /work costs
@@ -95,7 +96,7 @@ func (m metricReader) Utilization(ctx context.Context) map[string]float64 {
 }
 
 // The smooth weighted round-robin picker is the HTTP sink's endpoint picker.
-var _ httpsink.Picker = (*balance.Picker)(nil)
+var _ httpsink.Picker = (*wrr.Picker)(nil)
 
 // sender is a consumer's batch loop reduced to what this test needs: every
 // 10 ms it hands the HTTP sink the messages owed at a steady rate, and the
@@ -166,7 +167,7 @@ func TestBalancerEvensOutThreeHTTPServers(t *testing.T) {
 		nodes[name], capacities[name], urls[name], weights[name] = n, c, srv.URL, 1
 		t.Logf("node %d: %s, capacity %.0f units/s", i+1, name, c)
 	}
-	picker, err := balance.NewPicker(weights)
+	picker, err := wrr.NewPicker(weights)
 	if err != nil {
 		t.Fatal(err)
 	}

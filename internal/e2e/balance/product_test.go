@@ -17,11 +17,11 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
-	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/wrr"
 )
 
 // nodeMetrics is the loop's metric reader over the nodes: a query's PromQL
@@ -147,7 +147,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 
 	// The consumer: HTTP sink over the three endpoints with the smooth WRR
 	// picker; RATE's weights reach the picker at every rate refresh.
-	picker, err := balance.NewPicker(balance.Spread(endpoints, nil))
+	picker, err := wrr.NewPicker(wrr.Spread(endpoints, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestProductBalancesThreeHTTPServers(t *testing.T) {
 	rates := consume.NewRateCache(consume.RateCacheConfig{
 		Loop: loopID, Period: 100 * time.Millisecond, SafeRate: 50,
 		Weights: func(w map[string]float64) {
-			if err := picker.SetWeights(balance.Spread(endpoints, w)); err != nil {
+			if err := picker.SetWeights(wrr.Spread(endpoints, w)); err != nil {
 				weightErrs.Store(err.Error(), true)
 			}
 		},

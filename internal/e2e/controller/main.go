@@ -33,9 +33,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 const (
@@ -81,7 +82,7 @@ type run struct {
 	moto    *harness.Moto
 	ries    []*harness.RIE
 	payload []byte
-	store   *ddbstore.Store
+	store   *ddbloop.Store
 	cw      *cloudwatch.Client
 	winners map[int64]int // STATE version -> invocations that applied it
 	logDir  string
@@ -127,7 +128,7 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	r.store = ddbstore.New(dynamodb.NewFromConfig(cfg), table)
+	r.store = ddbloop.New(dynamodb.NewFromConfig(cfg), table)
 	r.cw = cwmetric.NewClient(cfg, r.moto.Endpoint)
 
 	// Ticks a second apart: the loop's tick period becomes 1 s (an edit
@@ -491,13 +492,13 @@ func (r *run) tickOnce() error {
 }
 
 // tick runs one tick and reads the loop's STATE and RATE after it.
-func (r *run) tick() (loop.State, loop.Rate, error) {
+func (r *run) tick() (loop.State, protocol.Rate, error) {
 	if err := r.tickOnce(); err != nil {
-		return loop.State{}, loop.Rate{}, err
+		return loop.State{}, protocol.Rate{}, err
 	}
 	st, err := r.store.ReadState(r.Ctx, loopID)
 	if err != nil {
-		return st, loop.Rate{}, err
+		return st, protocol.Rate{}, err
 	}
 	rate, err := r.store.ReadRate(r.Ctx, loopID)
 	return st, rate, err

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // simPlant is a model of make e2e-replica's plant, fast enough to try the
@@ -109,7 +110,7 @@ func (pl simPlant) simulate(cfg config) (Result, []string) {
 	for now = 0; now < end; now += h {
 		if now >= nextTick {
 			nextTick += cfg.Tick.Seconds()
-			_ = store.ReportPeer(ctx, loop.Peer{Loop: r.loopID, Instance: "c", Stored: int64(stored), StartedAt: started, ReportedAt: clock(), ExpiresAt: clock().Add(time.Minute)})
+			_ = store.ReportPeer(ctx, protocol.Peer{Loop: r.loopID, Instance: "c", Stored: int64(stored), StartedAt: started, ReportedAt: clock(), ExpiresAt: clock().Add(time.Minute)})
 			reps, _ := t.Tick(ctx)
 			if len(reps) > 0 {
 				r.limiting = append(r.limiting, limitingPoint{t: sec(now), sig: reps[0].Limiting})

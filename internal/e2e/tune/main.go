@@ -54,6 +54,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 )
@@ -87,7 +88,7 @@ type run struct {
 
 	id, table, live, shadow, instance, dbName, queueURL string
 	db                                                  *sql.DB
-	store                                               *ddbstore.Store
+	store                                               *ddbloop.Store
 	hist                                                *ddbhistory.Store
 	lastStderr                                          string
 	sqs                                                 *sqs.Client
@@ -128,7 +129,7 @@ func (r *run) setup() error {
 	if err := ddbstore.CreateTable(r.Ctx, client, r.table); err != nil {
 		return err
 	}
-	r.store, r.hist = ddbstore.New(client, r.table), ddbhistory.New(client, r.table)
+	r.store, r.hist = ddbloop.New(client, r.table), ddbhistory.New(client, r.table)
 	if !c.Keep {
 		r.Defer(func() {
 			client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(r.table)})

@@ -1,27 +1,31 @@
-// Package ddbstore keeps a loop's items in one DynamoDB table: the operator's
-// parameters (PARAMS), the controller's state (STATE) and the allowed rate
-// that consumers read (RATE). The partition key `pk` is the loop id, the sort
-// key `sk` names the item. docs/controller.md documents every attribute.
+// Package ddbstore is the consumers' side of the loop table in DynamoDB: the
+// table client, the allowed rate (RATE) and the consumers' leases (PEER),
+// the items of pkg/protocol. The partition key `pk` is the loop id, the sort
+// key `sk` names the item. The controller's items (PARAMS, STATE,
+// PARAMS_STATUS) are in pkg/adapter/ddbloop, so that a consumer links no
+// control law. docs/controller.md documents every attribute.
 package ddbstore
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 )
 
 // DefaultTable is the table name used when SLUICE_TABLE is not set.
 const DefaultTable = "sluice"
 
-// Sort keys of the items of one loop.
-const (
-	SortParams       = "PARAMS"
-	SortParamsStatus = "PARAMS_STATUS"
-	SortState        = "STATE"
-	SortRate         = "RATE"
-)
+// SortRate is the sort key of a loop's RATE item.
+const SortRate = ddbitem.SortRate
+
+// IndexBySort is the global secondary index (partition key sk, sort key pk)
+// through which the controller lists every loop's PARAMS item and every
+// consumer's lease in one query each, without scanning the other items of
+// the table (RATE, history).
+const IndexBySort = ddbitem.IndexBySort
 
 // API is the part of the DynamoDB client the store uses; *dynamodb.Client
 // satisfies it.
@@ -37,7 +41,7 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// Store reads and writes the items of every loop in one table.
+// Store reads and writes the consumers' items of every loop in one table.
 type Store struct {
 	api   API
 	table string
@@ -60,8 +64,4 @@ func TableFromEnv() string {
 		return t
 	}
 	return DefaultTable
-}
-
-func wrap(op, loopID string, err error) error {
-	return fmt.Errorf("dynamodb %s loop %q: %w", op, loopID, err)
 }

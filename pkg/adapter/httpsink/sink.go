@@ -63,10 +63,13 @@ func (r *RoundRobin) Pick() string {
 	return r.endpoints[n%uint64(len(r.endpoints))]
 }
 
-// DefaultPoisonStatus are the answers that refuse a message for its content.
-var DefaultPoisonStatus = []int{
-	http.StatusBadRequest, http.StatusRequestEntityTooLarge,
-	http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity,
+// DefaultPoisonStatus returns the answers that refuse a message for its
+// content (a new slice at every call).
+func DefaultPoisonStatus() []int {
+	return []int{
+		http.StatusBadRequest, http.StatusRequestEntityTooLarge,
+		http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity,
+	}
 }
 
 // Config configures a Sink.
@@ -149,7 +152,7 @@ func New(cfg Config, picker Picker, client *http.Client, clock consume.Clock) *S
 	cfg.MaxBackoff = defaults.Positive(cfg.MaxBackoff, 2*time.Second)
 	cfg.Parallel = defaults.Positive(cfg.Parallel, 8)
 	if cfg.PoisonStatus == nil {
-		cfg.PoisonStatus = DefaultPoisonStatus
+		cfg.PoisonStatus = DefaultPoisonStatus()
 	}
 	if client == nil {
 		client = &http.Client{Timeout: cfg.Timeout}

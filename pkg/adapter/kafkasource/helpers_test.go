@@ -18,7 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fastGroup makes group membership react in well under a second, so that
@@ -103,7 +103,7 @@ type worker struct {
 func startWorker(t *testing.T, brokers []string, topic, group string, sink consume.Sink, rate float64) *worker {
 	t.Helper()
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "kafka", PerSecond: rate})
+	rates.Put(protocol.Rate{Loop: "kafka", PerSecond: rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "kafka", SafeRate: 1e6}, rates, nil, consume.WallClock{}, nil, nil)
 	c := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
 	src, err := kafkasource.New(kafkasource.Config{

@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fakeDeadLetters records the poison it was sent; it fails while fail is set.
@@ -45,7 +45,7 @@ func (f *fakeDeadLetters) SendDeadLetters(_ context.Context, poison []consume.Po
 
 func lambdaHandler(rate float64, sink consume.Sink, dl kafkasource.DeadLetterSender) *kafkasource.LambdaHandler {
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "orders", PerSecond: rate})
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, consume.WallClock{}, nil, nil)
 	return &kafkasource.LambdaHandler{
 		Consumer:    consume.New(consume.Config{}, rc, sink, consume.WallClock{}, nil, nil),

@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // stuckSink fails one id with a retryable error on every try and counts
@@ -55,7 +55,7 @@ func TestStuckRecordRetriedThenDeadLettered(t *testing.T) {
 	ids := produce(t, brokers, topic, "s", 0, 200, nil)
 	sink := &stuckSink{Sink: memqueue.NewSink(), stuck: ids[17]}
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "kafka", PerSecond: 1e6})
+	rates.Put(protocol.Rate{Loop: "kafka", PerSecond: 1e6})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "kafka", SafeRate: 1e6}, rates, nil, consume.WallClock{}, nil, nil)
 	cons := consume.New(consume.Config{BatchSize: 20}, rc, sink, consume.WallClock{}, nil, nil)
 	src, err := kafkasource.New(kafkasource.Config{

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 var _ consume.RateReader = (*Rates)(nil)
@@ -15,16 +15,16 @@ var _ consume.RateReader = (*Rates)(nil)
 // concurrent use.
 type Rates struct {
 	mu    sync.Mutex
-	rates map[string]loop.Rate
+	rates map[string]protocol.Rate
 	reads int
 	err   error
 }
 
 // NewRates returns an empty store.
-func NewRates() *Rates { return &Rates{rates: map[string]loop.Rate{}} }
+func NewRates() *Rates { return &Rates{rates: map[string]protocol.Rate{}} }
 
 // Put writes r under r.Loop.
-func (s *Rates) Put(r loop.Rate) {
+func (s *Rates) Put(r protocol.Rate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rates[r.Loop] = r
@@ -44,17 +44,17 @@ func (s *Rates) SetErr(err error) {
 	s.err = err
 }
 
-// ReadRate returns the loop's rate, or loop.ErrNotFound.
-func (s *Rates) ReadRate(_ context.Context, loopID string) (loop.Rate, error) {
+// ReadRate returns the loop's rate, or protocol.ErrNotFound.
+func (s *Rates) ReadRate(_ context.Context, loopID string) (protocol.Rate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
 	if s.err != nil {
-		return loop.Rate{}, fmt.Errorf("read rate %s: %w", loopID, s.err)
+		return protocol.Rate{}, fmt.Errorf("read rate %s: %w", loopID, s.err)
 	}
 	r, ok := s.rates[loopID]
 	if !ok {
-		return loop.Rate{}, fmt.Errorf("read rate %s: %w", loopID, loop.ErrNotFound)
+		return protocol.Rate{}, fmt.Errorf("read rate %s: %w", loopID, protocol.ErrNotFound)
 	}
 	return r, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Store is an in-memory store of loop items. Its zero value is not usable:
@@ -21,9 +22,9 @@ type Store struct {
 	params map[string]map[string]any
 	status map[string]loop.ParamsStatus
 	states map[string]loop.State
-	rates  map[string]loop.Rate
+	rates  map[string]protocol.Rate
 	// peers holds the consumers' leases by loop and instance (peers.go).
-	peers map[string]map[string]loop.Peer
+	peers map[string]map[string]protocol.Peer
 }
 
 var _ loop.TickStore = (*Store)(nil)
@@ -34,21 +35,21 @@ func New() *Store {
 		params: make(map[string]map[string]any),
 		status: make(map[string]loop.ParamsStatus),
 		states: make(map[string]loop.State),
-		rates:  make(map[string]loop.Rate),
+		rates:  make(map[string]protocol.Rate),
 	}
 }
 
 // ReadRate returns the RATE item of loopID, or an error wrapping
-// loop.ErrNotFound.
-func (s *Store) ReadRate(_ context.Context, loopID string) (loop.Rate, error) {
-	return read(s, s.rates, "RATE", loopID, func(r loop.Rate) loop.Rate {
+// protocol.ErrNotFound.
+func (s *Store) ReadRate(_ context.Context, loopID string) (protocol.Rate, error) {
+	return read(s, s.rates, "RATE", loopID, func(r protocol.Rate) protocol.Rate {
 		r.Weights = maps.Clone(r.Weights)
 		return r
 	})
 }
 
 // WriteRate writes the RATE item of r.Loop.
-func (s *Store) WriteRate(_ context.Context, r loop.Rate) error {
+func (s *Store) WriteRate(_ context.Context, r protocol.Rate) error {
 	if r.Loop == "" {
 		return fmt.Errorf("memstore write RATE: empty loop id")
 	}
@@ -60,7 +61,7 @@ func (s *Store) WriteRate(_ context.Context, r loop.Rate) error {
 }
 
 // ReadParams returns the raw attributes of the PARAMS item of loopID (see
-// loop.DecodeParams), or an error wrapping loop.ErrNotFound.
+// loop.DecodeParams), or an error wrapping protocol.ErrNotFound.
 func (s *Store) ReadParams(_ context.Context, loopID string) (map[string]any, error) {
 	return read(s, s.params, "PARAMS", loopID, cloneAttrs)
 }
@@ -98,26 +99,26 @@ func (s *Store) WriteParamsIf(_ context.Context, loopID string, attrs map[string
 }
 
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadStatus(_ context.Context, loopID string) (loop.ParamsStatus, error) {
 	return read(s, s.status, "PARAMS_STATUS", loopID, func(st loop.ParamsStatus) loop.ParamsStatus { return st })
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadState(_ context.Context, loopID string) (loop.State, error) {
 	return read(s, s.states, "STATE", loopID, loop.State.Clone)
 }
 
 // read returns a copy (by clone) of loopID's item in m, the items of one
-// kind (what), or an error wrapping loop.ErrNotFound.
+// kind (what), or an error wrapping protocol.ErrNotFound.
 func read[T any](s *Store, m map[string]T, what, loopID string, clone func(T) T) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := m[loopID]
 	if !ok {
 		var zero T
-		return zero, fmt.Errorf("memstore read %s loop %q: %w", what, loopID, loop.ErrNotFound)
+		return zero, fmt.Errorf("memstore read %s loop %q: %w", what, loopID, protocol.ErrNotFound)
 	}
 	return clone(v), nil
 }

@@ -7,29 +7,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // ReportPeer writes p's lease (the consumer's report, pkg/consume's
 // PeerStore), replacing the instance's previous one. Leases that lapsed more
-// than twice loop.PeerRetention before p was reported are deleted, as
+// than twice protocol.PeerRetention before p was reported are deleted, as
 // DynamoDB's TTL would.
-func (s *Store) ReportPeer(_ context.Context, p loop.Peer) error {
+func (s *Store) ReportPeer(_ context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
 		return fmt.Errorf("memstore report peer: empty loop id or instance id in %+v", p)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.peers == nil {
-		s.peers = make(map[string]map[string]loop.Peer)
+		s.peers = make(map[string]map[string]protocol.Peer)
 	}
 	m := s.peers[p.Loop]
 	if m == nil {
-		m = make(map[string]loop.Peer)
+		m = make(map[string]protocol.Peer)
 		s.peers[p.Loop] = m
 	}
 	for id, q := range m {
-		if p.ReportedAt.Sub(q.ExpiresAt) > 2*loop.PeerRetention {
+		if p.ReportedAt.Sub(q.ExpiresAt) > 2*protocol.PeerRetention {
 			delete(m, id)
 		}
 	}
@@ -51,15 +51,15 @@ func (s *Store) LivePeers(_ context.Context, loopID string, now time.Time) (int,
 }
 
 // peersOf returns loopID's leases sorted by instance; the caller holds mu.
-func (s *Store) peersOf(loopID string) []loop.Peer {
+func (s *Store) peersOf(loopID string) []protocol.Peer {
 	m := s.peers[loopID]
 	if len(m) == 0 {
 		return nil
 	}
-	out := make([]loop.Peer, 0, len(m))
+	out := make([]protocol.Peer, 0, len(m))
 	for _, p := range m {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b loop.Peer) int { return strings.Compare(a.Instance, b.Instance) })
+	slices.SortFunc(out, func(a, b protocol.Peer) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
 }

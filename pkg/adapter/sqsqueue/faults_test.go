@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // fakeAPI records visibility changes and sent dead letters.
@@ -53,7 +53,7 @@ func (f *fakeAPI) DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInp
 
 func handlerAt(rate float64, sink consume.Sink, api *fakeAPI) *sqsqueue.Handler {
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "orders", PerSecond: rate})
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, consume.WallClock{}, nil, nil)
 	return &sqsqueue.Handler{
 		Consumer: consume.New(consume.Config{}, rc, sink, consume.WallClock{}, nil, nil), Loop: "orders",

@@ -159,10 +159,10 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 	}
 	retry, paused := h.RetryBackoff, h.PausedBackoff
 	if retry.Base <= 0 {
-		retry = DefaultRetryBackoff
+		retry = DefaultRetryBackoff()
 	}
 	if paused.Base <= 0 {
-		paused = DefaultPausedBackoff
+		paused = DefaultPausedBackoff()
 	}
 	vis := map[string]time.Duration{}
 	for _, m := range rep.Retry {

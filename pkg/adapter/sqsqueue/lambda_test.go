@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 func loadEvent(t *testing.T) events.SQSEvent {
@@ -26,7 +26,7 @@ func loadEvent(t *testing.T) events.SQSEvent {
 
 func newHandler(sink consume.Sink) *sqsqueue.Handler {
 	rates := memqueue.NewRates()
-	rates.Put(loop.Rate{Loop: "orders", PerSecond: 1000})
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, consume.WallClock{}, nil, nil)
 	return &sqsqueue.Handler{Consumer: consume.New(consume.Config{}, rc, sink, consume.WallClock{}, nil, nil), Loop: "orders"}
 }

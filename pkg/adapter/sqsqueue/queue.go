@@ -28,7 +28,7 @@ var (
 	_ consume.Retrier      = (*Queue)(nil)
 )
 
-// DefaultRetryBackoff is the visibility of a message whose destination
+// DefaultRetryBackoff returns the visibility of a message whose destination
 // failed, by its receive count (equal jitter): 15-30 s after the first
 // receive, doubling to 120-240 s after the fourth, at most 15 minutes. With
 // a maxReceiveCount of 5 a healthy message survives a destination outage of
@@ -36,14 +36,18 @@ var (
 // even when it is received as often as it becomes visible, as a Lambda's
 // event source mapping does; the worker's circuit breaker receives far
 // less.
-var DefaultRetryBackoff = consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
+func DefaultRetryBackoff() consume.Backoff {
+	return consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
+}
 
-// DefaultPausedBackoff is the visibility of a message handed back untried
+// DefaultPausedBackoff returns the visibility of a message handed back untried
 // while the rate is zero, by its receive count: 30-60 s after the first
 // receive, 240-480 s after the fourth. With a maxReceiveCount of 5 a pause of
 // up to 450 s (7.5 minutes) never dead-letters a healthy message; for longer
 // pauses raise maxReceiveCount or disable the event source mapping.
-var DefaultPausedBackoff = consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
+func DefaultPausedBackoff() consume.Backoff {
+	return consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
+}
 
 // maxVisibility is SQS's limit on a visibility timeout.
 const maxVisibility = 12 * time.Hour
@@ -110,7 +114,7 @@ func New(api API, cfg Config, log *slog.Logger) *Queue {
 	}
 	cfg.Visibility = defaults.Positive(cfg.Visibility, 30*time.Second)
 	if cfg.RetryBackoff.Base <= 0 {
-		cfg.RetryBackoff = DefaultRetryBackoff
+		cfg.RetryBackoff = DefaultRetryBackoff()
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -7,13 +7,14 @@ import (
 
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // PeerStore is a loop store that also keeps the consumers' leases
 // (pkg/consume's PeerStore).
 type PeerStore interface {
 	Store
-	ReportPeer(ctx context.Context, p loop.Peer) error
+	ReportPeer(ctx context.Context, p protocol.Peer) error
 	LivePeers(ctx context.Context, loopID string, now time.Time) (int, error)
 }
 
@@ -33,7 +34,7 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	}
 	lease := func(id, inst string, stored int64, expires time.Time) {
 		t.Helper()
-		p := loop.Peer{Loop: id, Instance: inst, Stored: stored, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: expires}
+		p := protocol.Peer{Loop: id, Instance: inst, Stored: stored, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: expires}
 		if err := s.ReportPeer(ctx, p); err != nil {
 			t.Fatalf("ReportPeer(%+v): %v", p, err)
 		}
@@ -43,7 +44,7 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 	lease("a", "i-2", 5, at.Add(-time.Second))    // lapsed
 	lease("a", "i-3", 7, at.Add(time.Minute))
 	lease("a#b", "i-4", 9, at.Add(time.Minute))
-	batches := loop.Peer{Loop: "a#b", Instance: "i-5", Stored: 30, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: at.Add(time.Minute),
+	batches := protocol.Peer{Loop: "a#b", Instance: "i-5", Stored: 30, StartedAt: at.Add(-time.Hour), ReportedAt: at, ExpiresAt: at.Add(time.Minute),
 		Batches: 3, BatchMessages: 30, Working: 1234567891 * time.Nanosecond}
 	if err := s.ReportPeer(ctx, batches); err != nil {
 		t.Fatalf("ReportPeer(%+v): %v", batches, err)
@@ -84,7 +85,7 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
 	ctx := context.Background()
 	m := loop.MappingState{UUID: "esm-1", Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
-		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]loop.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
+		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]protocol.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
 	st := loop.State{Loop: "a", Version: 1, TickAt: at, Mapping: m,
 		Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
 	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // RateStore is the RATE part of a store.
 type RateStore interface {
-	ReadRate(ctx context.Context, loopID string) (loop.Rate, error)
-	WriteRate(ctx context.Context, r loop.Rate) error
+	ReadRate(ctx context.Context, loopID string) (protocol.Rate, error)
+	WriteRate(ctx context.Context, r protocol.Rate) error
 }
 
 // TestRate runs the RATE contract against a fresh store from newStore.
@@ -27,19 +27,19 @@ func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
 	t.Run("missing", func(t *testing.T) {
 		s := newStore(t)
 		_, err := s.ReadRate(ctx, "nope")
-		if !errors.Is(err, loop.ErrNotFound) {
-			t.Fatalf("ReadRate(%q) error = %v; want loop.ErrNotFound", "nope", err)
+		if !errors.Is(err, protocol.ErrNotFound) {
+			t.Fatalf("ReadRate(%q) error = %v; want protocol.ErrNotFound", "nope", err)
 		}
 	})
 
 	t.Run("round trip", func(t *testing.T) {
 		tests := []struct {
 			name string
-			rate loop.Rate
+			rate protocol.Rate
 		}{
-			{"plain", loop.Rate{Loop: "orders", PerSecond: 123.25, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 7}},
-			{"zero rate", loop.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
-			{"weights", loop.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
+			{"plain", protocol.Rate{Loop: "orders", PerSecond: 123.25, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 7}},
+			{"zero rate", protocol.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
+			{"weights", protocol.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
 				Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
 		}
 		for _, tt := range tests {
@@ -59,10 +59,10 @@ func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
 
 	t.Run("overwrite", func(t *testing.T) {
 		s := newStore(t)
-		first := loop.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
+		first := protocol.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
 			Weights: map[string]float64{"a": 1}}
-		second := loop.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
-		for _, r := range []loop.Rate{first, second} {
+		second := protocol.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
+		for _, r := range []protocol.Rate{first, second} {
 			if err := s.WriteRate(ctx, r); err != nil {
 				t.Fatalf("WriteRate: %v", err)
 			}
@@ -76,14 +76,14 @@ func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
 
 	t.Run("loops are separate", func(t *testing.T) {
 		s := newStore(t)
-		a := loop.Rate{Loop: "a", PerSecond: 1, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
-		b := loop.Rate{Loop: "b", PerSecond: 2, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 5}
-		for _, r := range []loop.Rate{a, b} {
+		a := protocol.Rate{Loop: "a", PerSecond: 1, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
+		b := protocol.Rate{Loop: "b", PerSecond: 2, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 5}
+		for _, r := range []protocol.Rate{a, b} {
 			if err := s.WriteRate(ctx, r); err != nil {
 				t.Fatalf("WriteRate: %v", err)
 			}
 		}
-		for _, want := range []loop.Rate{a, b} {
+		for _, want := range []protocol.Rate{a, b} {
 			got, err := s.ReadRate(ctx, want.Loop)
 			if err != nil {
 				t.Fatalf("ReadRate(%q): %v", want.Loop, err)
@@ -94,13 +94,13 @@ func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
 
 	t.Run("empty loop id refused", func(t *testing.T) {
 		s := newStore(t)
-		if err := s.WriteRate(ctx, loop.Rate{PerSecond: 1}); err == nil {
+		if err := s.WriteRate(ctx, protocol.Rate{PerSecond: 1}); err == nil {
 			t.Fatal("WriteRate with empty loop id = nil; want an error")
 		}
 	})
 }
 
-func assertRate(t *testing.T, got, want loop.Rate) {
+func assertRate(t *testing.T, got, want protocol.Rate) {
 	t.Helper()
 	if got.Loop != want.Loop || got.PerSecond != want.PerSecond || got.Tick != want.Tick ||
 		!got.WrittenAt.Equal(want.WrittenAt) || !got.ExpiresAt.Equal(want.ExpiresAt) {

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Store is every method of a loop store: what the controller, the CLI and
@@ -63,8 +64,8 @@ func TestTickStore(t *testing.T, newStore func(t *testing.T) Store) {
 
 func testParamsRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
-	if _, err := s.ReadParams(ctx, "x"); !errors.Is(err, loop.ErrNotFound) {
-		t.Fatalf("ReadParams(missing) error = %v; want loop.ErrNotFound", err)
+	if _, err := s.ReadParams(ctx, "x"); !errors.Is(err, protocol.ErrNotFound) {
+		t.Fatalf("ReadParams(missing) error = %v; want protocol.ErrNotFound", err)
 	}
 	attrs := map[string]any{
 		"setpoint": 65.5, "kp": 1.0, "mode": "manual", "enabled": false,
@@ -202,7 +203,7 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 				MetricAt: at.Add(-time.Minute), Measured: 11.25, Setpoint: 10, Unit: "s", Terms: control.Output{Rate: 321.5, P: -25}},
 		},
 	}
-	rate := loop.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
+	rate := protocol.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
 		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
 	status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",
 		InForce: "last valid parameters", Fingerprint: "abc", CheckedAt: at, Tick: 1}
@@ -264,7 +265,7 @@ func testOneWinnerAmongConcurrentCommits(t *testing.T, s Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := loop.Rate{Loop: "race", PerSecond: float64(i), WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 2}
+			r := protocol.Rate{Loop: "race", PerSecond: float64(i), WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 2}
 			errs[i] = s.CommitTick(ctx, loop.Commit{PrevVersion: 1, State: loop.State{Loop: "race", Version: 2, Rate: float64(i)}, Rate: &r})
 		}()
 	}
@@ -337,16 +338,16 @@ func testUnencodableStateRefused(t *testing.T, s Store) {
 	ctx := context.Background()
 	at := contractTime()
 	st := loop.State{Loop: "n", Version: 1, TickAt: at, Controller: control.State{Init: true, Integral: math.NaN()}}
-	rate := loop.Rate{Loop: "n", PerSecond: 5, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
+	rate := protocol.Rate{Loop: "n", PerSecond: 5, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
 	err := s.CommitTick(ctx, loop.Commit{State: st, Rate: &rate})
 	if err == nil || errors.Is(err, loop.ErrConflict) {
 		t.Fatalf("CommitTick of a controller state with a NaN integrator = %v; want an error that is not a conflict", err)
 	}
-	if _, err := s.ReadState(ctx, "n"); !errors.Is(err, loop.ErrNotFound) {
-		t.Errorf("ReadState after the refused commit: %v; want loop.ErrNotFound", err)
+	if _, err := s.ReadState(ctx, "n"); !errors.Is(err, protocol.ErrNotFound) {
+		t.Errorf("ReadState after the refused commit: %v; want protocol.ErrNotFound", err)
 	}
-	if _, err := s.ReadRate(ctx, "n"); !errors.Is(err, loop.ErrNotFound) {
-		t.Errorf("ReadRate after the refused commit: %v; want loop.ErrNotFound", err)
+	if _, err := s.ReadRate(ctx, "n"); !errors.Is(err, protocol.ErrNotFound) {
+		t.Errorf("ReadRate after the refused commit: %v; want protocol.ErrNotFound", err)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -132,7 +133,7 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 		if err := ddbstore.CreateTable(ctx, ddb, table); err != nil {
 			return err
 		}
-		store := ddbstore.New(ddb, table)
+		store := ddbloop.New(ddb, table)
 		if err := seed(ctx, store, cw, n, time.Now()); err != nil {
 			return err
 		}
@@ -141,7 +142,7 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 	}
 	for _, n := range []int{1, 100, 1000} {
 		fd, fcw := newFakeDynamo(), &fakeCloudWatch{}
-		store := ddbstore.New(fd, "bench")
+		store := ddbloop.New(fd, "bench")
 		if err := seed(ctx, store, nil, n, time.Now()); err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func run(res *result, bootstrap string, motoSizes []int) error {
 }
 
 // measure runs two ticks of n loops and records the API calls of each.
-func measure(ctx context.Context, res *result, backend string, n int, store *ddbstore.Store, reader metric.Reader, calls func() map[string]int) {
+func measure(ctx context.Context, res *result, backend string, n int, store *ddbloop.Store, reader metric.Reader, calls func() map[string]int) {
 	now := time.Now()
 	tk := &loop.Ticker{Sources: looptest.Sources(),
 		Store:   store,
@@ -212,7 +213,7 @@ func cutEnv(kv string) (string, string, bool) {
 }
 
 // seed writes n loops' PARAMS and, with cw, a CPU datapoint for each.
-func seed(ctx context.Context, store *ddbstore.Store, cw *cloudwatch.Client, n int, now time.Time) error {
+func seed(ctx context.Context, store *ddbloop.Store, cw *cloudwatch.Client, n int, now time.Time) error {
 	at := now.Add(-2 * time.Minute)
 	var data []cwtypes.MetricDatum
 	flush := func() error {

@@ -1,7 +1,8 @@
-package ddbstore
+package ddbloop
 
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -11,18 +12,18 @@ import (
 // included). A loop with one signal has neither.
 func encodeSignals(item map[string]types.AttributeValue, st loop.State) error {
 	if st.Limiting != "" {
-		item["limiting"] = str(st.Limiting)
+		item["limiting"] = ddbitem.Str(st.Limiting)
 	}
 	if len(st.Signals) == 0 {
 		return nil
 	}
-	return setJSON(item, "signals", st.Signals)
+	return ddbitem.SetJSON(item, "signals", st.Signals)
 }
 
 func decodeSignals(item map[string]types.AttributeValue, st *loop.State) error {
 	var err error
-	if st.Limiting, err = optS(item, "limiting"); err != nil {
+	if st.Limiting, err = ddbitem.OptS(item, "limiting"); err != nil {
 		return err
 	}
-	return getJSON(item, "signals", &st.Signals)
+	return ddbitem.GetJSON(item, "signals", &st.Signals)
 }

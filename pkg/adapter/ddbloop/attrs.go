@@ -1,10 +1,12 @@
-package ddbstore
+package ddbloop
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 )
 
 // toAV converts a Go value (as paramsAttrs returns, plus int and json-like
@@ -17,16 +19,16 @@ func toAV(v any) (types.AttributeValue, error) {
 	case nil:
 		return &types.AttributeValueMemberNULL{Value: true}, nil
 	case string:
-		return str(x), nil
+		return ddbitem.Str(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("%v cannot be stored in DynamoDB", x)
 		}
-		return num(x), nil
+		return ddbitem.Num(x), nil
 	case int:
-		return integer(int64(x)), nil
+		return ddbitem.Integer(int64(x)), nil
 	case int64:
-		return integer(x), nil
+		return ddbitem.Integer(x), nil
 	case bool:
 		return &types.AttributeValueMemberBOOL{Value: x}, nil
 	case []byte:
@@ -40,7 +42,7 @@ func toAV(v any) (types.AttributeValue, error) {
 	case map[string]string:
 		m := make(map[string]types.AttributeValue, len(x))
 		for k, s := range x {
-			m[k] = str(s)
+			m[k] = ddbitem.Str(s)
 		}
 		return &types.AttributeValueMemberM{Value: m}, nil
 	case []any:
@@ -54,7 +56,7 @@ func toAV(v any) (types.AttributeValue, error) {
 		}
 		return &types.AttributeValueMemberL{Value: l}, nil
 	case fmt.Stringer:
-		return str(x.String()), nil
+		return ddbitem.Str(x.String()), nil
 	default:
 		return nil, fmt.Errorf("value of type %T cannot be stored", v)
 	}

@@ -1,11 +1,11 @@
-package balance_test
+package wrr_test
 
 import (
 	"math"
 	"reflect"
 	"testing"
 
-	"github.com/sluice-dev/sluice/pkg/balance"
+	"github.com/sluice-dev/sluice/pkg/wrr"
 )
 
 func TestSpread(t *testing.T) {
@@ -25,11 +25,11 @@ func TestSpread(t *testing.T) {
 			map[string]float64{"http://a/": 0.5, "http://b/": 0.5, "http://c/": 0.5}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := balance.Spread(nodes, tt.w)
+			got := wrr.Spread(nodes, tt.w)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Spread(%v) = %v; want %v", tt.w, got, tt.want)
 			}
-			if _, err := balance.NewPicker(got); err != nil {
+			if _, err := wrr.NewPicker(got); err != nil {
 				t.Errorf("NewPicker(Spread(%v)): %v", tt.w, err)
 			}
 		})
@@ -38,7 +38,7 @@ func TestSpread(t *testing.T) {
 
 func TestFollow(t *testing.T) {
 	nodes := []string{"http://a/", "http://b/"}
-	p, follow, err := balance.Follow(nodes)
+	p, follow, err := wrr.Follow(nodes)
 	if err != nil {
 		t.Fatalf("Follow: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestFollow(t *testing.T) {
 	if got := p.Weights(); got["http://a/"] != 0.5 {
 		t.Errorf("weights after follow(nil) = %v; want equal", got)
 	}
-	if _, _, err := balance.Follow(nil); err == nil {
+	if _, _, err := wrr.Follow(nil); err == nil {
 		t.Errorf("Follow(no nodes) = nil error; want one")
 	}
 }

@@ -1,4 +1,4 @@
-package loop
+package protocol
 
 import "time"
 
@@ -22,7 +22,8 @@ type Rate struct {
 	Weights map[string]float64 `json:"weights,omitempty"`
 }
 
-// Expired reports whether r is no longer valid at now.
+// Expired reports whether r is no longer valid at now. A rate without an
+// expiry never expires.
 func (r Rate) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 }

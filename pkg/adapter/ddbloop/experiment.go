@@ -1,8 +1,9 @@
-package ddbstore
+package ddbloop
 
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
@@ -12,5 +13,5 @@ func encodeExperiment(item map[string]types.AttributeValue, st loop.State) error
 	if st.Experiment == nil {
 		return nil
 	}
-	return setJSON(item, "experiment", st.Experiment)
+	return ddbitem.SetJSON(item, "experiment", st.Experiment)
 }

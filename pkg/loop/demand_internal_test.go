@@ -4,40 +4,42 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 func TestMeasureDemand(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Minute)
 	live := now.Add(10 * time.Second)
-	peer := func(id string, stored int64, started time.Time, expires time.Time) Peer {
-		return Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: expires}
+	peer := func(id string, stored int64, started time.Time, expires time.Time) protocol.Peer {
+		return protocol.Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: started, ReportedAt: now, ExpiresAt: expires}
 	}
 	old := t0.Add(-time.Hour)
 	for _, tc := range []struct {
 		name      string
-		peers     []Peer
+		peers     []protocol.Peer
 		prev      map[string]int64
 		prevTick  time.Time
 		want      float64
 		wantKnown bool
 		wantLive  int
 	}{
-		{name: "increase of every count", peers: []Peer{peer("a", 700, old, live), peer("b", 1300, old, live)},
+		{name: "increase of every count", peers: []protocol.Peer{peer("a", 700, old, live), peer("b", 1300, old, live)},
 			prev: map[string]int64{"a": 100, "b": 100}, prevTick: t0, want: 30, wantKnown: true, wantLive: 2},
-		{name: "a peer started since the last tick counts whole", peers: []Peer{peer("a", 700, old, live), peer("c", 600, t0.Add(time.Second), live)},
+		{name: "a peer started since the last tick counts whole", peers: []protocol.Peer{peer("a", 700, old, live), peer("c", 600, t0.Add(time.Second), live)},
 			prev: map[string]int64{"a": 100}, prevTick: t0, want: 20, wantKnown: true, wantLive: 2},
-		{name: "a lapsed lease still counts its last report", peers: []Peer{peer("a", 700, old, now.Add(-time.Minute))},
+		{name: "a lapsed lease still counts its last report", peers: []protocol.Peer{peer("a", 700, old, now.Add(-time.Minute))},
 			prev: map[string]int64{"a": 100}, prevTick: t0, want: 10, wantKnown: true, wantLive: 0},
-		{name: "a lease lapsed beyond retention is ignored", peers: []Peer{peer("a", 700, old, now.Add(-PeerRetention-time.Second))},
+		{name: "a lease lapsed beyond retention is ignored", peers: []protocol.Peer{peer("a", 700, old, now.Add(-protocol.PeerRetention-time.Second))},
 			prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true, wantLive: 0},
-		{name: "a count below its baseline counts from zero", peers: []Peer{peer("a", 60, old, live)},
+		{name: "a count below its baseline counts from zero", peers: []protocol.Peer{peer("a", 60, old, live)},
 			prev: map[string]int64{"a": 1000}, prevTick: t0, want: 1, wantKnown: true, wantLive: 1},
-		{name: "after a gap the counts cover the whole gap", peers: []Peer{peer("a", 6100, old, live)},
+		{name: "after a gap the counts cover the whole gap", peers: []protocol.Peer{peer("a", 6100, old, live)},
 			prev: map[string]int64{"a": 100}, prevTick: now.Add(-10 * time.Minute), want: 10, wantKnown: true, wantLive: 1},
 		{name: "all peers gone: nothing taken", prev: map[string]int64{"a": 100}, prevTick: t0, want: 0, wantKnown: true},
-		{name: "an old peer without baseline makes it unknown", peers: []Peer{peer("a", 700, old, live)}, prevTick: t0, wantLive: 1},
-		{name: "first tick: unknown", peers: []Peer{peer("a", 700, old, live)}, wantLive: 1},
+		{name: "an old peer without baseline makes it unknown", peers: []protocol.Peer{peer("a", 700, old, live)}, prevTick: t0, wantLive: 1},
+		{name: "first tick: unknown", peers: []protocol.Peer{peer("a", 700, old, live)}, wantLive: 1},
 		{name: "no consumer reports: unknown", prevTick: t0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +48,7 @@ func TestMeasureDemand(t *testing.T) {
 				t.Errorf("measureDemand = processed %v known %v live %d; want %v %v %d", d.Processed, d.Known, d.Live, tc.want, tc.wantKnown, tc.wantLive)
 			}
 			for _, p := range tc.peers {
-				if _, ok := d.Stored[p.Instance]; !ok && now.Sub(p.ExpiresAt) <= PeerRetention {
+				if _, ok := d.Stored[p.Instance]; !ok && now.Sub(p.ExpiresAt) <= protocol.PeerRetention {
 					t.Errorf("baseline of %s missing from %v", p.Instance, d.Stored)
 				}
 			}
@@ -90,8 +92,8 @@ func TestMeasureDemandCountsAsOfTheReport(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Minute)
 	old := t0.Add(-time.Hour)
-	peer := func(id string, stored int64, reported time.Time) Peer {
-		return Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: old, ReportedAt: reported, ExpiresAt: now.Add(10 * time.Second)}
+	peer := func(id string, stored int64, reported time.Time) protocol.Peer {
+		return protocol.Peer{Loop: "l", Instance: id, Stored: stored, StartedAt: old, ReportedAt: reported, ExpiresAt: now.Add(10 * time.Second)}
 	}
 	prev := Demand{
 		Stored:     map[string]int64{"a": 1000, "b": 1000, "c": 1000},
@@ -100,14 +102,14 @@ func TestMeasureDemandCountsAsOfTheReport(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		prev  Demand
-		peers []Peer
+		peers []protocol.Peer
 		want  float64
 	}{
 		// 10 msg/s each: a over 61.8 s, b over 58.2 s.
-		{"each count over its own report interval", prev, []Peer{peer("a", 1618, now.Add(-100*time.Millisecond)), peer("b", 1582, now.Add(-1900*time.Millisecond))}, 20},
+		{"each count over its own report interval", prev, []protocol.Peer{peer("a", 1618, now.Add(-100*time.Millisecond)), peer("b", 1582, now.Add(-1900*time.Millisecond))}, 20},
 		// c stopped reporting 40 s into the tick: what it stored counts once, not rescaled.
-		{"a lease not refreshed through the tick counts as it is", prev, []Peer{peer("c", 1420, t0.Add(40*time.Second))}, 7},
-		{"a baseline without report times counts as it is", Demand{Stored: map[string]int64{"a": 1000}}, []Peer{peer("a", 1618, now.Add(-100*time.Millisecond))}, 618.0 / 60},
+		{"a lease not refreshed through the tick counts as it is", prev, []protocol.Peer{peer("c", 1420, t0.Add(40*time.Second))}, 7},
+		{"a baseline without report times counts as it is", Demand{Stored: map[string]int64{"a": 1000}}, []protocol.Peer{peer("a", 1618, now.Add(-100*time.Millisecond))}, 618.0 / 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := measureDemand(tc.peers, tc.prev, t0, now)

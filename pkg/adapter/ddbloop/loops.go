@@ -1,4 +1,4 @@
-package ddbstore
+package ddbloop
 
 import (
 	"context"
@@ -13,13 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
-
-// IndexBySort is the global secondary index (partition key sk, sort key pk)
-// through which the controller lists every loop's PARAMS item in one query,
-// without scanning the other items of the table (RATE, history).
-const IndexBySort = "by-sk"
 
 // maxBatchGet is BatchGetItem's limit on keys in one request.
 const maxBatchGet = 100
@@ -27,7 +24,7 @@ const maxBatchGet = 100
 var _ loop.TickStore = (*Store)(nil)
 
 // ReadParams returns the raw attributes of the PARAMS item of loopID (pk and
-// sk removed), or an error wrapping loop.ErrNotFound.
+// sk removed), or an error wrapping protocol.ErrNotFound.
 func (s *Store) ReadParams(ctx context.Context, loopID string) (map[string]any, error) {
 	item, err := s.get(ctx, loopID, SortParams)
 	if err != nil {
@@ -35,7 +32,7 @@ func (s *Store) ReadParams(ctx context.Context, loopID string) (map[string]any, 
 	}
 	a, err := paramsAttrs(item)
 	if err != nil {
-		return nil, wrap("decode PARAMS", loopID, err)
+		return nil, ddbitem.Wrap("decode PARAMS", loopID, err)
 	}
 	return a, nil
 }
@@ -59,14 +56,14 @@ func paramsAttrs(item map[string]types.AttributeValue) (map[string]any, error) {
 func (s *Store) WriteParams(ctx context.Context, loopID string, attrs map[string]any) error {
 	item, err := toItem(attrs)
 	if err != nil {
-		return wrap("encode PARAMS", loopID, err)
+		return ddbitem.Wrap("encode PARAMS", loopID, err)
 	}
-	maps := key(loopID, SortParams)
+	maps := ddbitem.Key(loopID, SortParams)
 	for k, v := range maps {
 		item[k] = v
 	}
 	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
-		return wrap("write PARAMS", loopID, err)
+		return ddbitem.Wrap("write PARAMS", loopID, err)
 	}
 	return nil
 }
@@ -78,19 +75,19 @@ func (s *Store) WriteParams(ctx context.Context, loopID string, attrs map[string
 func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[string]any, read int64) error {
 	item, err := toItem(attrs)
 	if err != nil {
-		return wrap("encode PARAMS", loopID, err)
+		return ddbitem.Wrap("encode PARAMS", loopID, err)
 	}
-	for k, v := range key(loopID, SortParams) {
+	for k, v := range ddbitem.Key(loopID, SortParams) {
 		item[k] = v
 	}
-	item[loop.AttrEditVersion] = integer(read + 1)
+	item[loop.AttrEditVersion] = ddbitem.Integer(read + 1)
 	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
 		ExpressionAttributeNames: map[string]string{"#v": loop.AttrEditVersion}}
 	if read == 0 {
 		in.ConditionExpression = aws.String("attribute_not_exists(#v)")
 	} else {
 		in.ConditionExpression = aws.String("#v = :v")
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": integer(read)}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": ddbitem.Integer(read)}
 	}
 	_, err = s.api.PutItem(ctx, in)
 	var failed *types.ConditionalCheckFailedException
@@ -98,19 +95,19 @@ func (s *Store) WriteParamsIf(ctx context.Context, loopID string, attrs map[stri
 		return fmt.Errorf("dynamodb write PARAMS loop %q at edit version %d: %w", loopID, read, loop.ErrParamsConflict)
 	}
 	if err != nil {
-		return wrap("write PARAMS", loopID, err)
+		return ddbitem.Wrap("write PARAMS", loopID, err)
 	}
 	return nil
 }
 
 // ReadStatus returns the PARAMS_STATUS item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadStatus(ctx context.Context, loopID string) (loop.ParamsStatus, error) {
 	return read(ctx, s, loopID, SortParamsStatus, decodeStatus)
 }
 
 // ReadState returns the STATE item of loopID, or an error wrapping
-// loop.ErrNotFound.
+// protocol.ErrNotFound.
 func (s *Store) ReadState(ctx context.Context, loopID string) (loop.State, error) {
 	return read(ctx, s, loopID, SortState, decodeState)
 }
@@ -125,7 +122,7 @@ func read[T any](ctx context.Context, s *Store, loopID, sk string, decode func(m
 	}
 	v, err := decode(item)
 	if err != nil {
-		return v, wrap("decode "+sk, loopID, err)
+		return v, ddbitem.Wrap("decode "+sk, loopID, err)
 	}
 	return v, nil
 }
@@ -133,14 +130,14 @@ func read[T any](ctx context.Context, s *Store, loopID, sk string, decode func(m
 func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            key(loopID, sk),
+		Key:            ddbitem.Key(loopID, sk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, wrap("read "+sk, loopID, err)
+		return nil, ddbitem.Wrap("read "+sk, loopID, err)
 	}
 	if len(out.Item) == 0 {
-		return nil, wrap("read "+sk, loopID, loop.ErrNotFound)
+		return nil, ddbitem.Wrap("read "+sk, loopID, protocol.ErrNotFound)
 	}
 	return out.Item, nil
 }
@@ -150,17 +147,17 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 // 100 keys a call). A STATE item that does not decode sets its snapshot's
 // Err and fails no other loop. A tick over N loops costs about ceil(N/1000) queries and
 // ceil(N/100) batch reads, plus one query for the consumers' leases
-// (peers.go) per 1 MB of them.
+// (ddbstore.Store.Peers) per 1 MB of them.
 func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	var snaps []loop.Snapshot
-	err := s.queryBySort(ctx, SortParams, "PARAMS", func(item map[string]types.AttributeValue) error {
-		id, err := getS(item, "pk")
+	err := ddbitem.QueryBySort(ctx, s.api, s.table, SortParams, "PARAMS", func(item map[string]types.AttributeValue) error {
+		id, err := ddbitem.GetS(item, "pk")
 		if err != nil {
 			return nil // not a loop's PARAMS item
 		}
 		sn := loop.Snapshot{Loop: id}
 		if sn.Params, err = paramsAttrs(item); err != nil {
-			sn.Err = wrap("decode PARAMS", id, err)
+			sn.Err = ddbitem.Wrap("decode PARAMS", id, err)
 		}
 		snaps = append(snaps, sn)
 		return nil
@@ -172,8 +169,8 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	for i, sn := range snaps {
 		byLoop[sn.Loop] = i
 	}
-	// Issue 13: the consumers' leases, in one paginated query (peers.go).
-	peers, err := s.loadPeers(ctx)
+	// The consumers' leases of every loop, in one paginated query.
+	peers, err := s.Peers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +182,7 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	for start := 0; start < len(snaps); start += maxBatchGet {
 		keys := make([]map[string]types.AttributeValue, 0, maxBatchGet)
 		for _, sn := range snaps[start:min(start+maxBatchGet, len(snaps))] {
-			keys = append(keys, key(sn.Loop, SortState))
+			keys = append(keys, ddbitem.Key(sn.Loop, SortState))
 		}
 		items, err := s.batchGet(ctx, keys)
 		if err != nil {
@@ -199,7 +196,7 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 				// A STATE whose key does not decode, or of no listed loop.
 			case err != nil:
 				// One corrupt item fails its loop only.
-				snaps[i].Err = fmt.Errorf("%w (delete the STATE item to restart the loop)", wrap("decode STATE", st.Loop, err))
+				snaps[i].Err = fmt.Errorf("%w (delete the STATE item to restart the loop)", ddbitem.Wrap("decode STATE", st.Loop, err))
 			default:
 				snaps[i].State = &st
 			}
@@ -244,18 +241,18 @@ func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
 	id := c.State.Loop
 	stateItem, err := encodeState(c.State)
 	if err != nil {
-		return wrap("encode STATE", id, err)
+		return ddbitem.Wrap("encode STATE", id, err)
 	}
 	put := &types.Put{TableName: aws.String(s.table), Item: stateItem}
 	if c.PrevVersion == 0 {
 		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	} else {
 		put.ConditionExpression = aws.String("version = :v")
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": integer(c.PrevVersion)}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": ddbitem.Integer(c.PrevVersion)}
 	}
 	items := []types.TransactWriteItem{{Put: put}}
 	if c.Rate != nil {
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: encodeRate(*c.Rate)}})
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ddbitem.EncodeRate(*c.Rate)}})
 	}
 	if c.Status != nil {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: encodeStatus(*c.Status)}})
@@ -278,55 +275,43 @@ func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
 	if errors.As(err, &inProgress) || errors.As(err, &tc) {
 		return fmt.Errorf("dynamodb commit loop %q at version %d: %v: %w", id, c.PrevVersion, err, loop.ErrConflict)
 	}
-	return wrap("commit tick", id, err)
-}
-
-func setTime(item map[string]types.AttributeValue, name string, t time.Time) {
-	if !t.IsZero() {
-		item[name] = timestamp(t)
-	}
-}
-
-func setNum(item map[string]types.AttributeValue, name string, f float64) {
-	if !math.IsNaN(f) && !math.IsInf(f, 0) {
-		item[name] = num(f)
-	}
+	return ddbitem.Wrap("commit tick", id, err)
 }
 
 func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
-	item := key(st.Loop, SortState)
-	item["version"] = integer(st.Version)
-	setTime(item, "tick_at", st.TickAt)
-	setTime(item, "metric_at", st.MetricAt)
-	setNum(item, "measured", st.Measured)
-	setNum(item, "setpoint", st.Setpoint)
-	setNum(item, "rate", st.Rate)
+	item := ddbitem.Key(st.Loop, SortState)
+	item["version"] = ddbitem.Integer(st.Version)
+	ddbitem.SetTime(item, "tick_at", st.TickAt)
+	ddbitem.SetTime(item, "metric_at", st.MetricAt)
+	ddbitem.SetNum(item, "measured", st.Measured)
+	ddbitem.SetNum(item, "setpoint", st.Setpoint)
+	ddbitem.SetNum(item, "rate", st.Rate)
 	if st.Mode != "" {
-		item["mode"] = str(string(st.Mode))
+		item["mode"] = ddbitem.Str(string(st.Mode))
 	}
 	item["stale"] = &types.AttributeValueMemberBOOL{Value: st.Stale}
-	setTime(item, "stale_since", st.StaleSince)
-	setNum(item, "p", st.Terms.P)
-	setNum(item, "i", st.Terms.I)
-	setNum(item, "d", st.Terms.D)
-	setNum(item, "ff", st.Terms.FF)
+	ddbitem.SetTime(item, "stale_since", st.StaleSince)
+	ddbitem.SetNum(item, "p", st.Terms.P)
+	ddbitem.SetNum(item, "i", st.Terms.I)
+	ddbitem.SetNum(item, "d", st.Terms.D)
+	ddbitem.SetNum(item, "ff", st.Terms.FF)
 	item["saturated"] = &types.AttributeValueMemberBOOL{Value: st.Terms.Saturated}
-	if err := setJSON(item, "controller", st.Controller); err != nil {
+	if err := ddbitem.SetJSON(item, "controller", st.Controller); err != nil {
 		return nil, err
 	}
 	if st.Params != nil {
-		if err := setJSON(item, "params_valid", st.Params); err != nil {
+		if err := ddbitem.SetJSON(item, "params_valid", st.Params); err != nil {
 			return nil, err
 		}
 	}
-	item["params_fingerprint"] = str(st.ParamsFingerprint)
+	item["params_fingerprint"] = ddbitem.Str(st.ParamsFingerprint)
 	if len(st.Balance.Nodes) > 0 || st.Balance.Ticks != 0 {
-		if err := setJSON(item, "balance", st.Balance); err != nil {
+		if err := ddbitem.SetJSON(item, "balance", st.Balance); err != nil {
 			return nil, err
 		}
 	}
 	if len(st.Drift.Samples) > 0 || st.Drift.ModelDrift {
-		if err := setJSON(item, "drift", st.Drift); err != nil {
+		if err := ddbitem.SetJSON(item, "drift", st.Drift); err != nil {
 			return nil, err
 		}
 		// model_drift is its own attribute, for a reader of the item.
@@ -344,92 +329,59 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	return item, nil
 }
 
-func optTime(item map[string]types.AttributeValue, name string) (time.Time, error) {
-	if _, ok := item[name]; !ok {
-		return time.Time{}, nil
-	}
-	return getTime(item, name)
-}
-
-func optNum(item map[string]types.AttributeValue, name string, def float64) (float64, error) {
-	if _, ok := item[name]; !ok {
-		return def, nil
-	}
-	return getN(item, name)
-}
-
-func optS(item map[string]types.AttributeValue, name string) (string, error) {
-	if _, ok := item[name]; !ok {
-		return "", nil
-	}
-	return getS(item, name)
-}
-
-func optBool(item map[string]types.AttributeValue, name string) (bool, error) {
-	av, ok := item[name]
-	if !ok {
-		return false, nil
-	}
-	b, ok := av.(*types.AttributeValueMemberBOOL)
-	if !ok {
-		return false, fmt.Errorf("attribute %s: want a boolean (BOOL), got %s", name, typeName(av))
-	}
-	return b.Value, nil
-}
-
 func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	var st loop.State
 	var err error
-	if st.Loop, err = getS(item, "pk"); err != nil {
+	if st.Loop, err = ddbitem.GetS(item, "pk"); err != nil {
 		return st, err
 	}
-	r := &itemReader{item: item}
-	st.Version = int64(r.n("version"))
-	st.TickAt, st.MetricAt = r.optTS("tick_at"), r.optTS("metric_at")
-	st.Measured = r.optN("measured", math.NaN())
-	st.Setpoint, st.Rate = r.optN("setpoint", 0), r.optN("rate", 0)
-	st.Mode = loop.Mode(r.optS("mode"))
-	st.Stale, st.StaleSince = r.optBool("stale"), r.optTS("stale_since")
-	st.Terms.P, st.Terms.I, st.Terms.D, st.Terms.FF = r.optN("p", 0), r.optN("i", 0), r.optN("d", 0), r.optN("ff", 0)
-	st.Terms.Saturated, st.Terms.Rate = r.optBool("saturated"), st.Rate
-	if ctrl := r.optS("controller"); ctrl != "" {
-		r.add(json.Unmarshal([]byte(ctrl), &st.Controller))
+	r := ddbitem.NewReader(item)
+	st.Version = int64(r.N("version"))
+	st.TickAt, st.MetricAt = r.OptTS("tick_at"), r.OptTS("metric_at")
+	st.Measured = r.OptN("measured", math.NaN())
+	st.Setpoint, st.Rate = r.OptN("setpoint", 0), r.OptN("rate", 0)
+	st.Mode = loop.Mode(r.OptS("mode"))
+	st.Stale, st.StaleSince = r.OptBool("stale"), r.OptTS("stale_since")
+	st.Terms.P, st.Terms.I, st.Terms.D, st.Terms.FF = r.OptN("p", 0), r.OptN("i", 0), r.OptN("d", 0), r.OptN("ff", 0)
+	st.Terms.Saturated, st.Terms.Rate = r.OptBool("saturated"), st.Rate
+	if ctrl := r.OptS("controller"); ctrl != "" {
+		r.Add(json.Unmarshal([]byte(ctrl), &st.Controller))
 	}
 	var p loop.Params
-	if r.optJSON("params_valid", &p) {
+	if r.OptJSON("params_valid", &p) {
 		st.Params = &p
 	}
-	st.ParamsFingerprint = r.optS("params_fingerprint")
-	r.optJSON("balance", &st.Balance)
-	r.optJSON("drift", &st.Drift)
-	r.add(decodeDemand(item, &st.Demand))
-	r.add(decodeMapping(item, &st.Mapping))
-	r.add(decodeSignals(item, &st))
+	st.ParamsFingerprint = r.OptS("params_fingerprint")
+	r.OptJSON("balance", &st.Balance)
+	r.OptJSON("drift", &st.Drift)
+	r.Add(decodeDemand(item, &st.Demand))
+	r.Add(decodeMapping(item, &st.Mapping))
+	r.Add(decodeSignals(item, &st))
 	var x loop.ExperimentState
-	if r.optJSON("experiment", &x) {
+	if r.OptJSON("experiment", &x) {
 		st.Experiment = &x
 	}
-	return st, r.err()
+	return st, r.Err()
 }
 
 func encodeStatus(st loop.ParamsStatus) map[string]types.AttributeValue {
-	item := key(st.Loop, SortParamsStatus)
-	item["status"] = str(st.Status)
+	item := ddbitem.Key(st.Loop, SortParamsStatus)
+	item["status"] = ddbitem.Str(st.Status)
 	if st.Reason != "" {
-		item["reason"] = str(st.Reason)
+		item["reason"] = ddbitem.Str(st.Reason)
 	}
 	if st.InForce != "" {
-		item["in_force"] = str(st.InForce)
+		item["in_force"] = ddbitem.Str(st.InForce)
 	}
-	item["fingerprint"] = str(st.Fingerprint)
-	item["checked_at"] = timestamp(st.CheckedAt)
-	item["tick"] = integer(st.Tick)
+	item["fingerprint"] = ddbitem.Str(st.Fingerprint)
+	item["checked_at"] = ddbitem.Timestamp(st.CheckedAt)
+	item["tick"] = ddbitem.Integer(st.Tick)
 	return item
 }
 
 func decodeStatus(item map[string]types.AttributeValue) (loop.ParamsStatus, error) {
-	r := &itemReader{item: item}
-	st := loop.ParamsStatus{Loop: r.s("pk"), Status: r.s("status"), Reason: r.optS("reason"), InForce: r.optS("in_force"),
-		Fingerprint: r.optS("fingerprint"), CheckedAt: r.optTS("checked_at"), Tick: int64(r.optN("tick", 0))}
-	return st, r.err()
+	r := ddbitem.NewReader(item)
+	st := loop.ParamsStatus{Loop: r.S("pk"), Status: r.S("status"), Reason: r.OptS("reason"), InForce: r.OptS("in_force"),
+		Fingerprint: r.OptS("fingerprint"), CheckedAt: r.OptTS("checked_at"), Tick: int64(r.OptN("tick", 0))}
+	return st, r.Err()
 }

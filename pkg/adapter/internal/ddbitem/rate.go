@@ -1,0 +1,68 @@
+package ddbitem
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// EncodeRate is the RATE item of r.
+func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
+	item := Key(r.Loop, SortRate)
+	item["rate"] = Num(r.PerSecond)
+	item["written_at"] = Timestamp(r.WrittenAt)
+	item["expires_at"] = Timestamp(r.ExpiresAt)
+	item["tick"] = Integer(r.Tick)
+	if len(r.Weights) > 0 {
+		m := make(map[string]types.AttributeValue, len(r.Weights))
+		for k, v := range r.Weights {
+			m[k] = Num(v)
+		}
+		item["weights"] = &types.AttributeValueMemberM{Value: m}
+	}
+	return item
+}
+
+// DecodeRate reads a RATE item; a required attribute that is missing is an
+// error naming it (a RATE without its rate must not read as 0, which pauses
+// every consumer).
+func DecodeRate(item map[string]types.AttributeValue) (protocol.Rate, error) {
+	var r protocol.Rate
+	var err error
+	if r.Loop, err = GetS(item, "pk"); err != nil {
+		return r, err
+	}
+	if r.PerSecond, err = GetN(item, "rate"); err != nil {
+		return r, err
+	}
+	if r.WrittenAt, err = GetTime(item, "written_at"); err != nil {
+		return r, err
+	}
+	if r.ExpiresAt, err = GetTime(item, "expires_at"); err != nil {
+		return r, err
+	}
+	if _, ok := item["tick"]; ok {
+		t, err := GetN(item, "tick")
+		if err != nil {
+			return r, err
+		}
+		r.Tick = int64(t)
+	}
+	if av, ok := item["weights"]; ok {
+		m, ok := av.(*types.AttributeValueMemberM)
+		if !ok {
+			return r, fmt.Errorf("attribute weights: want a map (M), got %s", TypeName(av))
+		}
+		r.Weights = make(map[string]float64, len(m.Value))
+		for k := range m.Value {
+			v, err := GetN(m.Value, k)
+			if err != nil {
+				return r, fmt.Errorf("weights: %w", err)
+			}
+			r.Weights[k] = v
+		}
+	}
+	return r, nil
+}

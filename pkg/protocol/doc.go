@@ -1,0 +1,24 @@
+// Package protocol is the contract between the controller and the consumers
+// of a loop: the items both sides read and write in the store, and nothing
+// of how either side computes them.
+//
+//   - Rate is the RATE item: the allowed rate the controller writes at every
+//     tick and every consumer reads before each batch.
+//   - Peer is a consumer instance's lease and report (the PEER items): the
+//     running counts of what it stored and of its batches, which the
+//     controller turns into the processed rate and the batch time, and whose
+//     live count the consumers share RATE by.
+//   - ErrNotFound is what a store returns for an item that does not exist.
+//
+// The consumers (pkg/consume, the consumer functions) import this package
+// and not the controller's (pkg/loop), so that a consumer binary links no
+// control law. The JSON names of the fields are part of the contract: a
+// consumer and a controller of different releases read each other's items,
+// so a field is only ever added, never renamed or given a new meaning.
+// Adding a field bumps Version.
+package protocol
+
+// Version is the version of the items this package describes. A controller
+// or consumer that reads an item of a later version reads the fields it
+// knows and ignores the others.
+const Version = 1

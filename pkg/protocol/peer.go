@@ -1,0 +1,60 @@
+package protocol
+
+import "time"
+
+// Peer is a consumer instance's lease on a loop: the consumer refreshes it
+// every few seconds (pkg/consume's Lease) with the running count of the
+// messages it stored since it started. The controller reads every loop's
+// peers in the same batched read as the loops and turns the counts into the
+// processed rate of the last tick period; the consumers count the live
+// leases to share RATE among the instances that actually run.
+type Peer struct {
+	// Loop is the loop id; Instance the consumer instance's unique id.
+	Loop     string `json:"loop"`
+	Instance string `json:"instance"`
+	// Stored counts the messages the instance stored since StartedAt.
+	Stored int64 `json:"stored"`
+	// Batches counts the batches the instance worked on since StartedAt,
+	// BatchMessages the messages they held, and Working their working time
+	// (pacing excluded): the means size an event source mapping.
+	Batches       int64         `json:"batches,omitempty"`
+	BatchMessages int64         `json:"batch_messages,omitempty"`
+	Working       time.Duration `json:"working,omitempty"`
+	// StartedAt is when the instance started counting; ReportedAt when it
+	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
+	StartedAt  time.Time `json:"started_at"`
+	ReportedAt time.Time `json:"reported_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// Live reports whether the lease is in force at now.
+func (p Peer) Live(now time.Time) bool { return now.Before(p.ExpiresAt) }
+
+// BatchCount returns the peer's running batch count.
+func (p Peer) BatchCount() BatchCount {
+	return BatchCount{Batches: p.Batches, Messages: p.BatchMessages, Working: p.Working}
+}
+
+// LivePeers counts the leases of peers in force at now.
+func LivePeers(peers []Peer, now time.Time) int {
+	n := 0
+	for _, p := range peers {
+		if p.Live(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// PeerRetention is how long after its lease lapsed a peer's count still
+// counts toward the processed rate (its last refresh may come after the
+// previous tick). Older leases are ignored; stores may delete them (a TTL).
+const PeerRetention = 10 * time.Minute
+
+// BatchCount is a consumer instance's running count of its batches
+// (Peer): how many, how many messages they held, and their working time.
+type BatchCount struct {
+	Batches  int64         `json:"batches"`
+	Messages int64         `json:"messages"`
+	Working  time.Duration `json:"working"`
+}

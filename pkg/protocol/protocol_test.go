@@ -1,0 +1,112 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func TestRateExpired(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		expires time.Time
+		now     time.Time
+		want    bool
+	}{
+		{"before the expiry", t0, t0.Add(-time.Nanosecond), false},
+		{"at the expiry", t0, t0, true},
+		{"after the expiry", t0, t0.Add(time.Second), true},
+		{"no expiry never expires", time.Time{}, t0.Add(1000 * time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := protocol.Rate{Loop: "l", PerSecond: 1, ExpiresAt: tc.expires}
+			if got := r.Expired(tc.now); got != tc.want {
+				t.Errorf("Rate{ExpiresAt: %v}.Expired(%v) = %v; want %v", tc.expires, tc.now, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPeerLiveAndLivePeers(t *testing.T) {
+	peers := []protocol.Peer{
+		{Instance: "a", ExpiresAt: t0.Add(time.Second)},
+		{Instance: "b", ExpiresAt: t0},                   // lapses at t0
+		{Instance: "c", ExpiresAt: t0.Add(-time.Minute)}, // lapsed
+		{Instance: "d", ExpiresAt: t0.Add(time.Hour)},
+	}
+	if got := protocol.LivePeers(peers, t0); got != 2 {
+		t.Errorf("LivePeers(a, b, c, d at t0) = %d; want 2 (a and d)", got)
+	}
+	if got := protocol.LivePeers(nil, t0); got != 0 {
+		t.Errorf("LivePeers(nil) = %d; want 0", got)
+	}
+	if peers[1].Live(t0) {
+		t.Errorf("Peer{ExpiresAt: t0}.Live(t0) = true; want false (a lease lapses at its expiry)")
+	}
+}
+
+func TestPeerBatchCount(t *testing.T) {
+	p := protocol.Peer{Batches: 3, BatchMessages: 25, Working: 1500 * time.Millisecond}
+	want := protocol.BatchCount{Batches: 3, Messages: 25, Working: 1500 * time.Millisecond}
+	if got := p.BatchCount(); got != want {
+		t.Errorf("BatchCount() = %+v; want %+v", got, want)
+	}
+}
+
+// The JSON names are the contract between releases: they never change.
+func TestJSONNamesAreStable(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want []string
+	}{
+		{protocol.Rate{Weights: map[string]float64{"n": 1}}, []string{"loop", "rate", "written_at", "expires_at", "tick", "weights"}},
+		{protocol.Peer{Batches: 1, BatchMessages: 1, Working: 1}, []string{"loop", "instance", "stored", "batches", "batch_messages", "working", "started_at", "reported_at", "expires_at"}},
+		{protocol.BatchCount{}, []string{"batches", "messages", "working"}},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range tc.want {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%T as JSON = %s; want the field %q", tc.v, b, k)
+			}
+		}
+		if len(m) != len(tc.want) {
+			t.Errorf("%T as JSON has %d fields (%s); want %d", tc.v, len(m), b, len(tc.want))
+		}
+	}
+}
+
+func TestRateRoundTripsThroughJSON(t *testing.T) {
+	want := protocol.Rate{Loop: "l", PerSecond: 12.5, WrittenAt: t0, ExpiresAt: t0.Add(time.Minute), Tick: 7, Weights: map[string]float64{"a": 0.25, "b": 0.75}}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got protocol.Rate
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Rate through JSON = %+v; want %+v", got, want)
+	}
+}
+
+func TestErrNotFoundWrapped(t *testing.T) {
+	err := fmt.Errorf("read RATE loop %q: %w", "l", protocol.ErrNotFound)
+	if !errors.Is(err, protocol.ErrNotFound) {
+		t.Errorf("errors.Is(%v, ErrNotFound) = false; want true", err)
+	}
+}
