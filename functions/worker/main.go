@@ -123,7 +123,8 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, log
 	for {
 		s, err := mysqlsink.Start(ctx, db, cfg.MySQL)
 		if err == nil {
-			return s, func() { db.Close() }, nil
+			pruner := s.StartPruner(mysqlsink.PruneConfig{})
+			return s, func() { pruner.Stop(); db.Close() }, nil
 		}
 		if errors.Is(err, mysqlsink.ErrStatement) {
 			db.Close()

@@ -146,13 +146,17 @@ func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets ds
 		db.Close()
 		return nil, nil, err
 	}
-	return s, func() { db.Close() }, nil
+	// The inbox's pruner runs in a goroutine, frozen with the environment
+	// between invocations: each round is bounded by its own budget.
+	pruner := s.StartPruner(mysqlsink.PruneConfig{})
+	return s, func() { pruner.Stop(); db.Close() }, nil
 }
 
 // OpenMySQL opens the destination database: the DSN read once from Secrets
 // Manager (this runs once per container) or given in the environment, and
 // the schema migrated unless migrations are a separate step (SLUICE_MIGRATE
-// off: the runtime user then needs only INSERT and SELECT).
+// off: the runtime user then needs only INSERT, SELECT and, for pruning
+// the inbox, DELETE).
 func OpenMySQL(ctx context.Context, c Config, secrets dsnsecret.API) (*sql.DB, error) {
 	dsn := c.MySQLDSN
 	if c.MySQLSecret != "" {

@@ -32,8 +32,12 @@ type Config struct {
 	// Loop is recorded with each inbox row (which loop stored the message).
 	Loop string
 	// Retention is how long inbox rows are kept (default 7 days); older
-	// rows are removed in small chunks.
+	// rows are removed in small chunks by the sink's Pruner.
 	Retention time.Duration
+	// NoPrune turns the Pruner off: the consumer's user then needs no
+	// DELETE on the inbox, and old rows are removed another way (a
+	// partition dropped, or an event of the database's scheduler).
+	NoPrune bool
 	// Now is the clock of the inbox's times (default time.Now).
 	Now func() time.Time
 	// Log receives the sink's warnings (nil: discarded).
@@ -86,13 +90,15 @@ const (
 	EnvStatementFile = "SLUICE_MYSQL_STATEMENT_FILE"
 	EnvPrefix        = "SLUICE_MYSQL_PREFIX"
 	EnvRetention     = "SLUICE_MYSQL_INBOX_RETENTION"
+	EnvPrune         = "SLUICE_MYSQL_INBOX_PRUNE"
 )
 
 // ConfigFromEnv reads the sink's configuration the way every Sluice
 // consumer does: SLUICE_MYSQL_STATEMENT (or SLUICE_MYSQL_STATEMENT_FILE, a
 // file of one or more statements), SLUICE_MYSQL_PREFIX and
 // SLUICE_MYSQL_INBOX_RETENTION (a duration such as 168h, or days such as
-// 7d). The caller sets Loop.
+// 7d) and SLUICE_MYSQL_INBOX_PRUNE (on, the default, or off: NoPrune). The
+// caller sets Loop.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Statement: getenv(EnvStatement), Prefix: getenv(EnvPrefix)}
 	if f := getenv(EnvStatementFile); f != "" {
@@ -116,6 +122,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q: %w", EnvRetention, v, err)
 		}
 		c.Retention = d
+	}
+	switch v := getenv(EnvPrune); v {
+	case "", "on":
+	case "off":
+		c.NoPrune = true
+	default:
+		return c, fmt.Errorf("%s=%q: want on or off", EnvPrune, v)
 	}
 	if !prefixRE.MatchString(c.Prefix) {
 		return c, fmt.Errorf("%s=%q: want at most 32 letters, digits or underscores", EnvPrefix, c.Prefix)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -97,59 +96,6 @@ func (s *Sink) readInbox(ctx context.Context, items []item) (map[string][]byte, 
 		return nil, fmt.Errorf("read %s: %w", s.names.inbox, err)
 	}
 	return known, nil
-}
-
-// Pruning: one DELETE of at most pruneChunk rows at a time (short locks),
-// at most pruneChunks per Store, every pruneEvery while caught up, after
-// every Store while behind.
-const (
-	pruneChunk  = 500
-	pruneChunks = 10
-	pruneEvery  = time.Minute
-)
-
-// maybePrune prunes the inbox when it is due. One Store at a time prunes;
-// a failure is logged and tried again later.
-func (s *Sink) maybePrune(ctx context.Context) {
-	if !s.pruneMu.TryLock() {
-		return
-	}
-	defer s.pruneMu.Unlock()
-	now := s.cfg.Now()
-	if now.Before(s.pruneNext) {
-		return
-	}
-	_, done, err := s.Prune(ctx, pruneChunks)
-	if err != nil {
-		s.cfg.Log.WarnContext(ctx, "prune the inbox", "table", s.names.inbox, "err", err)
-	}
-	s.pruneNext = now
-	if done || err != nil {
-		s.pruneNext = now.Add(pruneEvery)
-	}
-}
-
-// Prune removes inbox rows older than the retention, oldest first, in
-// statements of at most 500 rows (each its own short transaction), at most
-// maxChunks statements. It returns how many rows it removed and whether no
-// old row is left. A message redelivered after its inbox row is gone is
-// applied again.
-func (s *Sink) Prune(ctx context.Context, maxChunks int) (removed int64, done bool, err error) {
-	cutoff := s.cfg.Now().Add(-s.cfg.Retention).UTC()
-	q := "DELETE FROM " + s.names.inbox + " WHERE stored_at < ? ORDER BY stored_at LIMIT ?"
-	for range maxChunks {
-		r, err := s.db.ExecContext(ctx, q, cutoff, pruneChunk)
-		if err != nil {
-			return removed, false, fmt.Errorf("prune %s: %w", s.names.inbox, err)
-		}
-		n, _ := r.RowsAffected()
-		removed += n
-		s.stats.Pruned.Add(n)
-		if n < pruneChunk {
-			return removed, true, nil
-		}
-	}
-	return removed, false, nil
 }
 
 // refusedError is a message the database refused for its content. at is

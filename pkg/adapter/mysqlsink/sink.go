@@ -9,7 +9,9 @@
 // redelivered message (same id, same body) changes nothing, even when the
 // statement is not idempotent; the same id with another body is an id
 // collision, poison. Without a statement the sink inserts id and body into
-// its own <prefix>messages table, with the same inbox.
+// its own <prefix>messages table, with the same inbox. Inbox rows past the
+// retention are removed by a Pruner (Sink.StartPruner) in the background,
+// never by Store.
 //
 // A message the database refuses for its content (data too long, out of
 // range, a constraint violation) is poison with the database's reason and
@@ -64,9 +66,6 @@ type Sink struct {
 	mu       sync.Mutex
 	prepared []*sql.Stmt
 	cache    map[string]*sql.Stmt // multi-row statements by text
-
-	pruneMu   sync.Mutex
-	pruneNext time.Time
 
 	stats Stats
 }
@@ -233,7 +232,6 @@ func (s *Sink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Res
 	for dup, first := range twins {
 		res[dup] = res[first]
 	}
-	s.maybePrune(ctx)
 	return res, nil
 }
 

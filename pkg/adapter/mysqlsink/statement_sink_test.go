@@ -324,23 +324,6 @@ func TestInboxPrunedAfterRetention(t *testing.T) {
 	}
 }
 
-func TestInboxPrunedInChunksByStore(t *testing.T) {
-	db := userDB(t, ledgerSchema)
-	if _, err := db.Exec(`INSERT INTO sluice_inbox (message_id, body_sha256, stored_at)
-SELECT CONCAT('old-', seq), UNHEX(SHA2('x', 256)), '2025-01-01' FROM seq_1_to_1200`); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := prepare(t, db, mysqlsink.Config{Statement: appendLedger, Now: func() time.Time { return now }})
-	store(t, s, order("a", 1, "ann", "1")) // the first Store prunes what is due
-	if got := query(t, db, "SELECT message_id FROM sluice_inbox"); got != "a" {
-		t.Errorf("inbox = %.40s...; want only a", got)
-	}
-	if got := s.Stats().Pruned.Load(); got != 1200 {
-		t.Errorf("Stats().Pruned = %d; want 1200", got)
-	}
-}
-
 // TestPrepareWantsTheInbox: a deployment whose migrations are their own
 // step (SLUICE_MIGRATE=off) and were not run stops at start, instead of
 // failing every batch.

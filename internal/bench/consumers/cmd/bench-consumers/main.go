@@ -282,7 +282,8 @@ func (b *bench) openSink(dsn string, stderr io.Writer) (closeSink func(), code i
 	}
 	db.SetMaxOpenConns(32)
 	b.newSink = func() consume.Sink { return mysqlsink.New(db) }
-	return func() { db.Close(); drop() }, 0
+	pruner := mysqlsink.New(db).StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
+	return func() { pruner.Stop(); db.Close(); drop() }, 0
 }
 
 // measure runs the parts --only names, in order: overhead, pacing (and
