@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -75,7 +76,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	env := experimentEnv{store: store, sleep: restFor, now: time.Now, // lab_mariadb.go
+	env := experimentEnv{store: store, sleep: consume.WallClock{}.Sleep, now: time.Now,
 		history: func(ctx context.Context, since time.Duration) (history.File, error) {
 			return readTableHistory(ctx, *table, *loopID, since, *metricDelay)
 		}}
