@@ -187,6 +187,9 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	}
 	p.Limiting = r.Limiting
+	if len(r.Signals) < 2 {
+		return p, true // one signal: the point's own fields are its
+	}
 	for _, s := range r.Signals {
 		sp := SignalPoint{Name: s.Name, Unit: s.Unit, Setpoint: s.Setpoint, Measured: s.Measured}
 		if s.Stale {

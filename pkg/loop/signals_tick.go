@@ -12,8 +12,8 @@ import (
 	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
-// SignalReport is one signal of a loop with several signals in a tick's
-// Report.
+// SignalReport is one signal of a loop in a tick's Report, the first one
+// (the top-level attributes) as any other.
 type SignalReport struct {
 	Name string `json:"name"`
 	Unit string `json:"unit,omitempty"`
@@ -128,42 +128,93 @@ func (w *due) signalViews(first *control.Controller, old map[string]SignalState)
 	return views
 }
 
-// override runs a loop with several signals (override control): every
-// signal's controller on its own metric, the lowest output applied, the
-// others tracking it (control.Override). A stale signal follows its own
-// stale policy, except the signal that limited the rate at the last tick:
-// blind, it fails closed to min_rate (after its stale_grace). first is the
-// first signal's controller (State.Controller); in is the loop's input
-// (its interval and what the consumers took). It records every signal in
-// st and r and returns what was applied: the limiting signal's terms with
-// the applied rate.
-func (w *due) override(tc *tickCtx, first *control.Controller, in control.Input) control.Output {
-	st, prev, r := tc.st, tc.prev, tc.r
-	o := control.Override{Controllers: map[string]*control.Controller{}, Asked: map[string]float64{}}
+// tickSignals runs every signal of the loop alike: each signal's record
+// (its datapoint, its stale record, its controller's terms) is kept in
+// st.Signals and reported in r.Signals, the first signal (the top-level
+// attributes) as any other. A loop with one signal has no selection: its
+// controller sets the rate (update, or a guarded experiment). With several
+// (override control), the lowest output is applied and the rules of the
+// selection apply (selectSignals). first is the first signal's controller
+// (State.Controller); in is its input, with the loop's interval and what
+// the consumers took; fresh says whether its metric is fresh. It returns
+// what was applied: the limiting signal's terms with the applied rate.
+func (w *due) tickSignals(tc *tickCtx, first *control.Controller, in control.Input, fresh bool) control.Output {
+	st, prev := tc.st, tc.prev
 	old := map[string]SignalState{}
 	if prev != nil {
-		o.Limiting = prev.Limiting
 		for _, s := range prev.Signals {
 			old[s.Name] = s
-			o.Asked[s.Name] = s.Terms.Rate
 		}
 	}
 	views := w.signalViews(first, old)
 	sigs := make([]SignalState, len(views))
-	inputs := make([]control.SignalInput, len(views))
 	measured := make([]float64, len(views))
-	var errs []error
 	for i, v := range views {
-		sin, ok, _ := sampleInput(&v.q, v.smp, v.c.Config, tc.now, in.SamplingInterval)
-		sin.ActualRate, sin.ActualKnown = in.ActualRate, in.ActualKnown
-		if v.smp.Err != nil {
-			errs = append(errs, fmt.Errorf("signal %s: %w", v.name, v.smp.Err))
-		}
 		sigs[i] = old[v.name]
+		if i == 0 && prev != nil && len(prev.Signals) > 0 {
+			sigs[0] = prev.Signals[0] // the top-level signal's, whatever its name
+		}
 		sigs[i].Name, sigs[i].Setpoint, sigs[i].Unit = v.name, v.q.Setpoint, v.unit
 		measured[i] = math.NaN()
 		if v.smp.Found {
 			sigs[i].MetricAt, sigs[i].Measured, measured[i] = v.smp.Time, v.smp.Value, v.smp.Value
+		}
+	}
+	var res control.OverrideOutput
+	if len(views) == 1 {
+		var out control.Output
+		if s := experiment(st, tc.p, &in, fresh, tc.now); s != expIdle { // a guarded experiment (experiment.go)
+			out = updateExperiment(first, st, tc.p, in, s)
+		} else {
+			out = tc.update(first, &sigs[0], in, fresh)
+		}
+		sigs[0].Setpoint = tc.p.Setpoint + st.Experiment.offset(tc.p) // the setpoint in force
+		res = control.OverrideOutput{Rate: out.Rate, Limiting: views[0].name, Outputs: map[string]control.Output{views[0].name: out}}
+	} else {
+		res = w.selectSignals(tc, views, sigs, old, in, fresh)
+	}
+	lim := tc.recordSignals(views, res, sigs, measured)
+	st.Signals, st.Limiting = sigs, ""
+	if len(views) > 1 {
+		st.Limiting, tc.r.Limiting = res.Limiting, res.Limiting // the selection's outcome
+		st.Stale, st.StaleSince = sigs[lim].Stale, sigs[lim].StaleSince
+		tc.r.Stale = st.Stale
+	} else {
+		st.Stale, st.StaleSince = sigs[0].Stale, sigs[0].StaleSince
+	}
+	out := res.Outputs[res.Limiting]
+	out.Rate = res.Rate
+	return out
+}
+
+// selectSignals is the selection between several signals (override
+// control): every signal's controller on its own metric, the lowest output
+// applied, the others tracking it (control.Override). These rules are the
+// selection's, and apply only when there are several signals: a stale
+// signal follows its own stale policy, except the signal that limited the
+// rate at the last tick: blind, it fails closed to min_rate (after its
+// stale_grace); a held signal asks for what it asked at the last tick; a
+// signal at the floor of its range does not limit; a lag's drain is its
+// measured feedforward. first's input is in (fresh when fresh); sigs are
+// the signals' records, as old were at the last tick.
+func (w *due) selectSignals(tc *tickCtx, views []signalView, sigs []SignalState, old map[string]SignalState, in control.Input, fresh bool) control.OverrideOutput {
+	o := control.Override{Controllers: map[string]*control.Controller{}, Asked: map[string]float64{}}
+	if prev := tc.prev; prev != nil && prev.Limiting != "" {
+		o.Limiting = prev.Limiting
+		for _, s := range prev.Signals {
+			o.Asked[s.Name] = s.Terms.Rate
+		}
+	}
+	inputs := make([]control.SignalInput, len(views))
+	var errs []error
+	for i, v := range views {
+		sin, ok := in, fresh
+		if i > 0 {
+			sin, ok, _ = sampleInput(&v.q, v.smp, v.c.Config, tc.now, in.SamplingInterval)
+			sin.ActualRate, sin.ActualKnown = in.ActualRate, in.ActualKnown
+		}
+		if v.smp.Err != nil {
+			errs = append(errs, fmt.Errorf("signal %s: %w", v.name, v.smp.Err))
 		}
 		o.Controllers[v.name] = v.c
 		inputs[i] = tc.signalInput(v.c, v.q, &sigs[i], sin, ok, v.name == o.Limiting)
@@ -176,17 +227,10 @@ func (w *due) override(tc *tickCtx, first *control.Controller, in control.Input)
 			}
 		}
 	}
-	res := o.Update(inputs)
-	lim := tc.recordSignals(views, res, sigs, measured)
 	if w.sample.Err == nil && len(errs) > 0 {
-		r.Err = errors.Join(errs...) // the loop's own error, if any, is reported by compute
+		tc.r.Err = errors.Join(errs...) // the loop's own error, if any, is reported by compute
 	}
-	st.Limiting, st.Signals = res.Limiting, sigs
-	st.Stale, st.StaleSince = sigs[lim].Stale, sigs[lim].StaleSince
-	r.Limiting, r.Stale = res.Limiting, st.Stale
-	out := res.Outputs[res.Limiting]
-	out.Rate = res.Rate
-	return out
+	return o.Update(inputs)
 }
 
 // recordSignals records the override's outcome res in every signal's

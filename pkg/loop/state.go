@@ -26,7 +26,8 @@ type State struct {
 	// Schema is the item's schema (StateSchema when this controller wrote
 	// it; 0 for schema 1, before schemas were recorded).
 	Schema int `json:"schema,omitempty"`
-	// Controller is the PID controller's memory.
+	// Controller is the first signal's PID controller memory (a further
+	// signal's is in its record, SignalState.Controller).
 	Controller control.State `json:"controller"`
 	// TickAt is when the last tick was applied.
 	TickAt time.Time `json:"tick_at"`
@@ -70,17 +71,18 @@ type State struct {
 	// last update and its error, and the consumers' batch counts, for a
 	// loop that owns one (mapping.go).
 	Mapping MappingState `json:"mapping,omitzero"`
-	// Limiting names the signal whose controller's output was the rate at
-	// the last tick, and Signals is every signal's record, in
-	// Params.SignalNames order: for a loop with several signals (override
-	// control; signals.go). Both empty for a loop with one signal, whose
-	// record is the fields above.
+	// Signals is every signal's record, in Params.SignalNames order, the
+	// first signal (the top-level attributes) first: for every loop, one
+	// signal or several (signals.go). Limiting names the signal whose
+	// controller's output was the rate at the last tick: the outcome of
+	// the selection between several signals (override control); empty for
+	// a loop with one signal, which has no selection. The fields above
+	// are the loop's: its Stale is the limiting signal's.
 	Limiting string        `json:"limiting,omitempty"`
 	Signals  []SignalState `json:"signals,omitempty"`
 }
 
-// SignalState is one signal's record in the STATE of a loop with several
-// signals.
+// SignalState is one signal's record in a loop's STATE.
 type SignalState struct {
 	// Name is the signal's name.
 	Name string `json:"name"`

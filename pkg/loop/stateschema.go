@@ -2,6 +2,7 @@ package loop
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -19,11 +20,15 @@ import (
 //     whose attributes are its source's, as metric.Query's JSON under
 //     metric_query): one schema for the parameters, wherever they are
 //     kept.
+//   - 3: every signal has its record in State.Signals, the first one (the
+//     top-level attributes) first, a loop with one signal as one with
+//     several; a STATE of schema 1 or 2 of a loop with one signal gets its
+//     record from the top-level fields as it is read.
 //
 // An older STATE is upgraded as it is read. A STATE of a newer schema is
 // refused (a *StateSchemaError in the loop's report): the controller would
 // drop the fields it does not know when it writes the next tick.
-const StateSchema = 2
+const StateSchema = 3
 
 // StateSchemaError is the refusal of a STATE item written by a newer
 // controller than this one.
@@ -40,10 +45,19 @@ func (e *StateSchemaError) Error() string {
 
 // upgradeState brings a STATE item as read to StateSchema, or refuses one
 // of a newer schema. The parameters of schema 1 are upgraded when they are
-// decoded (Params.UnmarshalJSON).
+// decoded (Params.UnmarshalJSON); the record of a one-signal loop's signal
+// (schema 3) is its top-level fields.
 func upgradeState(st *State) error {
 	if st.Schema > StateSchema {
 		return &StateSchemaError{Loop: st.Loop, Schema: st.Schema}
+	}
+	if st.Schema < 3 && len(st.Signals) == 0 && st.Version > 0 {
+		name, unit := DefaultSignal, "%"
+		if st.Params != nil {
+			name, unit = st.Params.FirstSignal(), cmp.Or(st.Params.Unit, unit)
+		}
+		st.Signals = []SignalState{{Name: name, MetricAt: st.MetricAt, Measured: st.Measured, Setpoint: st.Setpoint,
+			Unit: unit, Terms: st.Terms, Stale: st.Stale, StaleSince: st.StaleSince}}
 	}
 	st.Schema = StateSchema
 	return nil

@@ -397,17 +397,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	// The processed rate the consumers reported: an idle queue is not a
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
-	var out control.Output
-	if len(p.Signals) == 0 {
-		st.Limiting, st.Signals = "", nil
-		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // a guarded experiment (experiment.go)
-			out = updateExperiment(&ctrl, &st, p, in, s)
-		} else {
-			out = tc.update(&ctrl, in, fresh)
-		}
-	} else { // override control: the lowest of the signals' outputs (signals_tick.go)
-		out = w.override(tc, &ctrl, in)
-	}
+	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
 	}
@@ -445,41 +435,43 @@ func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.D
 	return in, fresh
 }
 
-// update runs the controller: on a stale metric the loop's stale policy sets
-// the rate (and the controller records what was really sent: the
-// delay-aware integrator predicts from it when data return); the first
+// update runs the controller of a signal that sets the rate alone (a loop
+// with one signal: no selection): on a stale metric the signal's stale
+// policy sets the rate (and the controller records what was really sent:
+// the delay-aware integrator predicts from it when data return); the first
 // fresh tick after a stale period resumes bumplessly from the rate the
-// policy left.
-func (tc *tickCtx) update(ctrl *control.Controller, in control.Input, fresh bool) control.Output {
-	st, p, now, dt, r := tc.st, tc.p, tc.now, tc.dt, tc.r
+// policy left. sig is the signal's record, whose stale record it keeps.
+func (tc *tickCtx) update(ctrl *control.Controller, sig *SignalState, in control.Input, fresh bool) control.Output {
+	p, now, dt, r := tc.p, tc.now, tc.dt, tc.r
+	prevRate := tc.st.Rate // still the last tick's
 	var out control.Output
 	switch {
 	case !fresh:
 		in.Measurement = math.NaN()
 		out = ctrl.Update(in)
 		if p.Mode != ModeManual {
-			if !st.Stale {
-				st.StaleSince = now
+			if !sig.Stale {
+				sig.StaleSince = now
 			}
 			// Stale for this tick's interval at least: with no grace the
 			// policy acts at the first stale tick.
-			ctrl.Override(p.StalePolicy().Apply(out.Rate, now.Sub(st.StaleSince)+dt, dt))
+			ctrl.Override(p.StalePolicy().Apply(out.Rate, now.Sub(sig.StaleSince)+dt, dt))
 			out.Rate = ctrl.State.Output
 		}
-		st.Stale = true
+		sig.Stale = true
 		r.Stale = true
-	case st.Stale && p.Mode != ModeManual && tc.prev != nil && tc.prev.Controller.Init:
+	case sig.Stale && p.Mode != ModeManual && ctrl.State.Init:
 		// Bumpless resume: this tick continues from the rate the stale
 		// policy left, and the integrator tracks it (control's manual
 		// tracking), so the next tick carries on from there.
 		ctrl.Config.Mode = control.ModeManual
-		ctrl.Config.ManualRate = st.Rate
+		ctrl.Config.ManualRate = prevRate
 		out = ctrl.Update(in)
-		st.Stale, st.StaleSince = false, time.Time{}
+		sig.Stale, sig.StaleSince = false, time.Time{}
 		r.Resumed = true
 	default:
 		out = ctrl.Update(in)
-		st.Stale, st.StaleSince = false, time.Time{}
+		sig.Stale, sig.StaleSince = false, time.Time{}
 	}
 	return out
 }
