@@ -109,21 +109,18 @@ type signalView struct {
 	unit string
 	smp  metric.Sample
 	c    *control.Controller
-	// ownState is true when the controller's state is kept in the
-	// signal's record (SignalState.Controller); false for the first
-	// signal's, kept in State.Controller as a one-signal loop keeps it.
-	ownState bool
 }
 
 // signalViews returns the loop's signals in order: the first one's
-// controller is first, the others' are restored from their records in old.
+// controller is first (restored by compute from the first record), the
+// others' are restored from their records in old.
 func (w *due) signalViews(first *control.Controller, old map[string]SignalState) []signalView {
 	p := w.params
 	views := []signalView{{name: p.FirstSignal(), q: p, unit: cmp.Or(p.Unit, "%"), smp: w.sample, c: first}}
 	for i, s := range p.Signals {
 		q := p.ForSignal(s)
 		c := &control.Controller{Config: q.ControlConfig(), State: old[s.Name].Controller}
-		views = append(views, signalView{name: s.Name, q: q, unit: s.Unit, smp: w.signals[i], c: c, ownState: true})
+		views = append(views, signalView{name: s.Name, q: q, unit: s.Unit, smp: w.signals[i], c: c})
 	}
 	return views
 }
@@ -135,7 +132,7 @@ func (w *due) signalViews(first *control.Controller, old map[string]SignalState)
 // controller sets the rate (update, or a guarded experiment). With several
 // (override control), the lowest output is applied and the rules of the
 // selection apply (selectSignals). first is the first signal's controller
-// (State.Controller); in is its input, with the loop's interval and what
+// (restored from State.Signals[0]); in is its input, with the loop's interval and what
 // the consumers took; fresh says whether its metric is fresh. It returns
 // what was applied: the limiting signal's terms with the applied rate.
 func (w *due) tickSignals(tc *tickCtx, first *control.Controller, in control.Input, fresh bool) control.Output {
@@ -241,9 +238,7 @@ func (tc *tickCtx) recordSignals(views []signalView, res control.OverrideOutput,
 	for i, v := range views {
 		out := res.Outputs[v.name]
 		sigs[i].Terms, sigs[i].Tracking = out, v.name != res.Limiting
-		if v.ownState {
-			sigs[i].Controller = v.c.State
-		}
+		sigs[i].Controller = v.c.State
 		if sigs[i].Drain != nil {
 			sigs[i].Drain.Record(tc.now, res.Rate)
 		}

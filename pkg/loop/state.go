@@ -26,9 +26,6 @@ type State struct {
 	// Schema is the item's schema (StateSchema when this controller wrote
 	// it; 0 for schema 1, before schemas were recorded).
 	Schema int `json:"schema,omitempty"`
-	// Controller is the first signal's PID controller memory (a further
-	// signal's is in its record, SignalState.Controller).
-	Controller control.State `json:"controller"`
 	// TickAt is when the last tick was applied.
 	TickAt time.Time `json:"tick_at"`
 	// MetricAt is the timestamp of the newest datapoint seen at the last
@@ -86,8 +83,7 @@ type State struct {
 type SignalState struct {
 	// Name is the signal's name.
 	Name string `json:"name"`
-	// Controller is the signal's controller's memory; zero for the first
-	// signal, whose controller is State.Controller.
+	// Controller is the signal's PID controller memory.
 	Controller control.State `json:"controller,omitzero"`
 	// MetricAt and Measured are the newest datapoint seen (zero when none
 	// was ever found); Setpoint and Unit the signal's setpoint and unit.
@@ -195,8 +191,6 @@ type TickStore interface {
 
 // Clone returns a deep copy of s: nothing it refers to is shared with s.
 func (s State) Clone() State {
-	s.Controller.Reference = slices.Clone(s.Controller.Reference)
-	s.Controller.Applied = slices.Clone(s.Controller.Applied)
 	s.Balance.Nodes = maps.Clone(s.Balance.Nodes)
 	s.Drift = s.Drift.Clone()
 	if s.Experiment != nil {

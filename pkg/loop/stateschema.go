@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
@@ -20,10 +21,14 @@ import (
 //     whose attributes are its source's, as metric.Query's JSON under
 //     metric_query): one schema for the parameters, wherever they are
 //     kept.
-//   - 3: every signal has its record in State.Signals, the first one (the
-//     top-level attributes) first, a loop with one signal as one with
-//     several; a STATE of schema 1 or 2 of a loop with one signal gets its
-//     record from the top-level fields as it is read.
+//   - 3: every signal has its record in State.Signals, its controller's
+//     memory included, the first one (the top-level attributes) first, a
+//     loop with one signal as one with several. Schemas 1 and 2 kept the
+//     first signal's controller memory at the top level ("controller") and
+//     no record for the signal of a one-signal loop: as it is read, that
+//     memory moves into the first record (UnmarshalJSON; a store that
+//     reads the attribute itself does the same), and upgradeState makes
+//     the record of a one-signal loop's signal from the top-level fields.
 //
 // An older STATE is upgraded as it is read. A STATE of a newer schema is
 // refused (a *StateSchemaError in the loop's report): the controller would
@@ -52,14 +57,42 @@ func upgradeState(st *State) error {
 		return &StateSchemaError{Loop: st.Loop, Schema: st.Schema}
 	}
 	if st.Schema < 3 && len(st.Signals) == 0 && st.Version > 0 {
+		st.Signals = []SignalState{{}}
+	}
+	if st.Schema < 3 && len(st.Signals) > 0 && st.Signals[0].Name == "" {
+		// A one-signal loop's signal: its record is the top-level fields
+		// (and the controller memory moved into it as it was read).
 		name, unit := DefaultSignal, "%"
 		if st.Params != nil {
 			name, unit = st.Params.FirstSignal(), cmp.Or(st.Params.Unit, unit)
 		}
-		st.Signals = []SignalState{{Name: name, MetricAt: st.MetricAt, Measured: st.Measured, Setpoint: st.Setpoint,
-			Unit: unit, Terms: st.Terms, Stale: st.Stale, StaleSince: st.StaleSince}}
+		st.Signals[0] = SignalState{Name: name, Controller: st.Signals[0].Controller, MetricAt: st.MetricAt,
+			Measured: st.Measured, Setpoint: st.Setpoint, Unit: unit, Terms: st.Terms, Stale: st.Stale, StaleSince: st.StaleSince}
 	}
 	st.Schema = StateSchema
+	return nil
+}
+
+// UnmarshalJSON decodes a STATE item's JSON. The first signal's controller
+// memory that schemas 1 and 2 kept at the top level ("controller") moves
+// into the first signal's record (a record without a name, which
+// upgradeState completes, when the loop had one signal).
+func (s *State) UnmarshalJSON(b []byte) error {
+	type plain State // without this method
+	var v struct {
+		plain
+		Controller *control.State `json:"controller"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = State(v.plain)
+	if v.Controller != nil && s.Schema < 3 {
+		if len(s.Signals) == 0 {
+			s.Signals = []SignalState{{}}
+		}
+		s.Signals[0].Controller = *v.Controller
+	}
 	return nil
 }
 

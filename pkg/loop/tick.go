@@ -60,8 +60,10 @@ type Report struct {
 	// Mapping is what the tick did with the loop's event source mapping;
 	// nil for a loop that owns none (mapping.go).
 	Mapping *MappingReport `json:"mapping,omitempty"`
-	// Limiting names the signal whose controller set the rate and Signals
-	// reports each signal: for a loop with several signals (signals.go).
+	// Signals reports each signal of every loop, the first one (the
+	// top-level attributes) first; Limiting names the signal whose
+	// controller set the rate, the selection's outcome for a loop with
+	// several signals ("" for one; signals.go).
 	Limiting string         `json:"limiting,omitempty"`
 	Signals  []SignalReport `json:"signals,omitempty"`
 	// Err is set with OutcomeError.
@@ -374,7 +376,12 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	}
 	st.Loop = w.snap.Loop
 	prevVersion := st.Version
-	ctrl := control.Controller{Config: p.ControlConfig(), State: st.Controller}
+	// The first signal's controller; its memory is its record's, as every
+	// signal's (tickSignals).
+	ctrl := control.Controller{Config: p.ControlConfig()}
+	if len(st.Signals) > 0 {
+		ctrl.State = st.Signals[0].Controller
+	}
 
 	// The controller's clock follows the time really elapsed, so that the
 	// derivative and the delay-aware prediction see the true time between
@@ -406,7 +413,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
-	return w.record(&st, ctrl.State, out, prevVersion, now, weights, r)
+	return w.record(&st, out, prevVersion, now, weights, r)
 }
 
 // tickCtx is what every step of one loop's tick reads and writes: the
@@ -479,10 +486,9 @@ func (tc *tickCtx) update(ctrl *control.Controller, sig *SignalState, in control
 // record writes the tick's outcome into the new STATE and the report, and
 // returns the commit: STATE, the verdict on an edit, and RATE unless the
 // loop is in shadow mode.
-func (w *due) record(st *State, cs control.State, out control.Output, prevVersion int64, now time.Time, weights map[string]float64, r *Report) Commit {
+func (w *due) record(st *State, out control.Output, prevVersion int64, now time.Time, weights map[string]float64, r *Report) Commit {
 	p := w.params
 	st.Version, st.Schema = prevVersion+1, StateSchema
-	st.Controller = cs
 	st.TickAt = now
 	st.Setpoint = p.Setpoint + st.Experiment.offset(p) // the setpoint in force
 	st.Rate = out.Rate

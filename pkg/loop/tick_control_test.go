@@ -175,7 +175,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	cs.Applied = append(make([]control.Segment, 0, len(cs.Applied)+8), cs.Applied...)
 	cs.Reference = append(make([]control.Segment, 0, len(cs.Reference)+8), cs.Reference...)
 	p := loop.Params{Loop: "a", Feedforward: &ff, Sensing: loop.Sensing{Metric: metric.Query{Dimensions: map[string]string{"k": "v"}}}, Nodes: []loop.Node{{Name: "n"}}}
-	orig := loop.State{Loop: "a", Controller: cs, Params: &p}
+	orig := loop.State{Loop: "a", Signals: []loop.SignalState{{Name: "cpu", Controller: cs}}, Params: &p}
 	before, err := json.Marshal(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestStateCloneIsDeep(t *testing.T) {
 	}
 	// What the in-memory store did: a tick updates its clone in place.
 	c := orig.Clone()
-	up := control.Controller{Config: ctrl.Config, State: c.Controller}
+	up := control.Controller{Config: ctrl.Config, State: c.Signals[0].Controller}
 	up.Update(in(60))
 	if after, _ := json.Marshal(orig); string(after) != string(before) {
 		t.Errorf("Update on a clone changed the original:\n%s\nwant\n%s", after, before)

@@ -78,13 +78,17 @@ func checkTick(t *testing.T, k int, pl *plantLoop, p loop.Params, rep loop.Repor
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(st.Controller)
+	if len(st.Signals) == 0 {
+		t.Fatalf("tick %d: STATE has no signal record", k)
+	}
+	cs := st.Signals[0].Controller
+	b, err := json.Marshal(cs)
 	if err != nil {
 		t.Fatalf("tick %d: controller state cannot be saved: %v", k, err)
 	}
 	var back control.State
-	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, st.Controller) {
-		t.Fatalf("tick %d: state does not round-trip (%v):\n%+v\nwant\n%+v", k, err, back, st.Controller)
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, cs) {
+		t.Fatalf("tick %d: state does not round-trip (%v):\n%+v\nwant\n%+v", k, err, back, cs)
 	}
 	if prev != nil && p.SlewLimit > 0 {
 		limit := max(prev.Rate+p.SlewLimit, p.MinRate)

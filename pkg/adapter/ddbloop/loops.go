@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -299,9 +300,6 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	ddbitem.SetNum(item, "d", st.Terms.D)
 	ddbitem.SetNum(item, "ff", st.Terms.FF)
 	item["saturated"] = &types.AttributeValueMemberBOOL{Value: st.Terms.Saturated}
-	if err := ddbitem.SetJSON(item, "controller", st.Controller); err != nil {
-		return nil, err
-	}
 	if st.Params != nil {
 		if err := ddbitem.SetJSON(item, "params_valid", st.Params); err != nil {
 			return nil, err
@@ -347,8 +345,9 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	st.Stale, st.StaleSince = r.OptBool("stale"), r.OptTS("stale_since")
 	st.Terms.P, st.Terms.I, st.Terms.D, st.Terms.FF = r.OptN("p", 0), r.OptN("i", 0), r.OptN("d", 0), r.OptN("ff", 0)
 	st.Terms.Saturated, st.Terms.Rate = r.OptBool("saturated"), st.Rate
+	var legacy *control.State // schemas 1 and 2: the first signal's controller memory
 	if ctrl := r.OptS("controller"); ctrl != "" {
-		r.Add(json.Unmarshal([]byte(ctrl), &st.Controller))
+		r.Add(json.Unmarshal([]byte(ctrl), &legacy))
 	}
 	var p loop.Params
 	if r.OptJSON("params_valid", &p) {
@@ -360,6 +359,14 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	r.Add(decodeDemand(item, &st.Demand))
 	r.Add(decodeMapping(item, &st.Mapping))
 	r.Add(decodeSignals(item, &st))
+	if legacy != nil && st.Schema < 3 {
+		// Into the first signal's record, which loop's upgrade completes
+		// for a one-signal loop (loop.StateSchema).
+		if len(st.Signals) == 0 {
+			st.Signals = []loop.SignalState{{}}
+		}
+		st.Signals[0].Controller = *legacy
+	}
 	var x loop.ExperimentState
 	if r.OptJSON("experiment", &x) {
 		st.Experiment = &x

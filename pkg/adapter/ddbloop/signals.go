@@ -6,10 +6,10 @@ import (
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
-// encodeSignals and decodeSignals keep the override control's record of a
-// loop with several signals: `limiting` (S, the signal that set the rate)
-// and `signals` (S, every signal's record as JSON, controller state
-// included). A loop with one signal has neither.
+// encodeSignals and decodeSignals keep every loop's signal records:
+// `signals` (S, every signal's record as JSON, controller state included,
+// the first signal first) and, for a loop with several signals,
+// `limiting` (S, the signal that set the rate).
 func encodeSignals(item map[string]types.AttributeValue, st loop.State) error {
 	if st.Limiting != "" {
 		item["limiting"] = ddbitem.Str(st.Limiting)

@@ -182,13 +182,13 @@ func (s *Store) CommitTick(_ context.Context, c loop.Commit) error {
 }
 
 // encodable reports whether the DynamoDB store could encode st: it keeps the
-// controller's memory, the valid parameters and the balancer's state as JSON,
+// signals' records (their controllers' memory), the valid parameters and the balancer's state as JSON,
 // which refuses NaN and Inf. The in-memory store refuses what it would.
 func encodable(st loop.State) error {
 	for _, part := range []struct {
 		name string
 		v    any
-	}{{"controller state", st.Controller}, {"valid params", st.Params}, {"balancer state", st.Balance}} {
+	}{{"signal records", st.Signals}, {"valid params", st.Params}, {"balancer state", st.Balance}} {
 		if _, err := json.Marshal(part.v); err != nil {
 			return fmt.Errorf("%s: %w", part.name, err)
 		}

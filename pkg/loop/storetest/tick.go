@@ -178,10 +178,7 @@ func sampleState(at time.Time) loop.State {
 	return loop.State{
 		Loop: "l", Version: 1, Schema: loop.StateSchema, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
-		Terms: control.Output{Rate: 321.5, P: 7, I: 300, D: -1, FF: 15.5, Saturated: true},
-		Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
-			HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
-			Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
+		Terms:  control.Output{Rate: 321.5, P: 7, I: 300, D: -1, FF: 15.5, Saturated: true},
 		Params: &p, ParamsFingerprint: loop.Fingerprint(p.Attrs(looptest.Sources())),
 		Balance: balance.State{Mean: 61.25, Ticks: 7, Nodes: map[string]balance.NodeState{
 			"a": {Weight: 1.0 / 6, Error: -0.012345678901234567, Primed: true},
@@ -197,7 +194,10 @@ func sampleState(at time.Time) loop.State {
 		Experiment: &loop.ExperimentState{ID: "e1", Status: loop.ExperimentAborted, Reason: "datapoint 86 at or above the ceiling 85",
 			StartedAt: at.Add(-10 * time.Minute), EndedAt: at, Setpoint: 70, Rate: 300},
 		Signals: []loop.SignalState{
-			{Name: "cpu", MetricAt: at.Add(-2 * time.Minute), Measured: 66.5, Setpoint: 70, Unit: "%",
+			{Name: "cpu", Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
+				HaveMeasurement: true, SampleEnd: 59 * time.Minute, Output: 321.5, Kp: 2,
+				Reference: []control.Segment{{At: -time.Hour, Value: 60}, {At: time.Minute, Value: 70}}},
+				MetricAt: at.Add(-2 * time.Minute), Measured: 66.5, Setpoint: 70, Unit: "%",
 				Terms: control.Output{Rate: 400, P: 7, I: 300}, Tracking: true, Stale: true, StaleSince: at.Add(-time.Minute)},
 			{Name: "lag", Controller: control.State{Init: true, Integral: 321.5, Output: 321.5, Kp: 20},
 				MetricAt: at.Add(-time.Minute), Measured: 11.25, Setpoint: 10, Unit: "s", Terms: control.Output{Rate: 321.5, P: -25}},
@@ -308,7 +308,7 @@ func testStoredStateIsACopy(t *testing.T, s Store) {
 	hist := make([]control.Segment, 2, 16) // room to grow in place
 	hist[0], hist[1] = control.Segment{At: -time.Hour, Value: 100}, control.Segment{At: time.Minute, Value: 200}
 	st := loop.State{Loop: "c", Version: 1, TickAt: contractTime(),
-		Controller: control.State{Init: true, Applied: hist, Reference: slices.Clone(hist)}}
+		Signals: []loop.SignalState{{Name: "cpu", Controller: control.State{Init: true, Applied: hist, Reference: slices.Clone(hist)}}}}
 	if err := s.CommitTick(ctx, loop.Commit{State: st}); err != nil {
 		t.Fatal(err)
 	}
@@ -316,15 +316,16 @@ func testStoredStateIsACopy(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Controller.Applied[1].Value = -1
-	_ = append(st.Controller.Applied, control.Segment{At: 2 * time.Minute, Value: -2})
+	st.Signals[0].Controller.Applied[1].Value = -1
+	_ = append(st.Signals[0].Controller.Applied, control.Segment{At: 2 * time.Minute, Value: -2})
 	snaps, err := s.LoadLoops(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, snap := range snaps {
-		if snap.State != nil {
-			for _, h := range [][]control.Segment{snap.State.Controller.Applied, snap.State.Controller.Reference} {
+		if snap.State != nil && len(snap.State.Signals) > 0 {
+			c := snap.State.Signals[0].Controller
+			for _, h := range [][]control.Segment{c.Applied, c.Reference} {
 				if len(h) > 1 {
 					h[1].Value = -3
 					_ = append(h[:1], control.Segment{Value: -4})
@@ -333,7 +334,7 @@ func testStoredStateIsACopy(t *testing.T, s Store) {
 		}
 	}
 	if got, err := s.ReadState(ctx, "c"); err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("STATE after the committed value and a snapshot were changed in place = %+v, %v; want %+v", got.Controller, err, want.Controller)
+		t.Errorf("STATE after the committed value and a snapshot were changed in place = %+v, %v; want %+v", got.Signals, err, want.Signals)
 	}
 }
 
@@ -343,7 +344,7 @@ func testStoredStateIsACopy(t *testing.T, s Store) {
 func testUnencodableStateRefused(t *testing.T, s Store) {
 	ctx := context.Background()
 	at := contractTime()
-	st := loop.State{Loop: "n", Version: 1, TickAt: at, Controller: control.State{Init: true, Integral: math.NaN()}}
+	st := loop.State{Loop: "n", Version: 1, TickAt: at, Signals: []loop.SignalState{{Name: "cpu", Controller: control.State{Init: true, Integral: math.NaN()}}}}
 	rate := protocol.Rate{Loop: "n", PerSecond: 5, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
 	err := s.CommitTick(ctx, loop.Commit{State: st, Rate: &rate})
 	if err == nil || errors.Is(err, loop.ErrConflict) {
