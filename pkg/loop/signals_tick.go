@@ -42,17 +42,17 @@ func (t *Ticker) readMetrics(ctx context.Context, work []*due, now time.Time) {
 	}
 	for _, w := range work {
 		p := &w.params
+		w.samples = make([]metric.Sample, 1+len(p.Signals))
 		if len(p.Nodes) == 0 {
-			add(p.Metric, p.StaleAfter, &w.sample)
+			add(p.Metric, p.StaleAfter, &w.samples[0])
 		} else {
 			w.nodes = make([]metric.Sample, len(p.Nodes))
 			for j, n := range p.Nodes {
 				add(p.NodeQuery(t.Sources, n), p.StaleAfter, &w.nodes[j])
 			}
 		}
-		w.signals = make([]metric.Sample, len(p.Signals))
 		for j, s := range p.Signals {
-			add(s.Metric, s.StaleAfter, &w.signals[j])
+			add(s.Metric, s.StaleAfter, &w.samples[1+j])
 		}
 	}
 	for src, qs := range queries {
@@ -116,11 +116,11 @@ type signalView struct {
 // others' are restored from their records in old.
 func (w *due) signalViews(first *control.Controller, old map[string]SignalState) []signalView {
 	p := w.params
-	views := []signalView{{name: p.FirstSignal(), q: p, unit: cmp.Or(p.Unit, "%"), smp: w.sample, c: first}}
+	views := []signalView{{name: p.FirstSignal(), q: p, unit: cmp.Or(p.Unit, "%"), smp: w.samples[0], c: first}}
 	for i, s := range p.Signals {
 		q := p.ForSignal(s)
 		c := &control.Controller{Config: q.ControlConfig(), State: old[s.Name].Controller}
-		views = append(views, signalView{name: s.Name, q: q, unit: s.Unit, smp: w.signals[i], c: c})
+		views = append(views, signalView{name: s.Name, q: q, unit: s.Unit, smp: w.samples[1+i], c: c})
 	}
 	return views
 }
@@ -132,9 +132,10 @@ func (w *due) signalViews(first *control.Controller, old map[string]SignalState)
 // controller sets the rate (update, or a guarded experiment). With several
 // (override control), the lowest output is applied and the rules of the
 // selection apply (selectSignals). first is the first signal's controller
-// (restored from State.Signals[0]); in is its input, with the loop's interval and what
-// the consumers took; fresh says whether its metric is fresh. It returns
-// what was applied: the limiting signal's terms with the applied rate.
+// (restored from State.Signals[0]); in is its input, with the loop's
+// interval and what the consumers took; fresh says whether its metric is
+// fresh. It returns what was applied: the limiting signal's terms with the
+// applied rate.
 func (w *due) tickSignals(tc *tickCtx, first *control.Controller, in control.Input, fresh bool) control.Output {
 	st, prev := tc.st, tc.prev
 	old := map[string]SignalState{}
@@ -159,29 +160,34 @@ func (w *due) tickSignals(tc *tickCtx, first *control.Controller, in control.Inp
 	}
 	var res control.OverrideOutput
 	if len(views) == 1 {
-		var out control.Output
-		if s := experiment(st, tc.p, &in, fresh, tc.now); s != expIdle { // a guarded experiment (experiment.go)
-			out = updateExperiment(first, st, tc.p, in, s)
-		} else {
-			out = tc.update(first, &sigs[0], in, fresh)
-		}
-		sigs[0].Setpoint = tc.p.Setpoint + st.Experiment.offset(tc.p) // the setpoint in force
-		res = control.OverrideOutput{Rate: out.Rate, Limiting: views[0].name, Outputs: map[string]control.Output{views[0].name: out}}
+		res = tc.alone(first, views[0].name, &sigs[0], in, fresh)
 	} else {
 		res = w.selectSignals(tc, views, sigs, old, in, fresh)
 	}
 	lim := tc.recordSignals(views, res, sigs, measured)
 	st.Signals, st.Limiting = sigs, ""
-	if len(views) > 1 {
-		st.Limiting, tc.r.Limiting = res.Limiting, res.Limiting // the selection's outcome
-		st.Stale, st.StaleSince = sigs[lim].Stale, sigs[lim].StaleSince
-		tc.r.Stale = st.Stale
-	} else {
-		st.Stale, st.StaleSince = sigs[0].Stale, sigs[0].StaleSince
+	st.Stale, st.StaleSince = sigs[lim].Stale, sigs[lim].StaleSince
+	if len(views) > 1 { // the selection's outcome
+		st.Limiting, tc.r.Limiting, tc.r.Stale = res.Limiting, res.Limiting, st.Stale
 	}
 	out := res.Outputs[res.Limiting]
 	out.Rate = res.Rate
 	return out
+}
+
+// alone runs the controller of a loop's only signal, named name, whose
+// record is sig: no selection, its output is the rate (update, or a guarded
+// experiment, which only a one-signal loop runs).
+func (tc *tickCtx) alone(c *control.Controller, name string, sig *SignalState, in control.Input, fresh bool) control.OverrideOutput {
+	st, p := tc.st, tc.p
+	var out control.Output
+	if s := experiment(st, p, &in, fresh, tc.now); s != expIdle { // a guarded experiment (experiment.go)
+		out = updateExperiment(c, st, p, in, s)
+	} else {
+		out = tc.update(c, sig, in, fresh)
+	}
+	sig.Setpoint = p.Setpoint + st.Experiment.offset(p) // the setpoint in force
+	return control.OverrideOutput{Rate: out.Rate, Limiting: name, Outputs: map[string]control.Output{name: out}}
 }
 
 // selectSignals is the selection between several signals (override
@@ -224,7 +230,7 @@ func (w *due) selectSignals(tc *tickCtx, views []signalView, sigs []SignalState,
 			}
 		}
 	}
-	if w.sample.Err == nil && len(errs) > 0 {
+	if w.samples[0].Err == nil && len(errs) > 0 {
 		tc.r.Err = errors.Join(errs...) // the loop's own error, if any, is reported by compute
 	}
 	return o.Update(inputs)

@@ -184,16 +184,16 @@ type due struct {
 	params Params
 	fp     string
 	status *ParamsStatus
-	sample metric.Sample
+	// samples are the signals' samples, one per signal in
+	// params.SignalNames order, the first signal's first.
+	samples []metric.Sample
 	// nodes are the samples of a loop with nodes, one per node in
-	// params.Nodes order (sample is then computed from them).
+	// params.Nodes order (the first signal's sample is then computed from
+	// them).
 	nodes []metric.Sample
 	// depth is the queue's depth when depthKnown (depth.go).
 	depth      float64
 	depthKnown bool
-	// signals are the samples of the further signals, in params.Signals
-	// order.
-	signals []metric.Sample
 	// report is the index of the loop's report.
 	report int
 }
@@ -398,15 +398,15 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	var weights map[string]float64
 	st.Balance = balance.State{}
 	if len(p.Nodes) > 0 {
-		w.sample, weights = tc.balance(w, ctrl.Config)
+		w.samples[0], weights = tc.balance(w, ctrl.Config)
 	}
 	in, fresh := measure(w, &st, ctrl.Config, now, elapsed, r)
 	// The processed rate the consumers reported: an idle queue is not a
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
-	if w.sample.Err != nil {
-		r.Err = w.sample.Err
+	if err := w.samples[0].Err; err != nil {
+		r.Err = err
 	}
 	st.Drift = trackDrift(st.Drift, p, ctrl.State, in, out.ActualLimited, fresh, now)
 	r.ModelDrift, r.DriftGainRatio, r.DriftReason = st.Drift.ModelDrift, st.Drift.GainRatio, st.Drift.Reason
@@ -429,11 +429,11 @@ type tickCtx struct {
 	r    *Report
 }
 
-// measure turns the loop's sample into the controller's input: its value,
+// measure turns the first signal's sample into its controller's input: its value,
 // how old it is, and whether it is fresh (found, valid, not older than
 // StaleAfter). It records the datapoint in st and r.
 func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.Duration, r *Report) (control.Input, bool) {
-	s := w.sample
+	s := w.samples[0]
 	in, fresh, age := sampleInput(&w.params, s, cc, now, elapsed)
 	if s.Found {
 		r.Measured, r.MetricAt, r.MetricAge = s.Value, s.Time, age
