@@ -24,6 +24,7 @@ type config struct {
 	BatchSize     int              // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
 	Sink          string           // SLUICE_SINK: mysql or http
 	MySQLDSN      string           // SLUICE_MYSQL_DSN
+	Migrate       bool             // SLUICE_MIGRATE: on migrates at start (default off: migrations are `sluice migrate`)
 	HTTPPoison    []int            // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string         // SLUICE_HTTP_ENDPOINTS
 	HTTPTimeout   time.Duration    // SLUICE_HTTP_TIMEOUT: one request (default 5s)
