@@ -126,14 +126,14 @@ func TestTemplateWorkerDoesNotMigrate(t *testing.T) {
 	c, err := loadConfig(func(k string) string {
 		return map[string]string{"SLUICE_QUEUE_URL": "http://q", "SLUICE_MYSQL_DSN": "u:p@tcp(db)/app"}[k]
 	})
-	if err != nil || c.Migrate {
-		t.Errorf("loadConfig without SLUICE_MIGRATE: migrate %v (%v); want off", c.Migrate, err)
+	if err != nil || c.DB.Migrate {
+		t.Errorf("loadConfig without SLUICE_MIGRATE: migrate %v (%v); want off", c.DB.Migrate, err)
 	}
 	c, err = loadConfig(func(k string) string {
 		return map[string]string{"SLUICE_QUEUE_URL": "http://q", "SLUICE_MYSQL_DSN": "u:p@tcp(db)/app", "SLUICE_MIGRATE": "on"}[k]
 	})
-	if err != nil || !c.Migrate {
-		t.Errorf("loadConfig with SLUICE_MIGRATE=on: migrate %v (%v); want on", c.Migrate, err)
+	if err != nil || !c.DB.Migrate {
+		t.Errorf("loadConfig with SLUICE_MIGRATE=on: migrate %v (%v); want on", c.DB.Migrate, err)
 	}
 }
 

@@ -68,8 +68,8 @@ func (f *secretAPI) GetSecretValue(_ context.Context, in *secretsmanager.GetSecr
 // here is closed), while migrating at start fails against it.
 func TestOpenMySQLFromSecret(t *testing.T) {
 	api := &secretAPI{dsn: "u:p@tcp(127.0.0.1:1)/d?timeout=1s"}
-	c := Config{MySQLSecret: "db-secret", MySQLDSN: "ignored:x@tcp(127.0.0.1:2)/d"}
-	db, err := OpenMySQL(context.Background(), c, api)
+	c := DB{Secret: "db-secret", DSN: "ignored:x@tcp(127.0.0.1:2)/d"}
+	db, err := OpenMySQL(context.Background(), c, "", api)
 	if err != nil {
 		t.Fatalf("OpenMySQL(migrate off) = %v; want no error", err)
 	}
@@ -78,7 +78,7 @@ func TestOpenMySQLFromSecret(t *testing.T) {
 		t.Errorf("secrets asked = %v; want [db-secret]", api.asked)
 	}
 	c.Migrate = true
-	if _, err := OpenMySQL(context.Background(), c, api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if _, err := OpenMySQL(context.Background(), c, "", api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("OpenMySQL(migrate on) = %v; want the migration's connection error to the secret's address", err)
 	}
 }
