@@ -169,3 +169,33 @@ func TestWorkerImageMatchesTaskArchitecture(t *testing.T) {
 		t.Errorf("worker-image recipe %q; want it to build %s", recipe[1], want)
 	}
 }
+
+// TestTemplateAcceptsManagedSecrets: RDS names the secrets it manages
+// rds!db-UUID and rds!cluster-UUID; the database secret's parameter
+// accepts those, plain names and ARNs, and passes host, port and database
+// (which a managed secret does not hold) to the Lambdas and the worker.
+func TestTemplateAcceptsManagedSecrets(t *testing.T) {
+	text := template(t)
+	pattern := value(t, block(t, text, "Parameters", "ConsumerMySQLSecretName"), "AllowedPattern")
+	re := regexp.MustCompile(strings.ReplaceAll(pattern, `\\`, `\`))
+	for in, want := range map[string]bool{
+		"": true, "sluice/orders-db": true,
+		"rds!db-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d":                                      true,
+		"rds!cluster-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d":                                 true,
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-0a1b2c3d-4e5f-AbC123": true,
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice/orders-db-AbC123":     true,
+		"sluice orders": false,
+	} {
+		if re.MatchString(in) != want {
+			t.Errorf("ConsumerMySQLSecretName (AllowedPattern %q) matches %q: %v; want %v", pattern, in, !want, want)
+		}
+	}
+	for _, env := range []string{"SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_DATABASE"} {
+		if n := strings.Count(text, env+":"); n < 2 {
+			t.Errorf("template.yaml sets %s for %d Lambdas; want both consumer Lambdas", env, n)
+		}
+		if !strings.Contains(strings.Join(container(t), "\n"), "Name: "+env+",") {
+			t.Errorf("template.yaml's worker does not set %s", env)
+		}
+	}
+}
