@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -21,13 +22,24 @@ type DB struct {
 	// CREATE; off when they are their own deploy step (`sluice migrate`), so
 	// that the runtime user needs only SELECT, INSERT and DELETE.
 	Migrate bool
+	// At is SLUICE_MYSQL_HOST, SLUICE_MYSQL_PORT, SLUICE_MYSQL_DATABASE:
+	// where to connect when the secret does not say (an RDS-managed secret
+	// holds only the username and password), or elsewhere than it says (an
+	// RDS Proxy's endpoint).
+	At dsnsecret.Endpoint
 }
 
 // LoadDB reads the database's settings from getenv; migrate is
 // SLUICE_MIGRATE's default (on for the Lambdas, whose template sets off;
 // off for the worker).
 func LoadDB(getenv func(string) string, migrate bool) (DB, error) {
-	d := DB{DSN: getenv("SLUICE_MYSQL_DSN"), Secret: getenv("SLUICE_MYSQL_SECRET"), Migrate: migrate}
+	d := DB{DSN: getenv("SLUICE_MYSQL_DSN"), Secret: getenv("SLUICE_MYSQL_SECRET"), Migrate: migrate,
+		At: dsnsecret.Endpoint{Host: getenv("SLUICE_MYSQL_HOST"), Port: getenv("SLUICE_MYSQL_PORT"), DBName: getenv("SLUICE_MYSQL_DATABASE")}}
+	if p := d.At.Port; p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return d, fmt.Errorf("SLUICE_MYSQL_PORT=%q: want a TCP port, 1 to 65535", p)
+		}
+	}
 	switch v := getenv("SLUICE_MIGRATE"); v {
 	case "":
 	case "on":
@@ -44,23 +56,15 @@ func LoadDB(getenv func(string) string, migrate bool) (DB, error) {
 }
 
 // OpenMySQL opens the destination database: the DSN read from Secrets
-// Manager (this runs once per container) or given in the environment, and
+// Manager (at start, once per container, and again after the database
+// refuses its credentials: a rotation) or given in the environment, and
 // the schema of prefix migrated when d.Migrate says so.
 func OpenMySQL(ctx context.Context, d DB, prefix string, secrets dsnsecret.API) (*sql.DB, error) {
-	dsn := d.DSN
-	var err error
-	if d.Secret != "" {
-		dsn, err = dsnsecret.Read(ctx, secrets, d.Secret)
-	} else {
-		dsn, err = dsnsecret.Parse(dsn)
-	}
+	conn, err := dsnsecret.Source{API: secrets, SecretID: d.Secret, Value: d.DSN, At: d.At}.Connector(ctx)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
-	}
+	db := sql.OpenDB(conn)
 	if d.Migrate {
 		if err := mysqlsink.MigratePrefix(ctx, db, prefix); err != nil {
 			db.Close()

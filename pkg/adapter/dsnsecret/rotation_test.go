@@ -75,7 +75,8 @@ func (f *rotatingAPI) GetSecretValue(_ context.Context, _ *secretsmanager.GetSec
 // database's 1045 and one more read, not a loop.
 func TestConnectorFollowsRotation(t *testing.T) {
 	dsn := mysqltest.Database(t, testenv.MySQLDSN(t))
-	user, userDSN := mysqltest.User(t, dsn, "first-pw", "")
+	admin := mysqltest.RootSocket(t, "")
+	user, userDSN := mysqltest.User(t, admin, dsn, "first-pw", "")
 	cfg, err := mysql.ParseDSN(userDSN)
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +97,7 @@ func TestConnectorFollowsRotation(t *testing.T) {
 		t.Fatalf("ping before the rotation: %v", err)
 	}
 
-	admin := mysqltest.Conn(t, dsn)
-	if _, err := admin.ExecContext(ctx, fmt.Sprintf("ALTER USER '%s'@'%%' IDENTIFIED BY 'second-pw'", user)); err != nil {
+	if err := admin(fmt.Sprintf("ALTER USER '%s'@'%%' IDENTIFIED BY 'second-pw'", user)); err != nil {
 		t.Fatal(err)
 	}
 	api.set(doc("second-pw"))
@@ -108,7 +108,7 @@ func TestConnectorFollowsRotation(t *testing.T) {
 		t.Errorf("secret reads = %d; want 2 (at start, after the 1045)", got)
 	}
 
-	if _, err := admin.ExecContext(ctx, fmt.Sprintf("ALTER USER '%s'@'%%' IDENTIFIED BY 'third-pw'", user)); err != nil {
+	if err := admin(fmt.Sprintf("ALTER USER '%s'@'%%' IDENTIFIED BY 'third-pw'", user)); err != nil {
 		t.Fatal(err)
 	}
 	err = db.PingContext(ctx)
