@@ -15,7 +15,7 @@ import (
 
 // TestTLSVerified: against a MariaDB that requires TLS on a certificate
 // of a CA the test made, with a user REQUIRE SSL granted only SELECT,
-// INSERT and DELETE: plaintext is refused, a wrong CA is refused saying
+// INSERT, UPDATE and DELETE: plaintext is refused, a wrong CA is refused saying
 // so, and the right CA stores.
 func TestTLSVerified(t *testing.T) {
 	testenv.MySQLDSN(t) // skips, like the other integration tests, unless asked for
@@ -46,7 +46,7 @@ func TestTLSVerified(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), srv.WrongCA) || !strings.Contains(err.Error(), "not signed") {
 		t.Errorf("connection with the wrong CA = %v; want an error naming the CA file and the unsigned certificate", err)
 	}
-	err = open(mysqlsink.Conn{CA: srv.CA, TLS: "verify-full"}, strings.Replace(dsn, "127.0.0.1", "localhost", 1)+"&tls=preferred").PingContext(ctx)
+	err = open(mysqlsink.Conn{CA: srv.CA, TLS: "verify-full"}, strings.Replace(dsn, "127.0.0.1", "localhost", 1)+"?tls=preferred").PingContext(ctx)
 	if err != nil {
 		t.Errorf("verify-full on localhost (in the certificate) = %v; want it to connect", err)
 	}

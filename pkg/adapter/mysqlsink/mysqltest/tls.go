@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,6 +50,7 @@ func StartTLSServer(t testing.TB) *TLSServer {
 	newCA(t, dir, "wrong-ca.pem", "another CA")
 	serverCert(t, dir, ca, caKey)
 	data := filepath.Join(dir, "data")
+	chown(t, dir)
 	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--user=mysql", "--datadir="+data, "--skip-test-db").CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v: %s", err, out)
 	}
@@ -62,7 +64,7 @@ func StartTLSServer(t testing.TB) *TLSServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start mariadbd: %v", err)
 	}
-	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	t.Cleanup(func() { stop(cmd) })
 	s := &TLSServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), CA: filepath.Join(dir, "ca.pem"), WrongCA: filepath.Join(dir, "wrong-ca.pem")}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if exec.Command("mariadb-admin", "--no-defaults", "--socket="+sock, "-uroot", "ping").Run() == nil {
@@ -75,6 +77,19 @@ func StartTLSServer(t testing.TB) *TLSServer {
 	}
 	s.Admin = RootSocket(t, sock)
 	return s
+}
+
+// stop shuts mariadbd down (SIGTERM), killing it after 30 s.
+func stop(cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 }
 
 func freePort(t testing.TB) int {

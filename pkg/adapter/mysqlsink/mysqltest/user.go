@@ -35,7 +35,8 @@ func RootSocket(t testing.TB, socket string) Admin {
 }
 
 // User creates a user granted what a consumer needs at run time on dsn's
-// database (SELECT, INSERT, DELETE: no DDL), identified by password and
+// database (SELECT, INSERT, UPDATE for the default table's upsert, DELETE:
+// no DDL), identified by password and
 // created with the clause require ("" or, for example, "REQUIRE SSL"); it
 // is dropped when the test ends. It returns the user's name and dsn with
 // that user and password.
@@ -46,7 +47,7 @@ func User(t testing.TB, admin Admin, dsn, password, require string) (string, str
 		t.Fatalf("parse DSN: %v", err)
 	}
 	name := fmt.Sprintf("sl_u%d", time.Now().UnixNano()%1e12)
-	if err := admin(fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s' %s; GRANT SELECT, INSERT, DELETE ON `%s`.* TO '%s'@'%%'",
+	if err := admin(fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s' %s; GRANT SELECT, INSERT, UPDATE, DELETE ON `%s`.* TO '%s'@'%%'",
 		name, password, require, cfg.DBName, name)); err != nil {
 		t.Fatal(err)
 	}
