@@ -96,7 +96,7 @@ func (c config) withSink(getenv func(string) string) (config, error) {
 	switch c.Sink {
 	case "mysql":
 		var err error
-		if c.DB, err = consumerenv.LoadDB(getenv, false); err != nil {
+		if c.DB, err = consumerenv.LoadDB(getenv, false, mysqlsink.WorkerConn()); err != nil {
 			return c, err
 		}
 		m, err := mysqlsink.ConfigFromEnv(getenv)

@@ -119,7 +119,9 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, sec
 		}
 		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
 	}
-	db, err := consumerenv.OpenMySQL(ctx, consumerenv.DB{DSN: cfg.DB.DSN, Secret: cfg.DB.Secret, At: cfg.DB.At}, cfg.MySQL.Prefix, secrets)
+	open := cfg.DB
+	open.Migrate = false // startSink migrates, retrying while MySQL is down
+	db, err := consumerenv.OpenMySQL(ctx, open, cfg.MySQL.Prefix, secrets)
 	if err != nil {
 		return nil, nil, err
 	}

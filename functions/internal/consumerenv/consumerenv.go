@@ -64,7 +64,7 @@ func Load(getenv func(string) string) (Config, error) {
 	var err error
 	switch c.Sink {
 	case "mysql":
-		if c.DB, err = LoadDB(getenv, true); err != nil {
+		if c.DB, err = LoadDB(getenv, true, mysqlsink.LambdaConn()); err != nil {
 			return c, err
 		}
 		if c.MySQL, err = mysqlsink.ConfigFromEnv(getenv); err != nil {

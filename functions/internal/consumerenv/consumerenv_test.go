@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 )
 
 func TestLoad(t *testing.T) {
@@ -87,12 +89,12 @@ func TestOpenMySQLFromSecret(t *testing.T) {
 // that holds none (an RDS-managed secret) come from the environment.
 func TestLoadDBEndpoint(t *testing.T) {
 	env := map[string]string{"SLUICE_MYSQL_SECRET": "rds!db-1234", "SLUICE_MYSQL_HOST": "orders.example", "SLUICE_MYSQL_PORT": "3307", "SLUICE_MYSQL_DATABASE": "orders"}
-	d, err := LoadDB(func(k string) string { return env[k] }, false)
+	d, err := LoadDB(func(k string) string { return env[k] }, false, mysqlsink.WorkerConn())
 	if err != nil || d.At.Host != "orders.example" || d.At.Port != "3307" || d.At.DBName != "orders" {
 		t.Errorf("LoadDB(%v) = %+v, %v; want the endpoint orders.example:3307/orders", env, d, err)
 	}
 	env["SLUICE_MYSQL_PORT"] = "70000"
-	if _, err := LoadDB(func(k string) string { return env[k] }, false); err == nil || !strings.Contains(err.Error(), "SLUICE_MYSQL_PORT") {
+	if _, err := LoadDB(func(k string) string { return env[k] }, false, mysqlsink.WorkerConn()); err == nil || !strings.Contains(err.Error(), "SLUICE_MYSQL_PORT") {
 		t.Errorf("LoadDB(port 70000) = %v; want an error naming SLUICE_MYSQL_PORT", err)
 	}
 }

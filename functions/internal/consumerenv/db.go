@@ -27,12 +27,16 @@ type DB struct {
 	// holds only the username and password), or elsewhere than it says (an
 	// RDS Proxy's endpoint).
 	At dsnsecret.Endpoint
+	// Conn is SLUICE_MYSQL_CA, SLUICE_MYSQL_TLS and the pool's caps
+	// (mysqlsink.ConnFromEnv), used by every connection.
+	Conn mysqlsink.Conn
 }
 
 // LoadDB reads the database's settings from getenv; migrate is
 // SLUICE_MIGRATE's default (on for the Lambdas, whose template sets off;
-// off for the worker).
-func LoadDB(getenv func(string) string, migrate bool) (DB, error) {
+// off for the worker) and conn the caps' defaults (mysqlsink.LambdaConn or
+// WorkerConn).
+func LoadDB(getenv func(string) string, migrate bool, conn mysqlsink.Conn) (DB, error) {
 	d := DB{DSN: getenv("SLUICE_MYSQL_DSN"), Secret: getenv("SLUICE_MYSQL_SECRET"), Migrate: migrate,
 		At: dsnsecret.Endpoint{Host: getenv("SLUICE_MYSQL_HOST"), Port: getenv("SLUICE_MYSQL_PORT"), DBName: getenv("SLUICE_MYSQL_DATABASE")}}
 	if p := d.At.Port; p != "" {
@@ -49,22 +53,28 @@ func LoadDB(getenv func(string) string, migrate bool) (DB, error) {
 	default:
 		return d, fmt.Errorf("SLUICE_MIGRATE=%q: want on or off", v)
 	}
+	var err error
+	if d.Conn, err = mysqlsink.ConnFromEnv(getenv, conn); err != nil {
+		return d, err
+	}
 	if d.DSN == "" && d.Secret == "" {
 		return d, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
 	}
 	return d, nil
 }
 
-// OpenMySQL opens the destination database: the DSN read from Secrets
+// OpenMySQL opens the destination database, TLS and caps as d.Conn says:
+// the DSN read from Secrets
 // Manager (at start, once per container, and again after the database
 // refuses its credentials: a rotation) or given in the environment, and
 // the schema of prefix migrated when d.Migrate says so.
 func OpenMySQL(ctx context.Context, d DB, prefix string, secrets dsnsecret.API) (*sql.DB, error) {
-	conn, err := dsnsecret.Source{API: secrets, SecretID: d.Secret, Value: d.DSN, At: d.At}.Connector(ctx)
+	conn, err := dsnsecret.Source{API: secrets, SecretID: d.Secret, Value: d.DSN, At: d.At, Prepare: d.Conn.PrepareDSN}.Connector(ctx)
 	if err != nil {
 		return nil, err
 	}
 	db := sql.OpenDB(conn)
+	d.Conn.Limit(db)
 	if d.Migrate {
 		if err := mysqlsink.MigratePrefix(ctx, db, prefix); err != nil {
 			db.Close()

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -23,8 +25,10 @@ const (
 	TLSVerifyCA = "verify-ca"
 )
 
-// Conn is how a pool connects to MySQL: TLS, verified, and (ConnCaps) the
-// pool's caps.
+// Conn is how a pool connects to MySQL: TLS, verified, and the pool's
+// caps, which bound what one environment (a Lambda container, a worker
+// task) holds open on the database: the sum over every environment is
+// what the database (or an RDS Proxy in front of it) sees.
 type Conn struct {
 	// CA is a PEM file of the certificates that may sign the server's
 	// (SLUICE_MYSQL_CA; for RDS and Aurora, the region's bundle from
@@ -36,6 +40,65 @@ type Conn struct {
 	// Set, it replaces the DSN's tls (tls=preferred's plaintext fallback
 	// included): a connection is TLS, verified, or none.
 	TLS string
+
+	MaxOpen     int           // SLUICE_MYSQL_MAX_OPEN: connections open at once
+	MaxIdle     int           // SLUICE_MYSQL_MAX_IDLE: idle connections kept
+	MaxLifetime time.Duration // SLUICE_MYSQL_CONN_LIFETIME: a connection's age before it is replaced
+	MaxIdleTime time.Duration // SLUICE_MYSQL_CONN_IDLE: how long an idle connection is kept
+}
+
+// LambdaConn is the default for a Lambda environment, which stores one
+// batch at a time: two connections (a Store and the inbox's pruner),
+// replaced every 5 minutes (a rotated password, a failed-over writer, a
+// DNS change reach every environment within that) and closed after a
+// minute idle (a frozen environment holds nothing long).
+func LambdaConn() Conn {
+	return Conn{MaxOpen: 2, MaxIdle: 2, MaxLifetime: 5 * time.Minute, MaxIdleTime: time.Minute}
+}
+
+// WorkerConn is the default for a long-running worker: a few more
+// connections, the same lifetime.
+func WorkerConn() Conn {
+	return Conn{MaxOpen: 4, MaxIdle: 4, MaxLifetime: 5 * time.Minute, MaxIdleTime: 5 * time.Minute}
+}
+
+// ConnFromEnv reads SLUICE_MYSQL_CA, SLUICE_MYSQL_TLS and the caps
+// (SLUICE_MYSQL_MAX_OPEN, _MAX_IDLE, _CONN_LIFETIME, _CONN_IDLE) from
+// getenv over def.
+func ConnFromEnv(getenv func(string) string, def Conn) (Conn, error) {
+	c := def
+	c.CA, c.TLS = getenv("SLUICE_MYSQL_CA"), getenv("SLUICE_MYSQL_TLS")
+	if c.TLS != "" && c.TLS != TLSVerifyFull && c.TLS != TLSVerifyCA {
+		return c, fmt.Errorf("SLUICE_MYSQL_TLS=%q: want %s or %s", c.TLS, TLSVerifyFull, TLSVerifyCA)
+	}
+	for name, n := range map[string]*int{"SLUICE_MYSQL_MAX_OPEN": &c.MaxOpen, "SLUICE_MYSQL_MAX_IDLE": &c.MaxIdle} {
+		if v := getenv(name); v != "" {
+			x, err := strconv.Atoi(v)
+			if err != nil || x < 1 {
+				return c, fmt.Errorf("%s=%q: want a count >= 1", name, v)
+			}
+			*n = x
+		}
+	}
+	for name, d := range map[string]*time.Duration{"SLUICE_MYSQL_CONN_LIFETIME": &c.MaxLifetime, "SLUICE_MYSQL_CONN_IDLE": &c.MaxIdleTime} {
+		if v := getenv(name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 {
+				return c, fmt.Errorf("%s=%q: want a positive duration such as 5m", name, v)
+			}
+			*d = x
+		}
+	}
+	c.MaxIdle = min(c.MaxIdle, max(c.MaxOpen, 1))
+	return c, nil
+}
+
+// Limit applies c's caps to db (zero: database/sql's default, unbounded).
+func (c Conn) Limit(db *sql.DB) {
+	db.SetMaxOpenConns(c.MaxOpen)
+	db.SetMaxIdleConns(c.MaxIdle)
+	db.SetConnMaxLifetime(c.MaxLifetime)
+	db.SetConnMaxIdleTime(c.MaxIdleTime)
 }
 
 // PrepareDSN returns dsn with its tls parameter naming the TLS
@@ -110,7 +173,8 @@ func (c Conn) tlsConfig(mode, host string) (*tls.Config, error) {
 	return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true, ServerName: host, VerifyConnection: verify}, nil
 }
 
-// Open opens a pool on dsn (a go-sql-driver DSN) connecting as c says.
+// Open opens a pool on dsn (a go-sql-driver DSN) connecting and capped as
+// c says.
 func Open(dsn string, c Conn) (*sql.DB, error) {
 	dsn, err := c.PrepareDSN(dsn)
 	if err != nil {
@@ -124,5 +188,7 @@ func Open(dsn string, c Conn) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MySQL connector: %w", err)
 	}
-	return sql.OpenDB(conn), nil
+	db := sql.OpenDB(conn)
+	c.Limit(db)
+	return db, nil
 }

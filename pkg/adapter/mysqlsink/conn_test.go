@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -79,5 +80,29 @@ func TestConnTLSModes(t *testing.T) {
 	got, err = mysqlsink.Conn{TLS: "verify-full"}.PrepareDSN("u:p@tcp(db:3306)/app?tls=preferred")
 	if err != nil || strings.Contains(got, "preferred") || !strings.Contains(got, "tls=sluice-") {
 		t.Errorf("PrepareDSN(verify-full over tls=preferred) = %q, %v; want the registered config, no plaintext fallback", got, err)
+	}
+}
+
+func TestConnFromEnvCaps(t *testing.T) {
+	env := map[string]string{"SLUICE_MYSQL_MAX_OPEN": "3", "SLUICE_MYSQL_CONN_LIFETIME": "2m"}
+	c, err := mysqlsink.ConnFromEnv(func(k string) string { return env[k] }, mysqlsink.LambdaConn())
+	if err != nil || c.MaxOpen != 3 || c.MaxIdle != 2 || c.MaxLifetime != 2*time.Minute || c.MaxIdleTime != time.Minute {
+		t.Errorf("ConnFromEnv(%v) = %+v, %v; want max open 3, idle 2, lifetime 2m, idle time 1m", env, c, err)
+	}
+	if d := mysqlsink.LambdaConn(); d.MaxOpen < 1 || d.MaxOpen > 4 || d.MaxLifetime <= 0 {
+		t.Errorf("LambdaConn() = %+v; want a few connections with a lifetime", d)
+	}
+	for k, v := range map[string]string{"SLUICE_MYSQL_MAX_OPEN": "0", "SLUICE_MYSQL_CONN_IDLE": "soon", "SLUICE_MYSQL_TLS": "maybe"} {
+		if _, err := mysqlsink.ConnFromEnv(func(n string) string { return map[string]string{k: v}[n] }, mysqlsink.WorkerConn()); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("ConnFromEnv(%s=%s) = %v; want an error naming it", k, v, err)
+		}
+	}
+	db, err := mysqlsink.Open("u:p@tcp(127.0.0.1:1)/d", mysqlsink.Conn{MaxOpen: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.Stats().MaxOpenConnections; got != 3 {
+		t.Errorf("Open(MaxOpen 3): MaxOpenConnections = %d; want 3", got)
 	}
 }
