@@ -47,8 +47,8 @@ type Fleet struct {
 	bill    Billing
 	stops   []chan struct{} // per running poller, by index; nil when stopped
 	dones   []chan struct{} // closed when poller i's goroutine returned
-	limit   int // pollers to run now
-	conc    int // the mapping's concurrency, last read
+	limit   int             // pollers to run now
+	conc    int             // the mapping's concurrency, last read
 	enabled bool
 	running sync.WaitGroup
 }
