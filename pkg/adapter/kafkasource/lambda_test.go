@@ -260,3 +260,41 @@ func TestLambdaHandlerCircuitOpen(t *testing.T) {
 		t.Errorf("Handle with the destination down = %v; want the circuit named", err)
 	}
 }
+
+// TestLambdaHandlerRememberedPerSource: the "already stored" memory names
+// the event source and the record, not only topic/partition/offset: a
+// record of another cluster with the same topic (a migration to MSK), or
+// of a recreated topic (same offset, another record), is stored, not
+// skipped as done.
+func TestLambdaHandlerRememberedPerSource(t *testing.T) {
+	sink := memqueue.NewSink()
+	h := lambdaHandler(1000, sink, &fakeDeadLetters{})
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	event := func(arn, id string, ts time.Time) events.KafkaEvent {
+		return events.KafkaEvent{EventSource: "aws:kafka", EventSourceARN: arn, Records: map[string][]events.KafkaRecord{"orders-0": {{
+			Topic: "orders", Partition: 0, Offset: 7, Value: "e30=", Timestamp: events.MilliSecondsEpochTime{Time: ts},
+			Headers: []map[string]events.JSONNumberBytes{{"message-id": events.JSONNumberBytes(id)}}}}}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ev := range []events.KafkaEvent{
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/old/1", "old-7", at),
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "msk-7", at),
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "recreated-7", at.Add(time.Hour)),
+	} {
+		if err := h.Handle(ctx, ev); err != nil {
+			t.Fatalf("Handle(%s) = %v; want nil", ev.EventSourceARN, err)
+		}
+	}
+	for _, id := range []string{"old-7", "msk-7", "recreated-7"} {
+		if !sink.Has(id) {
+			t.Errorf("record %s not stored: skipped as already stored by a record of another source", id)
+		}
+	}
+	// The same record again (a retried batch) is still skipped.
+	stores := 0
+	sink.OnStore = func(int) { stores++ }
+	if err := h.Handle(ctx, event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "msk-7", at)); err != nil || stores != 0 {
+		t.Errorf("retried record: Handle = %v, %d stores; want nil and 0 (remembered)", err, stores)
+	}
+}
