@@ -33,11 +33,16 @@ type DeadLetterSender interface {
 // Lambda's Kafka mappings have no partial batch response: the offsets of
 // the whole batch are committed when the invocation succeeds, and a failed
 // invocation is retried with the whole batch. So Handle returns nil only
-// when every record was stored or dead-lettered. When the destination
-// failed, when the pacing slot of some records did not come before the
-// deadline (a rate of zero, an open circuit, a batch too large for the
-// share and the timeout), or when a dead letter could not be sent, it
-// returns an error after storing what it could; the idempotent sink
+// when every record was stored or dead-lettered. At a rate of zero or
+// while the destination's circuit is open it holds: it waits and tries
+// again until PacingMargin before the deadline, instead of failing at
+// once, so that a pause costs few retries of the mapping (each retry
+// counts against MaximumRetryAttempts, and with an on-failure destination
+// AWS skips the batch after 10). When the destination failed, when the
+// pacing slot of some records did not come before the deadline (still
+// paused, still open, a batch too large for the share and the timeout),
+// or when a dead letter could not be sent, it returns an error after
+// storing what it could; the idempotent sink
 // absorbs the records stored twice, and the handler remembers the records
 // it stored or dead-lettered (the last RememberStored of them, each by its
 // cluster, topic, partition, offset and timestamp) so that the
@@ -61,7 +66,11 @@ type LambdaHandler struct {
 	// RememberStored bounds how many stored or dead-lettered records are
 	// remembered across invocations (default 100,000).
 	RememberStored int
-	Log            *slog.Logger
+	// HoldPoll is how often a batch held by a rate of zero or an open
+	// circuit is tried again within the invocation (default
+	// consume.DefaultRatePeriod).
+	HoldPoll time.Duration
+	Log      *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format line per
 	// invocation when non-nil (os.Stdout in Lambda): the SQS consumer's
 	// metrics (consume.BatchMetrics) in Namespace (default
@@ -169,29 +178,64 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 // process runs msgs through the consumer in chunks of its ReceiveSize (the
 // batch size, fewer at a low rate), so that a batch of thousands of
 // records goes to the destination at the paced rate and not as one burst
-// once the last slot came. After a chunk is deferred (the deadline, a rate
-// of zero, an open circuit) the rest is deferred without trying.
+// once the last slot came. A chunk deferred because the rate is zero or
+// the circuit is open is held: tried again after a wait (hold) until ctx,
+// the pacing context, ends. After a chunk is deferred for good (the
+// deadline) the rest is deferred without trying.
 func (h *LambdaHandler) process(ctx context.Context, src string, msgs []consume.Message) consume.Report {
 	var rep consume.Report
 	for len(msgs) > 0 {
 		n := min(max(h.Consumer.ReceiveSize(ctx), 1), len(msgs))
 		r := h.Consumer.Process(ctx, msgs[:n])
-		msgs = msgs[n:]
 		h.remember(src, r.Stored)
 		rep.Stored = append(rep.Stored, r.Stored...)
 		rep.Retry = append(rep.Retry, r.Retry...)
 		rep.Poison = append(rep.Poison, r.Poison...)
-		rep.Deferred = append(rep.Deferred, r.Deferred...)
 		rep.Paused = rep.Paused || r.Paused
 		if r.Cause != "" {
 			rep.Cause = r.Cause
 		}
+		if len(r.Deferred) > 0 && h.hold(ctx, r) {
+			// Waiting is safe: the chunk is tried again, still within the
+			// invocation's deadline.
+			msgs = append(r.Deferred, msgs[n:]...)
+			continue
+		}
+		msgs = msgs[n:]
+		rep.Deferred = append(rep.Deferred, r.Deferred...)
 		if len(r.Deferred) > 0 {
 			rep.Deferred = append(rep.Deferred, msgs...)
 			break
 		}
 	}
 	return rep
+}
+
+// hold waits before a deferred chunk of r is tried again, and reports
+// whether it should be: only when the rate is zero or the circuit is open
+// (a deferral for want of time is final) and ctx has a deadline, for
+// HoldPoll or the circuit's remaining wait, and never past ctx.
+func (h *LambdaHandler) hold(ctx context.Context, r consume.Report) bool {
+	open := h.Consumer.Breaker().State() == consume.CircuitOpen
+	dl, ok := ctx.Deadline()
+	if !ok || (!r.Paused && !open) {
+		return false // without a deadline, nothing bounds the hold
+	}
+	wait := defaults.Positive(h.HoldPoll, consume.DefaultRatePeriod)
+	if open && r.DeferFor > 0 {
+		wait = min(wait, r.DeferFor)
+	}
+	if time.Until(dl) <= wait {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // outcome is the invocation's error: nil when nothing is left over.
