@@ -76,7 +76,8 @@ type Config struct {
 	NoSeries bool
 	// NoReport switches the consumers' report off: no lease, so the
 	// controller does not know what they took and RATE is not shared by
-	// live peers (the product before issue 13).
+	// live peers (the product before the consumers reported what they
+	// stored).
 	NoReport bool
 }
 
