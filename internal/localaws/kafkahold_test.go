@@ -83,7 +83,9 @@ func TestKafkaLambdaHoldsThroughPauseStrictPoller(t *testing.T) {
 
 type invokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
 
-func (f invokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) { return f(ctx, payload) }
+func (f invokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
 
 // noDeadLetters refuses every dead letter: the test's records are healthy.
 type noDeadLetters struct{}
