@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 )
 
 // redriveQueues creates on the local SQS server a queue whose redrive
@@ -23,18 +21,8 @@ import (
 // and both URLs.
 func redriveQueues(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 	t.Helper()
-	testenv.SQSEndpoint(t)
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
-		if os.Getenv(k) == "" {
-			t.Setenv(k, v)
-		}
-	}
+	c := testenv.SQSClient(t)
 	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sqs.NewFromConfig(cfg)
 	name := fmt.Sprintf("esm%d", time.Now().UnixNano())
 	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
 	if err != nil {
