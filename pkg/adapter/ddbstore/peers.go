@@ -28,7 +28,7 @@ func peerPK(loopID, instance string) string { return loopID + "#" + instance }
 // previous one (pkg/consume's PeerStore).
 func (s *Store) ReportPeer(ctx context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
-		return fmt.Errorf("dynamodb report peer: empty loop id or instance id in %+v", p)
+		return fmt.Errorf("dynamodb report peer: the lease needs a loop id and an instance id; got %+v", p)
 	}
 	item := map[string]types.AttributeValue{
 		"pk":          ddbitem.Str(peerPK(p.Loop, p.Instance)),
