@@ -1,4 +1,4 @@
-# The consumers under real faults (issue 14).
+# The consumers under real faults.
 #
 #   make chaos                              every scenario at full size; JSON last line
 #   make chaos CHAOS_FLAGS='--only=slow-sink --scale=0.1'

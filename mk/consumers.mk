@@ -1,4 +1,4 @@
-# The consumers (issue 4): the SQS consumer Lambda, the Kafka consumer Lambda,
+# The consumers: the SQS consumer Lambda, the Kafka consumer Lambda,
 # the ECS worker, the consumer benchmark.
 #
 #   make build-SqsConsumerFunction ARTIFACTS_DIR=dir   what `sam build` calls (arm64 bootstrap)

@@ -1,4 +1,4 @@
-# The controller (issue 3): the scheduled Lambda, its SAM template, the
+# The controller: the scheduled Lambda, its SAM template, the
 # end-to-end run and the benchmarks.
 #
 #   make build-ControllerFunction ARTIFACTS_DIR=dir   what `sam build` calls (arm64 bootstrap)

@@ -1,4 +1,4 @@
-# The drift detector's figures (issue 20): the production loop on the
+# The drift detector's figures: the production loop on the
 # reference scenario with noise 1, the plant's gain doubled, halved or its
 # dead time 5 s to 20 s at 30 min (alone, and followed by a setpoint edit
 # 70 % to 50 % EDITS later), and the whole scenario without a change, on

@@ -1,4 +1,4 @@
-# The whole loop locally (issue 5): the controller and consumer bootstraps
+# The whole loop locally: the controller and consumer bootstraps
 # under the Lambda RIE, driven by the local stand-ins (internal/localaws), MariaDB
 # as the real plant (internal/dbload) whose CPU internal/cpupub publishes as AWS/RDS
 # CPUUtilization, moto for SQS, DynamoDB and CloudWatch.
@@ -27,7 +27,7 @@ e2e-bootstraps:
 e2e: e2e-bootstraps
 	$(GO) run ./internal/e2e/full -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_FLAGS)
 
-# make e2e-replica (issue 19): the loop with two signals, the CPU of a private
+# make e2e-replica: the loop with two signals, the CPU of a private
 # MariaDB primary (127.0.0.1:3316) and the replication lag of its replica
 # (127.0.0.1:3317, single-threaded apply, CPU capped by cpulimit), started by
 # localstack/stack/replica.sh; the lag is exported to a private Prometheus

@@ -1,4 +1,4 @@
-# The SAM CLI (issue 15): the real `sam` on template.yaml, in CI, and a
+# The SAM CLI: the real `sam` on template.yaml, in CI, and a
 # deployment to the local endpoint that runs what it deployed.
 #
 #   make sam-cli        installs the pinned aws-sam-cli in $(SAM_VENV) (from PyPI)

@@ -145,38 +145,14 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := dashboard.Config{Token: c.token, AllowedHosts: c.hosts, Logger: log, Fields: dashboard.LoopFields()}
 	var background func(ctx context.Context) error
+	var err error
 	if c.demo {
-		tick := time.Duration(float64(stepdemo.Tick) / c.speed)
-		start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * stepdemo.Tick)
-		d, err := stepdemo.NewWithTraffic(start, uint64(start.Unix()), c.traffic)
-		if err != nil {
-			return err
-		}
-		for range c.prefill {
-			if err := d.Step(ctx); err != nil {
-				return err
-			}
-		}
-		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = d.History(), d.Params(), d.Params(), d.Params(), d
-		cfg.Title = fmt.Sprintf("demo · simulated plant · %gx time", c.speed)
-		background = func(ctx context.Context) error {
-			t := time.NewTicker(tick)
-			defer t.Stop()
-			return d.Run(ctx, t.C)
-		}
+		background, err = demoDashboard(ctx, c, &cfg)
 	} else {
-		awsCfg, err := awsconf.Load(ctx)
-		if err != nil {
-			return err
-		}
-		client := dynamodb.NewFromConfig(awsCfg)
-		hist := ddbhistory.New(client, c.table)
-		params := dashboard.NewLoopParams(ddbloop.New(client, c.table), time.Now)
-		cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, params, hist
-		cfg.Title = "table " + c.table
-		if ep := awsconf.Endpoint(); ep != "" {
-			cfg.Title += " at " + ep
-		}
+		err = tableDashboard(ctx, c, &cfg)
+	}
+	if err != nil {
+		return err
 	}
 	srv, err := dashboard.New(cfg)
 	if err != nil {
@@ -208,6 +184,46 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 	_ = hs.Shutdown(sctx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// demoDashboard sets cfg's sources to the simulated demo loop of c
+// (prefilled, sped up) and returns what runs it in the background.
+func demoDashboard(ctx context.Context, c dashboardConfig, cfg *dashboard.Config) (func(ctx context.Context) error, error) {
+	tick := time.Duration(float64(stepdemo.Tick) / c.speed)
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * stepdemo.Tick)
+	d, err := stepdemo.NewWithTraffic(start, uint64(start.Unix()), c.traffic)
+	if err != nil {
+		return nil, err
+	}
+	for range c.prefill {
+		if err := d.Step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = d.History(), d.Params(), d.Params(), d.Params(), d
+	cfg.Title = fmt.Sprintf("demo · simulated plant · %gx time", c.speed)
+	return func(ctx context.Context) error {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		return d.Run(ctx, t.C)
+	}, nil
+}
+
+// tableDashboard sets cfg's sources to c's DynamoDB table.
+func tableDashboard(ctx context.Context, c dashboardConfig, cfg *dashboard.Config) error {
+	awsCfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return err
+	}
+	client := dynamodb.NewFromConfig(awsCfg)
+	hist := ddbhistory.New(client, c.table)
+	params := dashboard.NewLoopParams(ddbloop.New(client, c.table), time.Now)
+	cfg.History, cfg.Params, cfg.Writer, cfg.Validator, cfg.Loops = hist, params, params, params, hist
+	cfg.Title = "table " + c.table
+	if ep := awsconf.Endpoint(); ep != "" {
+		cfg.Title += " at " + ep
 	}
 	return nil
 }

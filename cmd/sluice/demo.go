@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/internal/sim"
@@ -24,106 +25,133 @@ import (
 // time; a live progress line, then a summary beside today's fixed rate and
 // the path of a plot.
 func runDemo(args []string, stdout, stderr io.Writer) int {
+	f, code, done := parseDemo(args, stderr)
+	if done {
+		return code
+	}
+	d, rec, err := f.run(stderr)
+	if err != nil {
+		return fail(stderr, "sluice demo", err, 1)
+	}
+	if f.plotPath != "" {
+		if err := os.MkdirAll(filepath.Dir(f.plotPath), 0o755); err != nil {
+			return fail(stderr, "sluice demo", err, 1)
+		}
+		if err := demoFigure(d.s, d.res, d.fixed, d.other, d.cfg.NoReport).WriteFile(f.plotPath); err != nil {
+			return fail(stderr, "sluice demo", err, 1)
+		}
+	}
+	if f.asJSON {
+		if err := printDemoJSON(stdout, d); err != nil {
+			return fail(stderr, "sluice demo", err, 1)
+		}
+	} else {
+		printDemoSummary(stdout, d.s, d.res, d.fixed, d.s.IAEBound(), d.wall, f.plotPath)
+		printDriftNote(stdout, d.s, rec)
+		if d.other != nil {
+			printReportNote(stdout, d.cfg.NoReport, d.res, *d.other)
+		}
+	}
+	if d.res.Counts.Lost() != 0 {
+		fmt.Fprintf(stderr, "sluice demo: %d messages lost\n", d.res.Counts.Lost())
+		return 1
+	}
+	return 0
+}
+
+// demoFlags are the flags of `sluice demo`.
+type demoFlags struct {
+	s                       sim.Scenario
+	plotPath, histOut       string
+	batch                   int
+	poison                  int64
+	asJSON, quiet, noReport bool
+}
+
+// parseDemo reads the flags of `sluice demo` from args. done says the
+// command ends here with code (help, or bad usage told on stderr).
+func parseDemo(args []string, stderr io.Writer) (f demoFlags, code int, done bool) {
 	fs := newFlagSet("sluice demo", "sluice demo [flags]",
 		"Runs the whole loop with no services: the reference scenario's simulated database,\n"+
 			"the controller Lambda's tick code over in-memory DynamoDB items, and the consumers'\n"+
 			"pacing code draining an in-memory queue, in accelerated time. Durations in Go syntax (90s, 120m).")
 	fs.SetOutput(stderr)
 	sf := addScenarioFlags(fs)
-	plotPath := fs.String("plot", filepath.Join("out", "demo.svg"), "write the run's plot to this file (.svg or .png); empty for none")
-	batch := fs.Int("batch", 10, "consumer batch size, messages (10 is SQS's largest)")
-	poison := fs.Int64("poison-every", 5000, "make every n-th message malformed to show the dead-letter path (0: none)")
-	asJSON := fs.Bool("json", false, "print the summary as JSON instead of a table")
-	quiet := fs.Bool("quiet", false, "no progress line")
-	histOut := fs.String("history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
-	noReport := fs.Bool("no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
+	fs.StringVar(&f.plotPath, "plot", filepath.Join("out", "demo.svg"), "write the run's plot to this file (.svg or .png); empty for none")
+	fs.IntVar(&f.batch, "batch", 10, "consumer batch size, messages (10 is SQS's largest)")
+	fs.Int64Var(&f.poison, "poison-every", 5000, "make every n-th message malformed to show the dead-letter path (0: none)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as JSON instead of a table")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
+	fs.StringVar(&f.histOut, "history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
+	fs.BoolVar(&f.noReport, "no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			return 0
+			return f, 0, true
 		}
-		return 2
+		return f, 2, true
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sluice demo: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return f, 2, true
 	}
-	s, err := sf.Scenario()
-	if err != nil {
-		return fail(stderr, "sluice demo", err, 2)
+	var err error
+	if f.s, err = sf.Scenario(); err != nil {
+		return f, fail(stderr, "sluice demo", err, 2), true
 	}
-	if *batch <= 0 || *poison < 0 {
+	if f.batch <= 0 || f.poison < 0 {
 		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
-		return 2
+		return f, 2, true
 	}
-	if badPlotPath("sluice demo", *plotPath, stderr) {
-		return 2
+	if badPlotPath("sluice demo", f.plotPath, stderr) {
+		return f, 2, true
 	}
+	return f, 0, false
+}
 
+// run tunes the loop, runs the demo (with its progress on stderr unless
+// quiet or JSON), writes --history-out, and runs the counterpart and the
+// fixed-rate baseline: what the summary is made of.
+func (f demoFlags) run(stderr io.Writer) (demoRun, *historyRecorder, error) {
+	s := f.s
 	ctrl, model, err := demo.Tune(s)
 	if err != nil {
-		return fail(stderr, "sluice demo", err, 1)
+		return demoRun{}, nil, err
 	}
 	params := demo.DefaultParams(s, ctrl)
-	cfg := demo.Config{Scenario: s, Params: params, BatchSize: *batch, PoisonEvery: *poison, NoReport: *noReport}
+	cfg := demo.Config{Scenario: s, Params: params, BatchSize: f.batch, PoisonEvery: f.poison, NoReport: f.noReport}
 	rec := newHistoryRecorder(s)
-	rec.file.Params = params.Attrs(metricSources())
+	rec.file.Params = params.Attrs(metricsources.All())
 	cfg.OnTick = rec.record
 	start := time.Now()
-	if !*quiet && !*asJSON {
+	live := !f.quiet && !f.asJSON
+	if live {
 		fmt.Fprintf(stderr, "step test identified gain %.4f pp per msg/s, tau %.0fs, dead time %.0fs, base %.1f%% (RMSE %.2f)\n",
 			model.Gain, model.TauS, model.DeadTimeS, model.Base, model.RMSE)
 		cfg.ProgressEvery = 2 * time.Minute
 		cfg.Progress = func(p demo.Progress) { printProgress(stderr, p) }
 	}
 	res, err := demo.Run(context.Background(), cfg)
-	if !*quiet && !*asJSON {
+	if live {
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
-		return fail(stderr, "sluice demo", err, 1)
+		return demoRun{}, nil, err
 	}
 	wall := time.Since(start)
-	if *histOut != "" {
-		if err := rec.write(*histOut); err != nil {
-			fmt.Fprintf(stderr, "sluice demo: --history-out: %v\n", err)
-			return 1
+	if f.histOut != "" {
+		if err := rec.write(f.histOut); err != nil {
+			return demoRun{}, nil, fmt.Errorf("--history-out: %w", err)
 		}
 	}
 	other, err := demoCounterpart(s, cfg)
 	if err != nil {
-		return fail(stderr, "sluice demo", err, 1)
+		return demoRun{}, nil, err
 	}
-
 	fixed, err := lab.Compare(s, lab.Options{Controllers: []string{lab.Fixed}})
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice demo: fixed-rate baseline: %v\n", err)
-		return 1
+		return demoRun{}, nil, fmt.Errorf("fixed-rate baseline: %w", err)
 	}
-	if *plotPath != "" {
-		if err := os.MkdirAll(filepath.Dir(*plotPath), 0o755); err != nil {
-			return fail(stderr, "sluice demo", err, 1)
-		}
-		if err := demoFigure(s, res, fixed, other, cfg.NoReport).WriteFile(*plotPath); err != nil {
-			return fail(stderr, "sluice demo", err, 1)
-		}
-	}
-	bound := s.IAEBound()
-	if *asJSON {
-		if err := printDemoJSON(stdout, demoRun{s: s, model: model, cfg: cfg, res: res, other: other, fixed: fixed, plot: *plotPath, wall: wall, drift: rec.driftJSON(s)}); err != nil {
-			return fail(stderr, "sluice demo", err, 1)
-		}
-	} else {
-		printDemoSummary(stdout, s, res, fixed, bound, wall, *plotPath)
-		printDriftNote(stdout, s, rec)
-		if other != nil {
-			printReportNote(stdout, cfg.NoReport, res, *other)
-		}
-	}
-	if res.Counts.Lost() != 0 {
-		fmt.Fprintf(stderr, "sluice demo: %d messages lost\n", res.Counts.Lost())
-		return 1
-	}
-	return 0
+	return demoRun{s: s, model: model, cfg: cfg, res: res, other: other, fixed: fixed, plot: f.plotPath, wall: wall, drift: rec.driftJSON(s)}, rec, nil
 }
 
 // demoRun is what the demo's summary is made of.

@@ -48,6 +48,47 @@ func (f *optionalFloat) ptr() *float64 {
 	return &v
 }
 
+// compareFlags are the flags of `sluice lab compare` on the simulated
+// plant.
+type compareFlags struct {
+	scenario   *scenarioFlags
+	list       *string
+	kp, ki, kd optionalFloat
+	asJSON     *bool
+	plotPath   *string
+}
+
+// addCompareFlags declares the flags of `sluice lab compare` on fs.
+func addCompareFlags(fs *flag.FlagSet) *compareFlags {
+	f := &compareFlags{scenario: addScenarioFlags(fs)}
+	f.list = fs.String("controllers", strings.Join(lab.Controllers(), ","),
+		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
+			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
+	gain := func() optionalFloat { return optionalFloat{want: "a finite gain >= 0"} }
+	f.kp, f.ki, f.kd = gain(), gain(), gain()
+	fs.Var(&f.kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
+	fs.Var(&f.ki, "ki", "override the tuned integral gain, messages/s per point-second")
+	fs.Var(&f.kd, "kd", "override the tuned derivative gain, messages per point")
+	f.asJSON = fs.Bool("json", false, `print {"scenario","model","loop_dead_time_s","iae_bound","results":[...]} as JSON`)
+	f.plotPath = fs.String("plot", "", "write a plot (setpoint, true and measured CPU, allowed rate per controller) to this .svg or .png file")
+	return f
+}
+
+// controllers are the controllers --controllers names, or scenario s's
+// default when the flag is absent.
+func (f *compareFlags) controllers(fs *flag.FlagSet, s sim.Scenario) ([]string, error) {
+	names, err := lab.ParseControllers(*f.list)
+	if err != nil {
+		return nil, fmt.Errorf("--controllers: %w", err)
+	}
+	if !flagSet(fs, "controllers") {
+		names = lab.DefaultControllers(s)
+	}
+	return names, nil
+}
+
+// runLabCompare is `sluice lab compare` (on the simulated plant unless
+// --plant says otherwise).
 func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	if code, handled := realPlantDispatch(args, runLabCompareMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
 		return code
@@ -61,31 +102,18 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			"over iae_bound, the error no controller can avoid (docs/architecture.md).\n"+
 			"Controllers: "+strings.Join(lab.Controllers(), ", ")+".\n"+
 			"Durations use Go syntax: 90s, 120m.")
-	sf := addScenarioFlags(fs)
-	list := fs.String("controllers", strings.Join(lab.Controllers(), ","),
-		"comma-separated controllers to compare, of "+strings.Join(append(lab.Controllers(), lab.Override), ",")+
-			"\n(default on a scenario with a replica: "+lab.PIAWSPFF+","+lab.Override+")")
-	gain := func() optionalFloat { return optionalFloat{want: "a finite gain >= 0"} }
-	kp, ki, kd := gain(), gain(), gain()
-	fs.Var(&kp, "kp", "override the tuned proportional gain, messages/s per point of CPU")
-	fs.Var(&ki, "ki", "override the tuned integral gain, messages/s per point-second")
-	fs.Var(&kd, "kd", "override the tuned derivative gain, messages per point")
-	asJSON := fs.Bool("json", false, `print {"scenario","model","loop_dead_time_s","iae_bound","results":[...]} as JSON`)
-	plotPath := fs.String("plot", "", "write a plot (setpoint, true and measured CPU, allowed rate per controller) to this .svg or .png file")
+	f := addCompareFlags(fs)
+	plotPath := f.plotPath
 	if code, done := flagsOrExit(fs, args, stdout, stderr); done {
 		return code
 	}
-	s, err := sf.Scenario()
+	s, err := f.scenario.Scenario()
 	if err != nil {
 		return fail(stderr, name, err, 2)
 	}
-	names, err := lab.ParseControllers(*list)
+	names, err := f.controllers(fs, s)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: --controllers: %v\n", name, err)
-		return 2
-	}
-	if !flagSet(fs, "controllers") {
-		names = lab.DefaultControllers(s)
+		return fail(stderr, name, err, 2)
 	}
 	if *plotPath != "" {
 		if err := plot.CheckPath(*plotPath); err != nil {
@@ -93,23 +121,20 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: kp.ptr(), Ki: ki.ptr(), Kd: kd.ptr()}})
+	rep, err := lab.Compare(s, lab.Options{Controllers: names, Gains: lab.Gains{Kp: f.kp.ptr(), Ki: f.ki.ptr(), Kd: f.kd.ptr()}})
 	if err != nil {
 		return fail(stderr, name, err, 1)
 	}
 	if *plotPath != "" {
-		if err := compareFigure(s, rep).WriteFile(*plotPath); err != nil {
+		if err := lab.CompareFigure(s, rep).WriteFile(*plotPath); err != nil {
 			fmt.Fprintf(stderr, "%s: plot: %v\n", name, err)
 			return 1
 		}
 	}
-	if *asJSON {
+	if *f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return fail(stderr, name, err, 1)
-		}
-		return 0
+		return failIf(stderr, name, enc.Encode(rep), 1)
 	}
 	printCompare(stdout, rep)
 	printSignals(stdout, rep)
@@ -120,6 +145,7 @@ func runLabCompare(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printCompare prints the model and each controller's measures as a table.
 func printCompare(w io.Writer, rep lab.Report) {
 	m := rep.Model
 	fmt.Fprintf(w, "identified model: gain %.4g points per msg/s, tau %.1f s, dead time %.1f s, base %.2f %% (rmse %.2f, noise %.2f)\n",
@@ -156,98 +182,9 @@ func printSignals(w io.Writer, rep lab.Report) {
 	}
 }
 
-// compareFigure draws the true CPU, the measured CPU and the allowed rate of
-// every controller, with the setpoint and the disturbances.
-func compareFigure(s sim.Scenario, rep lab.Report) plot.Figure {
-	const every = 10 // one point per 10 integration steps
-	thin := func(x []float64) []float64 {
-		out := make([]float64, 0, len(x)/every+1)
-		for i := 0; i < len(x); i += every {
-			out = append(out, x[i])
-		}
-		return out
-	}
-	var shades []plot.Shade
-	for _, d := range s.Disturbances {
-		shades = append(shades, plot.Shade{From: d.At.Minutes(), To: (d.At + d.Duration).Minutes(), Label: fmt.Sprintf("disturbance %+g points", d.Size)})
-	}
-	cpu := plot.Panel{Title: "true CPU (what the destination feels)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
-	meas := plot.Panel{Title: "measured CPU (newest published datapoint: what the controller sees)", YLabel: "CPU (%)", YMin: 0, YMax: 100, Shades: shades}
-	rate := plot.Panel{Title: "allowed rate", YLabel: "messages/s", Shades: shades}
-	for i, r := range rep.Results {
-		minutes := make([]float64, 0, len(r.Series.T)/every+1)
-		for _, t := range thin(r.Series.T) {
-			minutes = append(minutes, t/60)
-		}
-		if i == 0 {
-			sp := plot.Series{Name: "setpoint", X: minutes, Y: thin(r.Series.Setpoint), Color: "black", Dashed: true}
-			cpu.Series = append(cpu.Series, sp)
-			meas.Series = append(meas.Series, sp)
-		}
-		color := controllerColor(r.Controller)
-		cpu.Series = append(cpu.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.CPU), Color: color})
-		meas.Series = append(meas.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Measured), Color: color})
-		rate.Series = append(rate.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Allowed), Color: color})
-	}
-	panels := []plot.Panel{cpu, meas, rate}
-	if s.Replica != nil {
-		panels = []plot.Panel{cpu, lagPanel(s, rep, thin, shades), meas, rate}
-	}
-	return plot.Figure{
-		Title:  fmt.Sprintf("sluice lab compare: loop dead time %.0f s, iae_bound %.0f point-s", rep.LoopDeadTimeS, rep.IAEBound),
-		XLabel: "time (min)",
-		Width:  1100,
-		Panels: panels,
-	}
-}
-
-// lagPanel draws the replica's true lag of every controller with its
-// setpoint and band, up to 8 x the setpoint (a loop on the CPU alone lets
-// the lag grow without bound).
-func lagPanel(s sim.Scenario, rep lab.Report, thin func([]float64) []float64, shades []plot.Shade) plot.Panel {
-	top := 8 * s.Replica.Setpoint
-	p := plot.Panel{Title: fmt.Sprintf("replication lag (true; clipped at %g s)", top), YLabel: "lag (s)", YMin: 0, YMax: top, Shades: shades}
-	for i, r := range rep.Results {
-		minutes := thin(r.Series.T)
-		for j := range minutes {
-			minutes[j] /= 60
-		}
-		if i == 0 {
-			sp, band := make([]float64, len(minutes)), make([]float64, len(minutes))
-			for j := range sp {
-				sp[j], band[j] = s.Replica.Setpoint, s.Replica.Setpoint+s.Replica.Band
-			}
-			p.Series = append(p.Series, plot.Series{Name: "lag setpoint", X: minutes, Y: sp, Color: "black", Dashed: true},
-				plot.Series{Name: "setpoint + band", X: minutes, Y: band, Color: "#7f7f7f", Dashed: true})
-		}
-		p.Series = append(p.Series, plot.Series{Name: r.Controller, X: minutes, Y: thin(r.Series.Lag), Color: controllerColor(r.Controller)})
-	}
-	return p
-}
-
 // flagSet reports whether flag name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-func controllerColor(name string) string {
-	switch name {
-	case lab.Fixed:
-		return "#7f7f7f"
-	case lab.AIMD:
-		return "#ff7f0e"
-	case lab.PI:
-		return "#1f77b4"
-	case lab.PID:
-		return "#9467bd"
-	case lab.PIAWSPFF:
-		return "#2ca02c"
-	case lab.Smith:
-		return "#d62728"
-	case lab.Override:
-		return "#17becf"
-	}
-	return ""
 }

@@ -8,34 +8,9 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/plot"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
-
-// modelOutput is an identified model as the lab prints it.
-type modelOutput struct {
-	Gain     float64 `json:"gain"`
-	Tau      float64 `json:"tau_s"`
-	DeadTime float64 `json:"dead_time_s"`
-	Base     float64 `json:"base"`
-}
-
-// identifyOutput is what `lab identify --json` and `lab step --json` print.
-type identifyOutput struct {
-	Model modelOutput `json:"model"`
-	RMSE  float64     `json:"rmse"`
-}
-
-func newIdentifyOutput(r ident.Result) identifyOutput {
-	return identifyOutput{
-		Model: modelOutput{
-			Gain:     r.Model.Gain,
-			Tau:      r.Model.Tau.Seconds(),
-			DeadTime: r.Model.DeadTime.Seconds(),
-			Base:     r.Model.Base,
-		},
-		RMSE: r.RMSE,
-	}
-}
 
 func runLabIdentify(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sluice lab identify", "sluice lab identify --csv FILE [--json] [--plot FILE.svg|FILE.png]",
@@ -86,13 +61,13 @@ func identifyAndReport(cmd, source string, d ident.Data, asJSON bool, plotPath s
 		return 1
 	}
 	if plotPath != "" {
-		if err := identifyFigure(source, d, r).WriteFile(plotPath); err != nil {
+		if err := lab.IdentifyFigure(source, d, r).WriteFile(plotPath); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 			return 1
 		}
 	}
 	if asJSON {
-		return printJSON(stdout, stderr, newIdentifyOutput(r))
+		return printJSON(stdout, stderr, lab.FitOf(r))
 	}
 	m := r.Model
 	fmt.Fprintf(stdout, "identified from %d samples of %s:\n", d.Len(), source)
@@ -107,32 +82,6 @@ func identifyAndReport(cmd, source string, d ident.Data, asJSON bool, plotPath s
 		fmt.Fprintf(stdout, "plot: %s\n", plotPath)
 	}
 	return 0
-}
-
-// identifyFigure plots the measured output with the fitted model's response,
-// and the input below.
-func identifyFigure(source string, d ident.Data, r ident.Result) plot.Figure {
-	fit := ident.Simulate(r.Model, d.T, d.U)
-	m := r.Model
-	return plot.Figure{
-		Title:  fmt.Sprintf("%s: gain %.4g, tau %v, dead time %v, rmse %.3g", source, m.Gain, m.Tau.Round(100*time.Millisecond), m.DeadTime.Round(100*time.Millisecond), r.RMSE),
-		XLabel: "time (s)",
-		Panels: []plot.Panel{
-			{
-				Title:  "Output",
-				YLabel: "CPU (%)",
-				Series: []plot.Series{
-					{Name: "measured", X: d.T, Y: d.Y, Width: 1},
-					{Name: "FOPDT fit", X: d.T, Y: fit, Width: 2},
-				},
-			},
-			{
-				Title:  "Input",
-				YLabel: "rate (msg/s)",
-				Series: []plot.Series{{Name: "rate", X: d.T, Y: d.U}},
-			},
-		},
-	}
 }
 
 // badPlotPath tells on stderr, and says, that --plot names a file the

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 )
 
 // identifyJSON decodes the output of `lab identify --json`, checking that it
 // holds exactly the contract's fields.
-func identifyJSON(t *testing.T, out string) identifyOutput {
+func identifyJSON(t *testing.T, out string) lab.Fit {
 	t.Helper()
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
@@ -31,7 +33,7 @@ func identifyJSON(t *testing.T, out string) identifyOutput {
 			t.Errorf("model %v has no %q", model, k)
 		}
 	}
-	var o identifyOutput
+	var o lab.Fit
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/ident"
 )
 
@@ -44,8 +44,8 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	if badPlotPath("sluice lab step", *plotPath, stderr) {
 		return 2
 	}
-	st := stepTestFor(s, from, to, *at, flagSet(fs, "duration"))
-	d, err := simulatedStepTest(s, st, *sample)
+	st := lab.StepTestFor(s, from.ptr(), to.ptr(), *at, flagSet(fs, "duration"))
+	d, err := lab.SimulatedStepTest(s, st, *sample)
 	if err != nil {
 		return fail(stderr, "sluice lab step", err, 2)
 	}
@@ -58,57 +58,7 @@ func runLabStep(args []string, stdout, stderr io.Writer) int {
 	return identifyAndReport("sluice lab step", source, d, *asJSON, *plotPath, stdout, stderr)
 }
 
-// simulatedStepTest runs step test st on scenario s's plant (without its
-// disturbances), sampling the plant's CPU every sample with the scenario's
-// noise: the metric pipeline is replaced by a fine one without publication
-// delay, because the model to identify is the plant's (the pipeline's delay is
-// known configuration, added before tuning: see tuning.LoopModel and
-// sim.Scenario.PipelineDelay). It refuses a test that would saturate the
-// plant's CPU at 0 or 100 %, which would say nothing about its dynamics.
-// `lab compare` identifies its plant model through this function too.
-func simulatedStepTest(s sim.Scenario, st sim.StepTest, sample time.Duration) (ident.Data, error) {
-	if sample <= 0 || sample > time.Minute {
-		return ident.Data{}, fmt.Errorf("sample period %v: must be positive and at most 1m", sample)
-	}
-	for _, u := range []float64{st.From, st.To} {
-		if y := s.Plant.Output(u); y >= 100 || y <= 0 {
-			return ident.Data{}, fmt.Errorf("a rate of %g msg/s would take the plant's CPU to %.4g %%: it saturates at 0 and 100 %%, so the test would say nothing about its dynamics; choose step rates within its range", u, y)
-		}
-	}
-	s.MetricPeriod = sample
-	s.MetricDelay = 0
-	if s.Step == 0 || s.Step > sample {
-		s.Step = min(sample, time.Second)
-	}
-	if s.Tick < s.Step {
-		s.Tick = s.Step
-	}
-	d, err := sim.RunStepTest(s, st)
-	if err != nil {
-		return ident.Data{}, fmt.Errorf("step test: %w", err)
-	}
-	return d, nil
-}
-
-// stepTestFor returns the step test the flags ask for on scenario s. Without
-// step flags (absent --step-from and --step-to, durationSet false) it steps from half the
-// rate that holds the setpoint on the nominal plant to that rate, at the
-// given time, for max(8 minutes, 20 x (tau + dead time)) after it.
-func stepTestFor(s sim.Scenario, from, to optionalFloat, at time.Duration, durationSet bool) sim.StepTest {
-	nominal := s.Plant.Input(s.Setpoint)
-	st := sim.StepTest{From: nominal / 2, To: nominal, At: at, Duration: s.Duration}
-	if from.set {
-		st.From = from.v
-	}
-	if to.set {
-		st.To = to.v
-	}
-	if !durationSet {
-		st.Duration = at + max(8*time.Minute, 20*(s.Plant.Tau+s.Plant.DeadTime))
-	}
-	return st
-}
-
+// writeStepCSV writes step test d to the CSV file path (t_s,input,output).
 func writeStepCSV(path string, d ident.Data) (err error) {
 	f, err := os.Create(path)
 	if err != nil {

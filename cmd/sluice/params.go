@@ -15,15 +15,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
@@ -75,8 +74,8 @@ Attributes (docs/controller.md has the whole data model):
 func paramsHelp(w io.Writer) {
 	fmt.Fprint(w, paramsUsage)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, a := range loop.ParamsAttributes(metricSources()) {
-		fmt.Fprintf(tw, "  %s\t%s\n", a[0], a[1])
+	for _, a := range loop.ParamsAttributes(metricsources.All()) {
+		fmt.Fprintf(tw, "  %s\t%s\n", a.Name, a.Help())
 	}
 	tw.Flush()
 }
@@ -114,24 +113,9 @@ func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
 	if sub == "validate" && *file != "" {
 		return validateFile(*file, *loopID, *asJSON, stdout, stderr)
 	}
-	switch sub {
-	case "get", "set", "validate":
-	default:
-		fmt.Fprintf(stderr, "sluice params: unknown subcommand %q (get, set, validate)\n", sub)
-		return 2
-	}
-	edits, err := parseEdits(fs.Args())
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice params %s: %v\n", sub, err)
-		return 2
-	}
-	if sub != "set" && len(edits) > 0 {
-		fmt.Fprintf(stderr, "sluice params %s: unexpected arguments %q\n", sub, fs.Args())
-		return 2
-	}
-	if sub == "set" && len(edits) == 0 {
-		fmt.Fprintln(stderr, "sluice params set: nothing to set (give name=value ...)")
-		return 2
+	edits, code, done := paramsEdits(sub, fs.Args(), stderr)
+	if done {
+		return code
 	}
 	store, err := e.open(ctx, *table)
 	if err != nil {
@@ -152,6 +136,32 @@ func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// paramsEdits checks subcommand sub (get, set, validate) and its
+// arguments args: the edits of set (at least one), none for get and
+// validate. done says the command ends with code 2, told on stderr.
+func paramsEdits(sub string, args []string, stderr io.Writer) (edits []edit, code int, done bool) {
+	switch sub {
+	case "get", "set", "validate":
+	default:
+		fmt.Fprintf(stderr, "sluice params: unknown subcommand %q (get, set, validate)\n", sub)
+		return nil, 2, true
+	}
+	edits, err := parseEdits(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice params %s: %v\n", sub, err)
+		return nil, 2, true
+	}
+	if sub != "set" && len(edits) > 0 {
+		fmt.Fprintf(stderr, "sluice params %s: unexpected arguments %q\n", sub, args)
+		return nil, 2, true
+	}
+	if sub == "set" && len(edits) == 0 {
+		fmt.Fprintln(stderr, "sluice params set: nothing to set (give name=value ...)")
+		return nil, 2, true
+	}
+	return edits, 0, false
+}
+
 // edit is one name=value argument; remove is true for name=.
 type edit struct {
 	name   string
@@ -170,7 +180,7 @@ func parseEdits(args []string) ([]edit, error) {
 			out = append(out, edit{name: name, remove: true})
 			continue
 		}
-		v, err := loop.ParseParamValue(metricSources(), name, text)
+		v, err := loop.ParseParamValue(metricsources.All(), name, text)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +198,7 @@ type validity struct {
 }
 
 func validate(loopID string, attrs map[string]any) validity {
-	p, err := loop.DecodeParams(loopID, attrs, metricSources())
+	p, err := loop.DecodeParams(loopID, attrs, metricsources.All())
 	if err == nil {
 		return validity{Loop: loopID, Valid: true, Params: &p}
 	}
@@ -398,19 +408,35 @@ func ifExists[T any](v T, err error) (*T, error) {
 	return nil, err
 }
 
+// paramsGet is `sluice params get`: the loop's PARAMS, their validity,
+// and the controller's PARAMS_STATUS, STATE and RATE when they exist.
 func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON bool, stdout, stderr io.Writer) int {
-	attrs, err := store.ReadParams(ctx, loopID)
+	out, err := readGet(ctx, store, loopID)
 	if err != nil {
 		return fail(stderr, "sluice params get", err, 1)
+	}
+	if asJSON {
+		writeJSON(stdout, out)
+		return 0
+	}
+	printGet(stdout, out)
+	return 0
+}
+
+// readGet reads what `sluice params get` prints.
+func readGet(ctx context.Context, store paramsStore, loopID string) (getOutput, error) {
+	attrs, err := store.ReadParams(ctx, loopID)
+	if err != nil {
+		return getOutput{}, err
 	}
 	out := getOutput{Loop: loopID, Params: attrs, Validity: validate(loopID, attrs)}
 	out.Validity.Params = nil
 	if out.Status, err = ifExists(store.ReadStatus(ctx, loopID)); err != nil {
-		return fail(stderr, "sluice params get", err, 1)
+		return getOutput{}, err
 	}
 	st, err := ifExists(store.ReadState(ctx, loopID))
 	if err != nil {
-		return fail(stderr, "sluice params get", err, 1)
+		return getOutput{}, err
 	}
 	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
@@ -424,39 +450,40 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 		out.State = &s
 	}
 	if out.Rate, err = ifExists(store.ReadRate(ctx, loopID)); err != nil {
-		return fail(stderr, "sluice params get", err, 1)
+		return getOutput{}, err
 	}
-	if asJSON {
-		writeJSON(stdout, out)
-		return 0
-	}
-	fmt.Fprintf(stdout, "loop %s\n\nPARAMS\n", loopID)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	for _, k := range slices.Sorted(maps.Keys(attrs)) {
-		b, _ := json.Marshal(attrs[k])
+	return out, nil
+}
+
+// printGet prints out as text.
+func printGet(w io.Writer, out getOutput) {
+	fmt.Fprintf(w, "loop %s\n\nPARAMS\n", out.Loop)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(out.Params)) {
+		b, _ := json.Marshal(out.Params[k])
 		fmt.Fprintf(tw, "  %s\t%s\n", k, b)
 	}
 	tw.Flush()
-	fmt.Fprintln(stdout)
-	printValidity(stdout, out.Validity)
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(w)
+	printValidity(w, out.Validity)
+	fmt.Fprintln(w)
 	if s := out.Status; s != nil {
-		fmt.Fprintf(stdout, "PARAMS_STATUS (controller's verdict on the latest edit, tick %d at %s): %s\n", s.Tick, s.CheckedAt.Format(time.RFC3339), strings.ToUpper(s.Status))
+		fmt.Fprintf(w, "PARAMS_STATUS (controller's verdict on the latest edit, tick %d at %s): %s\n", s.Tick, s.CheckedAt.Format(time.RFC3339), strings.ToUpper(s.Status))
 		if s.Reason != "" {
-			fmt.Fprintf(stdout, "  reason: %s\n", s.Reason)
+			fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 		}
 		if s.InForce != "" {
-			fmt.Fprintf(stdout, "  in force: %s\n", s.InForce)
+			fmt.Fprintf(w, "  in force: %s\n", s.InForce)
 		}
 	} else {
-		fmt.Fprintln(stdout, "PARAMS_STATUS: none yet (the controller has not ticked this loop)")
+		fmt.Fprintln(w, "PARAMS_STATUS: none yet (the controller has not ticked this loop)")
 	}
 	if s := out.State; s != nil {
 		measured := "no datapoint yet"
 		if s.Measured != nil {
 			measured = fmt.Sprintf("%.2f %% at %s", *s.Measured, s.MetricAt.Format(time.RFC3339))
 		}
-		fmt.Fprintf(stdout, "STATE: tick %d at %s, mode %s, setpoint %.2f %%, measured %s, rate %.2f msg/s (P %.2f, I %.2f, FF %.2f), stale %v\n",
+		fmt.Fprintf(w, "STATE: tick %d at %s, mode %s, setpoint %.2f %%, measured %s, rate %.2f msg/s (P %.2f, I %.2f, FF %.2f), stale %v\n",
 			s.Version, s.TickAt.Format(time.RFC3339), s.Mode, s.Setpoint, measured, s.Rate, s.P, s.I, s.FF, s.Stale)
 	}
 	if r := out.Rate; r != nil {
@@ -464,20 +491,13 @@ func paramsGet(ctx context.Context, store paramsStore, loopID string, asJSON boo
 		if r.Expired(time.Now()) {
 			state = "EXPIRED: consumers use their safe rate"
 		}
-		fmt.Fprintf(stdout, "RATE: %.2f msg/s, tick %d, written %s, expires %s (%s)\n", r.PerSecond, r.Tick,
+		fmt.Fprintf(w, "RATE: %.2f msg/s, tick %d, written %s, expires %s (%s)\n", r.PerSecond, r.Tick,
 			r.WrittenAt.Format(time.RFC3339), r.ExpiresAt.Format(time.RFC3339), state)
 	}
-	return 0
 }
 
 func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// metricSources are the metric sources the controller runs with: the CLI
-// decodes, checks and writes PARAMS with their rules.
-func metricSources() metric.Sources {
-	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }

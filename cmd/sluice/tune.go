@@ -55,6 +55,22 @@ func newFlagSet(name, synopsis, description string) *flag.FlagSet {
 	return fs
 }
 
+// badModelFlags says what is wrong with the model flags of `sluice tune`
+// (--gain, --tau, --dead-time, --extra-delay, --tauc), "" when nothing is.
+func badModelFlags(gain float64, tau, dead, extra, tauc time.Duration) string {
+	switch {
+	case gain == 0:
+		return "--gain is required: points of CPU per message/s, e.g. 0.05"
+	case math.IsNaN(gain) || math.IsInf(gain, 0) || gain < 0:
+		return fmt.Sprintf("--gain %v: must be a positive number of points of CPU per message/s", gain)
+	case tau < 0 || dead < 0 || extra < 0 || tauc < 0:
+		return "--tau, --dead-time, --extra-delay and --tauc must not be negative"
+	}
+	return ""
+}
+
+// runTune is `sluice tune`: gains from a plant model, or from a running
+// loop (--from-history, --experiment, --shadow-report).
 func runTune(args []string, stdout, stderr io.Writer) int {
 	if tuneExperimentArg(args) { // tune_experiment.go
 		return runTuneExperiment(args, stdout, stderr)
@@ -92,15 +108,8 @@ func runTune(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice tune: --form: %v\n", err)
 		return 2
 	}
-	switch {
-	case *gain == 0:
-		fmt.Fprintln(stderr, "sluice tune: --gain is required: points of CPU per message/s, e.g. 0.05")
-		return 2
-	case math.IsNaN(*gain) || math.IsInf(*gain, 0) || *gain < 0:
-		fmt.Fprintf(stderr, "sluice tune: --gain %v: must be a positive number of points of CPU per message/s\n", *gain)
-		return 2
-	case *tau < 0 || *dead < 0 || *extra < 0 || *tauc < 0:
-		fmt.Fprintln(stderr, "sluice tune: --tau, --dead-time, --extra-delay and --tauc must not be negative")
+	if msg := badModelFlags(*gain, *tau, *dead, *extra, *tauc); msg != "" {
+		fmt.Fprintln(stderr, "sluice tune: "+msg)
 		return 2
 	}
 	m := tuning.LoopModel(control.FOPDT{Gain: *gain, Tau: *tau, DeadTime: *dead}, *extra)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/ident"
 	"github.com/sluice-dev/sluice/pkg/loop"
@@ -54,7 +55,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 	loopID := fs.String("loop", "", "the live loop (required)")
 	table := fs.String("table", ddbstore.TableFromEnv(), "DynamoDB table (default: SLUICE_TABLE or sluice)")
 	metricDelay := fs.Duration("metric-delay", 90*time.Second, "the metric's publication delay after its period ends")
-	x := loop.Experiment{Kind: loop.ExperimentSetpointStep}
+	var x loop.Experiment
 	fs.StringVar(&x.ID, "id", "", "the experiment's id (default: exp- and the time)")
 	fs.Float64Var(&x.Step, "step", 0, "setpoint step, points (required; at most 20 either way)")
 	fs.Float64Var(&x.AbortAbove, "abort-above", 0, "the signal's ceiling: the first datapoint at or above it aborts (required)")
@@ -75,7 +76,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	env := experimentEnv{store: store, sleep: restFor, now: time.Now, // lab_mariadb.go
+	env := experimentEnv{store: store, sleep: consume.WallClock{}.Sleep, now: time.Now,
 		history: func(ctx context.Context, since time.Duration) (history.File, error) {
 			return readTableHistory(ctx, *table, *loopID, since, *metricDelay)
 		}}

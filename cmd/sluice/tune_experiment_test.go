@@ -207,7 +207,7 @@ func TestTuneExperimentCommand(t *testing.T) {
 			f.Points = history.KeepSince(f.Points, since)
 			return f, nil
 		}}
-	x := loop.Experiment{ID: "cli", Kind: loop.ExperimentSetpointStep, Step: 10, AbortAbove: 70, MaxDuration: 20 * time.Minute}
+	x := loop.Experiment{ID: "cli", Step: 10, AbortAbove: 70, MaxDuration: 20 * time.Minute}
 	var out, errb bytes.Buffer
 	code := env.run(ctx, experimentRun{loopID: demo.LoopID, exp: x, poll: time.Minute, after: 5 * time.Minute, asJSON: true}, &out, &errb)
 	var got experimentReport

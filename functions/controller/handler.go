@@ -138,7 +138,6 @@ func signalsMeasured(r loop.Report) map[string]float64 {
 }
 
 func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r loop.Report, now time.Time) {
-	level := slog.LevelInfo
 	attrs := []slog.Attr{
 		slog.String("event_id", ev.ID),
 		slog.String("outcome", string(r.Outcome)),
@@ -154,6 +153,29 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	if r.Resumed {
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
+	attrs = append(attrs, loopAttrs(r)...)
+	level := slog.LevelInfo
+	for _, part := range []func(loop.Report) ([]slog.Attr, bool){driftAttrs, mappingAttrs, verdictAttrs} {
+		if a, warn := part(r); a != nil {
+			attrs = append(attrs, a...)
+			if warn {
+				level = slog.LevelWarn
+			}
+		}
+	}
+	if r.Err != nil {
+		level = max(level, slog.LevelWarn)
+		if r.Outcome == loop.OutcomeError {
+			level = slog.LevelError
+		}
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+	}
+	h.log.LogAttrs(ctx, level, "loop tick", append(attrs, h.emfAttrs(r, now)...)...)
+}
+
+// loopAttrs are the balancer's and the signals' figures of r's loop.
+func loopAttrs(r loop.Report) []slog.Attr {
+	var attrs []slog.Attr
 	if r.Weights != nil {
 		// A balanced loop: the weights written to RATE (by endpoint), the
 		// fresh node utilizations, and the nodes that kept their weight.
@@ -167,44 +189,43 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 		// and each one's fresh measurement.
 		attrs = append(attrs, slog.String("limiting", r.Limiting), slog.Any("signals", signalsMeasured(r)))
 	}
-	if r.ModelDrift {
-		// The plant moved away from the loop's model (drift.State):
-		// a warning until the model is edited.
-		level = slog.LevelWarn
-		attrs = append(attrs, slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio))
-		if r.DriftReason == drift.ReasonDeadTime {
-			attrs = append(attrs, slog.String("drift_reason", r.DriftReason), slog.Float64("drift_dead_time_s", r.DriftDeadTime.Seconds()))
-		}
+	return attrs
+}
+
+// driftAttrs are the verdict that the plant moved away from the loop's
+// model (drift.State): a warning until the model is edited.
+func driftAttrs(r loop.Report) ([]slog.Attr, bool) {
+	if !r.ModelDrift {
+		return nil, false
 	}
-	if m, warn := mappingAttrs(r); m != nil {
-		attrs = append(attrs, m...)
-		if warn {
-			level = slog.LevelWarn
-		}
+	attrs := []slog.Attr{slog.Bool("model_drift", true), slog.Float64("drift_gain_ratio", r.DriftGainRatio)}
+	if r.DriftReason == drift.ReasonDeadTime {
+		attrs = append(attrs, slog.String("drift_reason", r.DriftReason), slog.Float64("drift_dead_time_s", r.DriftDeadTime.Seconds()))
 	}
+	return attrs, true
+}
+
+// verdictAttrs are the verdict on an edit of PARAMS: a refusal warns.
+func verdictAttrs(r loop.Report) ([]slog.Attr, bool) {
+	var attrs []slog.Attr
 	if r.ParamsStatus != "" {
 		attrs = append(attrs, slog.String("params_status", r.ParamsStatus))
 	}
 	if r.ParamsReason != "" {
-		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("params_reason", r.ParamsReason))
 	}
-	if r.Err != nil {
-		level = slog.LevelWarn
-		if r.Outcome == loop.OutcomeError {
-			level = slog.LevelError
-		}
-		attrs = append(attrs, slog.String("error", r.Err.Error()))
-	}
-	// Metrics only for loops whose tick ran (applied); a lost or skipped
-	// tick has nothing new to publish.
+	return attrs, r.ParamsReason != ""
+}
+
+// emfAttrs are the metrics of r: only for loops whose tick ran (applied);
+// a lost or skipped tick has nothing new to publish.
+func (h *handler) emfAttrs(r loop.Report, now time.Time) []slog.Attr {
 	switch r.Outcome {
 	case loop.OutcomeApplied:
-		attrs = append(attrs, cwmetric.EMFAttrs(h.namespace, r, now)...)
+		return cwmetric.EMFAttrs(h.namespace, r, now)
 	case loop.OutcomeError:
-		attrs = append(attrs, cwmetric.EMFLoopErrorAttrs(h.namespace, r.Loop, now)...)
+		return cwmetric.EMFLoopErrorAttrs(h.namespace, r.Loop, now)
 	default:
-		attrs = append(attrs, slog.String(cwmetric.EMFDimension, r.Loop))
+		return []slog.Attr{slog.String(cwmetric.EMFDimension, r.Loop)}
 	}
-	h.log.LogAttrs(ctx, level, "loop tick", attrs...)
 }

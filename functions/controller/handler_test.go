@@ -147,8 +147,8 @@ func (f fixedTicker) Tick(context.Context) ([]loop.Report, error) { return f, ni
 func TestHandleOneFailedLoopDoesNotFailTheInvocation(t *testing.T) {
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
 	corrupt := loop.Report{Loop: "corrupt", Outcome: loop.OutcomeError, Err: errors.New("decode STATE: attribute version")}
-	good := loop.Report{Loop: "good", Outcome: loop.OutcomeApplied, Tick: 3, RateWritten: true, Rate: 50, Setpoint: 70, Measured: 60}
-	stale := loop.Report{Loop: "prom", Outcome: loop.OutcomeApplied, Tick: 2, Stale: true, Err: errors.New("prometheus query: HTTP 500")}
+	good := loop.Report{Loop: "good", Outcome: loop.OutcomeApplied, Tick: 3, OutputReport: loop.OutputReport{RateWritten: true, Rate: 50}, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 60}}
+	stale := loop.Report{Loop: "prom", Outcome: loop.OutcomeApplied, Tick: 2, Err: errors.New("prometheus query: HTTP 500"), MeasurementReport: loop.MeasurementReport{Stale: true}}
 	noParams := loop.Report{Loop: "never-valid", Outcome: loop.OutcomeNoParams}
 	var buf bytes.Buffer
 	h := &handler{ticker: fixedTicker{corrupt, good, stale, noParams}, log: slog.New(slog.NewJSONHandler(&buf, nil)), namespace: "T", now: func() time.Time { return now }}

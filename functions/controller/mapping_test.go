@@ -18,11 +18,9 @@ import (
 // named in the invocation's problems; its RATE was written.
 func TestHandleMappingFailure(t *testing.T) {
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
-	failed := loop.Report{Loop: "orders", Outcome: loop.OutcomeApplied, Tick: 9, RateWritten: true, Rate: 400, Setpoint: 70, Measured: 60,
-		Mapping: &loop.MappingReport{UUID: "esm-1", Concurrency: 10, Target: 25, Err: "AccessDeniedException", BatchSeconds: 0.5, BatchSize: 10}}
-	updated := loop.Report{Loop: "payments", Outcome: loop.OutcomeApplied, Tick: 4, RateWritten: true, Rate: 80, Setpoint: 70, Measured: 60,
-		Mapping: &loop.MappingReport{UUID: "esm-2", Concurrency: 5, Target: 5, Updated: true, BatchSeconds: 0.5, BatchSize: 10}}
-	worker := loop.Report{Loop: "worker", Outcome: loop.OutcomeApplied, Tick: 4, RateWritten: true, Rate: 80, Setpoint: 70, Measured: 60}
+	failed := loop.Report{Loop: "orders", Outcome: loop.OutcomeApplied, Tick: 9, Mapping: &loop.MappingReport{UUID: "esm-1", Concurrency: 10, Target: 25, Err: "AccessDeniedException", BatchSeconds: 0.5, BatchSize: 10}, OutputReport: loop.OutputReport{RateWritten: true, Rate: 400}, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 60}}
+	updated := loop.Report{Loop: "payments", Outcome: loop.OutcomeApplied, Tick: 4, Mapping: &loop.MappingReport{UUID: "esm-2", Concurrency: 5, Target: 5, Updated: true, BatchSeconds: 0.5, BatchSize: 10}, OutputReport: loop.OutputReport{RateWritten: true, Rate: 80}, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 60}}
+	worker := loop.Report{Loop: "worker", Outcome: loop.OutcomeApplied, Tick: 4, OutputReport: loop.OutputReport{RateWritten: true, Rate: 80}, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 60}}
 	var buf bytes.Buffer
 	h := &handler{ticker: fixedTicker{failed, updated, worker}, log: slog.New(slog.NewJSONHandler(&buf, nil)), namespace: "T", now: func() time.Time { return now }}
 	res, err := h.handle(context.Background(), loadEvent(t))

@@ -17,8 +17,7 @@ import (
 // A loop with several signals logs which one set the rate and each fresh
 // measurement (a stale one, NaN, is left out: the line stays JSON).
 func TestLogReportSignals(t *testing.T) {
-	line := logLine(t, loop.Report{Loop: "orders", Outcome: loop.OutcomeApplied, Tick: 7, Measured: 55, Rate: 800, Limiting: "lag",
-		Signals: []loop.SignalReport{{Name: "cpu", Measured: 55}, {Name: "lag", Measured: 11.5}, {Name: "p99", Measured: math.NaN(), Stale: true}}})
+	line := logLine(t, loop.Report{Loop: "orders", Outcome: loop.OutcomeApplied, Tick: 7, Limiting: "lag", Signals: []loop.SignalReport{{Name: "cpu", Measured: 55}, {Name: "lag", Measured: 11.5}, {Name: "p99", Measured: math.NaN(), Stale: true}}, MeasurementReport: loop.MeasurementReport{Measured: 55}, OutputReport: loop.OutputReport{Rate: 800}})
 	sigs, _ := line["signals"].(map[string]any)
 	if line["limiting"] != "lag" || sigs["lag"] != 11.5 || sigs["cpu"] != 55.0 || sigs["p99"] != nil {
 		t.Fatalf("log line %v; want limiting lag and signals {cpu: 55, lag: 11.5}", line)

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
@@ -112,44 +110,39 @@ func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, v
 // Validate decodes p as the controller does; a refusal lists every field
 // with its reason.
 func (l *LoopParams) Validate(loopID string, p Params) error {
-	_, err := loop.DecodeParams(loopID, p, metricSources())
+	_, err := loop.DecodeParams(loopID, p, metricsources.All())
 	return err
 }
 
-// metricSources are the metric sources the controller runs with: the form
-// checks and lists their attributes as the controller decodes them.
-func metricSources() metric.Sources {
-	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
-}
-
-// Field describes one PARAMS attribute for the form.
+// Field describes one PARAMS attribute for the form, as pkg/loop declares
+// it.
 type Field struct {
 	Name string `json:"name"`
 	// Kind is number, string, bool or map: how the form encodes the value.
 	Kind     string `json:"kind"`
 	Required bool   `json:"required,omitempty"`
-	// Doc says what the attribute means, with its unit.
+	// PerSignal is true for an attribute each signal of `signals` has too.
+	PerSignal bool `json:"per_signal,omitempty"`
+	// Unit, Default and Range are the declared unit, default and range.
+	Unit    string `json:"unit,omitempty"`
+	Default string `json:"default,omitempty"`
+	Range   string `json:"range,omitempty"`
+	// Doc says what the attribute means, with its unit and range.
 	Doc string `json:"doc"`
 }
 
 // LoopFields returns the PARAMS attributes that loop.DecodeParams reads,
 // for the form: every attribute appears, with its type and documentation.
 func LoopFields() []Field {
-	attrs := loop.ParamsAttributes(metricSources())
+	attrs := loop.ParamsAttributes(metricsources.All())
 	out := make([]Field, 0, len(attrs))
 	for _, a := range attrs {
-		doc := a[1]
-		f := Field{Name: a[0], Kind: "string", Doc: doc}
-		f.Required = strings.HasPrefix(doc, "required; ")
-		switch {
-		case strings.Contains(doc, "(N)"):
-			f.Kind = "number"
-		case strings.Contains(doc, "(BOOL)"):
-			f.Kind = "bool"
-		case strings.Contains(doc, "(M)"):
-			f.Kind = "map"
+		kind := map[string]string{"N": "number", "BOOL": "bool", "M": "map"}[a.Type]
+		if kind == "" {
+			kind = "string"
 		}
-		out = append(out, f)
+		out = append(out, Field{Name: a.Name, Kind: kind, Required: a.Required, PerSignal: a.PerSignal,
+			Unit: a.Unit, Default: a.Default, Range: a.Range, Doc: a.Help()})
 	}
 	return out
 }

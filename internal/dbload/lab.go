@@ -154,7 +154,7 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 	if err != nil {
 		return RunResult{}, err
 	}
-	pipe := sim.NewPipeline(s.MetricPeriod, s.MetricDelay, 0, nil, y0)
+	r := &realRun{l: l, s: s, p: p, h: h, smp: smp, pipe: sim.NewPipeline(s.MetricPeriod, s.MetricDelay, 0, nil, y0), lastTick: -s.Tick}
 	if err := l.Plant.Start(ctx, 0); err != nil {
 		return RunResult{}, err
 	}
@@ -164,72 +164,13 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 			l.Plant.Stop()
 		}
 	}()
-	disturbing := false
 	defer func() {
-		if disturbing {
+		if r.disturbing {
 			l.Disturb.Stop()
 		}
 	}()
-	n := int(s.Duration / h)
-	var ser sim.Series
-	allowed := 0.0
-	lastTick := -s.Tick
-	var doneSinceTick float64 // messages processed since the last tick
-	start := time.Now()
-	if smp.prev, err = l.CPU.Sample(); err != nil {
+	if err := r.loop(ctx); err != nil {
 		return RunResult{}, err
-	}
-	_, smp.prevStored, _ = l.Plant.Counts()
-	for k := 0; k < n; k++ {
-		t := time.Duration(k) * h
-		pipe.Publish(t)
-		if on := s.DisturbanceAt(t) != 0; on != disturbing && l.Disturb != nil {
-			if on {
-				if err := l.Disturb.Start(ctx); err != nil {
-					return RunResult{}, fmt.Errorf("start disturbance: %w", err)
-				}
-			} else {
-				l.Disturb.Stop()
-			}
-			disturbing = on
-		}
-		if t-lastTick >= s.Tick {
-			dp, ok := pipe.Latest()
-			// Processed is the rate the database really took since the
-			// last tick, which the controller tracks (as sim.Run does).
-			obs := sim.Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
-				Processed: doneSinceTick / (t - lastTick).Seconds()}
-			if k == 0 {
-				obs.Processed = 0
-			}
-			doneSinceTick = 0
-			allowed = p.Rate(obs)
-			if math.IsNaN(allowed) {
-				return RunResult{}, fmt.Errorf("policy returned NaN at %v", t)
-			}
-			allowed = math.Max(0, math.Min(s.MaxRate, allowed))
-			l.Plant.SetRate(allowed)
-			lastTick = t
-		}
-		cpu, processed, err := smp.next(ctx, start.Add(t+h))
-		if err != nil {
-			return RunResult{}, fmt.Errorf("run at %v: %w", t, err)
-		}
-		pipe.Observe(t, h, cpu)
-		doneSinceTick += processed * h.Seconds()
-		meas := math.NaN()
-		if dp, ok := pipe.Latest(); ok {
-			meas = dp.Value
-		}
-		ser.T = append(ser.T, (t + h).Seconds())
-		ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
-		ser.CPU = append(ser.CPU, cpu)
-		ser.Measured = append(ser.Measured, meas)
-		ser.Allowed = append(ser.Allowed, allowed)
-		ser.Processed = append(ser.Processed, processed)
-		if l.Progress != nil {
-			l.Progress(t+h, cpu, allowed, processed)
-		}
 	}
 	l.Plant.Stop()
 	stopped = true
@@ -239,5 +180,118 @@ func (l *Lab) Run(ctx context.Context, s sim.Scenario, p sim.Policy) (RunResult,
 		return RunResult{}, err
 	}
 	c := sim.Counts{Produced: taken, Processed: distinct}
-	return RunResult{Series: ser, Counts: c, Metrics: sim.Measure(s, ser, c), Rows: rows, Distinct: distinct, StoreRetries: retries}, nil
+	return RunResult{Series: r.ser, Counts: c, Metrics: sim.Measure(s, r.ser, c), Rows: rows, Distinct: distinct, StoreRetries: retries}, nil
+}
+
+// realRun is the state of one closed-loop run on the real plant (Run).
+type realRun struct {
+	l     *Lab
+	s     sim.Scenario
+	p     sim.Policy
+	h     time.Duration
+	smp   *sampler
+	pipe  *sim.Pipeline
+	ser   sim.Series
+	start time.Time
+
+	allowed       float64
+	lastTick      time.Duration
+	doneSinceTick float64 // messages processed since the last tick
+	disturbing    bool
+}
+
+// loop runs the scenario's steps in real time.
+func (r *realRun) loop(ctx context.Context) error {
+	l, s, h := r.l, r.s, r.h
+	n := int(s.Duration / h)
+	r.start = time.Now()
+	var err error
+	if r.smp.prev, err = l.CPU.Sample(); err != nil {
+		return err
+	}
+	_, r.smp.prevStored, _ = l.Plant.Counts()
+	for k := 0; k < n; k++ {
+		t := time.Duration(k) * h
+		r.pipe.Publish(t)
+		if err := r.disturb(ctx, t); err != nil {
+			return err
+		}
+		if t-r.lastTick >= s.Tick {
+			if err := r.tick(k, t); err != nil {
+				return err
+			}
+		}
+		if err := r.sample(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disturb switches the outside load on or off as the scenario's
+// disturbances say at t.
+func (r *realRun) disturb(ctx context.Context, t time.Duration) error {
+	l := r.l
+	if on := r.s.DisturbanceAt(t) != 0; on != r.disturbing && l.Disturb != nil {
+		if on {
+			if err := l.Disturb.Start(ctx); err != nil {
+				return fmt.Errorf("start disturbance: %w", err)
+			}
+		} else {
+			l.Disturb.Stop()
+		}
+		r.disturbing = on
+	}
+	return nil
+}
+
+// tick is the controller's tick at step k (time t): the policy sees the
+// newest published datapoint and sets the allowed rate, bounded by
+// [0, MaxRate].
+func (r *realRun) tick(k int, t time.Duration) error {
+	s := r.s
+	dp, ok := r.pipe.Latest()
+	// Processed is the rate the database really took since the
+	// last tick, which the controller tracks (as sim.Run does).
+	obs := sim.Observation{Now: t, Interval: t - r.lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
+		Processed: r.doneSinceTick / (t - r.lastTick).Seconds()}
+	if k == 0 {
+		obs.Processed = 0
+	}
+	r.doneSinceTick = 0
+	allowed := r.p.Rate(obs)
+	if math.IsNaN(allowed) {
+		return fmt.Errorf("policy returned NaN at %v", t)
+	}
+	r.allowed = math.Max(0, math.Min(s.MaxRate, allowed))
+	r.l.Plant.SetRate(r.allowed)
+	r.lastTick = t
+	return nil
+}
+
+// sample waits for the end of the step from t, reads the database's CPU
+// and processed rate over it, and records them.
+func (r *realRun) sample(ctx context.Context, t time.Duration) error {
+	h := r.h
+	cpu, processed, err := r.smp.next(ctx, r.start.Add(t+h))
+	if err != nil {
+		return fmt.Errorf("run at %v: %w", t, err)
+	}
+	r.pipe.Observe(t, h, cpu)
+	r.doneSinceTick += processed * h.Seconds()
+	meas := math.NaN()
+	if dp, ok := r.pipe.Latest(); ok {
+		meas = dp.Value
+	}
+	ser := &r.ser
+	ser.T = append(ser.T, (t + h).Seconds())
+	ser.Setpoint = append(ser.Setpoint, r.s.SetpointAt(t))
+	ser.CPU = append(ser.CPU, cpu)
+	ser.Measured = append(ser.Measured, meas)
+	ser.Allowed = append(ser.Allowed, r.allowed)
+	ser.Processed = append(ser.Processed, processed)
+	if r.l.Progress != nil {
+		r.l.Progress(t+h, cpu, r.allowed, processed)
+	}
+	return nil
 }

@@ -54,8 +54,9 @@ func driftRun(ctx context.Context, s sim.Scenario) (driftResult, error) {
 	return res, nil
 }
 
-// DriftBound is the number of ticks within which a plant change must be
-// said (issue 20).
+// DriftBound is the number of ticks within which the loop must set
+// model_drift after a plant change: the target the drift figures and
+// their tests hold the detector to.
 const DriftBound = 10
 
 // DriftFigure is the result of one drift-detection run: the plant change

@@ -48,7 +48,7 @@ func TestModelDrift(t *testing.T) {
 	}
 }
 
-// Issue 20 on the reference scenario with noise 1: the plant's gain doubles
+// Drift detection on the reference scenario with noise 1: the plant's gain doubles
 // or halves at 30 min; model_drift is set within 10 ticks of the change (on
 // seed 3 the doubled gain looked like a load for longest; make bench-drift
 // runs more seeds, and the whole scenario without a change).

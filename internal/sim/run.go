@@ -95,94 +95,144 @@ func run(s Scenario, p Policy, opt runOptions) (Result, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, fmt.Errorf("scenario: %w", err)
 	}
+	r := newLoopRun(s, p, opt)
+	n := int(s.Duration / r.h)
+	r.ser = newSeries(n, s.Replica != nil)
+	for k := 0; k < n; k++ {
+		t := time.Duration(k) * r.h
+		r.pipe.Publish(t)
+		if r.lag != nil {
+			r.lag.pipe.Publish(t)
+		}
+		if t-r.lastTick >= s.Tick {
+			if err := r.tick(k, t); err != nil {
+				return Result{}, err
+			}
+		}
+		r.advance(t)
+	}
+	counts := Counts{
+		Produced:  s.Backlog + r.prod.sent,
+		Processed: r.dst.processed,
+		InFlight:  r.cons.inFlight,
+		Queued:    r.q.length,
+	}
+	return Result{Series: r.ser, Counts: counts, Metrics: Measure(s, r.ser, counts)}, nil
+}
+
+// loopRun is the state of one closed-loop simulation (run): the plant,
+// its metric pipeline, the traffic, the policy and what it last allowed,
+// and the series recorded so far.
+type loopRun struct {
+	s      Scenario
+	p      Policy
+	h      time.Duration
+	hs     float64 // h in seconds
+	plant  *Plant
+	pipe   *Pipeline
+	prod   *producers
+	q      *queue
+	cons   *consumers
+	dst    sink
+	lag    *lagMeter // nil without a replica
+	ser    Series
+	lim    Limiter
+	isLim  bool
+	limits string // the signal that limited the rate at the last tick
+
+	allowed       float64
+	lastTick      time.Duration
+	doneSinceTick int64
+}
+
+func newLoopRun(s Scenario, p Policy, opt runOptions) *loopRun {
 	h := s.step()
-	hs := h.Seconds()
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	plant := NewPlant(s.Plant, h, 0)
-	pipe := NewPipeline(s.MetricPeriod, s.MetricDelay, s.Noise, rng, plant.CPU(0))
-	prod := &producers{rate: s.ProducerRate}
-	q := &queue{length: s.Backlog}
-	cons := &consumers{dropEvery: opt.dropEvery}
-	var dst sink
+	r := &loopRun{s: s, p: p, h: h, hs: h.Seconds(), plant: plant,
+		pipe: NewPipeline(s.MetricPeriod, s.MetricDelay, s.Noise, rng, plant.CPU(0)),
+		prod: &producers{rate: s.ProducerRate}, q: &queue{length: s.Backlog}, cons: &consumers{dropEvery: opt.dropEvery},
+		lastTick: -s.Tick}
+	if s.Replica != nil {
+		r.lag = newLagMeter(*s.Replica)
+	}
+	r.lim, r.isLim = p.(Limiter)
+	return r
+}
 
-	n := int(s.Duration / h)
+// newSeries is a series with room for n steps, with the lag's when
+// replica.
+func newSeries(n int, replica bool) Series {
 	ser := Series{
 		T: make([]float64, 0, n), Setpoint: make([]float64, 0, n), CPU: make([]float64, 0, n),
 		Measured: make([]float64, 0, n), Allowed: make([]float64, 0, n), Processed: make([]float64, 0, n),
 	}
-	var lag *lagMeter
-	if s.Replica != nil {
-		lag = newLagMeter(*s.Replica)
+	if replica {
 		ser.Lag, ser.LagMeasured = make([]float64, 0, n), make([]float64, 0, n)
 	}
-	lim, isLimiter := p.(Limiter)
-	limiting := ""
-	allowed := 0.0
-	lastTick := -s.Tick
-	var doneSinceTick int64
-	for k := 0; k < n; k++ {
-		t := time.Duration(k) * h
-		pipe.Publish(t)
-		if lag != nil {
-			lag.pipe.Publish(t)
-		}
-		if t-lastTick >= s.Tick {
-			dp, ok := pipe.Latest()
-			obs := Observation{Now: t, Interval: t - lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
-				Processed: float64(doneSinceTick) / (t - lastTick).Seconds()}
-			if k == 0 {
-				obs.Processed = 0
-			}
-			doneSinceTick = 0
-			if lag != nil {
-				dp, ok := lag.pipe.Latest()
-				obs.Signals = []SignalObservation{{Name: SignalLag, Setpoint: s.Replica.Setpoint, Datapoint: dp, OK: ok}}
-			}
-			allowed = p.Rate(obs)
-			if isLimiter {
-				limiting = lim.Limiting()
-			}
-			if math.IsNaN(allowed) {
-				return Result{}, fmt.Errorf("policy returned NaN at %v", t)
-			}
-			allowed = math.Max(0, math.Min(s.MaxRate, allowed))
-			lastTick = t
-		}
-		prod.rate = s.ProducerRateAt(t)
-		burst := s.BurstsIn(t, t+h)
-		prod.sent += burst
-		q.push(prod.produce(hs) + burst)
-		done, _ := cons.step(q, allowed, hs)
-		dst.complete(done)
-		doneSinceTick += done
-		if len(s.PlantChanges) > 0 {
-			plant.SetModel(s.PlantAt(t))
-		}
-		cpu := plant.Step(float64(done)/hs, s.DisturbanceAt(t))
-		pipe.Observe(t, h, cpu)
+	return ser
+}
 
-		meas := latestValue(pipe)
-		ser.T = append(ser.T, (t + h).Seconds())
-		ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
-		ser.CPU = append(ser.CPU, cpu)
-		ser.Measured = append(ser.Measured, meas)
-		ser.Allowed = append(ser.Allowed, allowed)
-		ser.Processed = append(ser.Processed, float64(done)/hs)
-		if lag != nil {
-			ser.Lag = append(ser.Lag, lag.step(t, h, float64(done)/hs))
-			ser.LagMeasured = append(ser.LagMeasured, latestValue(lag.pipe))
-		}
-		if isLimiter {
-			ser.Limiting = append(ser.Limiting, limiting)
-		}
+// tick is the controller's tick at step k (time t): the policy sees the
+// newest datapoints and the rate processed since the last tick, and sets
+// the allowed rate, bounded by [0, MaxRate].
+func (r *loopRun) tick(k int, t time.Duration) error {
+	s := r.s
+	dp, ok := r.pipe.Latest()
+	obs := Observation{Now: t, Interval: t - r.lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
+		Processed: float64(r.doneSinceTick) / (t - r.lastTick).Seconds()}
+	if k == 0 {
+		obs.Processed = 0
 	}
-	counts := Counts{
-		Produced:  s.Backlog + prod.sent,
-		Processed: dst.processed,
-		InFlight:  cons.inFlight,
-		Queued:    q.length,
+	r.doneSinceTick = 0
+	if r.lag != nil {
+		dp, ok := r.lag.pipe.Latest()
+		obs.Signals = []SignalObservation{{Name: SignalLag, Setpoint: s.Replica.Setpoint, Datapoint: dp, OK: ok}}
 	}
-	return Result{Series: ser, Counts: counts, Metrics: Measure(s, ser, counts)}, nil
+	allowed := r.p.Rate(obs)
+	if r.isLim {
+		r.limits = r.lim.Limiting()
+	}
+	if math.IsNaN(allowed) {
+		return fmt.Errorf("policy returned NaN at %v", t)
+	}
+	r.allowed = math.Max(0, math.Min(s.MaxRate, allowed))
+	r.lastTick = t
+	return nil
+}
+
+// advance integrates one step from t: the producers and bursts fill the
+// queue, the consumers drain it at the allowed rate, the plant takes what
+// they processed, and the step's values are recorded.
+func (r *loopRun) advance(t time.Duration) {
+	s, h, hs := r.s, r.h, r.hs
+	r.prod.rate = s.ProducerRateAt(t)
+	burst := s.BurstsIn(t, t+h)
+	r.prod.sent += burst
+	r.q.push(r.prod.produce(hs) + burst)
+	done, _ := r.cons.step(r.q, r.allowed, hs)
+	r.dst.complete(done)
+	r.doneSinceTick += done
+	if len(s.PlantChanges) > 0 {
+		r.plant.SetModel(s.PlantAt(t))
+	}
+	cpu := r.plant.Step(float64(done)/hs, s.DisturbanceAt(t))
+	r.pipe.Observe(t, h, cpu)
+
+	ser := &r.ser
+	ser.T = append(ser.T, (t + h).Seconds())
+	ser.Setpoint = append(ser.Setpoint, s.SetpointAt(t))
+	ser.CPU = append(ser.CPU, cpu)
+	ser.Measured = append(ser.Measured, latestValue(r.pipe))
+	ser.Allowed = append(ser.Allowed, r.allowed)
+	ser.Processed = append(ser.Processed, float64(done)/hs)
+	if r.lag != nil {
+		ser.Lag = append(ser.Lag, r.lag.step(t, h, float64(done)/hs))
+		ser.LagMeasured = append(ser.LagMeasured, latestValue(r.lag.pipe))
+	}
+	if r.isLim {
+		ser.Limiting = append(ser.Limiting, r.limits)
+	}
 }
 
 // latestValue is the newest published datapoint's value, NaN before the

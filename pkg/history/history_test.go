@@ -13,8 +13,7 @@ import (
 
 func TestFromReportFillsProcessedDepthAndLimited(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := loop.Report{Outcome: loop.OutcomeApplied, Setpoint: 70, Measured: 30, Rate: 1200,
-		Processed: 400, ProcessedKnown: true, DemandLimited: true, Depth: 12, DepthKnown: true}
+	r := loop.Report{Outcome: loop.OutcomeApplied, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 30}, OutputReport: loop.OutputReport{Rate: 1200}, DemandReport: loop.DemandReport{Processed: 400, ProcessedKnown: true, DemandLimited: true, Depth: 12, DepthKnown: true}}
 	p, ok := history.FromReport(at, r)
 	if !ok || p.Consumed != 400 || p.Depth != 12 || !p.Limited {
 		t.Fatalf("FromReport = %+v, %v; want consumed 400, depth 12, limited", p, ok)
@@ -38,11 +37,10 @@ func TestFromReportFillsProcessedDepthAndLimited(t *testing.T) {
 // every signal's setpoint and measurement (null when stale), through JSON.
 func TestFromReportSignals(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	r := loop.Report{Outcome: loop.OutcomeApplied, Setpoint: 70, Measured: 55, Rate: 800, Limiting: "lag",
-		Signals: []loop.SignalReport{
-			{Name: "cpu", Unit: "%", Setpoint: 70, Measured: 55, Rate: 900, Tracking: true},
-			{Name: "lag", Unit: "s", Setpoint: 10, Measured: 12, Rate: 800, Stale: true},
-		}}
+	r := loop.Report{Outcome: loop.OutcomeApplied, Limiting: "lag", Signals: []loop.SignalReport{
+		{Name: "cpu", Unit: "%", Setpoint: 70, Measured: 55, Rate: 900, Tracking: true},
+		{Name: "lag", Unit: "s", Setpoint: 10, Measured: 12, Rate: 800, Stale: true},
+	}, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 55}, OutputReport: loop.OutputReport{Rate: 800}}
 	p, ok := history.FromReport(at, r)
 	if !ok || p.Limiting != "lag" || len(p.Signals) != 2 || p.Signals[0].Measured != 55 || !math.IsNaN(p.Signals[1].Measured) {
 		t.Fatalf("FromReport = %+v, %v", p, ok)
@@ -65,7 +63,7 @@ func TestFromReportSignals(t *testing.T) {
 // reads as raw.
 func TestFromReportMarksConsumedSmoothing(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	p, _ := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, Processed: 7, ProcessedKnown: true})
+	p, _ := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, DemandReport: loop.DemandReport{Processed: 7, ProcessedKnown: true}})
 	if p.ConsumedSmoothing != loop.ProcessedSmoothing {
 		t.Fatalf("ConsumedSmoothing = %v; want loop.ProcessedSmoothing", p.ConsumedSmoothing)
 	}
@@ -129,7 +127,7 @@ func TestRawConsumed(t *testing.T) {
 // as model_drift, and only then.
 func TestPointModelDrift(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	p, ok := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, Measured: 60, ModelDrift: true})
+	p, ok := history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied, MeasurementReport: loop.MeasurementReport{Measured: 60}, DriftReport: loop.DriftReport{ModelDrift: true}})
 	if !ok || !p.ModelDrift {
 		t.Fatalf("FromReport with model drift = %+v, %v; want ModelDrift", p, ok)
 	}

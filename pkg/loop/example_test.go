@@ -95,10 +95,10 @@ func ExampleParseExperiment() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(e.Kind, e.Step, e.AbortAbove, e.MaxDuration)
+	fmt.Println(e.ID, e.Step, e.AbortAbove, e.MaxDuration)
 	_, err = loop.ParseExperiment("id=e2,step=30,abort_above=85,max_duration=20m")
 	fmt.Println(err)
 	// Output:
-	// setpoint-step 5 85 20m0s
+	// e1 5 85 20m0s
 	// step 30: want a non-zero number of points, at most 20 either way
 }

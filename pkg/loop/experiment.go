@@ -14,10 +14,6 @@ import (
 // experiment (Experiment; ParseExperiment gives its text form).
 const AttrExperiment = "experiment"
 
-// ExperimentSetpointStep is the one kind of experiment: the setpoint is
-// offset by Step for MaxDuration.
-const ExperimentSetpointStep = "setpoint-step"
-
 // MaxExperimentStep is the largest setpoint step an experiment may take,
 // points.
 const MaxExperimentStep = 20
@@ -31,7 +27,6 @@ const MaxExperimentStep = 20
 // runs once per ID; its progress is in STATE (ExperimentState).
 type Experiment struct {
 	ID          string        `json:"id"`
-	Kind        string        `json:"kind"`
 	Step        float64       `json:"step"`
 	AbortAbove  float64       `json:"abort_above"`
 	MaxDuration time.Duration `json:"max_duration"`
@@ -42,7 +37,7 @@ type Experiment struct {
 
 // String is the attribute's text form, as ParseExperiment reads it.
 func (e Experiment) String() string {
-	s := fmt.Sprintf("id=%s,kind=%s,step=%g,abort_above=%g,max_duration=%v", e.ID, e.Kind, e.Step, e.AbortAbove, e.MaxDuration)
+	s := fmt.Sprintf("id=%s,step=%g,abort_above=%g,max_duration=%v", e.ID, e.Step, e.AbortAbove, e.MaxDuration)
 	if e.MaxRateStep > 0 {
 		s += fmt.Sprintf(",max_rate_step=%g", e.MaxRateStep)
 	}
@@ -50,9 +45,11 @@ func (e Experiment) String() string {
 }
 
 // ParseExperiment reads the attribute's text form:
-// `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE][,kind=setpoint-step]`.
+// `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE]`.
+// An experiment is a setpoint step; kind=setpoint-step, which items written
+// when it had to be named may hold, is read and says nothing more.
 func ParseExperiment(text string) (Experiment, error) {
-	e := Experiment{Kind: ExperimentSetpointStep}
+	var e Experiment
 	for _, kv := range strings.Split(text, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
@@ -63,7 +60,9 @@ func ParseExperiment(text string) (Experiment, error) {
 		case "id":
 			e.ID = v
 		case "kind":
-			e.Kind = v
+			if v != "setpoint-step" {
+				return e, fmt.Errorf("kind %q: an experiment is a setpoint step; leave kind out (or kind=setpoint-step)", v)
+			}
 		case "step":
 			e.Step, err = strconv.ParseFloat(v, 64)
 		case "abort_above":
@@ -86,8 +85,6 @@ func (e Experiment) validate() error {
 	switch {
 	case e.ID == "":
 		return fmt.Errorf("id is required (an experiment runs once per id)")
-	case e.Kind != ExperimentSetpointStep:
-		return fmt.Errorf("kind %q: only %s", e.Kind, ExperimentSetpointStep)
 	case !finite(e.Step) || e.Step == 0 || math.Abs(e.Step) > MaxExperimentStep:
 		return fmt.Errorf("step %v: want a non-zero number of points, at most %d either way", e.Step, MaxExperimentStep)
 	case !finite(e.AbortAbove):
@@ -116,7 +113,7 @@ func (p Params) checkExperiment(fail failFunc) {
 
 // experimentCodec reads and writes the attribute's text form.
 var experimentCodec = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		text := d.str(name, "")
 		if text == "" || d.failed(name) {
 			return
@@ -128,7 +125,7 @@ var experimentCodec = codec{
 		}
 		p.Experiment = &e
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Experiment != nil {
 			a[name] = p.Experiment.String()
 		}

@@ -18,7 +18,7 @@ func TestDecodeParamsExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := loop.Experiment{ID: "e1", Kind: loop.ExperimentSetpointStep, Step: 5, AbortAbove: 85, MaxDuration: 20 * time.Minute, MaxRateStep: 300}
+	want := loop.Experiment{ID: "e1", Step: 5, AbortAbove: 85, MaxDuration: 20 * time.Minute, MaxRateStep: 300}
 	if p.Experiment == nil || *p.Experiment != want {
 		t.Fatalf("experiment = %+v; want %+v", p.Experiment, want)
 	}
@@ -34,7 +34,7 @@ func TestDecodeParamsExperimentRefusals(t *testing.T) {
 		{"id=e,step=25,abort_above=85,max_duration=20m", "at most 20"},
 		{"id=e,step=5,abort_above=60,max_duration=20m", "must lie above"},
 		{"id=e,step=5,abort_above=85,max_duration=0s", "max_duration"},
-		{"id=e,kind=relay,step=5,abort_above=85,max_duration=20m", "only setpoint-step"},
+		{"id=e,kind=relay,step=5,abort_above=85,max_duration=20m", "an experiment is a setpoint step"},
 		{"id=e,step=5,abort_above=85,max_duration=20m,size=3", "unknown field"},
 		{"id=e,step=5,abort_above=85,max_duration=20m", "not manual"},
 	} {

@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
-// The coarse actuator (issue 18). A loop whose consumers are an SQS Lambda
+// The coarse actuator. A loop whose consumers are an SQS Lambda
 // may own its event source mapping (PARAMS esm_uuid): the tick then sets the
 // mapping's ScalingConfig.MaximumConcurrency from the allowed rate and the
 // time a batch takes, so that the Lambda instances do not spend their billed

@@ -81,7 +81,7 @@ func (r *rig) batches(instance string, c *protocol.BatchCount, n int64, size int
 	}
 }
 
-// The acceptance of issue 18 on the production tick: over two simulated
+// The event source mapping on the production tick: over two simulated
 // hours of allowed rates, with batches of 10 messages taking 0.5 s of work
 // (N = ceil(rate × 0.5 / 10 × 1.25) = ceil(rate / 16)), the mapping's
 // concurrency follows the allowed rate, changes at most once per

@@ -10,24 +10,24 @@ import (
 
 // Attribute names of a loop's event source mapping.
 const (
-	AttrESMUUID           = "esm_uuid"
-	AttrESMUpdateInterval = "esm_update_interval"
-	AttrESMMinConcurrency = "esm_min_concurrency"
-	AttrESMMaxConcurrency = "esm_max_concurrency"
+	attrESMUUID           = "esm_uuid"
+	attrESMUpdateInterval = "esm_update_interval"
+	attrESMMinConcurrency = "esm_min_concurrency"
+	attrESMMaxConcurrency = "esm_max_concurrency"
 )
 
 // The esm_* attributes (paramTable). esm_uuid creates Params.Mapping with
 // the defaults; the others need it.
 
 var esmUUID = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		if !d.present(name) {
 			return
 		}
 		p.Mapping = &MappingConfig{UUID: d.str(name, ""), UpdateInterval: DefaultMappingUpdateInterval,
 			Min: MinMappingConcurrency, Max: MaxMappingConcurrency}
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Mapping != nil {
 			a[name] = p.Mapping.UUID
 		}
@@ -41,18 +41,18 @@ func needsMapping(d *decoder, p *Params, name string) bool {
 		return true
 	}
 	if d.present(name) {
-		d.fail(name, "the loop owns no event source mapping; set %s first", AttrESMUUID)
+		d.fail(name, "the loop owns no event source mapping; set %s first", attrESMUUID)
 	}
 	return false
 }
 
 var esmUpdateInterval = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		if needsMapping(d, p, name) {
 			p.Mapping.UpdateInterval = d.duration(name, DefaultMappingUpdateInterval)
 		}
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Mapping != nil {
 			a[name] = p.Mapping.UpdateInterval.String()
 		}
@@ -61,7 +61,7 @@ var esmUpdateInterval = codec{
 
 func esmConcurrency(f func(*MappingConfig) *int, def int) codec {
 	return codec{
-		func(d *decoder, p *Params, name string) {
+		decode: func(d *decoder, p *Params, name string) {
 			if !needsMapping(d, p, name) {
 				return
 			}
@@ -75,7 +75,7 @@ func esmConcurrency(f func(*MappingConfig) *int, def int) codec {
 				*f(p.Mapping) = int(v)
 			}
 		},
-		func(p Params, a map[string]any, name string) {
+		encode: func(p Params, a map[string]any, name string) {
 			if p.Mapping != nil {
 				a[name] = float64(*f(p.Mapping))
 			}
@@ -90,20 +90,20 @@ func (p Params) checkMapping(fail failFunc) {
 		return
 	}
 	if strings.TrimSpace(m.UUID) == "" {
-		fail(AttrESMUUID, "empty; want the event source mapping's UUID (aws lambda list-event-source-mappings)")
+		fail(attrESMUUID, "empty; want the event source mapping's UUID (aws lambda list-event-source-mappings)")
 	}
 	if m.UpdateInterval <= 0 {
-		fail(AttrESMUpdateInterval, "%v must be positive", m.UpdateInterval)
+		fail(attrESMUpdateInterval, "%v must be positive", m.UpdateInterval)
 	}
 	for _, b := range []struct {
 		name string
 		v    int
-	}{{AttrESMMinConcurrency, m.Min}, {AttrESMMaxConcurrency, m.Max}} {
+	}{{attrESMMinConcurrency, m.Min}, {attrESMMaxConcurrency, m.Max}} {
 		if b.v < MinMappingConcurrency || b.v > MaxMappingConcurrency {
 			fail(b.name, "%d is outside %d..%d, the MaximumConcurrency an SQS event source mapping accepts", b.v, MinMappingConcurrency, MaxMappingConcurrency)
 		}
 	}
 	if m.Min > m.Max {
-		fail(AttrESMMinConcurrency, "%d is above esm_max_concurrency %d", m.Min, m.Max)
+		fail(attrESMMinConcurrency, "%d is above esm_max_concurrency %d", m.Min, m.Max)
 	}
 }

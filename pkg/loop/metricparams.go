@@ -2,7 +2,6 @@ package loop
 
 import (
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/metric"
@@ -19,7 +18,7 @@ import (
 // attributes into p.Metric. Every source's attributes present in the item
 // are type-checked.
 func (d *decoder) decodeMetric(p *Params, _ string) {
-	name := d.str(AttrMetricSource, d.sources.Default())
+	name := d.str(attrMetricSource, d.sources.Default())
 	p.Metric = metric.Query{Source: name}
 	src, ok := d.sources.Lookup(name)
 	own := map[string]metric.Attribute{}
@@ -39,7 +38,7 @@ func (d *decoder) decodeMetric(p *Params, _ string) {
 		}
 	}
 	if ok {
-		p.Metric = src.Decode(v, metric.Use{Nodes: d.present(AttrNodes)})
+		p.Metric = src.Decode(v, metric.Use{Nodes: d.present(attrNodes)})
 		p.Metric.Source = name
 	}
 }
@@ -66,7 +65,7 @@ func (d *decoder) metricValue(a metric.Attribute) (v any, set bool) {
 
 // encodeMetric writes q's metric_source and its source's attributes into a.
 func encodeMetric(sources metric.Sources, q metric.Query, nodes bool, a map[string]any) {
-	a[AttrMetricSource] = q.Source
+	a[attrMetricSource] = q.Source
 	src, ok := sources.Lookup(q.Source)
 	if !ok {
 		return
@@ -91,7 +90,7 @@ func encodeMetric(sources metric.Sources, q metric.Query, nodes bool, a map[stri
 func (p Params) checkMetric(sources metric.Sources, fail failFunc) {
 	src, ok := sources.Lookup(p.Metric.Source)
 	if !ok {
-		fail(AttrMetricSource, "unknown source %q; want %s", truncate(p.Metric.Source), sources.Names(""))
+		fail(attrMetricSource, "unknown source %q; want %s", truncate(p.Metric.Source), sources.Names(""))
 		return
 	}
 	for _, e := range src.Validate(p.Metric, metric.Use{Nodes: len(p.Nodes) > 0}) {
@@ -115,7 +114,7 @@ func (p Params) NodeQuery(sources metric.Sources, n Node) metric.Query {
 func (p Params) checkNodeMetric(sources metric.Sources, n Node, fail failFunc) {
 	if src, ok := sources.Lookup(p.Metric.Source); ok {
 		if _, err := src.Node(p.Metric, n.Metric); err != nil {
-			fail(AttrNodes+"."+n.Name+".metric", "%v", err)
+			fail(attrNodes+"."+n.Name+".metric", "%v", err)
 		}
 	}
 }
@@ -140,14 +139,14 @@ func metricKind(k metric.Kind) kind {
 func paramsFor(sources metric.Sources) []param {
 	out := make([]param, 0, len(paramTable)+8)
 	for _, p := range paramTable {
-		if p.name != AttrMetricSource {
+		if p.name != attrMetricSource {
 			out = append(out, p)
 			continue
 		}
 		p.def, p.doc = "`"+sources.Default()+"`", sources.Names("`")
 		out = append(out, p)
 		for _, a := range sources.Attributes() {
-			out = append(out, param{name: a.Name, kind: metricKind(a.Kind), def: a.DefaultDoc, doc: a.Doc})
+			out = append(out, param{name: a.Name, kind: metricKind(a.Kind), signal: true, def: a.DefaultDoc, doc: a.Doc})
 		}
 	}
 	return out
@@ -160,21 +159,22 @@ func lookupParamIn(sources metric.Sources, name string) (param, bool) {
 		return p, true
 	}
 	if a, ok := sources.Attribute(name); ok {
-		return param{name: a.Name, kind: metricKind(a.Kind), def: a.DefaultDoc, doc: a.Doc}, true
+		return param{name: a.Name, kind: metricKind(a.Kind), signal: true, def: a.DefaultDoc, doc: a.Doc}, true
 	}
 	return param{}, false
 }
 
 // signalAttrNames are the attributes a signal of `signals` may set with
-// sources: signalAttrs with every source's query attributes after
-// metric_source.
+// sources: those declared per signal, with every source's query attributes
+// after metric_source.
 func signalAttrNames(sources metric.Sources) []string {
-	i := slices.Index(signalAttrs, AttrMetricSource) + 1
 	var names []string
-	for _, a := range sources.Attributes() {
-		names = append(names, a.Name)
+	for _, p := range paramsFor(sources) {
+		if p.signal {
+			names = append(names, p.name)
+		}
 	}
-	return slices.Concat(signalAttrs[:i], names, signalAttrs[i:])
+	return names
 }
 
 // cloneQuery returns q with its maps copied.

@@ -44,13 +44,13 @@ type Node struct {
 
 // Attribute names of a balanced loop's PARAMS.
 const (
-	AttrNodes           = "nodes"
-	AttrRegulate        = "regulate"
-	AttrBalanceKp       = "balance_kp"
-	AttrBalanceKi       = "balance_ki"
-	AttrBalanceMinShare = "balance_min_share"
-	AttrBalanceMaxShare = "balance_max_share"
-	AttrBalanceMinMean  = "balance_min_mean"
+	attrNodes           = "nodes"
+	attrRegulate        = "regulate"
+	attrBalanceKp       = "balance_kp"
+	attrBalanceKi       = "balance_ki"
+	attrBalanceMinShare = "balance_min_share"
+	attrBalanceMaxShare = "balance_max_share"
+	attrBalanceMinMean  = "balance_min_mean"
 )
 
 // balanceTick is the tick that balance.DefaultConfig's integral gain is
@@ -90,19 +90,19 @@ func (p Params) Regulation() Regulate {
 // decodeNodes reads the nodes attribute: a map (M) of node name to a map
 // with endpoint (S) and metric (S).
 func (d *decoder) decodeNodes() []Node {
-	m, ok := attr[map[string]any](d, AttrNodes, "a map (M) of node name to {endpoint, metric}")
+	m, ok := attr[map[string]any](d, attrNodes, "a map (M) of node name to {endpoint, metric}")
 	if !ok {
 		return nil
 	}
 	if len(m) > MaxNodes {
-		d.fail(AttrNodes, "%d nodes; at most %d", len(m), MaxNodes)
+		d.fail(attrNodes, "%d nodes; at most %d", len(m), MaxNodes)
 		return nil
 	}
 	nodes := make([]Node, 0, len(m))
 	for _, name := range sortedKeys(m) {
-		field := AttrNodes + "." + name
+		field := attrNodes + "." + name
 		if strings.TrimSpace(name) == "" {
-			d.fail(AttrNodes+"."+fmt.Sprintf("%q", name), "a node name must not be blank")
+			d.fail(attrNodes+"."+fmt.Sprintf("%q", name), "a node name must not be blank")
 			continue
 		}
 		nm, ok := m[name].(map[string]any)
@@ -145,7 +145,7 @@ func (p Params) checkNodes(sources metric.Sources, fail func(field, format strin
 	switch p.Regulate {
 	case "", RegulateMax, RegulateMean:
 	default:
-		fail(AttrRegulate, "unknown %q; want max (the hottest node) or mean", truncate(string(p.Regulate)))
+		fail(attrRegulate, "unknown %q; want max (the hottest node) or mean", truncate(string(p.Regulate)))
 	}
 	if c := p.Balance; c != nil {
 		for _, f := range []struct {
@@ -154,11 +154,11 @@ func (p Params) checkNodes(sources metric.Sources, fail func(field, format strin
 			ok   bool
 			want string
 		}{
-			{AttrBalanceKp, c.ProportionalGain, c.ProportionalGain >= 0, ">= 0"},
-			{AttrBalanceKi, c.IntegralGain, c.IntegralGain > 0, "> 0 (per second)"},
-			{AttrBalanceMinShare, c.MinShare, c.MinShare > 0 && c.MinShare <= 1, "in (0, 1], a multiple of the equal share 1/N"},
-			{AttrBalanceMaxShare, c.MaxShare, c.MaxShare >= 1, ">= 1, a multiple of the equal share 1/N"},
-			{AttrBalanceMinMean, c.MinMean, c.MinMean >= 0 && c.MinMean <= 100, "in [0, 100] percent"},
+			{attrBalanceKp, c.ProportionalGain, c.ProportionalGain >= 0, ">= 0"},
+			{attrBalanceKi, c.IntegralGain, c.IntegralGain > 0, "> 0 (per second)"},
+			{attrBalanceMinShare, c.MinShare, c.MinShare > 0 && c.MinShare <= 1, "in (0, 1], a multiple of the equal share 1/N"},
+			{attrBalanceMaxShare, c.MaxShare, c.MaxShare >= 1, ">= 1, a multiple of the equal share 1/N"},
+			{attrBalanceMinMean, c.MinMean, c.MinMean >= 0 && c.MinMean <= 100, "in [0, 100] percent"},
 		} {
 			if !finite(f.v) || !f.ok {
 				fail(f.name, "%v must be a finite number %s", f.v, f.want)
@@ -166,14 +166,14 @@ func (p Params) checkNodes(sources metric.Sources, fail func(field, format strin
 		}
 	}
 	if len(p.Nodes) > MaxNodes {
-		fail(AttrNodes, "%d nodes; at most %d", len(p.Nodes), MaxNodes)
+		fail(attrNodes, "%d nodes; at most %d", len(p.Nodes), MaxNodes)
 	}
 	endpoints := make(map[string]string, len(p.Nodes))
 	names := make(map[string]bool, len(p.Nodes))
 	for _, n := range p.Nodes {
-		field := AttrNodes + "." + n.Name
+		field := attrNodes + "." + n.Name
 		if strings.TrimSpace(n.Name) == "" {
-			fail(AttrNodes, "a node name must not be blank")
+			fail(attrNodes, "a node name must not be blank")
 			continue
 		}
 		if names[n.Name] {
@@ -191,13 +191,4 @@ func (p Params) checkNodes(sources metric.Sources, fail func(field, format strin
 		}
 		p.checkNodeMetric(sources, n, fail)
 	}
-}
-
-// Endpoints returns the nodes' endpoints in node-name order.
-func (p Params) Endpoints() []string {
-	out := make([]string, len(p.Nodes))
-	for i, n := range p.Nodes {
-		out[i] = n.Endpoint
-	}
-	return out
 }

@@ -58,7 +58,7 @@ type Params struct {
 	// and stale policy are the top-level fields ("" means DefaultSignal,
 	// cpu). See signals.go.
 	SignalName string `json:"signal,omitempty"`
-	// Controls are the first signal's unit, direction, setpoint and
+	// Controls are the first signal's unit, setpoint and
 	// controller settings.
 	Controls
 	// DemandHeadroom and Ceiling are control.DemandConfig's Headroom and
@@ -146,41 +146,28 @@ var ErrParamsMissing = errors.New("PARAMS item missing")
 
 // Attribute names of the PARAMS item.
 const (
-	AttrEnabled          = "enabled"
 	AttrMode             = "mode"
 	AttrManualRate       = "manual_rate"
 	AttrSetpoint         = "setpoint"
-	AttrKp               = "kp"
-	AttrKi               = "ki"
-	AttrKd               = "kd"
-	AttrDerivativeFilter = "derivative_filter"
-	AttrAntiWindup       = "anti_windup"
-	AttrTrackingTime     = "tracking_time"
-	AttrSetpointFilter   = "setpoint_filter"
-	AttrDelayAware       = "delay_aware"
-	AttrAdaptGain        = "adapt_gain"
-	AttrDrainFeedforward = "drain_feedforward"
-	AttrNoiseBand        = "noise_band"
-	AttrDemandHeadroom   = "demand_headroom"
-	AttrCeiling          = "ceiling"
-	AttrDepthQueue       = "depth_queue"
-	AttrFFGain           = "ff_gain"
-	AttrFFBase           = "ff_base"
-	AttrFFTau            = "ff_tau"
-	AttrFFDeadTime       = "ff_dead_time"
-	AttrMinRate          = "min_rate"
-	AttrMaxRate          = "max_rate"
-	AttrSlewLimit        = "slew_limit"
-	AttrTickPeriod       = "tick_period"
-	AttrRateTTL          = "rate_ttl"
-	// AttrMetricSource names the metric source; the source declares the
-	// other metric_* attributes (metricparams.go).
-	AttrMetricSource = "metric_source"
-	AttrStalePolicy  = "stale_policy"
-	AttrSafeRate     = "safe_rate"
-	AttrStaleAfter   = "stale_after"
-	AttrStaleDecay   = "stale_decay"
-	AttrStaleGrace   = "stale_grace"
+	attrKp               = "kp"
+	attrKi               = "ki"
+	attrAntiWindup       = "anti_windup"
+	attrDelayAware       = "delay_aware"
+	attrAdaptGain        = "adapt_gain"
+	attrDrainFeedforward = "drain_feedforward"
+	attrFFGain           = "ff_gain"
+	attrFFBase           = "ff_base"
+	attrFFTau            = "ff_tau"
+	attrFFDeadTime       = "ff_dead_time"
+	attrMinRate          = "min_rate"
+	attrMaxRate          = "max_rate"
+	attrTickPeriod       = "tick_period"
+	attrRateTTL          = "rate_ttl"
+	attrMetricSource     = "metric_source"
+	attrStalePolicy      = "stale_policy"
+	attrSafeRate         = "safe_rate"
+	attrStaleDecay       = "stale_decay"
+	attrStaleGrace       = "stale_grace"
 )
 
 // kind is the type an attribute must have.
@@ -215,26 +202,88 @@ func (k kind) String() string {
 	}
 }
 
+// dynamoType is the kind's DynamoDB type.
+func (k kind) dynamoType() string {
+	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S", kindBool: "BOOL", kindStringMap: "M", kindNodes: "M", kindSignals: "M"}[k]
+}
+
 // short is the kind as the docs' table shows it.
 func (k kind) short() string {
 	return [...]string{kindNumber: "N", kindString: "S", kindDuration: "S duration", kindBool: "BOOL", kindStringMap: "M of S", kindNodes: "M of M", kindSignals: "M of M"}[k]
 }
 
+// retiredAttrs are attributes that no longer mean anything, each with the
+// one value an item written before may hold (read and ignored) and why no
+// other is valid.
+var retiredAttrs = map[string][2]string{
+	"direction": {"ceiling", "only ceiling is supported: a signal limits the rate while its measurement is above its setpoint; leave direction out"},
+}
+
+// retired reports whether name is a retired attribute.
+func retired(name string) bool {
+	_, ok := retiredAttrs[name]
+	return ok
+}
+
+// retiredValues refuses a retired attribute that holds anything but the
+// value it could hold.
+func (d *decoder) retiredValues() {
+	for _, name := range sortedKeys(d.attrs) {
+		r, ok := retiredAttrs[name]
+		if !ok {
+			continue
+		}
+		if v, _ := d.attrs[name].(string); v != r[0] {
+			d.fail(name, "%s: %s", describe(d.attrs[name]), r[1])
+		}
+	}
+}
+
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
 var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "comment": true, AttrEditVersion: true}
 
-// ParamsAttributes returns the names of the PARAMS attributes with their
-// documentation, the query attributes of sources included, sorted: for help
-// texts and forms.
-func ParamsAttributes(sources metric.Sources) [][2]string {
+// ParamInfo describes one PARAMS attribute as declared: for help texts,
+// forms and docs.
+type ParamInfo struct {
+	// Name is the attribute's name; Type its DynamoDB type (N, S, BOOL, M).
+	Name string
+	Type string
+	// Required is true for an attribute every item must have; PerSignal
+	// for one each signal of `signals` may set too.
+	Required  bool
+	PerSignal bool
+	// Unit, Default and Range are as the docs show them ("" when none).
+	Unit    string
+	Default string
+	Range   string
+	// Doc is the meaning, without markdown.
+	Doc string
+}
+
+// Help is the attribute's description in one line: whether it is
+// required, its type, meaning, unit and range.
+func (i ParamInfo) Help() string {
+	h := i.Doc
+	if i.Required {
+		h = "required; " + h
+	}
+	if i.Unit != "" {
+		h += "; unit " + i.Unit
+	}
+	if i.Range != "" {
+		h += "; range " + i.Range
+	}
+	return h
+}
+
+// ParamsAttributes returns the declared PARAMS attributes, the query
+// attributes of sources included, sorted by name: for help texts and forms.
+func ParamsAttributes(sources metric.Sources) []ParamInfo {
 	sorted := slices.SortedFunc(slices.Values(paramsFor(sources)), func(a, b param) int { return strings.Compare(a.name, b.name) })
-	out := make([][2]string, len(sorted))
+	out := make([]ParamInfo, len(sorted))
 	for i, p := range sorted {
-		req := ""
-		if p.required {
-			req = "required; "
-		}
-		out[i] = [2]string{p.name, req + p.kind.String() + ": " + p.plainDoc()}
+		out[i] = ParamInfo{Name: p.name, Type: p.kind.dynamoType(), Required: p.required, PerSignal: p.signal,
+			Unit: p.unit, Default: strings.ReplaceAll(p.def, "`", ""), Range: p.rangeText(), Doc: p.kind.String() + ": " + p.plainDoc()}
 	}
 	return out
 }
@@ -383,7 +432,7 @@ func (d *decoder) stringMap(name string) map[string]string {
 // unknown refuses the attributes that are not parameters.
 func (d *decoder) unknown() {
 	for _, name := range sortedKeys(d.attrs) {
-		if _, ok := lookupParamIn(d.sources, name); !ok && !ignoredAttrs[name] && !strings.HasPrefix(name, "x_") {
+		if _, ok := lookupParamIn(d.sources, name); !ok && !ignoredAttrs[name] && !retired(name) && !strings.HasPrefix(name, "x_") {
 			field := name
 			if strings.TrimSpace(field) == "" {
 				field = strconv.Quote(name)
@@ -391,6 +440,23 @@ func (d *decoder) unknown() {
 			d.fail(field, "unknown attribute (names are snake_case, e.g. %s; prefix x_ for your own)", AttrSetpoint)
 		}
 	}
+}
+
+// params reads every declared attribute, in table order, without the
+// checks across attributes.
+func (d *decoder) params() Params {
+	p := Params{Loop: d.loopID}
+	for _, f := range paramTable {
+		if f.required && !d.present(f.name) {
+			d.fail(f.name, "missing; required: %s", f.plainDoc())
+		}
+		if f.kind == kindSignals {
+			p.Signals = d.decodeSignals(d.loopID)
+			continue
+		}
+		f.decode(d, &p, f.name)
+	}
+	return p
 }
 
 // DecodeParams decodes and validates the attributes of a PARAMS item. The
@@ -406,13 +472,8 @@ func DecodeParams(loopID string, attrs map[string]any, sources metric.Sources) (
 	}
 	d := &decoder{attrs: attrs, loopID: loopID, sources: sources}
 	d.unknown()
-	p := Params{Loop: loopID}
-	for _, f := range paramTable {
-		if f.required && !d.present(f.name) {
-			d.fail(f.name, "missing; required: %s", f.plainDoc())
-		}
-		f.decode(d, &p, f.name)
-	}
+	d.retiredValues()
+	p := d.params()
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
 	for _, e := range d.errs {
@@ -425,12 +486,12 @@ func DecodeParams(loopID string, attrs map[string]any, sources metric.Sources) (
 	// A check across fields is left out when a field it compares with did
 	// not decode: its reason would be about a default, not the edit.
 	dependsOn := map[string][]string{
-		AttrRateTTL:           {AttrTickPeriod},
-		AttrMinRate:           {AttrMaxRate},
-		AttrManualRate:        {AttrMinRate, AttrMaxRate, AttrMode},
-		AttrSafeRate:          {AttrMinRate, AttrStalePolicy},
-		AttrKp:                {AttrKi},
-		AttrESMMinConcurrency: {AttrESMMaxConcurrency},
+		attrRateTTL:           {attrTickPeriod},
+		attrMinRate:           {attrMaxRate},
+		AttrManualRate:        {attrMinRate, attrMaxRate, AttrMode},
+		attrSafeRate:          {attrMinRate, attrStalePolicy},
+		attrKp:                {attrKi},
+		attrESMMinConcurrency: {attrESMMaxConcurrency},
 	}
 	for _, e := range p.check(sources) {
 		skip := bad[e.Field]
@@ -503,33 +564,18 @@ func (p Params) checkGains(fail failFunc) {
 			fail(AttrSetpoint, "%v must be a finite number > 0", p.Setpoint)
 		}
 	}
-	for _, g := range []struct {
-		name string
-		v    float64
-	}{{AttrKp, p.Kp}, {AttrKi, p.Ki}, {AttrKd, p.Kd}, {AttrSlewLimit, p.SlewLimit}} {
-		if !finite(g.v) || g.v < 0 {
-			fail(g.name, "%v must be a finite number >= 0", g.v)
-		}
-	}
+	p.checkBounds(fail)
 	if p.Kp == 0 && p.Ki == 0 && p.Mode != ModeManual {
-		fail(AttrKp, "kp and ki are both 0: the controller would never move the rate")
+		fail(attrKp, "kp and ki are both 0: the controller would never move the rate")
 	}
 	switch p.AntiWindup {
 	case control.AntiWindupNone, control.AntiWindupConditional, control.AntiWindupBackCalculation:
 	default:
-		fail(AttrAntiWindup, "unknown scheme %q; want conditional, back-calculation or none", truncate(string(p.AntiWindup)))
-	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{AttrDerivativeFilter, p.DerivativeFilter}, {AttrTrackingTime, p.TrackingTime}, {AttrSetpointFilter, p.SetpointFilter}} {
-		if f.v < 0 {
-			fail(f.name, "%v must not be negative", f.v)
-		}
+		fail(attrAntiWindup, "unknown scheme %q; want conditional, back-calculation or none", truncate(string(p.AntiWindup)))
 	}
 	if m := p.Feedforward; m != nil {
 		if err := m.Validate(); err != nil {
-			field := AttrFFGain
+			field := attrFFGain
 			var fe *control.ModelFieldError
 			if errors.As(err, &fe) {
 				field = modelAttrs[fe.Field]
@@ -538,88 +584,57 @@ func (p Params) checkGains(fail failFunc) {
 		}
 	}
 	if p.DelayAware && p.Feedforward == nil {
-		fail(AttrDelayAware, "the delay-aware integrator needs the feedforward model (ff_gain, ff_base, ff_tau, ff_dead_time)")
+		fail(attrDelayAware, "the delay-aware integrator needs the feedforward model (ff_gain, ff_base, ff_tau, ff_dead_time)")
 	}
 	if p.AdaptGain && !p.DelayAware {
-		fail(AttrAdaptGain, "gain adaptation works in the delay-aware integrator: set delay_aware=true (and the feedforward model)")
+		fail(attrAdaptGain, "gain adaptation works in the delay-aware integrator: set delay_aware=true (and the feedforward model)")
 	}
 	if p.DrainFeedforward && (p.Unit != "s" || p.Feedforward != nil) {
-		fail(AttrDrainFeedforward, "the drain is measured for a replication lag, unit s, without a feedforward model (ff_gain); this signal's unit is %q%s", p.Unit, map[bool]string{true: " and it has a model"}[p.Feedforward != nil])
-	}
-	if !finite(p.NoiseBand) || p.NoiseBand < 0 {
-		fail(AttrNoiseBand, "%v must be a finite number >= 0", p.NoiseBand)
-	}
-	if !finite(p.DemandHeadroom) || p.DemandHeadroom < 0 || p.DemandHeadroom > 100 {
-		fail(AttrDemandHeadroom, "%v must be a number in [0, 100]", p.DemandHeadroom)
-	}
-	if !finite(p.Ceiling) || p.Ceiling < 0 || p.Ceiling > 100 {
-		fail(AttrCeiling, "%v must be a percentage in [0, 100] (0: off)", p.Ceiling)
+		fail(attrDrainFeedforward, "the drain is measured for a replication lag, unit s, without a feedforward model (ff_gain); this signal's unit is %q%s", p.Unit, map[bool]string{true: " and it has a model"}[p.Feedforward != nil])
 	}
 }
 
 // checkRates checks the rate bounds, the tick period and RATE's lifetime.
 func (p Params) checkRates(fail failFunc) {
-	switch {
-	case !finite(p.MinRate) || p.MinRate < 0:
-		fail(AttrMinRate, "%v must be a finite number >= 0", p.MinRate)
-	case !finite(p.MaxRate) || p.MaxRate <= 0:
-		fail(AttrMaxRate, "%v must be a finite number > 0", p.MaxRate)
-	case p.MinRate >= p.MaxRate:
-		fail(AttrMinRate, "min_rate %v is not below max_rate %v", p.MinRate, p.MaxRate)
-	}
-	if p.TickPeriod < time.Second {
-		fail(AttrTickPeriod, "%v is shorter than 1s", p.TickPeriod)
+	if minOK, maxOK := finite(p.MinRate) && p.MinRate >= 0, finite(p.MaxRate) && p.MaxRate > 0; minOK && maxOK && p.MinRate >= p.MaxRate {
+		fail(attrMinRate, "min_rate %v is not below max_rate %v", p.MinRate, p.MaxRate)
 	}
 	if p.RateTTL < p.TickPeriod {
-		fail(AttrRateTTL, "%v is shorter than the tick period %v: consumers would find the rate expired between ticks", p.RateTTL, p.TickPeriod)
+		fail(attrRateTTL, "%v is shorter than the tick period %v: consumers would find the rate expired between ticks", p.RateTTL, p.TickPeriod)
 	}
 }
 
 // checkStale checks the stale-metric policy.
 func (p Params) checkStale(fail failFunc) {
 	if err := p.StalePolicy().Validate(); err != nil {
-		field := AttrStalePolicy
+		field := attrStalePolicy
 		var fe *control.StaleFieldError
 		if errors.As(err, &fe) {
 			field = staleAttrs[fe.Field]
 		}
 		fail(field, "%v", err)
 	}
-	if p.StaleAfter <= 0 {
-		fail(AttrStaleAfter, "%v must be positive", p.StaleAfter)
-	}
 }
 
 // modelAttrs maps the fields of control.FOPDT onto their attributes.
-var modelAttrs = map[string]string{"Gain": AttrFFGain, "Tau": AttrFFTau, "DeadTime": AttrFFDeadTime, "Base": AttrFFBase}
+var modelAttrs = map[string]string{"Gain": attrFFGain, "Tau": attrFFTau, "DeadTime": attrFFDeadTime, "Base": attrFFBase}
 
 // staleAttrs maps the fields of control.StalePolicy onto their attributes.
-var staleAttrs = map[string]string{"Action": AttrStalePolicy, "DecayTime": AttrStaleDecay, "SafeRate": AttrSafeRate, "Grace": AttrStaleGrace}
+var staleAttrs = map[string]string{"Action": attrStalePolicy, "DecayTime": attrStaleDecay, "SafeRate": attrSafeRate, "Grace": attrStaleGrace}
 
 // ControlConfig returns the controller configuration for p.
 func (p Params) ControlConfig() control.Config {
-	c := control.Config{
-		Kp:               p.Kp,
-		Ki:               p.Ki,
-		Kd:               p.Kd,
-		DerivativeFilter: p.DerivativeFilter,
-		Min:              p.MinRate,
-		Max:              p.MaxRate,
-		Slew:             p.SlewLimit,
-		AntiWindup:       p.AntiWindup,
-		TrackingTime:     p.TrackingTime,
-		SetpointFilter:   p.SetpointFilter,
-		DelayAware:       p.DelayAware,
-		AdaptGain:        p.AdaptGain,
-		NoiseBand:        p.NoiseBand,
-		DemandConfig:     control.DemandConfig{Headroom: p.DemandHeadroom, Ceiling: p.Ceiling},
-		// Only a percentage has a ceiling to cut at.
-		// After a missed schedule a datapoint stands for at most three
-		// tick periods of integration.
-		MaxGap: 3 * p.TickPeriod,
+	var c control.Config
+	for _, f := range paramTable {
+		if f.config != nil {
+			f.config(p, &c)
+		}
 	}
+	// After a missed schedule a datapoint stands for at most three tick
+	// periods of integration.
+	c.MaxGap = 3 * p.TickPeriod
 	c.MeasurementMin, c.MeasurementMax = p.measurementRange()
-	if !p.percent() {
+	if !p.percent() { // only a percentage has a ceiling to cut at
 		c.Ceiling = 0
 	}
 	if p.Feedforward != nil {
@@ -649,7 +664,7 @@ func (p Params) StalePolicy() control.StalePolicy {
 func (p Params) Attrs(sources metric.Sources) map[string]any {
 	a := p.tableAttrs()
 	encodeMetric(sources, p.Metric, len(p.Nodes) > 0, a)
-	if m, ok := a[AttrSignals].(map[string]any); ok {
+	if m, ok := a[attrSignals].(map[string]any); ok {
 		for _, s := range p.Signals {
 			if sa, ok := m[s.Name].(map[string]any); ok {
 				encodeMetric(sources, s.Metric, false, sa)
@@ -664,6 +679,10 @@ func (p Params) Attrs(sources metric.Sources) map[string]any {
 func (p Params) tableAttrs() map[string]any {
 	a := make(map[string]any, len(paramTable))
 	for _, f := range paramTable {
+		if f.kind == kindSignals {
+			encodeSignals(p, a, f.name)
+			continue
+		}
 		f.encode(p, a, f.name)
 	}
 	return a
@@ -708,61 +727,96 @@ func ParseParamValue(sources metric.Sources, name, text string) (any, error) {
 		}
 		return nil, &FieldError{Field: name, Reason: "unknown attribute"}
 	}
+	var v any
+	var reason string
 	switch s.kind {
 	case kindNumber:
-		f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not a finite number", truncate(text))}
-		}
-		return f, nil
+		v, reason = parseNumber(text)
 	case kindBool:
-		b, err := strconv.ParseBool(strings.TrimSpace(text))
-		if err != nil {
-			return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q is not true or false", truncate(text))}
-		}
-		return b, nil
+		v, reason = parseBool(text)
 	case kindSignals:
-		var m map[string]any
-		if err := json.Unmarshal([]byte(text), &m); err != nil {
-			return nil, &FieldError{Field: name, Reason: fmt.Sprintf(`not a JSON object {"lag": {"setpoint": 10, "kp": 20, ...}}: %v`, err)}
-		}
-		return m, nil
+		v, reason = parseJSONMap[any](text, `{"lag": {"setpoint": 10, "kp": 20, ...}}`)
 	case kindNodes:
-		var raw map[string]map[string]string
-		if err := json.Unmarshal([]byte(text), &raw); err != nil {
-			return nil, &FieldError{Field: name, Reason: fmt.Sprintf(`not a JSON object {"node": {"endpoint": "http://...", "metric": "..."}}: %v`, err)}
-		}
-		m := make(map[string]any, len(raw))
-		for k, n := range raw {
-			nm := make(map[string]any, len(n))
-			for kk, v := range n {
-				nm[kk] = v
-			}
-			m[k] = nm
-		}
-		return m, nil
+		v, reason = parseJSONMap[map[string]string](text, `{"node": {"endpoint": "http://...", "metric": "..."}}`)
 	case kindStringMap:
-		text = strings.TrimSpace(text)
-		m := map[string]any{}
-		if strings.HasPrefix(text, "{") {
-			var raw map[string]string
-			if err := json.Unmarshal([]byte(text), &raw); err != nil {
-				return nil, &FieldError{Field: name, Reason: fmt.Sprintf("not a JSON object of strings: %v", err)}
-			}
-			for k, v := range raw {
-				m[k] = v
-			}
-			return m, nil
-		}
-		for _, pair := range strings.Split(text, ",") {
-			k, v, ok := strings.Cut(pair, "=")
-			if !ok || strings.TrimSpace(k) == "" {
-				return nil, &FieldError{Field: name, Reason: fmt.Sprintf("%q: want Name=value,Name2=value2 or a JSON object", truncate(text))}
-			}
-			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-		return m, nil
+		v, reason = parseStringMap(text)
 	default:
-		return text, nil
+		v = text
 	}
+	if reason != "" {
+		return nil, &FieldError{Field: name, Reason: reason}
+	}
+	return v, nil
+}
+
+// parseNumber reads an N attribute's text; reason says why it is not one.
+func parseNumber(text string) (v any, reason string) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Sprintf("%q is not a finite number", truncate(text))
+	}
+	return f, ""
+}
+
+// parseBool reads a BOOL attribute's text.
+func parseBool(text string) (v any, reason string) {
+	b, err := strconv.ParseBool(strings.TrimSpace(text))
+	if err != nil {
+		return nil, fmt.Sprintf("%q is not true or false", truncate(text))
+	}
+	return b, ""
+}
+
+// parseJSONMap reads a JSON object whose values are Vs into the map
+// DecodeParams reads; example shows the expected shape in the reason.
+func parseJSONMap[V any](text, example string) (v any, reason string) {
+	var raw map[string]V
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		return nil, fmt.Sprintf("not a JSON object %s: %v", example, err)
+	}
+	return toAttrValue(raw), ""
+}
+
+// toAttrValue turns maps of typed values into the map[string]any of a
+// DynamoDB item.
+func toAttrValue(v any) any {
+	switch x := v.(type) {
+	case map[string]string:
+		m := make(map[string]any, len(x))
+		for k, s := range x {
+			m[k] = s
+		}
+		return m
+	case map[string]map[string]string:
+		m := make(map[string]any, len(x))
+		for k, s := range x {
+			m[k] = toAttrValue(s)
+		}
+		return m
+	case map[string]any:
+		return x
+	}
+	return v
+}
+
+// parseStringMap reads metric_dimensions: a JSON object of strings or
+// Name=value,Name2=value2.
+func parseStringMap(text string) (v any, reason string) {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "{") {
+		var raw map[string]string
+		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+			return nil, fmt.Sprintf("not a JSON object of strings: %v", err)
+		}
+		return toAttrValue(raw), ""
+	}
+	m := map[string]any{}
+	for _, pair := range strings.Split(text, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Sprintf("%q: want Name=value,Name2=value2 or a JSON object", truncate(text))
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, ""
 }

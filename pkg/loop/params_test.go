@@ -55,6 +55,15 @@ func wantRoundTrip(t *testing.T, what string, p loop.Params) {
 	if !reflect.DeepEqual(back, p) {
 		t.Fatalf("%s: DecodeParams(Attrs(), looptest.Sources()) =\n%+v\nwant\n%+v", what, back, p)
 	}
+	// STATE keeps the parameters in force as JSON in the same shape.
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("%s: json.Marshal = %v", what, err)
+	}
+	var fromJSON loop.Params
+	if err := json.Unmarshal(b, &fromJSON); err != nil || !reflect.DeepEqual(fromJSON, p) {
+		t.Fatalf("%s: json.Unmarshal(%s) = %+v, %v; want %+v", what, b, fromJSON, err, p)
+	}
 }
 
 func TestDecodeParamsDefaults(t *testing.T) {
@@ -260,8 +269,12 @@ func TestDecodeParamsNodes(t *testing.T) {
 	if got := p.Metric.Dimensions["DBInstanceIdentifier"]; got != "orders-db" {
 		t.Errorf("NodeQuery changed the loop's dimensions: %v", p.Metric.Dimensions)
 	}
-	if got := p.Endpoints(); !reflect.DeepEqual(got, []string{"http://10.0.0.1:8080/ingest", "http://10.0.0.2:8080/ingest", "http://10.0.0.3:8080/ingest"}) {
-		t.Errorf("Endpoints() = %v", got)
+	var endpoints []string
+	for _, n := range p.Nodes {
+		endpoints = append(endpoints, n.Endpoint)
+	}
+	if !reflect.DeepEqual(endpoints, []string{"http://10.0.0.1:8080/ingest", "http://10.0.0.2:8080/ingest", "http://10.0.0.3:8080/ingest"}) {
+		t.Errorf("nodes' endpoints in node-name order = %v", endpoints)
 	}
 	// Without metric_dimensions, a bare value names DBInstanceIdentifier
 	// and Name=value pairs stand alone.
@@ -428,5 +441,5 @@ func TestDecodeParamsAdaptGain(t *testing.T) {
 	}
 	wantRoundTrip(t, "adapt_gain", p)
 	_, err = loop.DecodeParams("orders", valid(model), looptest.Sources())
-	wantRefused(t, err, loop.AttrAdaptGain, "delay_aware=true")
+	wantRefused(t, err, "adapt_gain", "delay_aware=true")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,20 +13,31 @@ import (
 	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
-// param declares one PARAMS attribute, once: its name, its DynamoDB type,
-// whether it is required, its default and meaning as an operator reads them,
-// and how it is read into Params and written back. DecodeParams,
-// Params.Attrs, ParamsAttributes, ParseParamValue (so `sluice params` and the
+// param declares one PARAMS attribute, once, as Kubernetes declares an API
+// field with its markers: its name, its DynamoDB type, whether it is
+// required, whether each signal has its own (signal: top level for the first
+// signal, and in the `signals` map for the others), its unit, default and
+// range, its meaning as an operator reads it, and how it is read into Params,
+// written back and copied into control.Config. DecodeParams, Params.Attrs,
+// Params.Validate (the ranges), Params.ControlConfig, the attributes of a
+// signal, ParamsAttributes, ParseParamValue (so `sluice params` and the
 // dashboard's form) and the parameter table of docs/controller.md
 // (ParamsMarkdown) all come from paramTable. Adding a parameter means adding
-// its entry here, its field to Params (to Controls or Sensing, and its name
-// to signalAttrs, when each signal has its own), and the code that uses it.
+// its entry here, its field to Params (to Controls or Sensing when it is per
+// signal), and the code that uses it; a rule across attributes is code in
+// params.go (Params.check).
 type param struct {
 	name     string
 	kind     kind
 	required bool
+	// signal is true for an attribute each signal has its own of.
+	signal bool
+	// unit is the value's unit as the docs show it ("" when none).
+	unit string
 	// def is the default as the docs show it (markdown).
 	def string
+	// bounds is the range of a number or a duration; nil: any.
+	bounds *bounds
 	// doc is the meaning (markdown: `code` in backquotes).
 	doc string
 	codec
@@ -39,10 +51,32 @@ type codec struct {
 	// encode writes p's value of the attribute into a, or nothing when the
 	// attribute is omitted for p.
 	encode func(p Params, a map[string]any, name string)
+	// value returns p's value of the attribute, for its range; nil for an
+	// attribute without a plain value.
+	value func(p Params) any
+	// config copies p's value into the controller's configuration; nil
+	// for an attribute that is not a setting of control.Config as it is.
+	config func(p Params, c *control.Config)
+}
+
+// markdown is the meaning as the docs show it: {per-signal} in the doc is
+// the list of the attributes each signal has (param.signal), the required
+// ones marked.
+func (p param) markdown() string {
+	if !strings.Contains(p.doc, "{per-signal}") {
+		return p.doc
+	}
+	var names []string
+	for _, f := range paramTable {
+		if f.signal {
+			names = append(names, "`"+f.name+"`"+map[bool]string{true: " (required)"}[f.required])
+		}
+	}
+	return strings.ReplaceAll(p.doc, "{per-signal}", strings.Join(names, ", "))
 }
 
 // plainDoc is the meaning without markdown, for help texts and refusals.
-func (p param) plainDoc() string { return strings.ReplaceAll(p.doc, "`", "") }
+func (p param) plainDoc() string { return strings.ReplaceAll(p.markdown(), "`", "") }
 
 // lookupParam returns the declaration of an attribute.
 func lookupParam(name string) (param, bool) {
@@ -55,104 +89,150 @@ func lookupParam(name string) (param, bool) {
 
 // paramTable is every PARAMS attribute, in decoding order.
 var paramTable = []param{
-	{AttrEnabled, kindBool, false, "true", "false: the controller skips the loop",
-		boolean(func(p *Params) *bool { return &p.Enabled }, true, always)},
-	{AttrMode, kindString, false, "`auto`", "`auto`, `manual` (writes `manual_rate`) or `shadow` (computes and records the rate in STATE, never writes RATE)",
-		text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
-	{AttrManualRate, kindNumber, false, "required in manual", "rate in manual mode, messages/s, within [`min_rate`, `max_rate`]",
-		manualRate},
-	{AttrSignal, kindString, false, "`cpu`", "name of the signal the top-level metric, setpoint, gains and stale attributes describe (`[a-z0-9_-]{1,32}`); further signals go in `signals`",
-		text(func(p *Params) *string { return &p.SignalName }, "", unlessZero)},
-	{AttrUnit, kindString, false, "`%` (top level), none (in `signals`)", "the signal's unit as shown (`%`, `s`, `ms`); a signal in `%` must measure in [0, 100] and has the `ceiling` cut, any other only >= 0",
-		text(func(p *Params) *string { return &p.Unit }, "", unlessZero)},
-	{AttrDirection, kindString, false, "`ceiling`", "`ceiling`: above its setpoint the signal lowers the rate (CPU, lag, latency); the only direction supported",
-		text(func(p *Params) *string { return (*string)(&p.Direction) }, "", unlessZero)},
-	{AttrSetpoint, kindNumber, true, "required", "value to hold: for a signal in `%` (CPU utilization) in (0, 100], else > 0 in its unit",
-		number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
-	{AttrKp, kindNumber, true, "required", "proportional gain, (msg/s) per point of CPU, >= 0",
-		number(func(p *Params) *float64 { return &p.Kp }, 0, always)},
-	{AttrKi, kindNumber, false, "0", "integral gain, (msg/s) per point-second (Kp/Ti), >= 0",
-		number(func(p *Params) *float64 { return &p.Ki }, 0, always)},
-	{AttrKd, kindNumber, false, "0", "derivative gain on the measurement, msg per point ((msg/s)·s per point; Kp·Td), >= 0",
-		number(func(p *Params) *float64 { return &p.Kd }, 0, always)},
-	{AttrDerivativeFilter, kindDuration, false, "0", "time constant of the derivative's first-order filter",
-		duration(func(p *Params) *time.Duration { return &p.DerivativeFilter }, 0, unlessZero)},
-	{AttrAntiWindup, kindString, false, "`conditional`", "`conditional` (the integrator never holds more than puts the rate at a bound), `back-calculation` or `none`",
-		antiWindup},
-	{AttrTrackingTime, kindDuration, false, "Kp/Ki", "back-calculation tracking time",
-		duration(func(p *Params) *time.Duration { return &p.TrackingTime }, 0, unlessZero)},
-	{AttrSetpointFilter, kindDuration, false, "0", "time constant of the first-order setpoint filter",
-		duration(func(p *Params) *time.Duration { return &p.SetpointFilter }, 0, unlessZero)},
-	{AttrDelayAware, kindBool, false, "false", "the integrator predicts the effect of rate changes the metric cannot show yet (needs `ff_gain`); Ki may then be tuned for the delay-free loop (`sluice tune`)",
-		boolean(func(p *Params) *bool { return &p.DelayAware }, false, unlessZero)},
-	{AttrAdaptGain, kindBool, false, "false", "the delay-aware integrator re-identifies the plant's gain online from its datapoints (a load from outside cancels out) and, once it is more than 30 % off the model, corrects the feedforward, the prediction and Ki with it, without a jump in the rate (needs `delay_aware`): for a plant whose gain drifts (docs/tuning.md)",
-		boolean(func(p *Params) *bool { return &p.AdaptGain }, false, unlessZero)},
-	{AttrDrainFeedforward, kindBool, false, "false", "for a replication lag (a signal in `signals`, unit s, without `ff_gain`): the controller measures the replica's pace, the writes it applied between two readings (those the primary took between the two instants a lag before them, from the rates applied) over the time between them, averaged over 30 s, and adds it to its output, so that its gains only correct what the measure misses and it takes over from the replica's pace ([signals](#signals-override-control))",
-		boolean(func(p *Params) *bool { return &p.DrainFeedforward }, false, unlessZero)},
-	{AttrNoiseBand, kindNumber, false, "0 (off)", "errors within this band, points of CPU, are integrated slowly (about 3× the metric's noise)",
-		number(func(p *Params) *float64 { return &p.NoiseBand }, 0, unlessZero)},
-	{AttrDemandHeadroom, kindNumber, false, "0.5", "while the consumers take clearly less than allowed (an empty queue), the rate is held at most at what they took × (1 + this), or at the controller's estimate of the setpoint's rate (FF + I) if higher, so that a burst starts there and not at `max_rate`; needs consumers that report (`SLUICE_REPORT`); 0: off",
-		number(func(p *Params) *float64 { return &p.DemandHeadroom }, DefaultDemandHeadroom, always)},
-	{AttrCeiling, kindNumber, false, "95", "a new datapoint at or above this CPU, percent, and above the setpoint cuts the rate at once to what the model says the destination takes at the setpoint (the measurement is pinned and hides the overload); 0: off",
-		number(func(p *Params) *float64 { return &p.Ceiling }, DefaultCeiling, always)},
-	{AttrFFGain, kindNumber, false, "none", "feedforward model gain, points of CPU per message/s, > 0, not so small that 1/`ff_gain` or `ff_base`/`ff_gain` overflows; its presence enables reference feedforward",
-		ffGain},
-	{AttrFFBase, kindNumber, false, "0", "model base load, percent",
-		ffNumber(func(m *control.FOPDT) *float64 { return &m.Base })},
-	{AttrFFTau, kindDuration, false, "0", "model time constant",
-		ffDuration(func(m *control.FOPDT) *time.Duration { return &m.Tau })},
-	{AttrFFDeadTime, kindDuration, false, "0", "model (plant) dead time",
-		ffDuration(func(m *control.FOPDT) *time.Duration { return &m.DeadTime })},
-	{AttrMinRate, kindNumber, true, "required", "lowest rate, messages/s, >= 0",
-		number(func(p *Params) *float64 { return &p.MinRate }, 0, always)},
-	{AttrMaxRate, kindNumber, true, "required", "highest rate, messages/s, > `min_rate`",
-		number(func(p *Params) *float64 { return &p.MaxRate }, 0, always)},
-	{AttrSlewLimit, kindNumber, false, "0 (none)", "largest rate increase per tick, messages/s (decreases take effect at once)",
-		number(func(p *Params) *float64 { return &p.SlewLimit }, 0, always)},
-	{AttrTickPeriod, kindDuration, false, "`1m`", "interval between the loop's ticks (>= 1s; the schedule fires every minute, so shorter periods tick once a minute)",
-		duration(func(p *Params) *time.Duration { return &p.TickPeriod }, DefaultTickPeriod, always)},
-	{AttrRateTTL, kindDuration, false, "3 × `tick_period`", "lifetime of a RATE item; must be >= `tick_period`",
-		rateTTL},
-	{AttrMetricSource, kindString, false, "the first source", "the metric source, one of those the decoder is given; it declares, reads and checks the other `metric_*` attributes (metricparams.go)",
-		codec{(*decoder).decodeMetric, func(Params, map[string]any, string) {}}}, // with Attrs' sources
-	{AttrStalePolicy, kindString, false, "`hold`", "`hold`, `decay` or `fail-closed`: what the loop does while its metric is stale or missing",
-		text(func(p *Params) *string { return (*string)(&p.Stale.Action) }, string(control.StaleHold), always)},
-	{AttrSafeRate, kindNumber, false, "`min_rate`", "the rate `decay` moves toward, messages/s (the rate stays within [`min_rate`, `max_rate`])",
-		safeRate},
-	{AttrStaleDecay, kindDuration, false, "`5m`", "time constant of `decay`",
-		duration(func(p *Params) *time.Duration { return &p.Stale.DecayTime }, 5*time.Minute, always)},
-	{AttrStaleGrace, kindDuration, false, "0", "how long a stale metric only holds the rate before the policy acts",
-		duration(func(p *Params) *time.Duration { return &p.Stale.Grace }, 0, always)},
-	{AttrStaleAfter, kindDuration, false, "`5m`", "age (after its period ended) beyond which the newest datapoint is stale",
-		duration(func(p *Params) *time.Duration { return &p.StaleAfter }, DefaultStaleAfter, always)},
-	{AttrDepthQueue, kindString, false, "none", "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart",
-		text(func(p *Params) *string { return &p.DepthQueue }, "", unlessZero)},
-	{AttrESMUUID, kindString, false, "none", "UUID of the SQS event source mapping of the loop's consumer Lambda: the controller then sets its `MaximumConcurrency` from the allowed rate and the consumers' measured batch time (the coarse actuator; the pacer in each instance holds the rate); absent: the loop owns no mapping (ECS worker, Kafka)",
-		esmUUID},
-	{AttrESMUpdateInterval, kindDuration, false, "`5m`", "least time between two updates of the mapping (a failed update is retried after it); needs `esm_uuid`",
-		esmUpdateInterval},
-	{AttrESMMinConcurrency, kindNumber, false, "2", "lowest `MaximumConcurrency` the controller sets, a whole number in 2..1000; needs `esm_uuid`",
-		esmConcurrency(func(m *MappingConfig) *int { return &m.Min }, MinMappingConcurrency)},
-	{AttrESMMaxConcurrency, kindNumber, false, "1000", "highest `MaximumConcurrency` the controller sets, a whole number in 2..1000, >= `esm_min_concurrency`; needs `esm_uuid`",
-		esmConcurrency(func(m *MappingConfig) *int { return &m.Max }, MaxMappingConcurrency)},
-	{AttrNodes, kindNodes, false, "none", "the destination's nodes for the balancer: node name → `{\"endpoint\": S, \"metric\": S}`. `endpoint` is the URL the consumers' HTTP sink posts to (RATE's `weights` are keyed by it; unique per node); `metric` is the node's CloudWatch dimensions (`Name=value[,Name2=value2]`, merged over `metric_dimensions`, or a bare value for its single dimension, `DBInstanceIdentifier` when there is none) or, with `metric_source` `prometheus`, the node's PromQL. At most 100 nodes",
-		nodes},
-	{AttrRegulate, kindString, false, "`max`", "with nodes: what the rate loop holds at `setpoint`, `max` (the hottest node with a fresh metric) or `mean`",
-		text(func(p *Params) *string { return (*string)(&p.Regulate) }, "", unlessZero)},
-	{AttrBalanceKp, kindNumber, false, "0.3", "balancer proportional gain, per unit of relative error, >= 0",
-		balanceNumber(func(c *balance.Config) *float64 { return &c.ProportionalGain })},
-	{AttrBalanceKi, kindNumber, false, "6 / `tick_period` s", "balancer integral gain per second, > 0 (0.4 of the relative error per tick: 0.1 at the 1 min default)",
-		balanceNumber(func(c *balance.Config) *float64 { return &c.IntegralGain })},
-	{AttrBalanceMinShare, kindNumber, false, "0.01", "lowest node weight, a multiple of the equal share 1/N, in (0, 1]",
-		balanceNumber(func(c *balance.Config) *float64 { return &c.MinShare })},
-	{AttrBalanceMaxShare, kindNumber, false, "8", "highest node weight, a multiple of the equal share 1/N, >= 1",
-		balanceNumber(func(c *balance.Config) *float64 { return &c.MaxShare })},
-	{AttrBalanceMinMean, kindNumber, false, "1", "fleet mean utilization, percent, below which the weights are held",
-		balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
-	{AttrSignals, kindSignals, false, "none", "further signals (override control): signal name (`[a-z0-9_-]{1,32}`, at most 8 signals in all) → a map of its own `setpoint` and `kp` (required), `unit`, `direction`, `ki`, `kd`, `derivative_filter`, `noise_band`, `setpoint_filter`, `anti_windup`, `tracking_time`, `delay_aware`, `drain_feedforward`, `ff_*`, `metric_*` and `stale_policy`, `stale_decay`, `stale_grace`, `stale_after`, meaning what they mean at the top level. Each signal has its own controller; the rate is the lowest output, the others track it; a stale signal follows its own policy, and the loop fails closed to `min_rate` if the signal limiting the rate goes stale",
-		codec{}}, // set by signals.go's init
-	{AttrExperiment, kindString, false, "none", "a guarded experiment (`sluice tune --experiment`, the dashboard's button): `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE]`. Once per `id`, the setpoint is offset by `step` (at most 20 points) for `max_duration` (at most 24h), the rate stays within `max_rate_step` of the rate before it; the first fresh datapoint at or above `abort_above` aborts it at once, back to the setpoint and the rate before it (bumpless); a stale metric ends it. Bounds, slew limit and stale policy stay in force; its progress is in STATE (`experiment`)",
-		experimentCodec},
+	{name: "enabled", kind: kindBool, def: "true",
+		doc:   "false: the controller skips the loop",
+		codec: boolean(func(p *Params) *bool { return &p.Enabled }, true, always)},
+	{name: AttrMode, kind: kindString, def: "`auto`",
+		doc:   "`auto`, `manual` (writes `manual_rate`) or `shadow` (computes and records the rate in STATE, never writes RATE)",
+		codec: text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
+	{name: AttrManualRate, kind: kindNumber, unit: "messages/s", def: "required in manual",
+		doc:   "rate in manual mode, messages/s, within [`min_rate`, `max_rate`]",
+		codec: manualRate},
+	{name: attrSignal, kind: kindString, def: "`cpu`",
+		doc:   "name of the signal the top-level metric, setpoint, gains and stale attributes describe (`[a-z0-9_-]{1,32}`); further signals go in `signals`",
+		codec: text(func(p *Params) *string { return &p.SignalName }, "", unlessZero)},
+	{name: "unit", kind: kindString, signal: true, def: "`%` (top level), none (in `signals`)",
+		doc:   "the signal's unit as shown (`%`, `s`, `ms`); a signal in `%` must measure in [0, 100] and has the `ceiling` cut, any other only >= 0",
+		codec: text(func(p *Params) *string { return &p.Unit }, "", unlessZero)},
+	{name: AttrSetpoint, kind: kindNumber, required: true, signal: true, unit: "the signal's unit", def: "required",
+		doc:   "value to hold: for a signal in `%` (CPU utilization) in (0, 100], else > 0 in its unit",
+		codec: number(func(p *Params) *float64 { return &p.Setpoint }, 0, always)},
+	{name: attrKp, kind: kindNumber, required: true, signal: true, unit: "messages/s per point", bounds: atLeast(0), def: "required",
+		doc:   "proportional gain (per point of the signal's unit)",
+		codec: number(func(p *Params) *float64 { return &p.Kp }, 0, always, func(c *control.Config) *float64 { return &c.Kp })},
+	{name: attrKi, kind: kindNumber, signal: true, unit: "messages/s per point-second", bounds: atLeast(0), def: "0",
+		doc:   "integral gain (Kp/Ti)",
+		codec: number(func(p *Params) *float64 { return &p.Ki }, 0, always, func(c *control.Config) *float64 { return &c.Ki })},
+	{name: "kd", kind: kindNumber, signal: true, unit: "messages per point", bounds: atLeast(0), def: "0",
+		doc:   "derivative gain on the measurement (Kp·Td)",
+		codec: number(func(p *Params) *float64 { return &p.Kd }, 0, always, func(c *control.Config) *float64 { return &c.Kd })},
+	{name: "derivative_filter", kind: kindDuration, signal: true, bounds: atLeast(0), def: "0",
+		doc:   "time constant of the derivative's first-order filter",
+		codec: duration(func(p *Params) *time.Duration { return &p.DerivativeFilter }, 0, unlessZero, func(c *control.Config) *time.Duration { return &c.DerivativeFilter })},
+	{name: attrAntiWindup, kind: kindString, signal: true, def: "`conditional`",
+		doc:   "`conditional` (the integrator never holds more than puts the rate at a bound), `back-calculation` or `none`",
+		codec: antiWindup},
+	{name: "tracking_time", kind: kindDuration, signal: true, bounds: atLeast(0), def: "Kp/Ki",
+		doc:   "back-calculation tracking time",
+		codec: duration(func(p *Params) *time.Duration { return &p.TrackingTime }, 0, unlessZero, func(c *control.Config) *time.Duration { return &c.TrackingTime })},
+	{name: "setpoint_filter", kind: kindDuration, signal: true, bounds: atLeast(0), def: "0",
+		doc:   "time constant of the first-order setpoint filter",
+		codec: duration(func(p *Params) *time.Duration { return &p.SetpointFilter }, 0, unlessZero, func(c *control.Config) *time.Duration { return &c.SetpointFilter })},
+	{name: attrDelayAware, kind: kindBool, signal: true, def: "false",
+		doc:   "the integrator predicts the effect of rate changes the metric cannot show yet (needs `ff_gain`); Ki may then be tuned for the delay-free loop (`sluice tune`)",
+		codec: boolean(func(p *Params) *bool { return &p.DelayAware }, false, unlessZero, func(c *control.Config) *bool { return &c.DelayAware })},
+	{name: attrAdaptGain, kind: kindBool, signal: true, def: "false",
+		doc:   "the delay-aware integrator re-identifies the plant's gain online from its datapoints (a load from outside cancels out) and, once it is more than 30 % off the model, corrects the feedforward, the prediction and Ki with it, without a jump in the rate (needs `delay_aware`): for a plant whose gain drifts (docs/tuning.md)",
+		codec: boolean(func(p *Params) *bool { return &p.AdaptGain }, false, unlessZero, func(c *control.Config) *bool { return &c.AdaptGain })},
+	{name: attrDrainFeedforward, kind: kindBool, signal: true, def: "false",
+		doc:   "for a replication lag (a signal in `signals`, unit s, without `ff_gain`): the controller measures the replica's pace, the writes it applied between two readings (those the primary took between the two instants a lag before them, from the rates applied) over the time between them, averaged over 30 s, and adds it to its output, so that its gains only correct what the measure misses and it takes over from the replica's pace ([signals](#signals-override-control))",
+		codec: boolean(func(p *Params) *bool { return &p.DrainFeedforward }, false, unlessZero)},
+	{name: "noise_band", kind: kindNumber, signal: true, unit: "points", bounds: atLeast(0), def: "0 (off)",
+		doc:   "errors within this band are integrated slowly (about 3× the metric's noise)",
+		codec: number(func(p *Params) *float64 { return &p.NoiseBand }, 0, unlessZero, func(c *control.Config) *float64 { return &c.NoiseBand })},
+	{name: "demand_headroom", kind: kindNumber, bounds: within(0, 100), def: "0.5",
+		doc:   "while the consumers take clearly less than allowed (an empty queue), the rate is held at most at what they took × (1 + this), or at the controller's estimate of the setpoint's rate (FF + I) if higher, so that a burst starts there and not at `max_rate`; needs consumers that report (`SLUICE_REPORT`); 0: off",
+		codec: number(func(p *Params) *float64 { return &p.DemandHeadroom }, DefaultDemandHeadroom, always, func(c *control.Config) *float64 { return &c.DemandConfig.Headroom })},
+	{name: "ceiling", kind: kindNumber, unit: "%", bounds: within(0, 100), def: "95",
+		doc:   "a new datapoint at or above this CPU, percent, and above the setpoint cuts the rate at once to what the model says the destination takes at the setpoint (the measurement is pinned and hides the overload); 0: off",
+		codec: number(func(p *Params) *float64 { return &p.Ceiling }, DefaultCeiling, always, func(c *control.Config) *float64 { return &c.DemandConfig.Ceiling })},
+	{name: attrFFGain, kind: kindNumber, signal: true, unit: "points per message/s", def: "none",
+		doc:   "feedforward model gain, points of CPU per message/s, > 0, not so small that 1/`ff_gain` or `ff_base`/`ff_gain` overflows; its presence enables reference feedforward",
+		codec: ffGain},
+	{name: attrFFBase, kind: kindNumber, signal: true, unit: "%", def: "0",
+		doc:   "model base load, percent",
+		codec: ffNumber(func(m *control.FOPDT) *float64 { return &m.Base })},
+	{name: attrFFTau, kind: kindDuration, signal: true, def: "0",
+		doc:   "model time constant",
+		codec: ffDuration(func(m *control.FOPDT) *time.Duration { return &m.Tau })},
+	{name: attrFFDeadTime, kind: kindDuration, signal: true, def: "0",
+		doc:   "model (plant) dead time",
+		codec: ffDuration(func(m *control.FOPDT) *time.Duration { return &m.DeadTime })},
+	{name: attrMinRate, kind: kindNumber, required: true, unit: "messages/s", bounds: atLeast(0), def: "required",
+		doc:   "lowest rate",
+		codec: number(func(p *Params) *float64 { return &p.MinRate }, 0, always, func(c *control.Config) *float64 { return &c.Min })},
+	{name: attrMaxRate, kind: kindNumber, required: true, unit: "messages/s", bounds: above(0), def: "required",
+		doc:   "highest rate, > `min_rate`",
+		codec: number(func(p *Params) *float64 { return &p.MaxRate }, 0, always, func(c *control.Config) *float64 { return &c.Max })},
+	{name: "slew_limit", kind: kindNumber, unit: "messages/s", bounds: atLeast(0), def: "0 (none)",
+		doc:   "largest rate increase per tick, messages/s (decreases take effect at once)",
+		codec: number(func(p *Params) *float64 { return &p.SlewLimit }, 0, always, func(c *control.Config) *float64 { return &c.Slew })},
+	{name: attrTickPeriod, kind: kindDuration, bounds: atLeast(1), def: "`1m`",
+		doc:   "interval between the loop's ticks (the schedule fires every minute, so shorter periods tick once a minute)",
+		codec: duration(func(p *Params) *time.Duration { return &p.TickPeriod }, DefaultTickPeriod, always)},
+	{name: attrRateTTL, kind: kindDuration, def: "3 × `tick_period`",
+		doc:   "lifetime of a RATE item; must be >= `tick_period`",
+		codec: rateTTL},
+	{name: attrMetricSource, kind: kindString, signal: true, def: "the first source",
+		doc:   "the metric source, one of those the decoder is given; it declares, reads and checks the other `metric_*` attributes (metricparams.go)",
+		codec: codec{decode: (*decoder).decodeMetric, encode: func(Params, map[string]any, string) {}}}, // with Attrs' sources
+	{name: attrStalePolicy, kind: kindString, signal: true, def: "`hold`",
+		doc:   "`hold`, `decay` or `fail-closed`: what the loop does while its metric is stale or missing",
+		codec: text(func(p *Params) *string { return (*string)(&p.Stale.Action) }, string(control.StaleHold), always)},
+	{name: attrSafeRate, kind: kindNumber, unit: "messages/s", def: "`min_rate`",
+		doc:   "the rate `decay` moves toward, messages/s (the rate stays within [`min_rate`, `max_rate`])",
+		codec: safeRate},
+	{name: attrStaleDecay, kind: kindDuration, signal: true, def: "`5m`",
+		doc:   "time constant of `decay`",
+		codec: duration(func(p *Params) *time.Duration { return &p.Stale.DecayTime }, 5*time.Minute, always)},
+	{name: attrStaleGrace, kind: kindDuration, signal: true, def: "0",
+		doc:   "how long a stale metric only holds the rate before the policy acts",
+		codec: duration(func(p *Params) *time.Duration { return &p.Stale.Grace }, 0, always)},
+	{name: "stale_after", kind: kindDuration, signal: true, bounds: above(0), def: "`5m`",
+		doc:   "age (after its period ended) beyond which the newest datapoint is stale",
+		codec: duration(func(p *Params) *time.Duration { return &p.StaleAfter }, DefaultStaleAfter, always)},
+	{name: "depth_queue", kind: kindString, def: "none",
+		doc:   "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart",
+		codec: text(func(p *Params) *string { return &p.DepthQueue }, "", unlessZero)},
+	{name: attrESMUUID, kind: kindString, def: "none",
+		doc:   "UUID of the SQS event source mapping of the loop's consumer Lambda: the controller then sets its `MaximumConcurrency` from the allowed rate and the consumers' measured batch time (the coarse actuator; the pacer in each instance holds the rate); absent: the loop owns no mapping (ECS worker, Kafka)",
+		codec: esmUUID},
+	{name: attrESMUpdateInterval, kind: kindDuration, def: "`5m`",
+		doc:   "least time between two updates of the mapping (a failed update is retried after it); needs `esm_uuid`",
+		codec: esmUpdateInterval},
+	{name: attrESMMinConcurrency, kind: kindNumber, def: "2",
+		doc:   "lowest `MaximumConcurrency` the controller sets, a whole number in 2..1000; needs `esm_uuid`",
+		codec: esmConcurrency(func(m *MappingConfig) *int { return &m.Min }, MinMappingConcurrency)},
+	{name: attrESMMaxConcurrency, kind: kindNumber, def: "1000",
+		doc:   "highest `MaximumConcurrency` the controller sets, a whole number in 2..1000, >= `esm_min_concurrency`; needs `esm_uuid`",
+		codec: esmConcurrency(func(m *MappingConfig) *int { return &m.Max }, MaxMappingConcurrency)},
+	{name: attrNodes, kind: kindNodes, def: "none",
+		doc:   "the destination's nodes for the balancer: node name → `{\"endpoint\": S, \"metric\": S}`. `endpoint` is the URL the consumers' HTTP sink posts to (RATE's `weights` are keyed by it; unique per node); `metric` is the node's CloudWatch dimensions (`Name=value[,Name2=value2]`, merged over `metric_dimensions`, or a bare value for its single dimension, `DBInstanceIdentifier` when there is none) or, with `metric_source` `prometheus`, the node's PromQL. At most 100 nodes",
+		codec: nodes},
+	{name: attrRegulate, kind: kindString, def: "`max`",
+		doc:   "with nodes: what the rate loop holds at `setpoint`, `max` (the hottest node with a fresh metric) or `mean`",
+		codec: text(func(p *Params) *string { return (*string)(&p.Regulate) }, "", unlessZero)},
+	{name: attrBalanceKp, kind: kindNumber, def: "0.3",
+		doc:   "balancer proportional gain, per unit of relative error, >= 0",
+		codec: balanceNumber(func(c *balance.Config) *float64 { return &c.ProportionalGain })},
+	{name: attrBalanceKi, kind: kindNumber, def: "6 / `tick_period` s",
+		doc:   "balancer integral gain per second, > 0 (0.4 of the relative error per tick: 0.1 at the 1 min default)",
+		codec: balanceNumber(func(c *balance.Config) *float64 { return &c.IntegralGain })},
+	{name: attrBalanceMinShare, kind: kindNumber, def: "0.01",
+		doc:   "lowest node weight, a multiple of the equal share 1/N, in (0, 1]",
+		codec: balanceNumber(func(c *balance.Config) *float64 { return &c.MinShare })},
+	{name: attrBalanceMaxShare, kind: kindNumber, def: "8",
+		doc:   "highest node weight, a multiple of the equal share 1/N, >= 1",
+		codec: balanceNumber(func(c *balance.Config) *float64 { return &c.MaxShare })},
+	{name: attrBalanceMinMean, kind: kindNumber, def: "1",
+		doc:   "fleet mean utilization, percent, below which the weights are held",
+		codec: balanceNumber(func(c *balance.Config) *float64 { return &c.MinMean })},
+	{name: attrSignals, kind: kindSignals, def: "none",
+		doc:   "further signals (override control): signal name (`[a-z0-9_-]{1,32}`, at most 8 signals in all) → a map of its own attributes, meaning what they mean at the top level: {per-signal}. Each signal has its own controller; the rate is the lowest output, the others track it; a stale signal follows its own policy, and the loop fails closed to `min_rate` if the signal limiting the rate goes stale",
+		codec: codec{}}, // DecodeParams and Attrs call decodeSignals and encodeSignals
+	{name: AttrExperiment, kind: kindString, def: "none",
+		doc:   "a guarded experiment (`sluice tune --experiment`, the dashboard's button): `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE]`. Once per `id`, the setpoint is offset by `step` (at most 20 points) for `max_duration` (at most 24h), the rate stays within `max_rate_step` of the rate before it; the first fresh datapoint at or above `abort_above` aborts it at once, back to the setpoint and the rate before it (bumpless); a stale metric ends it. Bounds, slew limit and stale policy stay in force; its progress is in STATE (`experiment`)",
+		codec: experimentCodec},
 }
 
 // omit says whether an attribute is left out of the item for its value.
@@ -165,17 +245,23 @@ const (
 
 // field is the codec of the Params field f points to: read reads it (def
 // when absent) and write gives its value in the item, left out at its zero
-// value when o says so.
-func field[T comparable](f func(*Params) *T, read func(d *decoder, name string, def T) T, write func(T) any, def T, o omit) codec {
-	return codec{
-		func(d *decoder, p *Params, name string) { *f(p) = read(d, name, def) },
-		func(p Params, a map[string]any, name string) {
+// value when o says so. With cfg (at most one), the value is also the
+// control.Config setting cfg points to.
+func field[T comparable](f func(*Params) *T, read func(d *decoder, name string, def T) T, write func(T) any, def T, o omit, cfg []func(*control.Config) *T) codec {
+	c := codec{
+		decode: func(d *decoder, p *Params, name string) { *f(p) = read(d, name, def) },
+		encode: func(p Params, a map[string]any, name string) {
 			var zero T
 			if v := *f(&p); v != zero || o == always {
 				a[name] = write(v)
 			}
 		},
+		value: func(p Params) any { return *f(&p) },
 	}
+	if len(cfg) > 0 {
+		c.config = func(p Params, cc *control.Config) { *cfg[0](cc) = *f(&p) }
+	}
+	return c
 }
 
 // asIs writes a value as it is: numbers, strings and booleans.
@@ -184,27 +270,27 @@ func asIs[T any](v T) any { return v }
 // durationText writes a duration as the text DynamoDB keeps ("1m30s").
 func durationText(v time.Duration) any { return v.String() }
 
-func number(f func(*Params) *float64, def float64, o omit) codec {
-	return field(f, (*decoder).number, asIs[float64], def, o)
+func number(f func(*Params) *float64, def float64, o omit, cfg ...func(*control.Config) *float64) codec {
+	return field(f, (*decoder).number, asIs[float64], def, o, cfg)
 }
 
-func text(f func(*Params) *string, def string, o omit) codec {
-	return field(f, (*decoder).str, asIs[string], def, o)
+func text(f func(*Params) *string, def string, o omit, cfg ...func(*control.Config) *string) codec {
+	return field(f, (*decoder).str, asIs[string], def, o, cfg)
 }
 
-func duration(f func(*Params) *time.Duration, def time.Duration, o omit) codec {
-	return field(f, (*decoder).duration, durationText, def, o)
+func duration(f func(*Params) *time.Duration, def time.Duration, o omit, cfg ...func(*control.Config) *time.Duration) codec {
+	return field(f, (*decoder).duration, durationText, def, o, cfg)
 }
 
-func boolean(f func(*Params) *bool, def bool, o omit) codec {
-	return field(f, (*decoder).boolean, asIs[bool], def, o)
+func boolean(f func(*Params) *bool, def bool, o omit, cfg ...func(*control.Config) *bool) codec {
+	return field(f, (*decoder).boolean, asIs[bool], def, o, cfg)
 }
 
 // The attributes whose default or presence depends on other attributes.
 
 var manualRate = codec{
-	func(d *decoder, p *Params, name string) { p.ManualRate = d.number(name, 0) },
-	func(p Params, a map[string]any, name string) {
+	decode: func(d *decoder, p *Params, name string) { p.ManualRate = d.number(name, 0) },
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Mode == ModeManual || p.ManualRate != 0 {
 			a[name] = p.ManualRate
 		}
@@ -213,25 +299,26 @@ var manualRate = codec{
 
 // antiWindup: "none" in the item is control.AntiWindupNone ("").
 var antiWindup = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		aw := d.str(name, string(control.AntiWindupConditional))
 		if aw == "none" {
 			aw = string(control.AntiWindupNone)
 		}
 		p.AntiWindup = control.AntiWindup(aw)
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		aw := string(p.AntiWindup)
 		if aw == "" {
 			aw = "none"
 		}
 		a[name] = aw
 	},
+	config: func(p Params, c *control.Config) { c.AntiWindup = p.AntiWindup },
 }
 
 // feedforwardAttrs are the attributes of the feedforward model: any of them
 // enables it, and then ff_gain is required.
-var feedforwardAttrs = []string{AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime}
+var feedforwardAttrs = []string{attrFFGain, attrFFBase, attrFFTau, attrFFDeadTime}
 
 // model returns p's feedforward model, created when the item has any of its
 // attributes; nil otherwise.
@@ -243,7 +330,7 @@ func (d *decoder) model(p *Params) *control.FOPDT {
 }
 
 var ffGain = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		m := d.model(p)
 		if m == nil {
 			return
@@ -253,7 +340,7 @@ var ffGain = codec{
 		}
 		m.Gain = d.number(name, 0)
 	},
-	func(p Params, a map[string]any, name string) {
+	encode: func(p Params, a map[string]any, name string) {
 		if p.Feedforward != nil {
 			a[name] = p.Feedforward.Gain
 		}
@@ -264,13 +351,13 @@ var ffGain = codec{
 // when absent), read and written as field's are.
 func ffField[T any](f func(*control.FOPDT) *T, read func(d *decoder, name string, def T) T, write func(T) any) codec {
 	return codec{
-		func(d *decoder, p *Params, name string) {
+		decode: func(d *decoder, p *Params, name string) {
 			if m := d.model(p); m != nil {
 				var zero T
 				*f(m) = read(d, name, zero)
 			}
 		},
-		func(p Params, a map[string]any, name string) {
+		encode: func(p Params, a map[string]any, name string) {
 			if p.Feedforward != nil {
 				a[name] = write(*f(p.Feedforward))
 			}
@@ -289,29 +376,29 @@ func ffDuration(f func(*control.FOPDT) *time.Duration) codec {
 // rateTTL defaults to DefaultRateTTLTicks tick periods (when the tick period
 // itself decoded).
 var rateTTL = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		p.RateTTL = d.duration(name, 0)
-		if !d.present(name) && !d.failed(AttrTickPeriod) {
+		if !d.present(name) && !d.failed(attrTickPeriod) {
 			p.RateTTL = DefaultRateTTLTicks * p.TickPeriod
 		}
 	},
-	func(p Params, a map[string]any, name string) { a[name] = p.RateTTL.String() },
+	encode: func(p Params, a map[string]any, name string) { a[name] = p.RateTTL.String() },
 }
 
 // safeRate defaults to min_rate.
 var safeRate = codec{
-	func(d *decoder, p *Params, name string) {
+	decode: func(d *decoder, p *Params, name string) {
 		p.Stale.SafeRate = d.number(name, math.NaN())
 		if math.IsNaN(p.Stale.SafeRate) {
 			p.Stale.SafeRate = p.MinRate
 		}
 	},
-	func(p Params, a map[string]any, name string) { a[name] = p.Stale.SafeRate },
+	encode: func(p Params, a map[string]any, name string) { a[name] = p.Stale.SafeRate },
 }
 
 var nodes = codec{
-	func(d *decoder, p *Params, _ string) { p.Nodes = d.decodeNodes() },
-	func(p Params, a map[string]any, name string) {
+	decode: func(d *decoder, p *Params, _ string) { p.Nodes = d.decodeNodes() },
+	encode: func(p Params, a map[string]any, name string) {
 		if len(p.Nodes) == 0 {
 			return
 		}
@@ -325,11 +412,11 @@ var nodes = codec{
 
 // balanceAttrs are the balancer's attributes: any of them sets
 // Params.Balance, the others taking their defaults.
-var balanceAttrs = []string{AttrBalanceKp, AttrBalanceKi, AttrBalanceMinShare, AttrBalanceMaxShare, AttrBalanceMinMean}
+var balanceAttrs = []string{attrBalanceKp, attrBalanceKi, attrBalanceMinShare, attrBalanceMaxShare, attrBalanceMinMean}
 
 func balanceNumber(f func(*balance.Config) *float64) codec {
 	return codec{
-		func(d *decoder, p *Params, name string) {
+		decode: func(d *decoder, p *Params, name string) {
 			if !slices.ContainsFunc(balanceAttrs, d.present) {
 				return
 			}
@@ -339,7 +426,7 @@ func balanceNumber(f func(*balance.Config) *float64) codec {
 			}
 			*f(p.Balance) = d.number(name, *f(&def))
 		},
-		func(p Params, a map[string]any, name string) {
+		encode: func(p Params, a map[string]any, name string) {
 			if p.Balance != nil {
 				a[name] = *f(p.Balance)
 			}
@@ -352,9 +439,68 @@ func balanceNumber(f func(*balance.Config) *float64) codec {
 // keeps the doc current).
 func ParamsMarkdown(sources metric.Sources) string {
 	var b strings.Builder
-	b.WriteString("| attribute | type | default | meaning |\n|---|---|---|---|\n")
+	b.WriteString("| attribute | type | unit | default | range | per signal | meaning |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range paramsFor(sources) {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.name, p.kind.short(), p.def, p.doc)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", p.name, p.kind.short(), p.unit, p.def, p.rangeText(),
+			map[bool]string{true: "yes"}[p.signal], p.markdown())
 	}
 	return b.String()
+}
+
+// bounds is the range of a number or a duration attribute (durations in
+// seconds); an open end excludes its bound.
+type bounds struct {
+	lo, hi         float64
+	loOpen, hiOpen bool
+}
+
+// atLeast is [lo, ∞), above (lo, ∞), within [lo, hi].
+func atLeast(lo float64) *bounds    { return &bounds{lo: lo, hi: math.Inf(1)} }
+func above(lo float64) *bounds      { return &bounds{lo: lo, hi: math.Inf(1), loOpen: true} }
+func within(lo, hi float64) *bounds { return &bounds{lo: lo, hi: hi} }
+
+// contains reports whether v is a finite number within b.
+func (b bounds) contains(v float64) bool {
+	return finite(v) && (v > b.lo || (!b.loOpen && v == b.lo)) && (v < b.hi || (!b.hiOpen && v == b.hi))
+}
+
+// text is the range as an operator reads it: ">= 0", "> 0", "in [0, 100]";
+// show writes a bound in the attribute's own terms.
+func (b bounds) text(show func(float64) string) string {
+	if math.IsInf(b.hi, 1) {
+		return map[bool]string{false: ">= ", true: "> "}[b.loOpen] + show(b.lo)
+	}
+	return "in " + map[bool]string{false: "[", true: "("}[b.loOpen] + show(b.lo) + ", " + show(b.hi) + map[bool]string{false: "]", true: ")"}[b.hiOpen]
+}
+
+// rangeText is p's range as the docs and refusals show it ("" when any
+// value goes).
+func (p param) rangeText() string {
+	if p.bounds == nil {
+		return ""
+	}
+	if p.kind == kindDuration {
+		return p.bounds.text(func(s float64) string { return time.Duration(s * float64(time.Second)).String() })
+	}
+	return p.bounds.text(func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
+}
+
+// checkBounds refuses every attribute of p whose value is outside its
+// declared range.
+func (p Params) checkBounds(fail failFunc) {
+	for _, f := range paramTable {
+		if f.bounds == nil || f.value == nil {
+			continue
+		}
+		switch v := f.value(p).(type) {
+		case float64:
+			if !f.bounds.contains(v) {
+				fail(f.name, "%v must be a finite number %s", v, f.rangeText())
+			}
+		case time.Duration:
+			if !f.bounds.contains(v.Seconds()) {
+				fail(f.name, "%v must be a duration %s", v, f.rangeText())
+			}
+		}
+	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // Signals: a loop may regulate several constraints at once (override
-// control, issue 19): CPU, the replication lag of a replica, a latency. The
+// control): CPU, the replication lag of a replica, a latency. The
 // top-level attributes of PARAMS are the first signal, named by `signal`
 // (cpu by default), so that an item written for one metric is a one-signal
 // loop unchanged; further signals go in the map `signals`, each with its own
@@ -25,10 +25,8 @@ import (
 
 // Attribute names of a loop's signals.
 const (
-	AttrSignal    = "signal"
-	AttrUnit      = "unit"
-	AttrDirection = "direction"
-	AttrSignals   = "signals"
+	attrSignal  = "signal"
+	attrSignals = "signals"
 )
 
 // DefaultSignal is the name of the first signal when `signal` is absent.
@@ -42,24 +40,15 @@ const MaxSignals = 8
 // dashboard's charts and the history's points.
 var signalNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 
-// Direction says which side of its setpoint a signal limits the rate on.
-type Direction string
-
-// DirectionCeiling: the measurement must stay at or below the setpoint (CPU,
-// lag, latency); above it the signal's controller lowers the rate. The only
-// direction for now ("" means ceiling).
-const DirectionCeiling Direction = "ceiling"
-
-// signalAttrs are the attributes a signal of the `signals` map may set:
-// the first signal's attributes of the same names. The others (mode, rates,
-// slew limit, tick period, RATE's lifetime, safe rate, nodes, ...) are the
-// loop's.
-var signalAttrs = []string{
-	AttrSetpoint, AttrUnit, AttrDirection, AttrKp, AttrKi, AttrKd, AttrDerivativeFilter, AttrNoiseBand,
-	AttrSetpointFilter, AttrAntiWindup, AttrTrackingTime, AttrDelayAware, AttrAdaptGain, AttrDrainFeedforward,
-	AttrFFGain, AttrFFBase, AttrFFTau, AttrFFDeadTime,
-	AttrMetricSource, // and the query attributes of its source (signalAttrNames)
-	AttrStalePolicy, AttrStaleDecay, AttrStaleGrace, AttrStaleAfter,
+// signalParam reports whether name is an attribute of paramTable that a
+// signal of the `signals` map may set: one declared per signal
+// (param.signal), meaning what it means at the top level for the first
+// signal; signalAttrNames adds the metric sources' query attributes. The
+// others (mode, rates, slew limit, tick period, RATE's lifetime, safe rate,
+// nodes, ...) are the loop's.
+func signalParam(name string) bool {
+	f, ok := lookupParam(name)
+	return ok && f.signal
 }
 
 // Controls are what a signal holds and how its controller moves the rate:
@@ -68,10 +57,9 @@ var signalAttrs = []string{
 type Controls struct {
 	// Unit is the measurement's unit as shown (`%`, `s`, `ms`; "" means %
 	// for the first signal); only a signal in `%` has its measurement
-	// checked against [0, 100] and the ceiling cut (`ceiling`). Direction
-	// is the side the signal limits the rate on ("" means ceiling).
-	Unit      string    `json:"unit,omitempty"`
-	Direction Direction `json:"direction,omitempty"`
+	// checked against [0, 100] and the ceiling cut (`ceiling`). Every
+	// signal limits the rate while its measurement is above its setpoint.
+	Unit string `json:"unit,omitempty"`
 	// Setpoint is the value to hold: for a signal in % (CPU utilization)
 	// in (0, 100], otherwise > 0 in the signal's unit.
 	Setpoint float64 `json:"setpoint"`
@@ -189,35 +177,36 @@ func (p Params) percent() bool { return p.Unit == "" || p.Unit == "%" }
 // map of the attributes in signalAttrs, decoded by their entries in
 // paramTable. Field errors name the signal: signals.<name>.<attribute>.
 func (d *decoder) decodeSignals(loopID string) []Signal {
-	m, ok := attr[map[string]any](d, AttrSignals, kindSignals)
+	m, ok := attr[map[string]any](d, attrSignals, kindSignals)
 	if !ok {
 		return nil
 	}
 	if len(m)+1 > MaxSignals {
-		d.fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(m), MaxSignals)
+		d.fail(attrSignals, "%d signals besides the first; a loop has at most %d in all", len(m), MaxSignals)
 		return nil
 	}
 	var out []Signal
 	for _, name := range sortedKeys(m) {
-		field := AttrSignals + "." + name
+		field := attrSignals + "." + name
 		attrs, ok := m[name].(map[string]any)
 		if !ok {
 			d.fail(field, "want a map (M) of the signal's attributes (%s, ...), got %s", AttrSetpoint, describe(m[name]))
 			continue
 		}
 		sd := &decoder{attrs: attrs, loopID: loopID, sources: d.sources}
+		sd.retiredValues()
 		names := signalAttrNames(d.sources)
 		for _, k := range sortedKeys(attrs) {
-			if !slices.Contains(names, k) {
+			if !slices.Contains(names, k) && !retired(k) {
 				sd.fail(k, "not an attribute of a signal (%s); loop-wide attributes stay at the top level", strings.Join(names, ", "))
 			}
 		}
 		q := Params{Loop: loopID}
 		for _, f := range paramTable {
-			if !slices.Contains(signalAttrs, f.name) {
+			if !f.signal {
 				continue
 			}
-			if (f.name == AttrSetpoint || f.name == AttrKp) && !sd.present(f.name) {
+			if f.required && !sd.present(f.name) {
 				sd.fail(f.name, "missing; required: %s", f.plainDoc())
 			}
 			f.decode(sd, &q, f.name)
@@ -232,34 +221,31 @@ func (d *decoder) decodeSignals(loopID string) []Signal {
 	return out
 }
 
-// checkSignals checks the signals: their names and number, their
-// directions, and each further signal as the first one is checked (gains,
+// checkSignals checks the signals: their names and number, and each further signal as the first one is checked (gains,
 // model, metric, stale policy), its fields named signals.<name>.<attribute>.
 func (p Params) checkSignals(sources metric.Sources, fail failFunc) {
 	if !signalNameRE.MatchString(p.FirstSignal()) {
-		fail(AttrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
+		fail(attrSignal, "%q: a signal's name is 1 to 32 of a-z, 0-9, _ and -", truncate(p.SignalName))
 	}
-	checkDirection(AttrDirection, p.Direction, fail)
 	if p.DrainFeedforward {
-		fail(AttrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", AttrSignals)
+		fail(attrDrainFeedforward, "only a further signal (in %s) measures its drain: the first signal's controller runs alone in a one-signal loop", attrSignals)
 	}
 	if len(p.Signals)+1 > MaxSignals {
-		fail(AttrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
+		fail(attrSignals, "%d signals besides the first; a loop has at most %d in all", len(p.Signals), MaxSignals)
 	}
 	seen := map[string]bool{p.FirstSignal(): true}
 	names := signalAttrNames(sources)
 	for _, s := range p.Signals {
-		field := AttrSignals + "." + s.Name
+		field := attrSignals + "." + s.Name
 		if !signalNameRE.MatchString(s.Name) {
-			fail(AttrSignals+"."+fmt.Sprintf("%q", truncate(s.Name)), "a signal's name is 1 to 32 of a-z, 0-9, _ and -")
+			fail(attrSignals+"."+fmt.Sprintf("%q", truncate(s.Name)), "a signal's name is 1 to 32 of a-z, 0-9, _ and -")
 			continue
 		}
 		if seen[s.Name] {
-			fail(field, "a second signal named %s (the top-level attributes are the signal named by %s, default %s)", s.Name, AttrSignal, DefaultSignal)
+			fail(field, "a second signal named %s (the top-level attributes are the signal named by %s, default %s)", s.Name, attrSignal, DefaultSignal)
 			continue
 		}
 		seen[s.Name] = true
-		checkDirection(field+"."+AttrDirection, s.Direction, fail)
 		q := p.ForSignal(s)
 		sub := func(f, format string, args ...any) {
 			if slices.Contains(names, f) {
@@ -269,22 +255,6 @@ func (p Params) checkSignals(sources metric.Sources, fail failFunc) {
 		q.checkGains(sub)
 		q.checkMetric(sources, sub)
 		q.checkStale(sub)
-	}
-}
-
-func checkDirection(field string, d Direction, fail failFunc) {
-	if d != "" && d != DirectionCeiling {
-		fail(field, "%q: only %s is supported (the signal limits the rate while its measurement is above its setpoint); a floor (a signal that must stay above its setpoint) is not", truncate(string(d)), DirectionCeiling)
-	}
-}
-
-// The signals attribute's codec decodes its signals by paramTable's own
-// entries: it is set at init, out of paramTable's initialization.
-func init() {
-	i := slices.IndexFunc(paramTable, func(p param) bool { return p.name == AttrSignals })
-	paramTable[i].codec = codec{
-		func(d *decoder, p *Params, _ string) { p.Signals = d.decodeSignals(p.Loop) },
-		encodeSignals,
 	}
 }
 
@@ -298,9 +268,9 @@ func encodeSignals(p Params, a map[string]any, name string) {
 		q := p.ForSignal(s)
 		q.Unit = s.Unit
 		all := q.tableAttrs()
-		sa := make(map[string]any, len(signalAttrs))
-		for _, k := range signalAttrs {
-			if v, ok := all[k]; ok {
+		sa := make(map[string]any)
+		for k, v := range all {
+			if signalParam(k) {
 				sa[k] = v
 			}
 		}

@@ -92,6 +92,7 @@ func TestDecodeSignalsRefusals(t *testing.T) {
 		{"floor", func(a map[string]any) {
 			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["direction"] = "floor" })}
 		}, "signals.lag.direction", "only ceiling"},
+		{"floor at the top level", func(a map[string]any) { a["direction"] = "floor" }, "direction", "only ceiling"},
 		{"loop-wide attribute", func(a map[string]any) {
 			a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["max_rate"] = 5.0 })}
 		}, "signals.lag.max_rate", "loop-wide"},
@@ -140,6 +141,24 @@ func TestDecodeOneSignalUnchanged(t *testing.T) {
 		if _, ok := p.Attrs(looptest.Sources())[k]; ok {
 			t.Errorf("Attrs writes %s for a one-signal item", k)
 		}
+	}
+}
+
+// direction is retired: an item written when it could be set, holding
+// ceiling, still decodes, to the same parameters as without it.
+func TestDirectionCeilingStillDecodes(t *testing.T) {
+	with, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
+		a["direction"] = "ceiling"
+		a["signals"] = map[string]any{"lag": lagSignal(func(s map[string]any) { s["direction"] = "ceiling" })}
+	}), looptest.Sources())
+	if err != nil {
+		t.Fatalf("DecodeParams(direction=ceiling) = %v", err)
+	}
+	without, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
+		a["signals"] = map[string]any{"lag": lagSignal(nil)}
+	}), looptest.Sources())
+	if err != nil || !reflect.DeepEqual(with, without) {
+		t.Fatalf("with direction=ceiling %+v; without %+v (%v)", with, without, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,20 +99,48 @@ func sampleInput(q *Params, s metric.Sample, cc control.Config, now time.Time, e
 	}, fresh, age
 }
 
+// signalView is one signal of a loop as its tick sees it, the first one
+// (the top-level attributes) as any other: the loop's parameters as the
+// signal sees them, its unit as shown, its newest datapoint and its
+// controller.
+type signalView struct {
+	name string
+	q    Params
+	unit string
+	smp  metric.Sample
+	c    *control.Controller
+	// ownState is true when the controller's state is kept in the
+	// signal's record (SignalState.Controller); false for the first
+	// signal's, kept in State.Controller as a one-signal loop keeps it.
+	ownState bool
+}
+
+// signalViews returns the loop's signals in order: the first one's
+// controller is first, the others' are restored from their records in old.
+func (w *due) signalViews(first *control.Controller, old map[string]SignalState) []signalView {
+	p := w.params
+	views := []signalView{{name: p.FirstSignal(), q: p, unit: cmp.Or(p.Unit, "%"), smp: w.sample, c: first}}
+	for i, s := range p.Signals {
+		q := p.ForSignal(s)
+		c := &control.Controller{Config: q.ControlConfig(), State: old[s.Name].Controller}
+		views = append(views, signalView{name: s.Name, q: q, unit: s.Unit, smp: w.signals[i], c: c, ownState: true})
+	}
+	return views
+}
+
 // override runs a loop with several signals (override control): every
 // signal's controller on its own metric, the lowest output applied, the
 // others tracking it (control.Override). A stale signal follows its own
 // stale policy, except the signal that limited the rate at the last tick:
 // blind, it fails closed to min_rate (after its stale_grace). first is the
-// first signal's controller (State.Controller) and in its input. It records
-// every signal in st and r and returns what was applied: the limiting
-// signal's terms with the applied rate.
-func (w *due) override(first *control.Controller, st *State, in control.Input, fresh bool, prev *State, now time.Time, dt time.Duration, r *Report) control.Output {
-	p := w.params
-	names := p.SignalNames()
-	o := control.Override{Controllers: make(map[string]*control.Controller, len(names)), Asked: map[string]float64{}}
-	old := make(map[string]SignalState, len(names))
-	prevRate := st.Rate
+// first signal's controller (State.Controller); in is the loop's input
+// (its interval and what the consumers took). It records every signal in
+// st and r and returns what was applied: the limiting signal's terms with
+// the applied rate.
+func (w *due) override(tc *tickCtx, first *control.Controller, in control.Input) control.Output {
+	st, prev, r := tc.st, tc.prev, tc.r
+	o := control.Override{Controllers: map[string]*control.Controller{}, Asked: map[string]float64{}}
+	old := map[string]SignalState{}
 	if prev != nil {
 		o.Limiting = prev.Limiting
 		for _, s := range prev.Signals {
@@ -119,57 +148,38 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 			o.Asked[s.Name] = s.Terms.Rate
 		}
 	}
-	sigs := make([]SignalState, len(names))
-	inputs := make([]control.SignalInput, len(names))
-	measured := make([]float64, len(names))
+	views := w.signalViews(first, old)
+	sigs := make([]SignalState, len(views))
+	inputs := make([]control.SignalInput, len(views))
+	measured := make([]float64, len(views))
 	var errs []error
-	for i, name := range names {
-		q, c, sin, ok, smp := p, first, in, fresh, w.sample
-		if i > 0 {
-			q, smp = p.ForSignal(p.Signals[i-1]), w.signals[i-1]
-			c = &control.Controller{Config: q.ControlConfig(), State: old[name].Controller}
-			sin, ok, _ = sampleInput(&q, smp, c.Config, now, in.SamplingInterval)
-			sin.ActualRate, sin.ActualKnown = in.ActualRate, in.ActualKnown
-			if smp.Err != nil {
-				errs = append(errs, fmt.Errorf("signal %s: %w", name, smp.Err))
-			}
+	for i, v := range views {
+		sin, ok, _ := sampleInput(&v.q, v.smp, v.c.Config, tc.now, in.SamplingInterval)
+		sin.ActualRate, sin.ActualKnown = in.ActualRate, in.ActualKnown
+		if v.smp.Err != nil {
+			errs = append(errs, fmt.Errorf("signal %s: %w", v.name, v.smp.Err))
 		}
-		sigs[i] = old[name]
-		sigs[i].Name, sigs[i].Setpoint, sigs[i].Unit = name, q.Setpoint, signalUnit(q, i)
+		sigs[i] = old[v.name]
+		sigs[i].Name, sigs[i].Setpoint, sigs[i].Unit = v.name, v.q.Setpoint, v.unit
 		measured[i] = math.NaN()
-		if smp.Found {
-			sigs[i].MetricAt, sigs[i].Measured, measured[i] = smp.Time, smp.Value, smp.Value
+		if v.smp.Found {
+			sigs[i].MetricAt, sigs[i].Measured, measured[i] = v.smp.Time, v.smp.Value, v.smp.Value
 		}
-		o.Controllers[name] = c
-		inputs[i] = signalInput(c, q, &sigs[i], sin, ok, name == o.Limiting, prevRate, now, dt)
+		o.Controllers[v.name] = v.c
+		inputs[i] = tc.signalInput(v.c, v.q, &sigs[i], sin, ok, v.name == o.Limiting)
 		// A lag of 0 says only that the replica keeps up.
-		inputs[i].AtFloor = ok && !q.percent() && sin.Measurement <= 0
-		if i > 0 && q.DrainFeedforward {
-			sigs[i].Drain = measureDrain(old[name], smp, ok, in)
+		inputs[i].AtFloor = ok && !v.q.percent() && sin.Measurement <= 0
+		if v.q.DrainFeedforward {
+			sigs[i].Drain = measureDrain(old[v.name], v.smp, ok, in)
 			if d := sigs[i].Drain; ok && d.Pace > 0 {
 				inputs[i].Input.Feedforward, inputs[i].Input.FeedforwardKnown = d.Pace, true
 			}
 		}
 	}
 	res := o.Update(inputs)
-	lim := 0
-	for i, name := range names {
-		out := res.Outputs[name]
-		sigs[i].Terms, sigs[i].Tracking = out, name != res.Limiting
-		if i > 0 {
-			sigs[i].Controller = o.Controllers[name].State
-		}
-		if sigs[i].Drain != nil {
-			sigs[i].Drain.Record(now, res.Rate)
-		}
-		if name == res.Limiting {
-			lim = i
-		}
-		r.Signals = append(r.Signals, SignalReport{Name: name, Unit: sigs[i].Unit, Setpoint: sigs[i].Setpoint,
-			Measured: measured[i], Rate: out.Rate, Stale: sigs[i].Stale, Tracking: sigs[i].Tracking})
-	}
+	lim := tc.recordSignals(views, res, sigs, measured)
 	if w.sample.Err == nil && len(errs) > 0 {
-		r.Err = errors.Join(errs...)
+		r.Err = errors.Join(errs...) // the loop's own error, if any, is reported by compute
 	}
 	st.Limiting, st.Signals = res.Limiting, sigs
 	st.Stale, st.StaleSince = sigs[lim].Stale, sigs[lim].StaleSince
@@ -179,13 +189,37 @@ func (w *due) override(first *control.Controller, st *State, in control.Input, f
 	return out
 }
 
+// recordSignals records the override's outcome res in every signal's
+// record sigs (in views' order) and in the report, and returns the index of
+// the signal that limited the rate.
+func (tc *tickCtx) recordSignals(views []signalView, res control.OverrideOutput, sigs []SignalState, measured []float64) int {
+	lim := 0
+	for i, v := range views {
+		out := res.Outputs[v.name]
+		sigs[i].Terms, sigs[i].Tracking = out, v.name != res.Limiting
+		if v.ownState {
+			sigs[i].Controller = v.c.State
+		}
+		if sigs[i].Drain != nil {
+			sigs[i].Drain.Record(tc.now, res.Rate)
+		}
+		if v.name == res.Limiting {
+			lim = i
+		}
+		tc.r.Signals = append(tc.r.Signals, SignalReport{Name: v.name, Unit: sigs[i].Unit, Setpoint: sigs[i].Setpoint,
+			Measured: measured[i], Rate: out.Rate, Stale: sigs[i].Stale, Tracking: sigs[i].Tracking})
+	}
+	return lim
+}
+
 // signalInput is one signal's input to the override: with a stale metric,
 // no measurement, and the stale policy that says what the signal allows
 // (fail-closed to min_rate when it limited the rate); on the first fresh
 // tick after a stale period, a bumpless resume from the rate in force (the
 // controller tracks it, as a one-signal loop does). It keeps the signal's
 // stale record in sig.
-func signalInput(c *control.Controller, q Params, sig *SignalState, in control.Input, fresh, limiting bool, prevRate float64, now time.Time, dt time.Duration) control.SignalInput {
+func (tc *tickCtx) signalInput(c *control.Controller, q Params, sig *SignalState, in control.Input, fresh, limiting bool) control.SignalInput {
+	now, dt, prevRate := tc.now, tc.dt, tc.st.Rate // st.Rate is still the last tick's
 	si := control.SignalInput{Name: sig.Name, Input: in}
 	switch {
 	case !fresh:
@@ -207,18 +241,6 @@ func signalInput(c *control.Controller, q Params, sig *SignalState, in control.I
 		sig.Stale, sig.StaleSince = false, time.Time{}
 	}
 	return si
-}
-
-// signalUnit is the unit a signal is shown in: the first signal's default
-// is %.
-func signalUnit(q Params, i int) string {
-	if i == 0 && q.Unit == "" {
-		return "%"
-	}
-	if q.Unit == unitNone {
-		return ""
-	}
-	return q.Unit
 }
 
 // measureDrain is a lag signal's drain after this tick's reading smp

@@ -23,6 +23,9 @@ type State struct {
 	Loop string `json:"loop"`
 	// Version is the number of ticks applied; 0 before the first.
 	Version int64 `json:"version"`
+	// Schema is the item's schema (StateSchema when this controller wrote
+	// it; 0 for schema 1, before schemas were recorded).
+	Schema int `json:"schema,omitempty"`
 	// Controller is the PID controller's memory.
 	Controller control.State `json:"controller"`
 	// TickAt is when the last tick was applied.
@@ -46,7 +49,8 @@ type State struct {
 	// Terms are the controller's terms at the last tick.
 	Terms control.Output `json:"terms"`
 	// Params are the last valid parameters: they stay in force while an
-	// edit is refused. Nil when no valid PARAMS was ever seen.
+	// edit is refused. Nil when no valid PARAMS was ever seen. Encoded in
+	// the PARAMS item's shape (Params.MarshalJSON).
 	Params *Params `json:"params,omitempty"`
 	// ParamsFingerprint identifies the PARAMS item last checked.
 	ParamsFingerprint string `json:"params_fingerprint"`
@@ -164,7 +168,7 @@ type Commit struct {
 // CommitTick before writing anything; its error does not wrap ErrConflict.
 func (c Commit) Validate() error {
 	if c.State.Loop == "" {
-		return errors.New("empty loop id")
+		return errors.New("commit names no loop: State.Loop must hold the loop id")
 	}
 	if c.State.Version != c.PrevVersion+1 {
 		return fmt.Errorf("loop %q: new version %d does not follow %d", c.State.Loop, c.State.Version, c.PrevVersion)

@@ -43,13 +43,34 @@ const (
 )
 
 // Report is what one tick did with one loop: for the log line, the metrics
-// and the tests.
+// and the tests. Its fields are grouped by concern; the groups are embedded,
+// so that a reader writes r.Rate, and the JSON is flat.
 type Report struct {
 	Loop    string  `json:"loop"`
 	Outcome Outcome `json:"outcome"`
 	// Tick is the STATE version written (or read, when nothing was written).
 	Tick int64 `json:"tick"`
 	Mode Mode  `json:"mode,omitempty"`
+	MeasurementReport
+	OutputReport
+	DriftReport
+	ParamsReport
+	NodesReport
+	DemandReport
+	// Mapping is what the tick did with the loop's event source mapping;
+	// nil for a loop that owns none (mapping.go).
+	Mapping *MappingReport `json:"mapping,omitempty"`
+	// Limiting names the signal whose controller set the rate and Signals
+	// reports each signal: for a loop with several signals (signals.go).
+	Limiting string         `json:"limiting,omitempty"`
+	Signals  []SignalReport `json:"signals,omitempty"`
+	// Err is set with OutcomeError.
+	Err error `json:"-"`
+}
+
+// MeasurementReport is the measurement a tick's rate comes from: the
+// limiting signal's (the only one's for a loop with one signal).
+type MeasurementReport struct {
 	// Setpoint and Measured are the setpoint and the newest datapoint
 	// (NaN when none); MetricAt is its timestamp and MetricAge its age
 	// after its period ended.
@@ -62,6 +83,10 @@ type Report struct {
 	// a fresh metric after that.
 	Stale   bool `json:"stale"`
 	Resumed bool `json:"resumed,omitempty"`
+}
+
+// OutputReport is the rate a tick computed and the controller's terms.
+type OutputReport struct {
 	// Rate is the computed rate; RateWritten is false in shadow mode.
 	Rate        float64 `json:"rate"`
 	RateWritten bool    `json:"rate_written"`
@@ -72,6 +97,13 @@ type Report struct {
 	D         float64 `json:"d"`
 	FF        float64 `json:"ff"`
 	Saturated bool    `json:"saturated"`
+	// AtMin is true when the rate is at the loop's minimum rate (an alarm
+	// watches loops pinned there).
+	AtMin bool `json:"at_min"`
+}
+
+// DriftReport is the verdict on the loop's model (DriftState).
+type DriftReport struct {
 	// ModelDrift is set while STATE says the plant moved away from the
 	// loop's model; DriftGainRatio is the plant's gain over the model's as
 	// last estimated (0 before a verdict). See drift.State.
@@ -83,13 +115,18 @@ type Report struct {
 	DriftReason           string        `json:"drift_reason,omitempty"`
 	DriftDeadTime         time.Duration `json:"drift_dead_time,omitempty"`
 	DriftDeadTimeEvidence float64       `json:"drift_dead_time_evidence,omitempty"`
-	// AtMin is true when the rate is at the loop's minimum rate (an alarm
-	// watches loops pinned there).
-	AtMin bool `json:"at_min"`
+}
+
+// ParamsReport is the verdict on an edit of PARAMS that this tick checked.
+type ParamsReport struct {
 	// ParamsStatus is applied or refused when this tick checked a new edit
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
 	ParamsReason string `json:"params_reason,omitempty"`
+}
+
+// NodesReport is the balancer's outcome for a loop with nodes.
+type NodesReport struct {
 	// Weights are the node weights written to RATE, keyed by endpoint, and
 	// Nodes the utilization of each node with a fresh metric, keyed by node
 	// name; both nil for a loop without nodes. NodesMissing names the nodes
@@ -97,6 +134,10 @@ type Report struct {
 	Weights      map[string]float64 `json:"weights,omitempty"`
 	Nodes        map[string]float64 `json:"nodes,omitempty"`
 	NodesMissing []string           `json:"nodes_missing,omitempty"`
+}
+
+// DemandReport is what the consumers took and what waits for them.
+type DemandReport struct {
 	// Processed is the rate the consumers reported storing since the
 	// previous tick, messages/s, when ProcessedKnown; LivePeers counts
 	// their live leases; DemandLimited is true when the controller held
@@ -109,15 +150,6 @@ type Report struct {
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`
 	DepthKnown bool    `json:"depth_known"`
-	// Mapping is what the tick did with the loop's event source mapping;
-	// nil for a loop that owns none (mapping.go).
-	Mapping *MappingReport `json:"mapping,omitempty"`
-	// Limiting names the signal whose controller set the rate and Signals
-	// reports each signal: for a loop with several signals (signals.go).
-	Limiting string         `json:"limiting,omitempty"`
-	Signals  []SignalReport `json:"signals,omitempty"`
-	// Err is set with OutcomeError.
-	Err error `json:"-"`
 }
 
 // Ticker runs one controller tick for every loop in a store: it reads all
@@ -188,7 +220,7 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 		}
 	}
 	t.readMetrics(ctx, work, now)
-	t.readDepths(ctx, work, now) // issue 13: the dashboard's depth (depth.go)
+	t.readDepths(ctx, work, now) // the dashboard's queue depth (depth.go)
 	t.commitAll(ctx, work, statusOnly, reports, now)
 	return reports, nil
 }
@@ -212,6 +244,14 @@ func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*d
 		// from its feedforward estimate).
 		r.Outcome, r.Err = OutcomeError, snap.Err
 		return nil, nil
+	}
+	if snap.State != nil {
+		if err := upgradeState(snap.State); err != nil {
+			// Refused, not ticked: this controller would drop what a
+			// newer one keeps in STATE.
+			r.Outcome, r.Err = OutcomeError, err
+			return nil, nil
+		}
 	}
 	if snap.Params == nil {
 		r.Outcome = OutcomeNoParams
@@ -276,7 +316,7 @@ func idle(snap Snapshot, inForce *Params, fp string, status *ParamsStatus, r *Re
 		st = *prev
 		st.Params, st.ParamsFingerprint = inForce, fp
 	}
-	st.Version = r.Tick + 1
+	st.Version, st.Schema = r.Tick+1, StateSchema
 	status.Tick = st.Version
 	return &Commit{PrevVersion: r.Tick, State: st, Status: status}
 }
@@ -290,7 +330,7 @@ func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []status
 		r := &reports[w.report]
 		c := t.compute(w, now, r)
 		g.Go(func() error {
-			t.scaleMapping(ctx, w, &c, r) // issue 18: the coarse actuator (mapping.go)
+			t.scaleMapping(ctx, w, &c, r) // the event source mapping, the coarse actuator (mapping.go)
 			t.commit(ctx, c, r)
 			return nil
 		})
@@ -347,24 +387,26 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	}
 	dt := min(elapsed, 3*p.TickPeriod)
 
+	tc := &tickCtx{p: p, prev: prev, st: &st, now: now, dt: dt, r: r}
 	var weights map[string]float64
 	st.Balance = balance.State{}
 	if len(p.Nodes) > 0 {
-		w.sample, weights = t.balance(w, &st, prev, ctrl.Config, now, dt, r)
+		w.sample, weights = tc.balance(w, ctrl.Config)
 	}
 	in, fresh := measure(w, &st, ctrl.Config, now, elapsed, r)
-	// Issue 13: the processed rate the consumers reported (demand.go).
+	// The processed rate the consumers reported: an idle queue is not a
+	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 	var out control.Output
 	if len(p.Signals) == 0 {
 		st.Limiting, st.Signals = "", nil
-		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // issue 20 (experiment.go)
+		if s := experiment(&st, p, &in, fresh, now); s != expIdle { // a guarded experiment (experiment.go)
 			out = updateExperiment(&ctrl, &st, p, in, s)
 		} else {
-			out = update(&ctrl, &st, p, in, fresh, prev, now, dt, r)
+			out = tc.update(&ctrl, in, fresh)
 		}
-	} else { // issue 19: override control (signals_tick.go)
-		out = w.override(&ctrl, &st, in, fresh, prev, now, dt, r)
+	} else { // override control: the lowest of the signals' outputs (signals_tick.go)
+		out = w.override(tc, &ctrl, in)
 	}
 	if w.sample.Err != nil {
 		r.Err = w.sample.Err
@@ -375,6 +417,19 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
 	return w.record(&st, ctrl.State, out, prevVersion, now, weights, r)
+}
+
+// tickCtx is what every step of one loop's tick reads and writes: the
+// parameters in force, the STATE read (nil before the first tick), the
+// STATE being written, the tick's time and interval (dt: the elapsed time,
+// at most three tick periods), and the loop's report.
+type tickCtx struct {
+	p    Params
+	prev *State
+	st   *State
+	now  time.Time
+	dt   time.Duration
+	r    *Report
 }
 
 // measure turns the loop's sample into the controller's input: its value,
@@ -395,7 +450,8 @@ func measure(w *due, st *State, cc control.Config, now time.Time, elapsed time.D
 // delay-aware integrator predicts from it when data return); the first
 // fresh tick after a stale period resumes bumplessly from the rate the
 // policy left.
-func update(ctrl *control.Controller, st *State, p Params, in control.Input, fresh bool, prev *State, now time.Time, dt time.Duration, r *Report) control.Output {
+func (tc *tickCtx) update(ctrl *control.Controller, in control.Input, fresh bool) control.Output {
+	st, p, now, dt, r := tc.st, tc.p, tc.now, tc.dt, tc.r
 	var out control.Output
 	switch {
 	case !fresh:
@@ -412,7 +468,7 @@ func update(ctrl *control.Controller, st *State, p Params, in control.Input, fre
 		}
 		st.Stale = true
 		r.Stale = true
-	case st.Stale && p.Mode != ModeManual && prev != nil && prev.Controller.Init:
+	case st.Stale && p.Mode != ModeManual && tc.prev != nil && tc.prev.Controller.Init:
 		// Bumpless resume: this tick continues from the rate the stale
 		// policy left, and the integrator tracks it (control's manual
 		// tracking), so the next tick carries on from there.
@@ -433,7 +489,7 @@ func update(ctrl *control.Controller, st *State, p Params, in control.Input, fre
 // loop is in shadow mode.
 func (w *due) record(st *State, cs control.State, out control.Output, prevVersion int64, now time.Time, weights map[string]float64, r *Report) Commit {
 	p := w.params
-	st.Version = prevVersion + 1
+	st.Version, st.Schema = prevVersion+1, StateSchema
 	st.Controller = cs
 	st.TickAt = now
 	st.Setpoint = p.Setpoint + st.Experiment.offset(p) // the setpoint in force
@@ -478,8 +534,8 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 // loop regulates: the maximum (or the mean) of the fresh utilizations, timed
 // by the oldest of them; not found when no node has a fresh metric. The
 // weights are keyed by the nodes' endpoints.
-func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now time.Time, dt time.Duration, r *Report) (metric.Sample, map[string]float64) {
-	p := w.params
+func (tc *tickCtx) balance(w *due, cc control.Config) (metric.Sample, map[string]float64) {
+	p, now, r := w.params, tc.now, tc.r
 	util := make(map[string]float64, len(p.Nodes))
 	var agg metric.Sample
 	var sum float64
@@ -520,12 +576,12 @@ func (t *Ticker) balance(w *due, st *State, prev *State, cc control.Config, now 
 	}
 
 	bc := balance.Controller{Config: p.BalanceConfig()}
-	if prev != nil {
-		bc.State = prev.Balance
-		bc.State.Nodes = maps.Clone(prev.Balance.Nodes)
+	if tc.prev != nil {
+		bc.State = tc.prev.Balance
+		bc.State.Nodes = maps.Clone(tc.prev.Balance.Nodes)
 	}
-	bc.Update(util, dt)
-	st.Balance = bc.State
+	bc.Update(util, tc.dt)
+	tc.st.Balance = bc.State
 	weights := make(map[string]float64, len(p.Nodes))
 	for _, n := range p.Nodes {
 		weights[n.Endpoint] = bc.State.Nodes[n.Name].Weight

@@ -18,8 +18,8 @@ import (
 	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
-// The control law through the production tick: what probing it found
-// (issue 11), each as the scenario that showed it.
+// The control law through the production tick: what probing it found,
+// each as the scenario that showed it.
 
 // slowPlant is a destination that reacts in minutes (lag 120 s, dead time
 // 30 s): the loop dead time with 60 s averages published 90 s late is about
@@ -251,7 +251,7 @@ func TestDecodeParamsRefusesOverflowingFeedforward(t *testing.T) {
 
 // An operator who lowers the rate (manual mode with a lower rate, a lower
 // max_rate or setpoint) gets it at the next tick: the slew limit paces
-// increases only (issue 15).
+// increases only.
 func TestTickLowerRateAtTheNextTick(t *testing.T) {
 	ffAttrs := func(a map[string]any) {
 		a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"], a["delay_aware"] = 0.05, 10.0, "15s", "5s", true

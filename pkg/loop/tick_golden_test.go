@@ -11,7 +11,7 @@ import (
 
 // goldenOneSignalPath is the STATE and RATE of one-signal loops over a
 // scripted metric, recorded from the tick before loops could have several
-// signals (issue 19): a PARAMS item written before then must tick to the
+// signals (override control): a PARAMS item written before then must tick to the
 // same STATE and RATE, byte for byte.
 const goldenOneSignalPath = "testdata/golden_one_signal.jsonl"
 
@@ -93,7 +93,7 @@ func runGoldenOneSignal(t *testing.T) []byte {
 }
 
 // TestTickGoldenOneSignal: a one-signal PARAMS item ticks to the STATE and
-// RATE recorded before override control (issue 19). Rewrite the file only
+// RATE recorded before override control. Rewrite the file only
 // for an intended change: go test ./pkg/loop -run TestTickGoldenOneSignal -update.
 func TestTickGoldenOneSignal(t *testing.T) {
 	got := runGoldenOneSignal(t)

@@ -28,8 +28,9 @@ type CostRow struct {
 	Path string `json:"path"`
 	// Mode is "paced" (the mapping's MaximumConcurrency set by
 	// loop.MappingConcurrency from the allowed rate and the measured batch)
-	// or "fixed" (left at the unpaced concurrency: the behaviour before
-	// issue 18, every instance pacing by sleeping).
+	// or "fixed" (left at the unpaced concurrency, every instance pacing
+	// by sleeping: what the mapping costs when its concurrency does not
+	// follow the allowed rate).
 	Mode string `json:"mode"`
 	// RatePct is the allowed rate in % of what the unpaced path drained.
 	RatePct  float64 `json:"rate_pct"`

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 )
 
 // API is the part of the SQS client a measurement uses.
@@ -73,7 +75,7 @@ func Measure(ctx context.Context, api API, name string, n int) (Result, error) {
 	res.ReceiveDeleteSeconds = time.Since(t0).Seconds()
 	res.SendPerSecond = rate(n, res.SendSeconds)
 	res.ReceiveDeletePerSec = rate(n, res.ReceiveDeleteSeconds)
-	res.SendSeconds, res.ReceiveDeleteSeconds = round(res.SendSeconds, 1000), round(res.ReceiveDeleteSeconds, 1000)
+	res.SendSeconds, res.ReceiveDeleteSeconds = e2ekit.Round(res.SendSeconds, 3), e2ekit.Round(res.ReceiveDeleteSeconds, 3)
 	return res, nil
 }
 
@@ -84,8 +86,6 @@ func rate(n int, seconds float64) float64 {
 	}
 	return math.Round(float64(n) / seconds)
 }
-
-func round(x, unit float64) float64 { return math.Round(x*unit) / unit }
 
 // send sends messages 0..n-1 in batches of 10.
 func send(ctx context.Context, api API, url string, n int) error {

@@ -20,7 +20,7 @@ const editLoopID = boundsLoop
 // table, on a free loopback port, and returns its URL.
 func (r *run) startSluiceDashboard(logDir string) (*harness.Proc, string, error) {
 	bin := filepath.Join(logDir, "sluice")
-	build := exec.CommandContext(r.ctx, "go", "build", "-o", bin, "./cmd/sluice")
+	build := exec.CommandContext(r.Ctx, "go", "build", "-o", bin, "./cmd/sluice")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("build sluice: %v: %s", err, out)
 	}
@@ -33,7 +33,7 @@ func (r *run) startSluiceDashboard(logDir string) (*harness.Proc, string, error)
 		return nil, "", err
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := harness.WaitHTTP(r.ctx, url+"/api/config", 60*time.Second, p); err != nil {
+	if err := harness.WaitHTTP(r.Ctx, url+"/api/config", 60*time.Second, p); err != nil {
 		p.Stop()
 		return nil, "", fmt.Errorf("sluice dashboard: %w (log %s)", err, p.LogPath())
 	}
@@ -77,16 +77,16 @@ func request(method, url, host, body string) (int, string, error) {
 func (r *run) rebinding(url string) {
 	port := url[strings.LastIndex(url, ":"):]
 	api := url + "/api/loops/" + editLoopID + "/params"
-	before, _ := r.store.ReadParams(r.ctx, editLoopID)
+	before, _ := r.store.ReadParams(r.Ctx, editLoopID)
 	getCode, _, err1 := request("GET", api, "rebind.example"+port, "")
 	postCode, _, err2 := request("POST", api, "rebind.example"+port, `{"params":{"setpoint":33}}`)
 	okCode, _, err3 := request("GET", api, "", "")
-	after, _ := r.store.ReadParams(r.ctx, editLoopID)
-	r.res.DashboardRebindingRefused = err1 == nil && err2 == nil && err3 == nil &&
+	after, _ := r.store.ReadParams(r.Ctx, editLoopID)
+	r.Res.DashboardRebindingRefused = err1 == nil && err2 == nil && err3 == nil &&
 		getCode == http.StatusMisdirectedRequest && postCode == http.StatusMisdirectedRequest && okCode == http.StatusOK &&
 		after["setpoint"] == before["setpoint"]
-	if !r.res.DashboardRebindingRefused {
-		r.fail("dashboard_rebinding_refused: foreign Host GET %d, POST %d (%v %v), own GET %d (%v), setpoint %v -> %v; want 421, 421, 200 and unchanged",
+	if !r.Res.DashboardRebindingRefused {
+		r.Fail("dashboard_rebinding_refused: foreign Host GET %d, POST %d (%v %v), own GET %d (%v), setpoint %v -> %v; want 421, 421, 200 and unchanged",
 			getCode, postCode, err1, err2, okCode, err3, before["setpoint"], after["setpoint"])
 	}
 }
@@ -111,7 +111,7 @@ func (r *run) concurrentEdits(url string) error {
 		}()
 	}
 	wg.Wait()
-	stored, err := r.store.ReadParams(r.ctx, editLoopID)
+	stored, err := r.store.ReadParams(r.Ctx, editLoopID)
 	if err != nil {
 		return err
 	}
@@ -122,11 +122,11 @@ func (r *run) concurrentEdits(url string) error {
 			applied = i
 		}
 	}
-	r.res.ConcurrentEditConflict = applied >= 0 && codes[1-applied] == http.StatusConflict && stored["setpoint"] == winner[applied]
-	if !r.res.ConcurrentEditConflict {
-		r.fail("concurrent_edit_conflict: answers %v, stored setpoint %v; want one 200 (its setpoint stored) and one 409", codes, stored["setpoint"])
+	r.Res.ConcurrentEditConflict = applied >= 0 && codes[1-applied] == http.StatusConflict && stored["setpoint"] == winner[applied]
+	if !r.Res.ConcurrentEditConflict {
+		r.Fail("concurrent_edit_conflict: answers %v, stored setpoint %v; want one 200 (its setpoint stored) and one 409", codes, stored["setpoint"])
 	}
-	r.logf("concurrent edits at version %d: answers %v, stored setpoint %v", version, codes, stored["setpoint"])
+	r.Logf("concurrent edits at version %d: answers %v, stored setpoint %v", version, codes, stored["setpoint"])
 	return nil
 }
 

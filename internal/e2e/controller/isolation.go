@@ -74,30 +74,30 @@ func (r *run) isolation() error {
 		for _, id := range isoLoops[:7] {
 			if _, applied := inv.Applied[id]; !applied || inv.Problems[id] != "" {
 				ok = false
-				r.fail("isolation tick %d: loop %s not applied (%q)", i+1, id, inv.Problems[id])
+				r.Fail("isolation tick %d: loop %s not applied (%q)", i+1, id, inv.Problems[id])
 			}
 		}
 		for id, want := range map[string]string{isoCorrupt: "STATE", isoBadStat: "params", isoBrokenQuery: "500"} {
 			if !strings.Contains(inv.Problems[id], want) {
 				ok = false
-				r.fail("isolation tick %d: loop %s reported %q; want a reason with %q", i+1, id, inv.Problems[id], want)
+				r.Fail("isolation tick %d: loop %s reported %q; want a reason with %q", i+1, id, inv.Problems[id], want)
 			}
 		}
-		r.logf("isolation tick %d: %d applied, problems %v", i+1, len(inv.Applied), inv.Problems)
+		r.Logf("isolation tick %d: %d applied, problems %v", i+1, len(inv.Applied), inv.Problems)
 	}
-	st, err := r.store.ReadStatus(r.ctx, isoBadStat)
+	st, err := r.store.ReadStatus(r.Ctx, isoBadStat)
 	if err != nil || st.Status != loop.StatusRefused || !strings.Contains(st.Reason, "metric_statistic") {
 		ok = false
-		r.fail("isolation: PARAMS_STATUS of %s = %+v, %v; want refused naming metric_statistic", isoBadStat, st, err)
+		r.Fail("isolation: PARAMS_STATUS of %s = %+v, %v; want refused naming metric_statistic", isoBadStat, st, err)
 	}
-	r.res.IsolationOK = ok
+	r.Res.IsolationOK = ok
 	return nil
 }
 
 // writeIsoLoops writes the ten loops' PARAMS (copies of the e2e loop's,
 // which tick every second) and the corrupt STATE item.
 func (r *run) writeIsoLoops() error {
-	base, err := r.store.ReadParams(r.ctx, loopID)
+	base, err := r.store.ReadParams(r.Ctx, loopID)
 	if err != nil {
 		return err
 	}
@@ -115,15 +115,15 @@ func (r *run) writeIsoLoops() error {
 			p["metric_source"] = "prometheus"
 			p["metric_promql"] = fmt.Sprintf(`max(iso_%s_cpu{loop=%q})`, map[bool]string{true: "broken", false: "good"}[id == isoBrokenQuery], id)
 		}
-		if err := r.store.WriteParams(r.ctx, id, p); err != nil {
+		if err := r.store.WriteParams(r.Ctx, id, p); err != nil {
 			return err
 		}
 	}
-	cfg, err := awsconf.Load(r.ctx)
+	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
-	_, err = dynamodb.NewFromConfig(cfg).PutItem(r.ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+	_, err = dynamodb.NewFromConfig(cfg).PutItem(r.Ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: isoCorrupt}, "sk": &types.AttributeValueMemberS{Value: "STATE"},
 		"version": &types.AttributeValueMemberS{Value: "seven"}, "controller": &types.AttributeValueMemberS{Value: "{not json"},
 	}})

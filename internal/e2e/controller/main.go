@@ -10,7 +10,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/sluice-dev/sluice/functions/controller/invocation"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
@@ -72,94 +72,58 @@ type result struct {
 	verdict.Verdict
 }
 
+// config is the harness's flags.
+type config struct {
+	bootstrap, eventFile, logDir, initScript string
+}
+
 type run struct {
-	ctx      context.Context
-	moto     *harness.Moto
-	ries     []*harness.RIE
-	payload  []byte
-	store    *ddbloop.Store
-	cw       *cloudwatch.Client
-	res      result
-	winners  map[int64]int // STATE version -> invocations that applied it
-	logf     func(format string, args ...any)
-	failures []string
+	e2ekit.Harness[config, result]
+	moto    *harness.Moto
+	ries    []*harness.RIE
+	payload []byte
+	store   *ddbloop.Store
+	cw      *cloudwatch.Client
+	winners map[int64]int // STATE version -> invocations that applied it
+	logDir  string
 }
 
 func main() {
-	bootstrap := flag.String("bootstrap", "bin/controller-host/bootstrap", "controller bootstrap built for this machine")
-	eventFile := flag.String("event", "functions/controller/testdata/scheduled-event.json", "scheduled-event payload")
-	logDir := flag.String("logs", "", "directory for the logs of moto_server and the emulators (default: a temporary directory)")
-	initScript := flag.String("init", "localstack/init/10-controller.sh", "init script that creates the table and the default loop")
+	var c config
+	flag.StringVar(&c.bootstrap, "bootstrap", "bin/controller-host/bootstrap", "controller bootstrap built for this machine")
+	flag.StringVar(&c.eventFile, "event", "functions/controller/testdata/scheduled-event.json", "scheduled-event payload")
+	flag.StringVar(&c.logDir, "logs", "", "directory for the logs of moto_server and the emulators (default: a temporary directory)")
+	flag.StringVar(&c.initScript, "init", "localstack/init/10-controller.sh", "init script that creates the table and the default loop")
 	flag.Parse()
-	os.Exit(mainErr(*bootstrap, *eventFile, *logDir, *initScript))
+	r := &run{winners: map[int64]int{}}
+	os.Exit(r.Execute("e2e-controller", c, 8*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
 }
 
-func mainErr(bootstrap, eventFile, logDir, initScript string) int {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "[e2e-controller %5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
-	r := &run{ctx: ctx, winners: map[int64]int{}, logf: logf}
-	err := r.do(bootstrap, eventFile, logDir, initScript)
-	for _, p := range r.ries {
-		p.Stop()
-	}
-	if r.moto != nil {
-		r.moto.Stop()
-	}
-	if err != nil {
-		r.failures = append(r.failures, err.Error())
-	}
-	r.res.Verdict = verdict.Of(start, r.failures)
-	return verdict.Print(r.res, r.res.Verdict)
-}
-
-func (r *run) fail(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	r.logf("FAIL: %s", msg)
-	r.failures = append(r.failures, msg)
-}
-
-func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
-	ctx := r.ctx
+// setup starts moto_server with the init script applied, the loop ticking
+// every second on CPU 60, a fake Prometheus and two emulators of the
+// controller's bootstrap; the end of the run stops them.
+func (r *run) setup() error {
+	c := r.Cfg
+	ctx := r.Ctx
 	var err error
-	if logDir == "" {
-		if logDir, err = os.MkdirTemp("", "e2e-controller-"); err != nil {
-			return err
-		}
-	}
-	if r.payload, err = os.ReadFile(eventFile); err != nil {
+	if r.payload, err = os.ReadFile(c.eventFile); err != nil {
 		return fmt.Errorf("read event: %w", err)
 	}
 	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", ".cache/bin/aws-lambda-rie")
 	if err != nil {
 		return err
 	}
+	bootstrap := c.bootstrap
 	if _, err := os.Stat(bootstrap); err != nil {
 		return fmt.Errorf("bootstrap: %w (make e2e-controller builds it)", err)
 	}
 	if bootstrap, err = filepath.Abs(bootstrap); err != nil {
 		return err
 	}
-
-	r.logf("starting moto_server (logs in %s)", logDir)
-	if r.moto, err = harness.StartMoto(ctx, os.Getenv("SLUICE_MOTO_BIN"), logDir); err != nil {
+	env, err := r.startMoto()
+	if err != nil {
 		return err
 	}
-	env := r.moto.Env()
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	r.logf("moto_server on %s; applying %s", r.moto.Endpoint, initScript)
-	initCmd := exec.CommandContext(ctx, "bash", initScript)
-	initCmd.Env = append(os.Environ(), "SLUICE_TABLE="+table, "SLUICE_LOOP="+loopID, "SLUICE_DB_INSTANCE="+dbID)
-	if out, err := initCmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("init script: %v: %s", err, out)
-	}
-
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {
 		return err
@@ -176,36 +140,102 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if err := r.publishCPU(60); err != nil {
 		return err
 	}
+	return r.startEmulators(rie, bootstrap, env)
+}
 
+// startMoto starts moto_server (logs in -logs, else a temporary
+// directory), sets this process's environment to it and applies the init
+// script; it returns moto's environment.
+func (r *run) startMoto() ([]string, error) {
+	c := r.Cfg
+	r.logDir = c.logDir
+	var err error
+	if r.logDir == "" {
+		if r.logDir, err = os.MkdirTemp("", "e2e-controller-"); err != nil {
+			return nil, err
+		}
+	}
+	r.Logf("starting moto_server (logs in %s)", r.logDir)
+	if r.moto, err = harness.StartMoto(r.Ctx, os.Getenv("SLUICE_MOTO_BIN"), r.logDir); err != nil {
+		return nil, err
+	}
+	r.Defer(r.moto.Stop)
+	env := r.moto.Env()
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	r.Logf("moto_server on %s; applying %s", r.moto.Endpoint, c.initScript)
+	initCmd := exec.CommandContext(r.Ctx, "bash", c.initScript)
+	initCmd.Env = append(os.Environ(), "SLUICE_TABLE="+table, "SLUICE_LOOP="+loopID, "SLUICE_DB_INSTANCE="+dbID)
+	if out, err := initCmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("init script: %v: %s", err, out)
+	}
+	return env, nil
+}
+
+// startEmulators starts the fake Prometheus and two emulators of
+// bootstrap under rie with moto's environment env.
+func (r *run) startEmulators(rie, bootstrap string, env []string) error {
 	prom, promURL, err := startFakePrometheus()
 	if err != nil {
 		return err
 	}
-	defer prom.srv.Close()
+	r.Defer(func() { prom.srv.Close() })
 	fnEnv := append(env, "SLUICE_TABLE="+table, "SLUICE_METRICS_NAMESPACE=SluiceE2E", "SLUICE_PROMETHEUS_URL="+promURL)
 	for i := range 2 {
-		p, err := harness.StartRIE(ctx, rie, bootstrap, logDir, fmt.Sprintf("rie-%d", i+1), fnEnv)
+		p, err := harness.StartRIE(r.Ctx, rie, bootstrap, r.logDir, fmt.Sprintf("rie-%d", i+1), fnEnv)
 		if err != nil {
 			return err
 		}
+		r.Defer(p.Stop)
 		r.ries = append(r.ries, p)
 	}
-	r.logf("two emulators up: %s, %s", r.ries[0].InvokeURL, r.ries[1].InvokeURL)
+	r.Logf("two emulators up: %s, %s", r.ries[0].InvokeURL, r.ries[1].InvokeURL)
+	return nil
+}
 
-	// 1. Single ticks.
+// scenario runs the checks in order; the first error ends it.
+func (r *run) scenario() error {
+	for _, step := range []func() error{
+		r.ticks,        // 1. single ticks, 2. pairs of concurrent invocations
+		r.validEdit,    // 3. a valid edit with the aws CLI
+		r.modes,        // shadow, manual, back to auto
+		r.invalidEdits, // 4. invalid edits, each refused
+		r.backToValid,  // 5. back to valid, and the loop carries on
+		r.stale,        // 6. the metric goes stale
+		r.final,        // STATE, RATE and the counts agree
+		r.operators,    // 7. operators' edits take effect at the next tick
+		func() error { return r.dashboardEdits(r.logDir) }, // 8. the dashboard
+		r.isolation, // 9. one bad loop among ten stops none of the others
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ticks makes three single ticks, then four pairs of concurrent
+// invocations.
+func (r *run) ticks() error {
 	for range 3 {
 		if err := r.tickOnce(); err != nil {
 			return err
 		}
 	}
-	// 2. Pairs of concurrent invocations.
 	for range 4 {
 		if err := r.tickPair(); err != nil {
 			return err
 		}
 	}
-	// 3. A valid edit with the aws CLI: setpoint 70 -> 40 with CPU at 60
-	// turns the rate from rising to falling at the next tick.
+	return nil
+}
+
+// validEdit edits the setpoint 70 -> 40 with the aws CLI with CPU at 60,
+// which turns the rate from rising to falling at the next tick.
+func (r *run) validEdit() error {
+	ctx := r.Ctx
 	before, err := r.store.ReadState(ctx, loopID)
 	if err != nil {
 		return err
@@ -225,81 +255,64 @@ func (r *run) do(bootstrap, eventFile, logDir, initScript string) error {
 	if err != nil {
 		return err
 	}
-	r.res.RateBeforeEdit, r.res.RateAfterEdit = prev.Rate, after.Rate
+	r.Res.RateBeforeEdit, r.Res.RateAfterEdit = prev.Rate, after.Rate
 	// With CPU at 60 the rate held or rose under setpoint 70; under 40 it
 	// must fall.
-	r.res.ParamEditApplied = after.Setpoint == 40 && status.Status == loop.StatusApplied &&
+	r.Res.ParamEditApplied = after.Setpoint == 40 && status.Status == loop.StatusApplied &&
 		prev.Rate >= before.Rate && after.Rate < prev.Rate
-	if !r.res.ParamEditApplied {
-		r.fail("valid edit: setpoint %v, status %q, rates %v -> %v -> %v; want setpoint 40 applied and the rate falling after holding or rising",
+	if !r.Res.ParamEditApplied {
+		r.Fail("valid edit: setpoint %v, status %q, rates %v -> %v -> %v; want setpoint 40 applied and the rate falling after holding or rising",
 			after.Setpoint, status.Status, before.Rate, prev.Rate, after.Rate)
 	}
-	r.logf("valid edit applied: setpoint 40, rate %.1f -> %.1f", prev.Rate, after.Rate)
+	r.Logf("valid edit applied: setpoint 40, rate %.1f -> %.1f", prev.Rate, after.Rate)
+	return nil
+}
 
-	// Modes, switched with the aws CLI: shadow computes but leaves RATE
-	// alone; manual writes the manual rate; back to auto continues from it.
-	if err := r.modes(); err != nil {
-		return err
-	}
-
-	// 4. Invalid edits, each refused while the last valid parameters stay
-	// in force. Each edit also undoes the previous one.
-	if err := r.invalidEdits(); err != nil {
-		return err
-	}
-
-	// 5. Back to valid, and the loop carries on.
+// backToValid ticks once after the last invalid edit was undone: the
+// parameters are applied again.
+func (r *run) backToValid() error {
 	if err := r.tickOnce(); err != nil {
 		return err
 	}
-	if st, err := r.store.ReadStatus(ctx, loopID); err != nil || st.Status != loop.StatusApplied {
-		r.fail("after undoing the last invalid edit: PARAMS_STATUS %+v, %v; want applied", st, err)
+	if st, err := r.store.ReadStatus(r.Ctx, loopID); err != nil || st.Status != loop.StatusApplied {
+		r.Fail("after undoing the last invalid edit: PARAMS_STATUS %+v, %v; want applied", st, err)
 	}
+	return nil
+}
 
-	// 6. The metric goes stale (stale_after shortened below the newest
-	// datapoint's age): fail-closed drops to min_rate; a fresh datapoint
-	// resumes from there.
-	if err := r.stale(); err != nil {
-		return err
-	}
-
+// final checks that STATE, RATE and the counts agree: one winner per
+// concurrent tick, a STATE version per tick applied, every invalid edit
+// refused.
+func (r *run) final() error {
+	ctx := r.Ctx
 	final, err := r.store.ReadState(ctx, loopID)
 	if err != nil {
 		return err
 	}
-	r.res.StateVersion = final.Version
+	r.Res.StateVersion = final.Version
 	for _, n := range r.winners {
-		r.res.ConcurrentWinnersPerTickMax = max(r.res.ConcurrentWinnersPerTickMax, n)
+		r.Res.ConcurrentWinnersPerTickMax = max(r.Res.ConcurrentWinnersPerTickMax, n)
 	}
-	if r.res.ConcurrentWinnersPerTickMax != 1 {
-		r.fail("concurrent_winners_per_tick_max = %d; want 1", r.res.ConcurrentWinnersPerTickMax)
+	if r.Res.ConcurrentWinnersPerTickMax != 1 {
+		r.Fail("concurrent_winners_per_tick_max = %d; want 1", r.Res.ConcurrentWinnersPerTickMax)
 	}
-	if final.Version != int64(r.res.Ticks) {
-		r.fail("STATE version %d != ticks applied %d", final.Version, r.res.Ticks)
+	if final.Version != int64(r.Res.Ticks) {
+		r.Fail("STATE version %d != ticks applied %d", final.Version, r.Res.Ticks)
 	}
-	if r.res.Ticks < 5 {
-		r.fail("ticks = %d; want at least 5", r.res.Ticks)
+	if r.Res.Ticks < 5 {
+		r.Fail("ticks = %d; want at least 5", r.Res.Ticks)
 	}
-	if r.res.InvalidEditsTried < 20 || r.res.InvalidEditsRejected != r.res.InvalidEditsTried {
-		r.fail("invalid edits: %d tried, %d rejected; want at least 20, all rejected", r.res.InvalidEditsTried, r.res.InvalidEditsRejected)
+	if r.Res.InvalidEditsTried < 20 || r.Res.InvalidEditsRejected != r.Res.InvalidEditsTried {
+		r.Fail("invalid edits: %d tried, %d rejected; want at least 20, all rejected", r.Res.InvalidEditsTried, r.Res.InvalidEditsRejected)
 	}
 	rate, err := r.store.ReadRate(ctx, loopID)
 	if err != nil {
 		return err
 	}
 	if rate.Tick != final.Version {
-		r.fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
+		r.Fail("RATE tick %d != STATE version %d", rate.Tick, final.Version)
 	}
-	// 7. Operators' edits take effect at the next tick.
-	if err := r.operators(); err != nil {
-		return err
-	}
-	// 8. The dashboard: rebinding refused, concurrent edits conflict.
-	if err := r.dashboardEdits(logDir); err != nil {
-		return err
-	}
-	// 9. One bad loop among ten stops none of the others.
-	return r.isolation()
+	return nil
 }
 
 func (r *run) setMode(mode, manualRate string) error {
@@ -312,7 +325,7 @@ func (r *run) setMode(mode, manualRate string) error {
 }
 
 func (r *run) modes() error {
-	ctx := r.ctx
+	ctx := r.Ctx
 	before, err := r.store.ReadRate(ctx, loopID)
 	if err != nil {
 		return err
@@ -324,9 +337,9 @@ func (r *run) modes() error {
 	if err != nil {
 		return err
 	}
-	r.res.ShadowLeftRate = st.Mode == loop.ModeShadow && st.Version == before.Tick+1 && after.Tick == before.Tick
-	if !r.res.ShadowLeftRate {
-		r.fail("shadow: STATE mode %s version %d, RATE tick %d -> %d; want RATE left at its tick", st.Mode, st.Version, before.Tick, after.Tick)
+	r.Res.ShadowLeftRate = st.Mode == loop.ModeShadow && st.Version == before.Tick+1 && after.Tick == before.Tick
+	if !r.Res.ShadowLeftRate {
+		r.Fail("shadow: STATE mode %s version %d, RATE tick %d -> %d; want RATE left at its tick", st.Mode, st.Version, before.Tick, after.Tick)
 	}
 	if err := r.setMode("manual", "250"); err != nil {
 		return err
@@ -335,9 +348,9 @@ func (r *run) modes() error {
 	if err != nil {
 		return err
 	}
-	r.res.ManualRateApplied = manual.PerSecond == 250
-	if !r.res.ManualRateApplied {
-		r.fail("manual: RATE %v; want 250", manual.PerSecond)
+	r.Res.ManualRateApplied = manual.PerSecond == 250
+	if !r.Res.ManualRateApplied {
+		r.Fail("manual: RATE %v; want 250", manual.PerSecond)
 	}
 	if err := r.setMode("auto", ""); err != nil {
 		return err
@@ -348,11 +361,11 @@ func (r *run) modes() error {
 	}
 	// The datapoint has not changed since the manual tick: nothing new to
 	// integrate, so a bumpless return keeps the rate where manual left it.
-	r.res.BumplessBackToAuto = math.Abs(auto.PerSecond-250) < 1e-6
-	if !r.res.BumplessBackToAuto {
-		r.fail("back to auto: RATE %v; want 250 (bumpless)", auto.PerSecond)
+	r.Res.BumplessBackToAuto = math.Abs(auto.PerSecond-250) < 1e-6
+	if !r.Res.BumplessBackToAuto {
+		r.Fail("back to auto: RATE %v; want 250 (bumpless)", auto.PerSecond)
 	}
-	r.logf("modes: shadow left RATE at tick %d, manual 250, back to auto at %.3f", after.Tick, auto.PerSecond)
+	r.Logf("modes: shadow left RATE at tick %d, manual 250, back to auto at %.3f", after.Tick, auto.PerSecond)
 	// The manual rate is no longer needed (the invalid edits switch to
 	// manual without one).
 	return r.awsUpdate(`REMOVE manual_rate`, "")
@@ -366,9 +379,9 @@ func (r *run) stale() error {
 	if err != nil {
 		return err
 	}
-	r.res.StaleFailedClosed = st.Stale && rate.PerSecond == 10 && rate.Tick == st.Version
-	if !r.res.StaleFailedClosed {
-		r.fail("stale metric (newest datapoint %v old): stale %v, RATE %v; want stale and min_rate 10", time.Since(st.MetricAt), st.Stale, rate.PerSecond)
+	r.Res.StaleFailedClosed = st.Stale && rate.PerSecond == 10 && rate.Tick == st.Version
+	if !r.Res.StaleFailedClosed {
+		r.Fail("stale metric (newest datapoint %v old): stale %v, RATE %v; want stale and min_rate 10", time.Since(st.MetricAt), st.Stale, rate.PerSecond)
 	}
 	if err := r.publishFresh(60); err != nil {
 		return err
@@ -377,17 +390,17 @@ func (r *run) stale() error {
 	if err != nil {
 		return err
 	}
-	r.res.StaleResumedBumpless = !st.Stale && rate.PerSecond == 10
-	if !r.res.StaleResumedBumpless {
-		r.fail("fresh datapoint after stale: stale %v (metric at %v), RATE %v; want fresh and resumed at 10", st.Stale, st.MetricAt, rate.PerSecond)
+	r.Res.StaleResumedBumpless = !st.Stale && rate.PerSecond == 10
+	if !r.Res.StaleResumedBumpless {
+		r.Fail("fresh datapoint after stale: stale %v (metric at %v), RATE %v; want fresh and resumed at 10", st.Stale, st.MetricAt, rate.PerSecond)
 	}
-	r.logf("stale metric: fail-closed at 10, resumed at %.1f", rate.PerSecond)
+	r.Logf("stale metric: fail-closed at 10, resumed at %.1f", rate.PerSecond)
 	return r.awsUpdate(`SET stale_after = :a`, `{":a": {"S": "5m"}}`)
 }
 
 // publishFresh puts one datapoint now.
 func (r *run) publishFresh(value float64) error {
-	_, err := r.cw.PutMetricData(r.ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: []cwtypes.MetricDatum{{
+	_, err := r.cw.PutMetricData(r.Ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: []cwtypes.MetricDatum{{
 		MetricName: aws.String("CPUUtilization"),
 		Dimensions: []cwtypes.Dimension{{Name: aws.String("DBInstanceIdentifier"), Value: aws.String(dbID)}},
 		Timestamp:  aws.Time(time.Now().UTC()),
@@ -410,7 +423,7 @@ func (r *run) awsUpdate(expr, values string, extra ...string) error {
 		args = append(args, "--expression-attribute-values", values)
 	}
 	args = append(args, extra...)
-	cmd := exec.CommandContext(r.ctx, "aws", args...)
+	cmd := exec.CommandContext(r.Ctx, "aws", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("aws dynamodb update-item %q: %v: %s", expr, err, out)
 	}
@@ -430,7 +443,7 @@ func (r *run) publishCPU(value float64) error {
 			Unit:       cwtypes.StandardUnitPercent,
 		})
 	}
-	_, err := r.cw.PutMetricData(r.ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: data})
+	_, err := r.cw.PutMetricData(r.Ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String("AWS/RDS"), MetricData: data})
 	if err != nil {
 		return fmt.Errorf("PutMetricData: %w", err)
 	}
@@ -439,7 +452,7 @@ func (r *run) publishCPU(value float64) error {
 
 // invoke ticks through one emulator and records what it applied.
 func (r *run) invoke(i int) (invocation.Result, error) {
-	body, err := r.ries[i].Invoke(r.ctx, r.payload)
+	body, err := r.ries[i].Invoke(r.Ctx, r.payload)
 	if err != nil {
 		return invocation.Result{}, err
 	}
@@ -452,14 +465,14 @@ func (r *run) invoke(i int) (invocation.Result, error) {
 
 func (r *run) record(invs ...invocation.Result) (applied int) {
 	for _, inv := range invs {
-		r.res.Invocations++
-		r.res.RateWrites += inv.RateWrites
+		r.Res.Invocations++
+		r.Res.RateWrites += inv.RateWrites
 		if v, ok := inv.Applied[loopID]; ok {
 			r.winners[v]++
 			applied++
 		}
 	}
-	r.res.Ticks += applied
+	r.Res.Ticks += applied
 	return applied
 }
 
@@ -473,7 +486,7 @@ func (r *run) tickOnce() error {
 		return err
 	}
 	if r.record(inv) != 1 {
-		r.fail("single tick did not apply: %+v", inv)
+		r.Fail("single tick did not apply: %+v", inv)
 	}
 	return nil
 }
@@ -483,11 +496,11 @@ func (r *run) tick() (loop.State, protocol.Rate, error) {
 	if err := r.tickOnce(); err != nil {
 		return loop.State{}, protocol.Rate{}, err
 	}
-	st, err := r.store.ReadState(r.ctx, loopID)
+	st, err := r.store.ReadState(r.Ctx, loopID)
 	if err != nil {
 		return st, protocol.Rate{}, err
 	}
-	rate, err := r.store.ReadRate(r.ctx, loopID)
+	rate, err := r.store.ReadRate(r.Ctx, loopID)
 	return st, rate, err
 }
 
@@ -507,18 +520,18 @@ func (r *run) tickPair() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	r.res.ConcurrentPairs++
+	r.Res.ConcurrentPairs++
 	applied := r.record(invs...)
 	lost := 0
 	for _, inv := range invs {
 		lost += len(inv.Lost)
 	}
 	if lost > 0 {
-		r.res.ConcurrentRaces++ // both read the same version; one lost the commit
+		r.Res.ConcurrentRaces++ // both read the same version; one lost the commit
 	}
-	r.logf("concurrent pair: %d applied, %d lost (%v / %v)", applied, lost, invs[0].Outcomes, invs[1].Outcomes)
+	r.Logf("concurrent pair: %d applied, %d lost (%v / %v)", applied, lost, invs[0].Outcomes, invs[1].Outcomes)
 	if applied != 1 {
-		r.fail("concurrent pair applied the tick %d times; want 1 (%+v / %+v)", applied, invs[0], invs[1])
+		r.Fail("concurrent pair applied the tick %d times; want 1 (%+v / %+v)", applied, invs[0], invs[1])
 	}
 	return nil
 }
@@ -562,7 +575,7 @@ var invalidEditList = []invalidEdit{
 // refused it with a reason that names the attribute, kept the last valid
 // parameters in force and kept writing RATE.
 func (r *run) invalidEdits() error {
-	valid, err := r.store.ReadParams(r.ctx, loopID)
+	valid, err := r.store.ReadParams(r.Ctx, loopID)
 	if err != nil {
 		return err
 	}
@@ -584,8 +597,8 @@ func (r *run) invalidEdits() error {
 		if err := r.awsUpdate(expr, values, extra...); err != nil {
 			return fmt.Errorf("invalid edit %q: %w", e.name, err)
 		}
-		r.res.InvalidEditsTried++
-		raw, err := r.store.ReadParams(r.ctx, loopID)
+		r.Res.InvalidEditsTried++
+		raw, err := r.store.ReadParams(r.Ctx, loopID)
 		if err != nil {
 			return err
 		}
@@ -595,15 +608,15 @@ func (r *run) invalidEdits() error {
 			return err
 		}
 		r.record(inv)
-		st, err := r.store.ReadStatus(r.ctx, loopID)
+		st, err := r.store.ReadStatus(r.Ctx, loopID)
 		if err != nil {
 			return err
 		}
-		state, err := r.store.ReadState(r.ctx, loopID)
+		state, err := r.store.ReadState(r.Ctx, loopID)
 		if err != nil {
 			return err
 		}
-		rate, err := r.store.ReadRate(r.ctx, loopID)
+		rate, err := r.store.ReadRate(r.Ctx, loopID)
 		if err != nil {
 			return err
 		}
@@ -612,12 +625,12 @@ func (r *run) invalidEdits() error {
 			state.Params != nil && state.Params.Setpoint == lastValid.Setpoint && state.Params.Kp == lastValid.Kp &&
 			state.Setpoint == lastValid.Setpoint && rate.Tick == state.Version && inv.Refused == 1
 		if ok {
-			r.res.InvalidEditsRejected++
+			r.Res.InvalidEditsRejected++
 		} else {
-			r.fail("invalid edit %q: status %+v, state setpoint %v, rate tick %d vs state %d, refused %d",
+			r.Fail("invalid edit %q: status %+v, state setpoint %v, rate tick %d vs state %d, refused %d",
 				e.name, st, state.Setpoint, rate.Tick, state.Version, inv.Refused)
 		}
-		r.logf("invalid edit %2d %-24s refused: %s", i+1, e.name, st.Reason)
+		r.Logf("invalid edit %2d %-24s refused: %s", i+1, e.name, st.Reason)
 		undo, undoValues = restore(e, valid)
 	}
 	// Undo the last one.

@@ -10,12 +10,12 @@ const boundsLoop = "bounds"
 
 // editLoop applies edit to a loop's PARAMS (read, change, write).
 func (r *run) editLoop(id string, edit func(p map[string]any)) error {
-	p, err := r.store.ReadParams(r.ctx, id)
+	p, err := r.store.ReadParams(r.Ctx, id)
 	if err != nil {
 		return err
 	}
 	edit(p)
-	return r.store.WriteParams(r.ctx, id, p)
+	return r.store.WriteParams(r.Ctx, id, p)
 }
 
 // tickRate ticks once and returns the loop's RATE.
@@ -24,7 +24,7 @@ func (r *run) tickRate(id string) (float64, error) {
 	if _, err := r.invoke(0); err != nil {
 		return 0, err
 	}
-	rate, err := r.store.ReadRate(r.ctx, id)
+	rate, err := r.store.ReadRate(r.Ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -36,7 +36,7 @@ func (r *run) tickRate(id string) (float64, error) {
 // setpoint lowered below the CPU; then a switch to manual far below the
 // rate with a slew limit in force.
 func (r *run) operators() error {
-	base, err := r.store.ReadParams(r.ctx, loopID)
+	base, err := r.store.ReadParams(r.Ctx, loopID)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (r *run) operators() error {
 	}
 	p["mode"], p["setpoint"], p["max_rate"], p["slew_limit"] = "auto", 90.0, 1000.0, 0.0
 	delete(p, "manual_rate")
-	if err := r.store.WriteParams(r.ctx, boundsLoop, p); err != nil {
+	if err := r.store.WriteParams(r.Ctx, boundsLoop, p); err != nil {
 		return err
 	}
 	rate := 0.0
@@ -56,7 +56,7 @@ func (r *run) operators() error {
 		}
 	}
 	if rate < 1000 {
-		r.fail("bounds: rate %v after 8 ticks with CPU 60 under setpoint 90; want max_rate 1000", rate)
+		r.Fail("bounds: rate %v after 8 ticks with CPU 60 under setpoint 90; want max_rate 1000", rate)
 		return nil
 	}
 	r.boundsEdit()
@@ -89,17 +89,17 @@ func (r *run) boundsEdit() {
 			}
 			rates = append(rates, rate)
 			if rate < 500 {
-				r.logf("bounds edit followed: at most 500 at once, %v after the setpoint fell below the CPU", rates)
+				r.Logf("bounds edit followed: at most 500 at once, %v after the setpoint fell below the CPU", rates)
 				return nil
 			}
 		}
 		return fmt.Errorf("rates %v in the 2 ticks after the setpoint 90 -> 40 with CPU 60; want below the new max_rate 500", rates)
 	}
 	if err := check(); err != nil {
-		r.fail("bounds_edit_followed: %v", err)
+		r.Fail("bounds_edit_followed: %v", err)
 		return
 	}
-	r.res.BoundsEditFollowed = true
+	r.Res.BoundsEditFollowed = true
 }
 
 // manualNextTick: with a slew limit of 50/tick, a switch to manual at 20
@@ -119,9 +119,9 @@ func (r *run) manualNextTick() error {
 	if err != nil {
 		return err
 	}
-	r.res.ManualRateNextTick = rate == 20
-	if !r.res.ManualRateNextTick {
-		r.fail("manual_rate_next_tick: RATE %v -> %v at the tick after a switch to manual 20 (slew_limit 50); want 20", before, rate)
+	r.Res.ManualRateNextTick = rate == 20
+	if !r.Res.ManualRateNextTick {
+		r.Fail("manual_rate_next_tick: RATE %v -> %v at the tick after a switch to manual 20 (slew_limit 50); want 20", before, rate)
 	}
 	return nil
 }

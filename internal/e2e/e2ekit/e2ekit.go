@@ -1,17 +1,20 @@
 // Package e2ekit holds what the end-to-end harnesses (internal/e2e/full,
-// internal/e2e/replica, internal/e2e/tune) share: the run's skeleton (log,
-// failures, cleanups, timeout, the JSON line's verdict) and the harness
-// around it (Harness: the run with its flags and result), their common
-// flags, the local stack's environment, the run's database, table and
-// queues, the functions under the RIE, the CPU publisher and record, the
-// AWS CLI as an operator uses it on PARAMS, and the orders the producers
-// send and the consumers write.
+// replica, tune, controller, samdeploy) and the benchmarks share: the
+// run's skeleton (log, failures, cleanups, timeout, the JSON line's
+// verdict) and the harness around it (Harness: the run with its flags and
+// result, whose Execute returns the exit code the main exits with), their
+// common flags, the local stack's environment, the run's database, table
+// and queues, the functions under the RIE and where the emulator is, the
+// CPU publisher and record, the AWS CLI as an operator uses it on PARAMS,
+// the orders the producers send and the consumers write, and the rounding
+// of the figures of the JSON line (Round).
 package e2ekit
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -305,4 +308,16 @@ func SendEntries(ctx context.Context, api QueueAPI, queueURL string, entries []s
 		entries = again
 	}
 	return nil
+}
+
+// Round is x rounded to digits decimal places, as the harnesses write
+// their figures in the JSON last line: Round(2.345, 2) = 2.35 (half away
+// from zero), Round(1234, -2) = 1200.
+func Round(x float64, digits int) float64 {
+	if digits < 0 {
+		unit := math.Pow10(-digits)
+		return math.Round(x/unit) * unit
+	}
+	unit := math.Pow10(digits)
+	return math.Round(x*unit) / unit
 }

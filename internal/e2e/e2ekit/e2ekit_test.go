@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,29 @@ func TestCreateDatabaseDropsItAtTheEnd(t *testing.T) {
 	}
 	if exists() {
 		t.Fatalf("database %s still there after the run", name)
+	}
+}
+
+// Round rounds half away from zero to the given decimal places, as the
+// harnesses' own math.Round(x*unit)/unit did.
+func TestRound(t *testing.T) {
+	for _, tt := range []struct {
+		x      float64
+		digits int
+		want   float64
+	}{
+		{2.345, 2, 2.35}, {-2.345, 2, -2.35}, {0.12345, 4, 0.1235}, {17.26, 1, 17.3}, {17.5, 0, 18}, {1250, -2, 1300},
+	} {
+		if got := Round(tt.x, tt.digits); got != tt.want {
+			t.Errorf("Round(%v, %d) = %v; want %v", tt.x, tt.digits, got, tt.want)
+		}
+	}
+	for _, x := range []float64{0.005, 1.115, 33.333333, 99.995, 12345.678} {
+		for _, d := range []int{1, 2, 3, 4} {
+			unit := math.Pow10(d)
+			if got, want := Round(x, d), math.Round(x*unit)/unit; got != want {
+				t.Errorf("Round(%v, %d) = %v; want %v (math.Round(x*unit)/unit)", x, d, got, want)
+			}
+		}
 	}
 }

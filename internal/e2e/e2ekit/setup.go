@@ -43,14 +43,14 @@ type Harness[C, R any] struct {
 	Res R
 }
 
-// Exit runs the harness named name on its flags cfg: setup then scenario
-// within timeout (Main), then prints Res, whose verdict v is, as the JSON
-// last line (Report) and exits with Report's code: 1 when setup or a check
-// failed.
-func (h *Harness[C, R]) Exit(name string, cfg C, timeout time.Duration, setup, scenario func() error, v *verdict.Verdict) {
+// Execute runs the harness named name on its flags cfg: setup then
+// scenario within timeout (Main), then prints Res, whose verdict v is, as
+// the JSON last line (Report) and returns Report's exit code: 1 when
+// setup or a check failed. The harness's main exits with it.
+func (h *Harness[C, R]) Execute(name string, cfg C, timeout time.Duration, setup, scenario func() error, v *verdict.Verdict) int {
 	h.Name, h.Start, h.Cfg = name, time.Now(), cfg
 	h.Main(timeout, setup, scenario)
-	os.Exit(h.Report(&h.Res, v))
+	return h.Report(&h.Res, v)
 }
 
 // Go runs f in a goroutine until the run ends: at its end the run cancels
@@ -71,6 +71,16 @@ func FindRIE(flagValue, root string) (string, error) {
 		return flagValue, nil
 	}
 	return harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", filepath.Join(root, ".cache/bin/aws-lambda-rie"))
+}
+
+// RIEPath is the emulator the benchmarks and the chaos suite start:
+// $SLUICE_RIE_BIN, else root's .cache/bin/aws-lambda-rie, whether or not
+// it exists yet (FindRIE is the harnesses', which checks).
+func RIEPath(root string) string {
+	if rie := os.Getenv("SLUICE_RIE_BIN"); rie != "" {
+		return rie
+	}
+	return filepath.Join(root, ".cache/bin/aws-lambda-rie")
 }
 
 // CreateDatabase creates the database name on the server of cfg and

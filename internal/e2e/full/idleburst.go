@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 )
 
@@ -39,7 +40,7 @@ func (r *run) idleBurst() {
 	}
 	r.sleepUntil(at + 2*c.phase)
 	peak := r.peakMeanCPU(at, r.now(), time.Minute)
-	r.Res.RateBeforeBurst, r.Res.PeakMeanCPUAfterBurst, r.Res.Burst = round(rate.PerSecond), round(peak), n
+	r.Res.RateBeforeBurst, r.Res.PeakMeanCPUAfterBurst, r.Res.Burst = e2ekit.Round(rate.PerSecond, 2), e2ekit.Round(peak, 2), n
 	r.Logf("burst: highest 60-s mean CPU %.1f %% (setpoint %g)", peak, c.setpoint2)
 	if math.IsNaN(peak) || peak > c.setpoint2+10 {
 		r.Fail("highest 60-s mean CPU after the burst %.1f %%: above the setpoint %g + 10", peak, c.setpoint2)

@@ -134,7 +134,7 @@ func main() {
 	root, _ := os.Getwd()
 	c.root = root
 	r := &run{}
-	r.Exit("e2e", c, 25*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
+	os.Exit(r.Execute("e2e", c, 25*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
 }
 
 type run struct {
@@ -194,6 +194,33 @@ func (r *run) setup() error {
 		}
 	}
 
+	if err := r.setupDatabase(); err != nil {
+		return err
+	}
+	awsCfg, err := r.setupAWS()
+	if err != nil {
+		return err
+	}
+	// 4. Identify the database and tune the loop from the model.
+	params, err := r.tune()
+	if err != nil {
+		return err
+	}
+	if err := e2ekit.PutParams(r.Ctx, r.table, params); err != nil {
+		return err
+	}
+
+	if err := r.startFunctions(rie, awsCfg); err != nil {
+		return err
+	}
+	r.recordCPU(awsCfg)
+	return nil
+}
+
+// setupDatabase creates the run's database in MariaDB with the workload
+// and the orders table, and finds the process whose CPU is the plant's.
+func (r *run) setupDatabase() error {
+	c := r.Cfg
 	// 2. MariaDB: a fresh database with the workload; the process whose
 	// CPU is the plant's.
 	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
@@ -220,40 +247,45 @@ func (r *run) setup() error {
 	r.Res.Cores = r.sampler.Cores
 	r.Logf("MariaDB pid %d, %g cores, database %s, %d rows scanned per message", r.sampler.PID, r.sampler.Cores, r.dbName, c.ScanRows)
 
+	return nil
+}
+
+// setupAWS makes the clients, the table (the project's init script) and
+// the queues.
+func (r *run) setupAWS() (aws.Config, error) {
+	c := r.Cfg
 	// 3. AWS: clients, the table (the project's init script), the queues.
 	awsCfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
-		return err
+		return aws.Config{}, err
 	}
 	r.ddb = dynamodb.NewFromConfig(awsCfg)
 	r.sqs = sqs.NewFromConfig(awsCfg)
 	if err := r.CreateTable(r.table, r.id, r.instance, c.Keep); err != nil {
-		return err
+		return aws.Config{}, err
 	}
 	var dlqARN string
 	if r.dlqURL, dlqARN, err = r.CreateQueue(r.sqs, "sluice-e2e-dlq-"+r.id, nil, c.Keep); err != nil {
-		return err
+		return aws.Config{}, err
 	}
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)
 	if r.queueURL, r.queueARN, err = r.CreateQueue(r.sqs, "sluice-e2e-"+r.id,
 		map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}, c.Keep); err != nil {
-		return err
+		return aws.Config{}, err
 	}
 	r.orders.API, r.orders.QueueURL = r.sqs, r.queueURL
 	r.orders.Poison = func(seq int64) bool { return seq%50 == 49 }
 
-	// 4. Identify the database and tune the loop from the model.
-	params, err := r.tune()
-	if err != nil {
-		return err
-	}
-	if err := e2ekit.PutParams(r.Ctx, r.table, params); err != nil {
-		return err
-	}
+	return awsCfg, nil
+}
 
+// startFunctions starts the functions under the emulator rie, and the
+// stand-ins: schedule, event source mapping.
+func (r *run) startFunctions(rie string, awsCfg aws.Config) error {
+	c := r.Cfg
 	// 5. The functions under the emulator, and the stand-ins: schedule,
 	// event source mapping.
-	err = r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
+	err := r.StartFunctions(e2ekit.Functions{RIE: rie, Controller: c.Controller, Consumer: c.Consumer, LogDir: filepath.Join(c.LogDir, r.id),
 		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"},
 		ConsumerEnv: []string{"SLUICE_LOOP=" + r.loopID, "SLUICE_SINK=mysql", "SLUICE_MYSQL_DSN=" + r.dsn, "SLUICE_DLQ_URL=" + r.dlqURL,
 			"SLUICE_MYSQL_STATEMENT=" + e2ekit.OrdersStatement, "SLUICE_SAFE_RATE=5", "SLUICE_RATE_PERIOD=1s"},
@@ -262,10 +294,14 @@ func (r *run) setup() error {
 			r.batches.Add(1)
 			r.failed.Add(int64(b.Failed))
 		}})
-	if err != nil {
-		return err
-	}
+	return err
 
+}
+
+// recordCPU starts the CPU publisher, and the 1-s CPU record the checks
+// use.
+func (r *run) recordCPU(awsCfg aws.Config) {
+	c := r.Cfg
 	// 6. The CPU publisher, and the 1-s CPU record the checks use.
 	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.points.Add(1) })
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
@@ -276,7 +312,6 @@ func (r *run) setup() error {
 		r.stalls.Add(1)
 		r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
 	})
-	return nil
 }
 
 // mariadbPID returns the pid of the MariaDB server whose CPU is the plant's:
@@ -463,61 +498,20 @@ func (r *run) waitStatus(want string, within time.Duration) (string, bool) {
 
 func (r *run) sleepUntil(t time.Duration) { r.Sleep(t - r.now()) }
 
+// phases are the scenario's mean CPU figures: before the setpoint edit,
+// in the disturbance's second half, after the edit settled.
+type phases struct{ before, disturbed, after float64 }
+
 func (r *run) scenario() error {
 	c := r.Cfg
-	p := c.phase
-	// Phases: start-up and settling [0, p); settled [p, 2p); disturbance
-	// [2p, 3p); recovery [3p, 3.5p); setpoint edit at 3.5p, settled after
-	// it [4.5p, 5.5p); invalid edit at 4.5p; then the drain.
-	t0 := r.now()
-	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
 	// The producers always outpace the loop, so the rate is the loop's.
 	stopProd := r.Produce(&r.orders, 2, 200)
 	defer stopProd()
 	r.Logf("producing; setpoint %g %%", c.setpoint)
-
-	r.sleepUntil(at(2))
-	before, _ := r.meanCPU(at(1), at(2))
-	r.Res.MeanCPUBeforeEdit = round(before)
-	// The disturbance: the load generator sized to add about 8 points.
-	qps := 8 / r.Res.Model.Gain
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
-	if err := gen.Start(r.Ctx); err != nil {
+	ph, err := r.phases()
+	if err != nil {
 		return err
 	}
-	r.Logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
-	r.sleepUntil(at(3))
-	gen.Stop()
-	dist, _ := r.meanCPU(at(2)+p/2, at(3))
-	r.Res.MeanCPUDisturbed = round(dist)
-	done, failed := gen.Queries()
-	r.Logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
-
-	r.sleepUntil(at(3.5))
-	r.Logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
-		return err
-	}
-	r.sleepUntil(at(4.5))
-	// The invalid edit: a setpoint outside (0, 100].
-	r.Logf("invalid edit: setpoint 150")
-	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", `{"N":"150"}`); err != nil {
-		return err
-	}
-	reason, refused := r.waitStatus(loop.StatusRefused, 4*c.Tick)
-	r.Res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
-	r.Res.InvalidEditReason = reason
-	if !r.Res.InvalidEditRefused {
-		r.Fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
-	} else {
-		r.Logf("refused: %s", reason)
-	}
-	r.sleepUntil(at(5.5))
-	after, n := r.meanCPU(at(4.5), at(5.5))
-	r.Res.MeanCPUAfterSettle = round(after)
-	r.Res.Setpoint = c.setpoint2
-	r.Res.InitialSetpoint = c.setpoint
-	r.Logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
 	// Restore a valid PARAMS, then drain in manual mode at max_rate.
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return err
@@ -532,16 +526,84 @@ func (r *run) scenario() error {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
-	r.Res.MaxCPU = round(r.maxCPU())
+	r.Res.MaxCPU = e2ekit.Round(r.maxCPU(), 2)
 	r.Res.Ticks = int(r.Ticks.Load())
 	r.Res.TickErrors = int(r.TickErrors.Load())
 	r.Res.Batches = r.batches.Load()
 	r.Res.BatchFailures = r.failed.Load()
 	r.Res.Datapoints = int(r.points.Load())
 	r.Res.Stalls = r.stalls.Load()
-	r.Res.DisturbancePP = round(dist - before)
+	r.Res.DisturbancePP = e2ekit.Round(ph.disturbed-ph.before, 2)
+	return r.check(ph, drained)
+}
 
-	// Checks.
+// phases runs the phases with the producers on: start-up and settling
+// [0, p); settled [p, 2p); disturbance [2p, 3p); recovery [3p, 3.5p);
+// setpoint edit at 3.5p, settled after it [4.5p, 5.5p); invalid edit at
+// 4.5p.
+func (r *run) phases() (phases, error) {
+	c := r.Cfg
+	p := c.phase
+	t0 := r.now()
+	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
+	r.sleepUntil(at(2))
+	before, _ := r.meanCPU(at(1), at(2))
+	r.Res.MeanCPUBeforeEdit = e2ekit.Round(before, 2)
+	// The disturbance: the load generator sized to add about 8 points.
+	qps := 8 / r.Res.Model.Gain
+	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
+	if err := gen.Start(r.Ctx); err != nil {
+		return phases{}, err
+	}
+	r.Logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
+	r.sleepUntil(at(3))
+	gen.Stop()
+	dist, _ := r.meanCPU(at(2)+p/2, at(3))
+	r.Res.MeanCPUDisturbed = e2ekit.Round(dist, 2)
+	done, failed := gen.Queries()
+	r.Logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
+
+	r.sleepUntil(at(3.5))
+	r.Logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
+		return phases{}, err
+	}
+	r.sleepUntil(at(4.5))
+	if err := r.invalidEdit(); err != nil {
+		return phases{}, err
+	}
+	r.sleepUntil(at(5.5))
+	after, n := r.meanCPU(at(4.5), at(5.5))
+	r.Res.MeanCPUAfterSettle = e2ekit.Round(after, 2)
+	r.Res.Setpoint = c.setpoint2
+	r.Res.InitialSetpoint = c.setpoint
+	r.Logf("mean CPU after the edit settled: %.1f %% over %d s (setpoint %g)", after, n, c.setpoint2)
+	return phases{before: before, disturbed: dist, after: after}, nil
+}
+
+// invalidEdit edits the setpoint to 150, outside (0, 100]: the controller
+// must refuse it with a reason about the setpoint.
+func (r *run) invalidEdit() error {
+	r.Logf("invalid edit: setpoint 150")
+	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", `{"N":"150"}`); err != nil {
+		return err
+	}
+	reason, refused := r.waitStatus(loop.StatusRefused, 4*r.Cfg.Tick)
+	r.Res.InvalidEditRefused = refused && strings.Contains(reason, "setpoint")
+	r.Res.InvalidEditReason = reason
+	if !r.Res.InvalidEditRefused {
+		r.Fail("the invalid edit (setpoint 150) was not refused with a reason about the setpoint (status reason %q)", reason)
+	} else {
+		r.Logf("refused: %s", reason)
+	}
+	return nil
+}
+
+// check counts the orders and the dead letters and checks them, the
+// phases' CPU and the ticks.
+func (r *run) check(ph phases, drained bool) error {
+	c := r.Cfg
+	before, after := ph.before, ph.after
 	r.Res.Sent = int(r.orders.Sent.Load())
 	var err error
 	r.Res.Stored, r.Res.Duplicates, r.Res.Missing, err = e2ekit.OrderCounts(r.Ctx, r.db, r.Res.Sent, r.poisonSeqs())
@@ -578,8 +640,6 @@ func (r *run) scenario() error {
 	}
 	return nil
 }
-
-func round(x float64) float64 { return math.Round(x*100) / 100 }
 
 func (r *run) maxCPU() float64 {
 	r.mu.Lock()

@@ -1,6 +1,6 @@
 // Command replica is `make e2e-replica`: the Sluice loop with two signals,
 // the CPU of a MariaDB primary and the replication lag of its replica,
-// against a real primary and replica on loopback (issue 19).
+// against a real primary and replica on loopback.
 //
 // It starts moto, the SQS server and the Lambda RIE with
 // localstack/stack/up.sh (stopping at the end what it started), and the
@@ -161,7 +161,7 @@ func main() {
 	flag.Parse()
 	c.root, _ = os.Getwd()
 	r := &run{}
-	r.Exit("e2e-replica", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
+	os.Exit(r.Execute("e2e-replica", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
 }
 
 type run struct {
@@ -570,7 +570,7 @@ func round(x float64) float64 {
 	if math.IsNaN(x) {
 		return -1
 	}
-	return math.Round(x*100) / 100
+	return e2ekit.Round(x, 2)
 }
 
 // setupAWS creates the table (the project's init script, its default loop

@@ -85,7 +85,7 @@ func (r *run) params() (loop.Params, error) {
 	// before it overshoots (without it the CPU controller's feedforward bid
 	// 1.6 times the capacity at each hand-over: a limit cycle).
 	slew := math.Round(c.slew*capacity*10) / 10
-	r.Res.Gains = gains{CPUKp: round4(cpuKp), CPUKi: round4(cpuKi), LagKp: round4(lagKp), LagKi: round4(lagKi), LagKd: round4(lagKd), SlewLimit: slew}
+	r.Res.Gains = gains{CPUKp: e2ekit.Round(cpuKp, 4), CPUKi: e2ekit.Round(cpuKi, 4), LagKp: e2ekit.Round(lagKp, 4), LagKi: e2ekit.Round(lagKi, 4), LagKd: e2ekit.Round(lagKd, 4), SlewLimit: slew}
 	p := loop.Params{
 		Loop: r.loopID, Enabled: true, Mode: loop.ModeAuto, SignalName: "cpu",
 		Controls: loop.Controls{Setpoint: c.cpuSetpoint, Kp: cpuKp, Ki: cpuKi, AntiWindup: control.AntiWindupNone, DelayAware: true,
@@ -122,8 +122,6 @@ func antiWindup(flag string) control.AntiWindup {
 	}
 	return control.AntiWindup(flag)
 }
-
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // putParams writes the loop's PARAMS item with the aws CLI, as an operator
 // would.

@@ -84,19 +84,19 @@ func (r *runner) aws(d *deployment, out any, args ...string) error {
 func (r *runner) deployAndRun() {
 	d, err := newDeployment()
 	if err != nil {
-		r.fail("%v", err)
+		r.Fail("%v", err)
 		return
 	}
 	r.res.Stack = d.stack
 	defer r.cleanUp(d)
 	if err := r.prepare(d); err != nil {
-		r.fail("prepare: %v", err)
+		r.Fail("prepare: %v", err)
 		return
 	}
 	if err := r.deploy(d); err != nil {
-		r.fail("deploy: %v", err)
+		r.Fail("deploy: %v", err)
 	} else if st, err := r.inspect(d); err != nil {
-		r.fail("inspect the stack: %v", err)
+		r.Fail("inspect the stack: %v", err)
 	} else {
 		r.runDeployed(d, st)
 	}
@@ -110,12 +110,12 @@ func (r *runner) prepare(d *deployment) error {
 	if err := r.aws(d, nil, "s3api", "create-bucket", "--bucket", d.bucket); err != nil {
 		return err
 	}
-	cfg, err := awsconf.Load(r.ctx)
+	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
 	sm := secretsmanager.NewFromConfig(cfg)
-	if _, err := sm.CreateSecret(r.ctx, &secretsmanager.CreateSecretInput{Name: aws.String(d.secret), SecretString: aws.String(d.dsn)}); err != nil {
+	if _, err := sm.CreateSecret(r.Ctx, &secretsmanager.CreateSecretInput{Name: aws.String(d.secret), SecretString: aws.String(d.dsn)}); err != nil {
 		return fmt.Errorf("create secret %s: %w", d.secret, err)
 	}
 	db, err := sql.Open("mysql", d.dsn)
@@ -123,8 +123,8 @@ func (r *runner) prepare(d *deployment) error {
 		return err
 	}
 	defer db.Close()
-	r.logf("migrating the destination's schema (the step `sluice migrate` runs)")
-	return mysqlsink.Migrate(r.ctx, db)
+	r.Logf("migrating the destination's schema (the step `sluice migrate` runs)")
+	return mysqlsink.Migrate(r.Ctx, db)
 }
 
 // deploy packages the built template (code to the bucket), expands the
@@ -162,12 +162,12 @@ func (r *runner) deploy(d *deployment) error {
 // delete runs sam delete and checks that the stack is gone.
 func (r *runner) delete(d *deployment) {
 	if _, err := r.command(d.awsEnv(), r.o.sam, "delete", "--stack-name", d.stack, "--s3-bucket", d.bucket, "--no-prompts"); err != nil {
-		r.fail("delete: %v", err)
+		r.Fail("delete: %v", err)
 		return
 	}
 	err := r.aws(d, nil, "cloudformation", "describe-stacks", "--stack-name", d.stack)
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
-		r.fail("delete: stack %s still described after sam delete (%v)", d.stack, err)
+		r.Fail("delete: stack %s still described after sam delete (%v)", d.stack, err)
 		return
 	}
 	r.res.Deleted = true
@@ -176,7 +176,7 @@ func (r *runner) delete(d *deployment) {
 // cleanUp removes what the stack retains or never owned: the table
 // (DeletionPolicy Retain), the secret, the bucket, the rows stored.
 func (r *runner) cleanUp(d *deployment) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), defaultStepTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Ctx), defaultStepTimeout)
 	defer cancel()
 	cfg, err := awsconf.Load(ctx)
 	if err != nil {

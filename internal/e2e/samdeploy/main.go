@@ -12,12 +12,11 @@
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"os"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 )
 
@@ -72,36 +71,24 @@ func main() {
 }
 
 func run(o options) int {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	r := &runner{ctx: ctx, o: o, start: start}
-	r.build()
-	if o.deploy {
-		r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
-		if r.res.BuildOK {
-			r.deployAndRun()
+	r := &runner{o: o}
+	r.Name, r.Start = "samdeploy", time.Now()
+	r.Main(15*time.Minute, func() error { return nil }, func() error {
+		r.build()
+		if o.deploy {
+			r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
+			if r.res.BuildOK {
+				r.deployAndRun()
+			}
 		}
-	}
-	r.res.Verdict = verdict.Of(start, r.failures)
-	return verdict.Print(r.res, r.res.Verdict)
+		return nil
+	})
+	return r.Report(&r.res, &r.res.Verdict)
 }
 
 // runner carries the run's state from step to step.
 type runner struct {
-	ctx      context.Context
-	o        options
-	start    time.Time
-	res      result
-	failures []string
-}
-
-func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[samdeploy %5.1fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
-}
-
-func (r *runner) fail(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	r.logf("FAIL: %s", msg)
-	r.failures = append(r.failures, msg)
+	e2ekit.Run
+	o   options
+	res result
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 )
 
 // defaultStepTimeout bounds each clean-up call.
@@ -100,7 +101,7 @@ type functionConfig struct {
 // plus what the Lambda service gives every function (credentials, region,
 // its name) and the local endpoint.
 func (r *runner) startFunctions(d *deployment, st stackInfo) (map[string]*function, error) {
-	rie, err := harness.FindBinary("SLUICE_RIE_BIN", "aws-lambda-rie", ".cache/bin/aws-lambda-rie")
+	rie, err := e2ekit.FindRIE(r.o.rie, "")
 	if err != nil {
 		return nil, err
 	}
@@ -123,11 +124,11 @@ func (r *runner) startFunctions(d *deployment, st stackInfo) (map[string]*functi
 		for k, v := range fc.Environment.Variables {
 			env = append(env, fmt.Sprintf("%s=%v", k, v))
 		}
-		p, err := harness.StartRIEClean(r.ctx, rie, boot, r.o.logDir, res.Logical, env)
+		p, err := harness.StartRIEClean(r.Ctx, rie, boot, r.o.logDir, res.Logical, env)
 		if err != nil {
 			return fns, fmt.Errorf("start %s: %w", res.Logical, err)
 		}
-		r.logf("%s (%s) runs under the emulator, %d variables from its configuration", res.Logical, res.Physical, len(fc.Environment.Variables))
+		r.Logf("%s (%s) runs under the emulator, %d variables from its configuration", res.Logical, res.Physical, len(fc.Environment.Variables))
 		fns[res.Logical] = &function{logical: res.Logical, arn: fc.FunctionArn, rie: p}
 	}
 	return fns, nil
@@ -183,16 +184,16 @@ func (r *runner) runDeployed(d *deployment, st stackInfo) {
 		}
 	}()
 	if err != nil {
-		r.fail("start the functions: %v", err)
+		r.Fail("start the functions: %v", err)
 		return
 	}
 	if err := r.tick(d, st, fns); err != nil {
-		r.fail("tick: %v", err)
+		r.Fail("tick: %v", err)
 	} else {
 		r.res.TickOK = true
 	}
 	if err := r.batch(d, fns); err != nil {
-		r.fail("batch: %v", err)
+		r.Fail("batch: %v", err)
 	} else {
 		r.res.BatchOK = true
 	}
@@ -214,7 +215,7 @@ func invoke(r *runner, f *function, payload any, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := f.rie.Invoke(r.ctx, b)
+	resp, err := f.rie.Invoke(r.Ctx, b)
 	if err != nil {
 		return fmt.Errorf("%w (log: %s)", err, f.rie.LogPath())
 	}

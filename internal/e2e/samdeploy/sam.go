@@ -21,8 +21,8 @@ var samEnv = []string{"SAM_CLI_TELEMETRY=0", "SAM_CLI_DISABLE_VERSION_CHECK=1"}
 // command runs name with args and extra environment, its output echoed to
 // stderr, and returns its standard output.
 func (r *runner) command(env []string, name string, args ...string) ([]byte, error) {
-	r.logf("$ %s %s", filepath.Base(name), strings.Join(args, " "))
-	cmd := exec.CommandContext(r.ctx, name, args...)
+	r.Logf("$ %s %s", filepath.Base(name), strings.Join(args, " "))
+	cmd := exec.CommandContext(r.Ctx, name, args...)
 	cmd.Env = append(append(os.Environ(), samEnv...), env...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout = &out
@@ -46,14 +46,14 @@ var samVersionRE = regexp.MustCompile(`version (\S+)`)
 func (r *runner) build() {
 	out, err := r.command(nil, r.o.sam, "--version")
 	if err != nil {
-		r.fail("SAM CLI: %v (make sam-cli installs it)", err)
+		r.Fail("SAM CLI: %v (make sam-cli installs it)", err)
 		return
 	}
 	if m := samVersionRE.FindSubmatch(out); m != nil {
 		r.res.SamVersion = string(m[1])
 	}
 	if _, err := r.command(nil, r.o.sam, "validate", "--lint", "--template-file", r.o.template); err != nil {
-		r.fail("validate: %v", err)
+		r.Fail("validate: %v", err)
 	} else {
 		r.res.ValidateOK = true
 	}
@@ -62,7 +62,7 @@ func (r *runner) build() {
 	// SAM's cache hashes the whole CodeUri (the repository, with the local
 	// stack's data under .cache changing meanwhile).
 	if _, err := r.command(nil, r.o.sam, "build", "--build-in-source", "--no-cached", "--template-file", r.o.template, "--build-dir", r.o.buildDir); err != nil {
-		r.fail("build: %v", err)
+		r.Fail("build: %v", err)
 		return
 	}
 	r.res.BuildOK = true
@@ -77,7 +77,7 @@ func (r *runner) checkBootstraps() {
 	sort.Strings(paths)
 	r.res.Bootstraps = map[string]int64{}
 	if len(paths) == 0 {
-		r.fail("no bootstrap under %s", r.o.buildDir)
+		r.Fail("no bootstrap under %s", r.o.buildDir)
 		return
 	}
 	ok := true
@@ -89,7 +89,7 @@ func (r *runner) checkBootstraps() {
 			err = checkStaticARM64(p)
 		}
 		if err != nil {
-			r.fail("bootstrap of %s: %v", fn, err)
+			r.Fail("bootstrap of %s: %v", fn, err)
 			ok = false
 		}
 	}

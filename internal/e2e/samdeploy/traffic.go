@@ -72,32 +72,32 @@ func (r *runner) tick(d *deployment, st stackInfo, fns map[string]*function) err
 	if res.Applied[d.loop] < 1 {
 		return fmt.Errorf("loop %s not applied: %+v", d.loop, res)
 	}
-	cfg, err := awsconf.Load(r.ctx)
+	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
-	rate, err := ddbstore.New(dynamodb.NewFromConfig(cfg), d.table).ReadRate(r.ctx, d.loop)
+	rate, err := ddbstore.New(dynamodb.NewFromConfig(cfg), d.table).ReadRate(r.Ctx, d.loop)
 	if err != nil {
 		return fmt.Errorf("RATE after the tick: %w", err)
 	}
-	r.logf("tick through rule %s: loop %s at %.1f messages/s", rules[0].Physical, d.loop, rate.PerSecond)
+	r.Logf("tick through rule %s: loop %s at %.1f messages/s", rules[0].Physical, d.loop, rate.PerSecond)
 	return nil
 }
 
 // seedLoop writes the loop's PARAMS with the project's init script and
 // publishes one CPU datapoint of its database.
 func (r *runner) seedLoop(d *deployment) error {
-	cmd := exec.CommandContext(r.ctx, "bash", "localstack/init/10-controller.sh")
+	cmd := exec.CommandContext(r.Ctx, "bash", "localstack/init/10-controller.sh")
 	cmd.Env = append(os.Environ(), "SLUICE_TABLE="+d.table, "SLUICE_LOOP="+d.loop, "SLUICE_DB_INSTANCE="+d.db)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("init script: %v: %s", err, out)
 	}
-	cfg, err := awsconf.Load(r.ctx)
+	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return err
 	}
 	cw := cwmetric.NewClient(cfg, os.Getenv("AWS_ENDPOINT_URL"))
-	_, err = cw.PutMetricData(r.ctx, &cloudwatch.PutMetricDataInput{
+	_, err = cw.PutMetricData(r.Ctx, &cloudwatch.PutMetricDataInput{
 		Namespace: aws.String("AWS/RDS"),
 		MetricData: []cwtypes.MetricDatum{{
 			MetricName: aws.String("CPUUtilization"),
@@ -177,7 +177,7 @@ func (r *runner) batch(d *deployment, fns map[string]*function) error {
 // sqsClient is an SQS client of the endpoint that holds the stack's queues
 // (AWS_ENDPOINT_URL_SQS may name another SQS for the other tests).
 func (r *runner) sqsClient() (*sqs.Client, error) {
-	cfg, err := awsconf.Load(r.ctx)
+	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,19 +189,19 @@ func (r *runner) sendAndReceive(d *deployment) ([]sqstypes.Message, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	q, err := c.GetQueueUrl(r.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(d.queue)})
+	q, err := c.GetQueueUrl(r.Ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(d.queue)})
 	if err != nil {
 		return nil, "", fmt.Errorf("queue %s: %w", d.queue, err)
 	}
 	for i := range batchSize {
 		body := fmt.Sprintf(`{"order":%d,"stack":%q}`, i, d.stack)
-		if _, err := c.SendMessage(r.ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body)}); err != nil {
+		if _, err := c.SendMessage(r.Ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body)}); err != nil {
 			return nil, "", fmt.Errorf("send: %w", err)
 		}
 	}
 	var got []sqstypes.Message
 	for attempt := 0; len(got) < batchSize && attempt < 20; attempt++ {
-		out, err := c.ReceiveMessage(r.ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: int32(batchSize - len(got)),
+		out, err := c.ReceiveMessage(r.Ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: int32(batchSize - len(got)),
 			WaitTimeSeconds: 1, VisibilityTimeout: 120, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		if err != nil {
 			return nil, "", fmt.Errorf("receive: %w", err)
@@ -223,7 +223,7 @@ func (r *runner) deleteMessages(queueURL string, msgs []sqstypes.Message) error 
 	for i, m := range msgs {
 		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
 	}
-	out, err := c.DeleteMessageBatch(r.ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+	out, err := c.DeleteMessageBatch(r.Ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
 	if err != nil {
 		return fmt.Errorf("delete the stored messages: %w", err)
 	}
@@ -241,10 +241,10 @@ func (r *runner) checkRows(d *deployment, ids []any) error {
 	}
 	defer db.Close()
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	if err := db.QueryRowContext(r.ctx, "SELECT COUNT(*) FROM messages WHERE id IN ("+in+")", ids...).Scan(&r.res.RowsStored); err != nil {
+	if err := db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM messages WHERE id IN ("+in+")", ids...).Scan(&r.res.RowsStored); err != nil {
 		return fmt.Errorf("count the stored rows: %w", err)
 	}
-	db.ExecContext(r.ctx, "DELETE FROM messages WHERE id IN ("+in+")", ids...)
+	db.ExecContext(r.Ctx, "DELETE FROM messages WHERE id IN ("+in+")", ids...)
 	if r.res.RowsStored != len(ids) {
 		return fmt.Errorf("%d of %d messages are rows in MariaDB", r.res.RowsStored, len(ids))
 	}

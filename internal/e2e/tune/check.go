@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/pkg/history"
 	"github.com/sluice-dev/sluice/pkg/loop"
 )
@@ -61,16 +62,14 @@ func summarize(name string, pts []history.Point) phase {
 		}
 	}
 	if n > 0 {
-		ph.MeanCPU = round(s / float64(n))
-		ph.SDCPU = round(math.Sqrt(max(0, ss/float64(n)-(s/float64(n))*(s/float64(n)))))
+		ph.MeanCPU = e2ekit.Round(s/float64(n), 2)
+		ph.SDCPU = e2ekit.Round(math.Sqrt(max(0, ss/float64(n)-(s/float64(n))*(s/float64(n)))), 2)
 	}
 	if nc > 0 {
-		ph.MeanConsumed = round(cons / float64(nc))
+		ph.MeanConsumed = e2ekit.Round(cons/float64(nc), 2)
 	}
 	return ph
 }
-
-func round(x float64) float64 { return math.Round(x*100) / 100 }
 
 // drainAndCount drains the queue in manual mode at max_rate, then checks
 // that every message sent was stored exactly once.

@@ -80,7 +80,7 @@ func main() {
 	flag.DurationVar(&c.shadow, "shadow", 105*time.Second, "length of the shadow phase (edit, outside load)")
 	flag.Parse()
 	r := &run{}
-	r.Exit("e2e-tune", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict)
+	os.Exit(r.Execute("e2e-tune", c, 15*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
 }
 
 type run struct {

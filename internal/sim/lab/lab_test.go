@@ -20,7 +20,7 @@ func byName(t *testing.T, rep Report) map[string]Result {
 	return m
 }
 
-// TestAcceptanceReference is issue 2's acceptance on the reference scenario:
+// TestAcceptanceReference is the lab's acceptance on the reference scenario:
 // pi-aw-spf-ff overshoots at most 1 point at start-up, stays within 1.5 x
 // the IAE bound, loses nothing and beats pi, fixed and aimd in the same run.
 func TestAcceptanceReference(t *testing.T) {

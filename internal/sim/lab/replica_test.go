@@ -19,7 +19,7 @@ func signal(t *testing.T, r Result, name string) sim.SignalMetrics {
 	return sim.SignalMetrics{}
 }
 
-// TestAcceptanceReplicaLag is issue 19's acceptance of the lab: on the
+// TestAcceptanceReplicaLag is the lab's acceptance of override control: on the
 // replica-lag scenario the override loop holds the lag's mean after settling
 // within 10 % of its setpoint while the CPU stays at or below its setpoint +
 // 2, and the CPU-only loop lets the lag grow to at least 5 x its setpoint.

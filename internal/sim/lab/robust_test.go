@@ -7,7 +7,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 )
 
-// Issue 20: on the reference scenario pi-aw-spf-ff is within 1.25 of the
+// Robustness: on the reference scenario pi-aw-spf-ff is within 1.25 of the
 // tight floor with a start overshoot of at most 1 point.
 func TestFloorRatioReference(t *testing.T) {
 	rep, err := Compare(sim.Reference(), Options{Controllers: []string{PIAWSPFF}})
@@ -20,7 +20,7 @@ func TestFloorRatioReference(t *testing.T) {
 	}
 }
 
-// Issue 20: the true plant's gain doubles, halves, or its dead time goes
+// Robustness: the true plant's gain doubles, halves, or its dead time goes
 // from 5 s to 20 s at 30 min, the controller is not told: pi-aw-spf-ff is
 // back within ±2 points of the setpoint for good within 15 minutes (no
 // sustained oscillation) and overshoots by at most 5 points.

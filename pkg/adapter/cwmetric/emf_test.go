@@ -20,8 +20,7 @@ func attrMap(attrs []slog.Attr) map[string]slog.Value {
 
 func TestEMFAttrsProcessedRate(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := loop.Report{Loop: "orders", Measured: 30, Setpoint: 70, Rate: 1200,
-		Processed: 400, ProcessedKnown: true, LivePeers: 3, DemandLimited: true}
+	r := loop.Report{Loop: "orders", MeasurementReport: loop.MeasurementReport{Measured: 30, Setpoint: 70}, OutputReport: loop.OutputReport{Rate: 1200}, DemandReport: loop.DemandReport{Processed: 400, ProcessedKnown: true, LivePeers: 3, DemandLimited: true}}
 	m := attrMap(cwmetric.EMFAttrs("Sluice", r, at))
 	if m["ProcessedRate"].Float64() != 400 || m["LiveConsumers"].Float64() != 3 || m["DemandLimited"].Float64() != 1 {
 		t.Errorf("EMF attrs = %v; want ProcessedRate 400, LiveConsumers 3, DemandLimited 1", m)

@@ -17,8 +17,8 @@ func ExampleMemory_AppendReports() {
 	hist := ddbhistory.NewMemory(0) // ddbhistory.New(dynamodbClient, table) in the controller
 	now := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
 	reports := []loop.Report{ // what ticker.Tick(ctx) returned
-		{Loop: "orders", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, Setpoint: 70, Measured: 72.5, Rate: 1150, P: -2.5, I: -40, FF: 1192.5},
-		{Loop: "billing", Outcome: loop.OutcomeLost, Measured: math.NaN()}, // another invocation applied it
+		{Loop: "orders", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 72.5}, OutputReport: loop.OutputReport{Rate: 1150, P: -2.5, I: -40, FF: 1192.5}},
+		{Loop: "billing", Outcome: loop.OutcomeLost, MeasurementReport: loop.MeasurementReport{Measured: math.NaN()}}, // another invocation applied it
 	}
 	if err := hist.AppendReports(ctx, now, reports); err != nil {
 		fmt.Println(err)

@@ -281,6 +281,9 @@ func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
 func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	item := ddbitem.Key(st.Loop, SortState)
 	item["version"] = ddbitem.Integer(st.Version)
+	if st.Schema != 0 {
+		item["schema"] = ddbitem.Integer(int64(st.Schema))
+	}
 	ddbitem.SetTime(item, "tick_at", st.TickAt)
 	ddbitem.SetTime(item, "metric_at", st.MetricAt)
 	ddbitem.SetNum(item, "measured", st.Measured)
@@ -336,7 +339,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 		return st, err
 	}
 	r := ddbitem.NewReader(item)
-	st.Version = int64(r.N("version"))
+	st.Version, st.Schema = int64(r.N("version")), int(r.OptN("schema", 0))
 	st.TickAt, st.MetricAt = r.OptTS("tick_at"), r.OptTS("metric_at")
 	st.Measured = r.OptN("measured", math.NaN())
 	st.Setpoint, st.Rate = r.OptN("setpoint", 0), r.OptN("rate", 0)

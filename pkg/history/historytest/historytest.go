@@ -144,13 +144,13 @@ func sameTick(t *testing.T, h Store) {
 func appendReports(t *testing.T, h Store) {
 	ctx := context.Background()
 	reports := []loop.Report{
-		{Loop: "a", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, Setpoint: 70, Measured: 65, Rate: 900, P: 5, I: 30, FF: 865, Saturated: true},
-		{Loop: "b", Outcome: loop.OutcomeApplied, Mode: loop.ModeShadow, Setpoint: 60, Measured: math.NaN(), Stale: true, Rate: 200},
-		{Loop: "c", Outcome: loop.OutcomeLost, Setpoint: 60, Measured: 50, Rate: 300},
-		{Loop: "d", Outcome: loop.OutcomeError, Measured: math.NaN()},
+		{Loop: "a", Outcome: loop.OutcomeApplied, Mode: loop.ModeAuto, MeasurementReport: loop.MeasurementReport{Setpoint: 70, Measured: 65}, OutputReport: loop.OutputReport{Rate: 900, P: 5, I: 30, FF: 865, Saturated: true}},
+		{Loop: "b", Outcome: loop.OutcomeApplied, Mode: loop.ModeShadow, MeasurementReport: loop.MeasurementReport{Setpoint: 60, Measured: math.NaN(), Stale: true}, OutputReport: loop.OutputReport{Rate: 200}},
+		{Loop: "c", Outcome: loop.OutcomeLost, MeasurementReport: loop.MeasurementReport{Setpoint: 60, Measured: 50}, OutputReport: loop.OutputReport{Rate: 300}},
+		{Loop: "d", Outcome: loop.OutcomeError, MeasurementReport: loop.MeasurementReport{Measured: math.NaN()}},
 	}
 	for i := range 30 { // more than one BatchWriteItem
-		reports = append(reports, loop.Report{Loop: fmt.Sprintf("bulk-%02d", i), Outcome: loop.OutcomeApplied, Setpoint: 50, Measured: 50, Rate: float64(i)})
+		reports = append(reports, loop.Report{Loop: fmt.Sprintf("bulk-%02d", i), Outcome: loop.OutcomeApplied, MeasurementReport: loop.MeasurementReport{Setpoint: 50, Measured: 50}, OutputReport: loop.OutputReport{Rate: float64(i)}})
 	}
 	if err := h.AppendReports(ctx, t0, reports); err != nil {
 		t.Fatalf("AppendReports = %v", err)

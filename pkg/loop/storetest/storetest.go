@@ -21,83 +21,104 @@ type RateStore interface {
 
 // TestRate runs the RATE contract against a fresh store from newStore.
 func TestRate(t *testing.T, newStore func(t *testing.T) RateStore) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, newStore func(t *testing.T) RateStore)
+	}{
+		{"missing", testRateMissing},
+		{"round trip", testRateRoundTrip},
+		{"overwrite", testRateOverwrite},
+		{"loops are separate", testRateLoopsSeparate},
+		{"empty loop id refused", testRateEmptyLoopRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
+	}
+}
+
+// rateTime is the time the RATE contract writes at.
+func rateTime() time.Time { return time.Date(2026, 11, 29, 23, 0, 0, 123456789, time.UTC) }
+
+func testRateMissing(t *testing.T, newStore func(t *testing.T) RateStore) {
 	ctx := context.Background()
-	at := time.Date(2026, 11, 29, 23, 0, 0, 123456789, time.UTC)
+	s := newStore(t)
+	_, err := s.ReadRate(ctx, "nope")
+	if !errors.Is(err, protocol.ErrNotFound) {
+		t.Fatalf("ReadRate(%q) error = %v; want protocol.ErrNotFound", "nope", err)
+	}
+}
 
-	t.Run("missing", func(t *testing.T) {
-		s := newStore(t)
-		_, err := s.ReadRate(ctx, "nope")
-		if !errors.Is(err, protocol.ErrNotFound) {
-			t.Fatalf("ReadRate(%q) error = %v; want protocol.ErrNotFound", "nope", err)
-		}
-	})
-
-	t.Run("round trip", func(t *testing.T) {
-		tests := []struct {
-			name string
-			rate protocol.Rate
-		}{
-			{"plain", protocol.Rate{Loop: "orders", PerSecond: 123.25, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 7}},
-			{"zero rate", protocol.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
-			{"weights", protocol.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
-				Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				s := newStore(t)
-				if err := s.WriteRate(ctx, tt.rate); err != nil {
-					t.Fatalf("WriteRate: %v", err)
-				}
-				got, err := s.ReadRate(ctx, tt.rate.Loop)
-				if err != nil {
-					t.Fatalf("ReadRate(%q): %v", tt.rate.Loop, err)
-				}
-				assertRate(t, got, tt.rate)
-			})
-		}
-	})
-
-	t.Run("overwrite", func(t *testing.T) {
-		s := newStore(t)
-		first := protocol.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
-			Weights: map[string]float64{"a": 1}}
-		second := protocol.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
-		for _, r := range []protocol.Rate{first, second} {
-			if err := s.WriteRate(ctx, r); err != nil {
+func testRateRoundTrip(t *testing.T, newStore func(t *testing.T) RateStore) {
+	ctx := context.Background()
+	at := rateTime()
+	tests := []struct {
+		name string
+		rate protocol.Rate
+	}{
+		{"plain", protocol.Rate{Loop: "orders", PerSecond: 123.25, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 7}},
+		{"zero rate", protocol.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
+		{"weights", protocol.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
+			Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			if err := s.WriteRate(ctx, tt.rate); err != nil {
 				t.Fatalf("WriteRate: %v", err)
 			}
-		}
-		got, err := s.ReadRate(ctx, "l")
-		if err != nil {
-			t.Fatalf("ReadRate: %v", err)
-		}
-		assertRate(t, got, second)
-	})
-
-	t.Run("loops are separate", func(t *testing.T) {
-		s := newStore(t)
-		a := protocol.Rate{Loop: "a", PerSecond: 1, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
-		b := protocol.Rate{Loop: "b", PerSecond: 2, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 5}
-		for _, r := range []protocol.Rate{a, b} {
-			if err := s.WriteRate(ctx, r); err != nil {
-				t.Fatalf("WriteRate: %v", err)
-			}
-		}
-		for _, want := range []protocol.Rate{a, b} {
-			got, err := s.ReadRate(ctx, want.Loop)
+			got, err := s.ReadRate(ctx, tt.rate.Loop)
 			if err != nil {
-				t.Fatalf("ReadRate(%q): %v", want.Loop, err)
+				t.Fatalf("ReadRate(%q): %v", tt.rate.Loop, err)
 			}
-			assertRate(t, got, want)
-		}
-	})
+			assertRate(t, got, tt.rate)
+		})
+	}
+}
 
-	t.Run("empty loop id refused", func(t *testing.T) {
-		s := newStore(t)
-		if err := s.WriteRate(ctx, protocol.Rate{PerSecond: 1}); err == nil {
-			t.Fatal("WriteRate with empty loop id = nil; want an error")
+func testRateOverwrite(t *testing.T, newStore func(t *testing.T) RateStore) {
+	ctx := context.Background()
+	at := rateTime()
+	s := newStore(t)
+	first := protocol.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
+		Weights: map[string]float64{"a": 1}}
+	second := protocol.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
+	for _, r := range []protocol.Rate{first, second} {
+		if err := s.WriteRate(ctx, r); err != nil {
+			t.Fatalf("WriteRate: %v", err)
 		}
-	})
+	}
+	got, err := s.ReadRate(ctx, "l")
+	if err != nil {
+		t.Fatalf("ReadRate: %v", err)
+	}
+	assertRate(t, got, second)
+}
+
+func testRateLoopsSeparate(t *testing.T, newStore func(t *testing.T) RateStore) {
+	ctx := context.Background()
+	at := rateTime()
+	s := newStore(t)
+	a := protocol.Rate{Loop: "a", PerSecond: 1, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}
+	b := protocol.Rate{Loop: "b", PerSecond: 2, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 5}
+	for _, r := range []protocol.Rate{a, b} {
+		if err := s.WriteRate(ctx, r); err != nil {
+			t.Fatalf("WriteRate: %v", err)
+		}
+	}
+	for _, want := range []protocol.Rate{a, b} {
+		got, err := s.ReadRate(ctx, want.Loop)
+		if err != nil {
+			t.Fatalf("ReadRate(%q): %v", want.Loop, err)
+		}
+		assertRate(t, got, want)
+	}
+}
+
+func testRateEmptyLoopRefused(t *testing.T, newStore func(t *testing.T) RateStore) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.WriteRate(ctx, protocol.Rate{PerSecond: 1}); err == nil {
+		t.Fatal("WriteRate with empty loop id = nil; want an error")
+	}
 }
 
 func assertRate(t *testing.T, got, want protocol.Rate) {

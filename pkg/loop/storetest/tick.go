@@ -81,7 +81,7 @@ func testParamsRoundTrip(t *testing.T, s Store) {
 	paramsThroughStore(t, s, p)
 	// A loop with a further signal: a map of maps with numbers.
 	a := p.Attrs(looptest.Sources())
-	a[loop.AttrSignals] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
+	a["signals"] = map[string]any{"lag": map[string]any{"setpoint": 10.0, "unit": "s", "kp": 20.0, "ki": 0.05,
 		"metric_source": "prometheus", "metric_promql": "max(mysql_slave_status_seconds_behind_master)"}}
 	sp, err := loop.DecodeParams("z", a, looptest.Sources())
 	if err != nil {
@@ -164,9 +164,9 @@ func testLoadLoops(t *testing.T, s Store) {
 	}
 }
 
-func testCommitRoundTrip(t *testing.T, s Store) {
-	ctx := context.Background()
-	at := contractTime()
+// sampleState is a STATE with every part set: a loop with nodes, two
+// signals, a drift verdict and an aborted experiment, at tick 1.
+func sampleState(at time.Time) loop.State {
 	p := SampleParams("l")
 	bc := loop.DefaultBalanceConfig(time.Minute)
 	p.Nodes = []loop.Node{{Name: "a", Endpoint: "http://a:8080/", Metric: "db-a"}, {Name: "b", Endpoint: "http://b:8080/", Metric: "DBInstanceIdentifier=db-b"}}
@@ -175,8 +175,8 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 		Controls: loop.Controls{Unit: "s", Setpoint: 10, Kp: 20, Ki: 0.05, AntiWindup: control.AntiWindupConditional},
 		Sensing: loop.Sensing{Metric: metric.Query{Source: prommetric.Name, PromQL: "max(mysql_slave_status_seconds_behind_master)"},
 			Stale: control.StalePolicy{Action: control.StaleFailClosed}, StaleAfter: 2 * time.Minute}}}
-	st := loop.State{
-		Loop: "l", Version: 1, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
+	return loop.State{
+		Loop: "l", Version: 1, Schema: loop.StateSchema, TickAt: at, MetricAt: at.Add(-2 * time.Minute), Measured: 66.5,
 		Setpoint: 70, Rate: 321.5, Mode: loop.ModeShadow, Stale: true, StaleSince: at.Add(-time.Minute),
 		Terms: control.Output{Rate: 321.5, P: 7, I: 300, D: -1, FF: 15.5, Saturated: true},
 		Controller: control.State{Init: true, Clock: time.Hour, Integral: 300, FilteredSetpoint: 69.9, Measurement: 66.5,
@@ -203,6 +203,12 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 				MetricAt: at.Add(-time.Minute), Measured: 11.25, Setpoint: 10, Unit: "s", Terms: control.Output{Rate: 321.5, P: -25}},
 		},
 	}
+}
+
+func testCommitRoundTrip(t *testing.T, s Store) {
+	ctx := context.Background()
+	at := contractTime()
+	st := sampleState(at)
 	rate := protocol.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
 		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
 	status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",

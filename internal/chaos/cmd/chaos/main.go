@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/chaos"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 )
 
 func main() {
@@ -44,10 +45,7 @@ func run(only, paths string, size chaos.Size, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	rie := os.Getenv("SLUICE_RIE_BIN")
-	if rie == "" {
-		rie = filepath.Join(root, ".cache/bin/aws-lambda-rie")
-	}
+	rie := e2ekit.RIEPath(root)
 	e := consumers.Env{AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), RIE: rie, Root: root, WorkDir: work, Log: log}
 	if e.AWSEndpoint == "" {
 		return fmt.Errorf("AWS_ENDPOINT_URL is not set: run through `make chaos` or eval \"$(bash localstack/stack/env.sh)\"")

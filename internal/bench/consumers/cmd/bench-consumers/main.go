@@ -25,7 +25,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/bench/kafka"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -109,10 +109,7 @@ func paceKafkaLambda(ctx context.Context, rateList, partList string, window time
 		return true
 	}
 	defer os.RemoveAll(work)
-	brokers, rie := os.Getenv("SLUICE_KAFKA_BROKERS"), os.Getenv("SLUICE_RIE_BIN")
-	if rie == "" {
-		rie = filepath.Join(root, ".cache/bin/aws-lambda-rie")
-	}
+	brokers, rie := os.Getenv("SLUICE_KAFKA_BROKERS"), e2ekit.RIEPath(root)
 	bin, err := kafka.BuildLambda(ctx, root, work)
 	if err != nil || brokers == "" {
 		fail("kafka-lambda pacing: %v (SLUICE_KAFKA_BROKERS=%q)", err, brokers)
@@ -129,7 +126,7 @@ func paceKafkaLambda(ctx context.Context, rateList, partList string, window time
 				continue
 			}
 			res.Pacing = append(res.Pacing, consumers.PacingPoint{Path: pt.Path, Consumers: pt.Partitions, Allowed: pt.Allowed,
-				Achieved: math.Round(pt.Achieved*100) / 100, ErrorPct: math.Round(pt.ErrorPct*100) / 100})
+				Achieved: e2ekit.Round(pt.Achieved, 2), ErrorPct: e2ekit.Round(pt.ErrorPct, 2)})
 		}
 	}
 	return true
@@ -163,173 +160,239 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// flags are bench-consumers' flags.
+type flags struct {
+	window                             *time.Duration
+	windows, messages                  *int
+	rateList, consList, sinkName, only *string
+	scaleList, paths, klRates, klParts *string
+	rate                               *float64
+	cost                               consumers.CostOptions
+}
+
+// parseFlags reads bench-consumers' flags from args; ok is false on a
+// flag error (told on stderr).
+func parseFlags(args []string, stderr io.Writer) (f flags, ok bool) {
 	fs := flag.NewFlagSet("bench-consumers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	window := fs.Duration("window", 60*time.Second, "pacing window; the first is warm-up, then --windows are measured")
-	windows := fs.Int("windows", 1, "measured windows per pacing point")
-	rateList := fs.String("rates", "10,100,1000", "allowed rates, messages/s")
-	consList := fs.String("consumers", "1,4,8", "concurrent consumer counts")
-	sinkName := fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or null (stores nothing)")
-	messages := fs.Int("messages", 10000, "messages per no-loss path")
-	only := fs.String("only", "pacing,overhead,scaling,noloss,cost", "parts to run")
-	scaleList := fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
-	scaleRate := fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
-	paths := fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
-	klRates := fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s")
-	klParts := fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
-	var co consumers.CostOptions
+	f.window = fs.Duration("window", 60*time.Second, "pacing window; the first is warm-up, then --windows are measured")
+	f.windows = fs.Int("windows", 1, "measured windows per pacing point")
+	f.rateList = fs.String("rates", "10,100,1000", "allowed rates, messages/s")
+	f.consList = fs.String("consumers", "1,4,8", "concurrent consumer counts")
+	f.sinkName = fs.String("sink", "mysql", "pacing and overhead sink: mysql (MariaDB) or null (stores nothing)")
+	f.messages = fs.Int("messages", 10000, "messages per no-loss path")
+	f.only = fs.String("only", "pacing,overhead,scaling,noloss,cost", "parts to run")
+	f.scaleList = fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
+	f.rate = fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
+	f.paths = fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
+	f.klRates = fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s")
+	f.klParts = fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
+	co := &f.cost
 	fs.IntVar(&co.Emulators, "cost-emulators", 30, "lambda_cost: the unpaced concurrency (one RIE each)")
 	fs.DurationVar(&co.StoreLatency, "cost-latency", 500*time.Millisecond, "lambda_cost: the HTTP destination's answer time per message")
 	fs.DurationVar(&co.Warmup, "cost-warmup", 25*time.Second, "lambda_cost: warm-up before each window (longer than a lease's TTL, 15 s)")
 	fs.DurationVar(&co.Window, "cost-window", 60*time.Second, "lambda_cost: measured window per row")
-	if err := fs.Parse(args); err != nil {
+	return f, fs.Parse(args) == nil
+}
+
+// bench is one run: its flags, log, result and the sink of the pacing and
+// overhead parts.
+type bench struct {
+	f       flags
+	ctx     context.Context
+	log     *slog.Logger
+	res     result
+	newSink func() consume.Sink
+	parts   map[string]bool
+}
+
+// fail logs a failed measure and records it in the result's errors.
+func (b *bench) fail(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	b.log.Error(msg)
+	b.res.Errors = append(b.res.Errors, msg)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	f, ok := parseFlags(args, stderr)
+	if !ok {
 		return 2
 	}
-	rates, err := ints(*rateList)
+	rates, err := ints(*f.rateList)
 	if err != nil {
 		fmt.Fprintln(stderr, "--rates:", err)
 		return 2
 	}
-	counts, err := ints(*consList)
+	counts, err := ints(*f.consList)
 	if err != nil {
 		fmt.Fprintln(stderr, "--consumers:", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
-	res := result{Window: window.String(), Sink: *sinkName, Overhead: map[string]float64{}}
-	fail := func(format string, a ...any) {
-		msg := fmt.Sprintf(format, a...)
-		log.Error(msg)
-		res.Errors = append(res.Errors, msg)
+	b := &bench{f: f, ctx: ctx, log: slog.New(slog.NewTextHandler(stderr, nil)), parts: map[string]bool{},
+		res: result{Window: f.window.String(), Sink: *f.sinkName, Overhead: map[string]float64{}}}
+	for _, p := range strings.Split(*f.only, ",") {
+		b.parts[p] = true
 	}
-	parts := map[string]bool{}
-	for _, p := range strings.Split(*only, ",") {
-		parts[p] = true
-	}
-
 	dsn := os.Getenv("SLUICE_MYSQL_DSN")
-	var newSink func() consume.Sink
-	switch *sinkName {
-	case "null":
-		newSink = func() consume.Sink { return consumers.NullSink{} }
-	case "mysql":
-		if dsn == "" {
-			fmt.Fprintln(stderr, "--sink=mysql needs SLUICE_MYSQL_DSN (run through `make bench-consumers`)")
-			return 2
-		}
-		bdsn, drop, err := mysqltest.Create(ctx, dsn)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		defer drop()
-		db, err := sql.Open("mysql", bdsn)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		defer db.Close()
-		db.SetMaxOpenConns(32)
-		newSink = func() consume.Sink { return mysqlsink.New(db) }
-		pruner := mysqlsink.New(db).StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
-		defer pruner.Stop()
-	default:
-		fmt.Fprintf(stderr, "--sink=%q: want mysql or null\n", *sinkName)
-		return 2
+	closeSink, code := b.openSink(dsn, stderr)
+	defer closeSink()
+	if code != 0 {
+		return code
 	}
+	if code := b.measure(rates, counts, dsn, stderr); code != 0 {
+		return code
+	}
+	out, _ := json.Marshal(b.res)
+	fmt.Fprintln(stdout, string(out))
+	if len(b.res.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
 
+// openSink sets the sink of the pacing and overhead parts (--sink: mysql,
+// in a database of its own on dsn's server, or null) and returns what
+// closes it, with the exit code when it cannot (told on stderr).
+func (b *bench) openSink(dsn string, stderr io.Writer) (closeSink func(), code int) {
+	closeSink = func() {}
+	switch *b.f.sinkName {
+	case "null":
+		b.newSink = func() consume.Sink { return consumers.NullSink{} }
+		return closeSink, 0
+	case "mysql":
+	default:
+		fmt.Fprintf(stderr, "--sink=%q: want mysql or null\n", *b.f.sinkName)
+		return closeSink, 2
+	}
+	if dsn == "" {
+		fmt.Fprintln(stderr, "--sink=mysql needs SLUICE_MYSQL_DSN (run through `make bench-consumers`)")
+		return closeSink, 2
+	}
+	bdsn, drop, err := mysqltest.Create(b.ctx, dsn)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return closeSink, 1
+	}
+	db, err := sql.Open("mysql", bdsn)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return drop, 1
+	}
+	db.SetMaxOpenConns(32)
+	b.newSink = func() consume.Sink { return mysqlsink.New(db) }
+	pruner := mysqlsink.New(db).StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
+	return func() { pruner.Stop(); db.Close(); drop() }, 0
+}
+
+// measure runs the parts --only names, in order: overhead, pacing (and
+// kafka-lambda's), scaling, no-loss and cost. It returns the exit code of
+// a flag error, else 0 (the failed measures are in the result's errors).
+func (b *bench) measure(rates, counts []int, dsn string, stderr io.Writer) int {
+	f := b.f
 	var unlimited float64
-	if parts["overhead"] {
-		log.Info("overhead: 2 consumers paced at +Inf and 2 unpaced, side by side, 3 rounds", "window", *window)
-		ratio, p, u, err := consumers.Overhead(ctx, 2, 3, *window, newSink)
-		if err != nil {
-			fail("overhead: %v", err)
-		} else {
-			res.OverheadRatio = math.Round(ratio*1000) / 1000
-			res.Overhead["paced_msgs_per_s"], res.Overhead["unpaced_msgs_per_s"] = math.Round(p), math.Round(u)
-			unlimited = p + u // what the sink took from all four consumers
-			log.Info("overhead", "ratio", ratio, "paced", p, "unpaced", u)
-		}
+	if b.parts["overhead"] {
+		unlimited = b.overhead()
 	}
-	if parts["pacing"] {
-		for _, n := range counts {
-			for _, r := range rates {
-				pt, err := consumers.Pace(ctx, consumers.PacingRun{Consumers: n, Allowed: float64(r), Window: *window, Windows: *windows, Sink: newSink()})
-				if err != nil {
-					fail("pacing %d consumers at %d/s: %v", n, r, err)
-					continue
-				}
-				pt.Achieved, pt.ErrorPct = math.Round(pt.Achieved*100)/100, math.Round(pt.ErrorPct*100)/100
-				log.Info("pacing", "consumers", n, "allowed", r, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
-				res.Pacing = append(res.Pacing, pt)
-			}
-		}
-		if unlimited > 0 {
-			// The highest rate this machine sustains: 80 % of the unlimited
-			// throughput measured above, with the most consumers.
-			n := counts[len(counts)-1]
-			high := math.Floor(0.8*unlimited/10) * 10
-			pt, err := consumers.Pace(ctx, consumers.PacingRun{Consumers: n, Allowed: high, Window: *window, Windows: *windows, Sink: newSink()})
-			if err != nil {
-				fail("pacing %d consumers at %v/s: %v", n, high, err)
-			} else {
-				pt.Achieved, pt.ErrorPct, pt.Highest = math.Round(pt.Achieved*100)/100, math.Round(pt.ErrorPct*100)/100, true
-				log.Info("pacing (highest)", "consumers", n, "allowed", high, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
-				res.Pacing = append(res.Pacing, pt)
-			}
-		}
+	if b.parts["pacing"] {
+		b.pacing(rates, counts, unlimited)
 	}
-	if parts["pacing"] && !paceKafkaLambda(ctx, *klRates, *klParts, *window, *windows, &res, fail) {
+	if b.parts["pacing"] && !paceKafkaLambda(b.ctx, *f.klRates, *f.klParts, *f.window, *f.windows, &b.res, b.fail) {
 		return 2
 	}
-	if parts["scaling"] {
-		phases, err := ints(*scaleList)
+	if b.parts["scaling"] {
+		phases, err := ints(*f.scaleList)
 		if err != nil {
 			fmt.Fprintln(stderr, "--scaling:", err)
 			return 2
 		}
-		if err := scaling(ctx, &res, phases, *scaleRate, *window, newSink(), log); err != nil {
-			fail("scaling: %v", err)
+		if err := scaling(b.ctx, &b.res, phases, *f.rate, *f.window, b.newSink(), b.log); err != nil {
+			b.fail("scaling: %v", err)
 		}
 	}
-	if parts["noloss"] || parts["cost"] {
-		root, _ := os.Getwd()
-		work, err := os.MkdirTemp("", "bench-consumers-")
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(work)
-		env := consumers.Env{
-			AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), MySQLDSN: dsn, RIE: os.Getenv("SLUICE_RIE_BIN"),
-			MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"), Root: root, WorkDir: work, Log: log,
-		}
-		if env.RIE == "" {
-			env.RIE = filepath.Join(root, ".cache/bin/aws-lambda-rie")
-		}
-		if parts["noloss"] {
-			noLoss(ctx, env, *paths, *messages, &res, fail, log)
-		}
-		if parts["cost"] {
-			log.Info("lambda_cost: the SQS Lambda path unpaced, then at each point paced (mapping by the rule) and fixed", "options", fmt.Sprintf("%+v", co))
-			rows, err := consumers.LambdaCost(ctx, env, co)
+	if b.parts["noloss"] || b.parts["cost"] {
+		return b.noLossAndCost(dsn, stderr)
+	}
+	return 0
+}
+
+// overhead measures the overhead ratio of pacing and returns what the
+// sink took from all four consumers (0 when it failed).
+func (b *bench) overhead() (unlimited float64) {
+	b.log.Info("overhead: 2 consumers paced at +Inf and 2 unpaced, side by side, 3 rounds", "window", *b.f.window)
+	ratio, p, u, err := consumers.Overhead(b.ctx, 2, 3, *b.f.window, b.newSink)
+	if err != nil {
+		b.fail("overhead: %v", err)
+		return 0
+	}
+	b.res.OverheadRatio = e2ekit.Round(ratio, 3)
+	b.res.Overhead["paced_msgs_per_s"], b.res.Overhead["unpaced_msgs_per_s"] = math.Round(p), math.Round(u)
+	b.log.Info("overhead", "ratio", ratio, "paced", p, "unpaced", u)
+	return p + u
+}
+
+// pacing measures every count of consumers at every rate, then, when the
+// unlimited throughput is known, near the highest rate the machine
+// sustains.
+func (b *bench) pacing(rates, counts []int, unlimited float64) {
+	f := b.f
+	for _, n := range counts {
+		for _, r := range rates {
+			pt, err := consumers.Pace(b.ctx, consumers.PacingRun{Consumers: n, Allowed: float64(r), Window: *f.window, Windows: *f.windows, Sink: b.newSink()})
 			if err != nil {
-				fail("lambda_cost: %v", err)
+				b.fail("pacing %d consumers at %d/s: %v", n, r, err)
+				continue
 			}
-			for i := range rows {
-				roundCost(&rows[i])
-			}
-			res.LambdaCost = rows
+			pt.Achieved, pt.ErrorPct = e2ekit.Round(pt.Achieved, 2), e2ekit.Round(pt.ErrorPct, 2)
+			b.log.Info("pacing", "consumers", n, "allowed", r, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
+			b.res.Pacing = append(b.res.Pacing, pt)
 		}
 	}
-	b, _ := json.Marshal(res)
-	fmt.Fprintln(stdout, string(b))
-	if len(res.Errors) > 0 {
+	if unlimited <= 0 {
+		return
+	}
+	// The highest rate this machine sustains: 80 % of the unlimited
+	// throughput measured above, with the most consumers.
+	n := counts[len(counts)-1]
+	high := math.Floor(0.8*unlimited/10) * 10
+	pt, err := consumers.Pace(b.ctx, consumers.PacingRun{Consumers: n, Allowed: high, Window: *f.window, Windows: *f.windows, Sink: b.newSink()})
+	if err != nil {
+		b.fail("pacing %d consumers at %v/s: %v", n, high, err)
+		return
+	}
+	pt.Achieved, pt.ErrorPct, pt.Highest = e2ekit.Round(pt.Achieved, 2), e2ekit.Round(pt.ErrorPct, 2), true
+	b.log.Info("pacing (highest)", "consumers", n, "allowed", high, "achieved", pt.Achieved, "error_pct", pt.ErrorPct)
+	b.res.Pacing = append(b.res.Pacing, pt)
+}
+
+// noLossAndCost runs the no-loss paths and the lambda_cost rows, in a
+// work directory of their own; it returns 1 when it cannot make one.
+func (b *bench) noLossAndCost(dsn string, stderr io.Writer) int {
+	root, _ := os.Getwd()
+	work, err := os.MkdirTemp("", "bench-consumers-")
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	defer os.RemoveAll(work)
+	env := consumers.Env{
+		AWSEndpoint: os.Getenv("AWS_ENDPOINT_URL"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), MySQLDSN: dsn, RIE: e2ekit.RIEPath(root),
+		MariaDBCtl: os.Getenv("SLUICE_MARIADB_CTL"), Root: root, WorkDir: work, Log: b.log,
+	}
+	if b.parts["noloss"] {
+		noLoss(b.ctx, env, *b.f.paths, *b.f.messages, &b.res, b.fail, b.log)
+	}
+	if b.parts["cost"] {
+		b.log.Info("lambda_cost: the SQS Lambda path unpaced, then at each point paced (mapping by the rule) and fixed", "options", fmt.Sprintf("%+v", b.f.cost))
+		rows, err := consumers.LambdaCost(b.ctx, env, b.f.cost)
+		if err != nil {
+			b.fail("lambda_cost: %v", err)
+		}
+		for i := range rows {
+			roundCost(&rows[i])
+		}
+		b.res.LambdaCost = rows
 	}
 	return 0
 }
@@ -337,7 +400,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // roundCost rounds a lambda_cost row for the JSON line.
 func roundCost(r *consumers.CostRow) {
 	for _, f := range []*float64{&r.Allowed, &r.Achieved, &r.ErrorPct, &r.GBsPerMillion, &r.UnpacedGBsPerMillion, &r.Ratio, &r.BatchSeconds, &r.BatchSize} {
-		*f = math.Round(*f*1000) / 1000
+		*f = e2ekit.Round(*f, 3)
 	}
 }
 
@@ -385,7 +448,7 @@ func scaling(ctx context.Context, res *result, phases []int, rate float64, windo
 	log.Info("scaling: instances come and go; each shares RATE by the live leases", "phases", phases, "rate", rate, "window", window)
 	pts, err := consumers.Scale(ctx, run)
 	for i := range pts {
-		pts[i].Achieved, pts[i].ErrorPct = math.Round(pts[i].Achieved*100)/100, math.Round(pts[i].ErrorPct*100)/100
+		pts[i].Achieved, pts[i].ErrorPct = e2ekit.Round(pts[i].Achieved, 2), e2ekit.Round(pts[i].ErrorPct, 2)
 		log.Info("scaling", "phase", pts[i].Phase, "consumers", pts[i].Consumers, "achieved", pts[i].Achieved, "error_pct", pts[i].ErrorPct)
 	}
 	res.Scaling = pts

@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/internal/bench/sqsthroughput"
+	"github.com/sluice-dev/sluice/internal/e2e/e2ekit"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 )
 
@@ -84,16 +84,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	first := rep.Results[0]
 	for _, r := range rep.Results[1:] {
 		rep.Ratios[first.Server+"/"+r.Server] = map[string]float64{
-			"send":           round(first.SendPerSecond / r.SendPerSecond),
-			"receive_delete": round(first.ReceiveDeletePerSec / r.ReceiveDeletePerSec),
+			"send":           e2ekit.Round(first.SendPerSecond/r.SendPerSecond, 1),
+			"receive_delete": e2ekit.Round(first.ReceiveDeletePerSec/r.ReceiveDeletePerSec, 1),
 		}
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Fprintln(stdout, string(b))
 	return 0
 }
-
-func round(x float64) float64 { return math.Round(x*10) / 10 }
 
 // parseServers reads name=endpoint pairs.
 func parseServers(list string) ([]server, error) {
