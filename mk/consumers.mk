@@ -5,7 +5,7 @@
 #   make sqs-consumer-bootstrap                        bootstrap for this machine (for the RIE)
 #   make build-KafkaConsumerFunction ARTIFACTS_DIR=dir what `sam build` calls (arm64 bootstrap)
 #   make kafka-consumer-bootstrap                      the Kafka consumer's bootstrap for this machine
-#   make worker-image                                  docker build of infra/worker/Dockerfile
+#   make worker-image                                  docker build of infra/worker/Dockerfile (linux/arm64)
 #   make bench-consumers                               pacing (in-process, kafka-lambda), overhead, scaling (1 -> 8 -> 3),
 #                                                      no-loss (sqs-lambda, sqs-worker, kafka-worker, kafka-lambda),
 #                                                      lambda_cost (GB-s per million, paced and fixed); JSON last line
@@ -50,9 +50,9 @@ build-KafkaConsumerFunction:
 kafka-consumer-bootstrap:
 	$(call consumer-bootstrap,$(KAFKA_CONSUMER_HOST),$(KAFKA_CONSUMER_PKG))
 
-## worker-image: the ECS worker's container image (needs Docker).
+## worker-image: the ECS worker's container image for the task's CPU, linux/arm64 as template.yaml's (needs Docker with BuildKit).
 worker-image:
-	docker build -f infra/worker/Dockerfile -t sluice-worker .
+	docker build --platform linux/arm64 -f infra/worker/Dockerfile -t sluice-worker .
 
 ## bench-consumers: starts moto, ElasticMQ (SQS), MariaDB, Kafka and the RIE (localstack/stack/up.sh), runs the consumer benchmark, stops what it started; JSON last line.
 bench-consumers:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/plot"
 	"github.com/sluice-dev/sluice/internal/sim"
@@ -119,7 +120,7 @@ func (f demoFlags) run(stderr io.Writer) (demoRun, *historyRecorder, error) {
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: f.batch, PoisonEvery: f.poison, NoReport: f.noReport}
 	rec := newHistoryRecorder(s)
-	rec.file.Params = params.Attrs(metricSources())
+	rec.file.Params = params.Attrs(metricsources.All())
 	cfg.OnTick = rec.record
 	start := time.Now()
 	live := !f.quiet && !f.asJSON

@@ -121,6 +121,7 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 		f := &localaws.Fleet{Every: *every, MemoryMB: *memory, Log: log}
 		if *mapping != "" {
 			f.Concurrency = localaws.MappingConcurrency(lambdaesm.New(lambda.NewFromConfig(cfg)), *mapping)
+			f.Enabled = localaws.MappingEnabled(lambda.NewFromConfig(cfg), *mapping)
 		}
 		for _, u := range strings.Split(*ries, ",") {
 			f.Pollers = append(f.Pollers, &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn,

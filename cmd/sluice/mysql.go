@@ -81,12 +81,17 @@ func runMySQLCheck(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// withMySQL runs f on the database dsn under a context that ends after
+// withMySQL runs f on the database dsn (TLS as SLUICE_MYSQL_CA and
+// SLUICE_MYSQL_TLS say, as the consumers') under a context that ends after
 // timeout and returns its exit code, or 2 when dsn does not open.
 func withMySQL(name, dsn string, timeout time.Duration, stderr io.Writer, f func(context.Context, *sql.DB) int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	db, err := sql.Open("mysql", dsn)
+	conn, err := mysqlsink.ConnFromEnv(os.Getenv, mysqlsink.Conn{MaxOpen: 2, MaxIdle: 2})
+	if err != nil {
+		return fail(stderr, name, err, 2)
+	}
+	db, err := mysqlsink.Open(dsn, conn)
 	if err != nil {
 		return fail(stderr, name, err, 2)
 	}

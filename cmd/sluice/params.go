@@ -15,15 +15,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
@@ -75,7 +74,7 @@ Attributes (docs/controller.md has the whole data model):
 func paramsHelp(w io.Writer) {
 	fmt.Fprint(w, paramsUsage)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, a := range loop.ParamsAttributes(metricSources()) {
+	for _, a := range loop.ParamsAttributes(metricsources.All()) {
 		fmt.Fprintf(tw, "  %s\t%s\n", a.Name, a.Help())
 	}
 	tw.Flush()
@@ -181,7 +180,7 @@ func parseEdits(args []string) ([]edit, error) {
 			out = append(out, edit{name: name, remove: true})
 			continue
 		}
-		v, err := loop.ParseParamValue(metricSources(), name, text)
+		v, err := loop.ParseParamValue(metricsources.All(), name, text)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +198,7 @@ type validity struct {
 }
 
 func validate(loopID string, attrs map[string]any) validity {
-	p, err := loop.DecodeParams(loopID, attrs, metricSources())
+	p, err := loop.DecodeParams(loopID, attrs, metricsources.All())
 	if err == nil {
 		return validity{Loop: loopID, Valid: true, Params: &p}
 	}
@@ -501,10 +500,4 @@ func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// metricSources are the metric sources the controller runs with: the CLI
-// decodes, checks and writes PARAMS with their rules.
-func metricSources() metric.Sources {
-	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
@@ -179,7 +180,7 @@ func decodeGains(loopID string, attrs map[string]any) (loop.Params, error) {
 		a[k] = v
 	}
 	a[loop.AttrMode] = string(loop.ModeAuto)
-	return loop.DecodeParams(loopID, a, metricSources())
+	return loop.DecodeParams(loopID, a, metricsources.All())
 }
 
 // shadowCompare identifies the plant from the live history and replays

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
@@ -36,7 +37,7 @@ func readTableHistory(ctx context.Context, table, loopID string, since, metricDe
 	if err != nil {
 		return history.File{}, fmt.Errorf("loop %s: read PARAMS: %w", loopID, err)
 	}
-	p, err := loop.DecodeParams(loopID, attrs, metricSources())
+	p, err := loop.DecodeParams(loopID, attrs, metricsources.All())
 	if err != nil {
 		return history.File{}, fmt.Errorf("loop %s: PARAMS: %w", loopID, err)
 	}

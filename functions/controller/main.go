@@ -24,20 +24,19 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	lambdaapi "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/lambdaesm"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // config is the controller's configuration, read once at start.
@@ -65,19 +64,10 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 	if err != nil {
 		return nil, err
 	}
-	// The metric sources a loop's PARAMS may name (the first is the
-	// default) and their readers: a new source adds its Source here and its
-	// reader below (docs/architecture.md, "Adding a metric source").
-	sources := metric.Sources{cwmetric.Source{}, prommetric.Source{}}
-	readers := map[string]metric.Reader{
-		cwmetric.Name: cwmetric.New(cwmetric.NewClient(awsCfg, cfg.Endpoint)),
-	}
-	if cfg.PrometheusURL != "" {
-		r, err := prommetric.New(cfg.PrometheusURL, nil)
-		if err != nil {
-			return nil, err
-		}
-		readers[prommetric.Name] = r
+	readers, err := metricsources.Readers(metricsources.Config{
+		AWS: awsCfg, Endpoint: cfg.Endpoint, PrometheusURL: cfg.PrometheusURL})
+	if err != nil {
+		return nil, err
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := ddbloop.New(ddb, cfg.Table)
@@ -87,7 +77,7 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 	}
 	return &handler{
 		history: hist,
-		ticker: &loop.Ticker{Store: store, Sources: sources, Metrics: readers, Now: time.Now,
+		ticker: &loop.Ticker{Store: store, Sources: metricsources.All(), Metrics: readers, Now: time.Now,
 			Mappings: lambdaesm.New(lambdaapi.NewFromConfig(awsCfg))},
 		log:       log,
 		namespace: cfg.Namespace,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
 	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/functions/internal/kafkaauth"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -23,7 +24,7 @@ type config struct {
 	Consumers     int              // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
 	BatchSize     int              // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
 	Sink          string           // SLUICE_SINK: mysql or http
-	MySQLDSN      string           // SLUICE_MYSQL_DSN
+	DB            consumerenv.DB   // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET; SLUICE_MIGRATE (off by default: migrations are `sluice migrate`)
 	HTTPPoison    []int            // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string         // SLUICE_HTTP_ENDPOINTS
 	HTTPTimeout   time.Duration    // SLUICE_HTTP_TIMEOUT: one request (default 5s)
@@ -47,7 +48,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	r := envconf.New(getenv)
 	c := config{
 		Source: r.String("SOURCE", "sqs"), Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
-		Sink: r.String("SLUICE_SINK", "mysql"), MySQLDSN: getenv("SLUICE_MYSQL_DSN"), HTTPEndpoints: r.List("SLUICE_HTTP_ENDPOINTS"),
+		Sink: r.String("SLUICE_SINK", "mysql"), HTTPEndpoints: r.List("SLUICE_HTTP_ENDPOINTS"),
 		QueueURL: getenv("SLUICE_QUEUE_URL"), DeadLetterURL: getenv("SLUICE_DLQ_URL"),
 		KafkaBrokers: r.List("SLUICE_KAFKA_BROKERS"), KafkaTopics: r.List("SLUICE_KAFKA_TOPICS"),
 		KafkaGroup: r.String("SLUICE_KAFKA_GROUP", "sluice-worker"), KafkaDLT: getenv("SLUICE_KAFKA_DLT"),
@@ -94,8 +95,9 @@ func (c config) withSink(getenv func(string) string) (config, error) {
 	}
 	switch c.Sink {
 	case "mysql":
-		if c.MySQLDSN == "" {
-			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_DSN")
+		var err error
+		if c.DB, err = consumerenv.LoadDB(getenv, false, mysqlsink.WorkerConn()); err != nil {
+			return c, err
 		}
 		m, err := mysqlsink.ConfigFromEnv(getenv)
 		if err != nil {

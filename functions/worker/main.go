@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -28,6 +29,7 @@ import (
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
+	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
@@ -96,10 +98,12 @@ func buildSource(cfg config, awsCfg aws.Config, pacer *consume.Pacer, log *slog.
 	}, log)}, nil
 }
 
-// buildSink opens the destination: MySQL (started, waiting for it while it
-// is down; a statement that cannot work stops the worker) or HTTP (its picker following RATE's weights through rc). It
-// returns a nil sink when ctx ends first.
-func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, log *slog.Logger) (consume.Sink, func(), error) {
+// buildSink opens the destination: MySQL (its DSN given or read from the
+// secret through secrets; started, waiting for it while it is down; a
+// statement that cannot work stops the worker) or HTTP (its picker
+// following RATE's weights through rc). It returns a nil sink when ctx
+// ends first.
+func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, secrets dsnsecret.API, log *slog.Logger) (consume.Sink, func(), error) {
 	if cfg.Sink == "http" {
 		picker, weights, err := httpsink.Balanced(cfg.HTTPEndpoints)
 		if err != nil {
@@ -115,13 +119,15 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, log
 		}
 		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
 	}
-	db, err := sql.Open("mysql", cfg.MySQLDSN)
+	open := cfg.DB
+	open.Migrate = false // startSink migrates, retrying while MySQL is down
+	db, err := consumerenv.OpenMySQL(ctx, open, cfg.MySQL.Prefix, secrets)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open MySQL: %w", err)
+		return nil, nil, err
 	}
 	cfg.MySQL.Log = log
 	for {
-		s, err := mysqlsink.Start(ctx, db, cfg.MySQL)
+		s, err := startSink(ctx, db, cfg)
 		if err == nil {
 			pruner := s.StartPruner(mysqlsink.PruneConfig{})
 			return s, func() { pruner.Stop(); db.Close() }, nil
@@ -138,6 +144,16 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, log
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// startSink prepares the MySQL sink, after the migrations when
+// SLUICE_MIGRATE=on asks for them (they need CREATE, which a runtime user
+// should not hold: by default `sluice migrate` applies them).
+func startSink(ctx context.Context, db *sql.DB, cfg config) (*mysqlsink.Sink, error) {
+	if cfg.DB.Migrate {
+		return mysqlsink.Start(ctx, db, cfg.MySQL)
+	}
+	return mysqlsink.Prepare(ctx, db, cfg.MySQL)
 }
 
 // Shutdown budget: on SIGTERM the batch being stored finishes (storeTimeout),
@@ -159,7 +175,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	rc := consume.RateCacheConfig{Loop: cfg.Loop, Period: cfg.RatePeriod, SafeRate: cfg.SafeRate}
-	sink, closeSink, err := buildSink(ctx, cfg, &rc, log)
+	sink, closeSink, err := buildSink(ctx, cfg, &rc, secretsmanager.NewFromConfig(awsCfg), log)
 	if err != nil || sink == nil {
 		return err // nil: shut down while waiting for MySQL
 	}

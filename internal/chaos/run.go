@@ -108,6 +108,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		}
 		defer run.DB.Close()
 		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
+		env["SLUICE_MIGRATE"] = "on" // the worker migrates only when asked
 	}
 	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
 		return err

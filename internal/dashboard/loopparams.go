@@ -7,10 +7,9 @@ import (
 	"maps"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/sluice-dev/sluice/pkg/loop"
-	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
@@ -111,14 +110,8 @@ func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, v
 // Validate decodes p as the controller does; a refusal lists every field
 // with its reason.
 func (l *LoopParams) Validate(loopID string, p Params) error {
-	_, err := loop.DecodeParams(loopID, p, metricSources())
+	_, err := loop.DecodeParams(loopID, p, metricsources.All())
 	return err
-}
-
-// metricSources are the metric sources the controller runs with: the form
-// checks and lists their attributes as the controller decodes them.
-func metricSources() metric.Sources {
-	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
 }
 
 // Field describes one PARAMS attribute for the form, as pkg/loop declares
@@ -141,7 +134,7 @@ type Field struct {
 // LoopFields returns the PARAMS attributes that loop.DecodeParams reads,
 // for the form: every attribute appears, with its type and documentation.
 func LoopFields() []Field {
-	attrs := loop.ParamsAttributes(metricSources())
+	attrs := loop.ParamsAttributes(metricsources.All())
 	out := make([]Field, 0, len(attrs))
 	for _, a := range attrs {
 		kind := map[string]string{"N": "number", "BOOL": "bool", "M": "map"}[a.Type]

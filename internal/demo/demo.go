@@ -22,12 +22,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/history"
@@ -226,18 +227,12 @@ func (sm *Sim) Close() {
 	<-sm.done
 }
 
-// metricSources are the metric sources of the demo's loop: the
-// controller's, CloudWatch's rules first.
-func metricSources() metric.Sources {
-	return metric.Sources{cwmetric.Source{}, prommetric.Source{}}
-}
-
 // newSim validates cfg and builds the world and the production consumer.
 func newSim(cfg Config) (*Sim, error) {
 	if err := cfg.Scenario.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	if err := cfg.Params.Validate(metricSources()); err != nil {
+	if err := cfg.Params.Validate(metricsources.All()); err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
 	cfg.BatchSize = defaults.Positive(cfg.BatchSize, 10)
@@ -425,12 +420,12 @@ func newWorld(cfg Config) (*world, error) {
 		changes:  append([]sim.SetpointChange(nil), s.SetpointChanges...),
 	}
 	w.ticker = &loop.Ticker{
-		Sources: metricSources(),
+		Sources: metricsources.All(),
 		Store:   w.store,
 		Metrics: map[string]metric.Reader{cfg.Params.Metric.Source: w},
 		Now:     w.Now,
 	}
-	if err := w.store.WriteParams(context.Background(), LoopID, cfg.Params.Attrs(metricSources())); err != nil {
+	if err := w.store.WriteParams(context.Background(), LoopID, cfg.Params.Attrs(metricsources.All())); err != nil {
 		return nil, fmt.Errorf("write PARAMS: %w", err)
 	}
 	return w, nil

@@ -2,9 +2,13 @@ package localaws
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
 )
@@ -26,6 +30,12 @@ type Fleet struct {
 	// the pollers' number). nil runs them all. An error keeps the last
 	// limit.
 	Concurrency func(ctx context.Context) (int, error)
+	// Enabled reports whether the mapping is enabled (MappingEnabled reads
+	// the mapping's State). A disabled mapping receives nothing: every
+	// poller stops after settling its batch, as AWS stops polling a
+	// disabled mapping. nil is always enabled; an error keeps the last
+	// answer.
+	Enabled func(ctx context.Context) (bool, error)
 	// Every is how often Concurrency is read (default
 	// DefaultConcurrencyEvery).
 	Every time.Duration
@@ -37,7 +47,9 @@ type Fleet struct {
 	bill    Billing
 	stops   []chan struct{} // per running poller, by index; nil when stopped
 	dones   []chan struct{} // closed when poller i's goroutine returned
-	limit   int
+	limit   int             // pollers to run now
+	conc    int             // the mapping's concurrency, last read
+	enabled bool
 	running sync.WaitGroup
 }
 
@@ -108,6 +120,8 @@ func (f *Fleet) Run(ctx context.Context) Billing {
 	f.stops = make([]chan struct{}, len(f.Pollers))
 	f.dones = make([]chan struct{}, len(f.Pollers))
 	f.limit = len(f.Pollers)
+	f.conc = len(f.Pollers)
+	f.enabled = f.Enabled == nil
 	f.mu.Unlock()
 	for _, p := range f.Pollers {
 		inner := p.OnBatch
@@ -146,23 +160,14 @@ func (f *Fleet) count(r BatchResult) {
 
 // scale reads the limit and starts or stops pollers to meet it.
 func (f *Fleet) scale(ctx context.Context) {
-	limit := len(f.Pollers)
-	if f.Concurrency != nil {
-		n, err := f.Concurrency(ctx)
-		switch {
-		case err != nil:
-			f.log().WarnContext(ctx, "read the mapping's concurrency; keeping the last", "err", err)
-			f.mu.Lock()
-			limit = f.limit
-			f.mu.Unlock()
-		case n > 0:
-			limit = min(n, len(f.Pollers))
-		}
+	limit := f.readLimit(ctx)
+	if !f.readEnabled(ctx) {
+		limit = 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if limit != f.limit {
-		f.log().InfoContext(ctx, "mapping concurrency", "maximum_concurrency", limit, "pollers", len(f.Pollers))
+		f.log().InfoContext(ctx, "mapping concurrency", "maximum_concurrency", limit, "enabled", f.enabled, "pollers", len(f.Pollers))
 	}
 	f.limit = limit
 	for i := range f.stops {
@@ -181,6 +186,48 @@ func (f *Fleet) scale(ctx context.Context) {
 			f.stops[i] = nil
 		}
 	}
+}
+
+// readEnabled reads whether the mapping is enabled; an error keeps the
+// last answer.
+func (f *Fleet) readEnabled(ctx context.Context) bool {
+	f.mu.Lock()
+	last := f.enabled
+	f.mu.Unlock()
+	if f.Enabled == nil {
+		return true
+	}
+	on, err := f.Enabled(ctx)
+	if err != nil {
+		f.log().WarnContext(ctx, "read the mapping's state; keeping the last", "enabled", last, "err", err)
+		return last
+	}
+	f.mu.Lock()
+	f.enabled = on
+	f.mu.Unlock()
+	return on
+}
+
+// readLimit reads the mapping's concurrency; an error keeps the last
+// limit.
+func (f *Fleet) readLimit(ctx context.Context) int {
+	limit := len(f.Pollers)
+	if f.Concurrency != nil {
+		n, err := f.Concurrency(ctx)
+		switch {
+		case err != nil:
+			f.log().WarnContext(ctx, "read the mapping's concurrency; keeping the last", "err", err)
+			f.mu.Lock()
+			limit = f.conc
+			f.mu.Unlock()
+		case n > 0:
+			limit = min(n, len(f.Pollers))
+		}
+	}
+	f.mu.Lock()
+	f.conc = limit
+	f.mu.Unlock()
+	return limit
 }
 
 // idle reports whether poller i's last run (if any) has finished its batch.
@@ -205,4 +252,30 @@ type ConcurrencyReader interface {
 // MappingConcurrency is a Fleet's Concurrency that reads the mapping uuid.
 func MappingConcurrency(r ConcurrencyReader, uuid string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) { return r.MaximumConcurrency(ctx, uuid) }
+}
+
+// MappingStateReader reads an event source mapping (a *lambda.Client).
+type MappingStateReader interface {
+	GetEventSourceMapping(ctx context.Context, in *lambda.GetEventSourceMappingInput, opts ...func(*lambda.Options)) (*lambda.GetEventSourceMappingOutput, error)
+}
+
+var _ MappingStateReader = (*lambda.Client)(nil)
+
+// MappingEnabled is a Fleet's Enabled that reads the State of the mapping
+// uuid: it polls when the State is Enabled, or Updating (an enabled
+// mapping whose settings change keeps polling), and not when it is
+// Disabled, Disabling, Creating, Enabling or Deleting.
+func MappingEnabled(api MappingStateReader, uuid string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		out, err := api.GetEventSourceMapping(ctx, &lambda.GetEventSourceMappingInput{UUID: aws.String(uuid)})
+		if err != nil {
+			return false, fmt.Errorf("state of event source mapping %s: %w", uuid, err)
+		}
+		switch aws.ToString(out.State) {
+		case "Enabled", "Updating":
+			return true, nil
+		default:
+			return false, nil
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -120,4 +121,69 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("condition not met in 5 s")
+}
+
+// TestFleetDisabledMappingReceivesNothing: a disabled mapping receives
+// nothing (no receive, no invocation); enabled again, it receives, and a
+// failed read of the state keeps the last one.
+func TestFleetDisabledMappingReceivesNothing(t *testing.T) {
+	rie := &fakeRIE{respond: func([]byte) (int, string) { return 200, `{"batchItemFailures":[]}` }}
+	srv := httptest.NewServer(rie)
+	defer srv.Close()
+	q := &lockedSQS{}
+	var enabled atomic.Bool
+	var reads atomic.Int64
+	f := &Fleet{Every: 10 * time.Millisecond, Enabled: func(context.Context) (bool, error) {
+		if reads.Add(1)%2 == 0 {
+			return false, fmt.Errorf("GetEventSourceMapping: throttled")
+		}
+		return enabled.Load(), nil
+	}}
+	for range 2 {
+		f.Pollers = append(f.Pollers, &Poller{API: q, Invoker: &RIE{URL: srv.URL}, QueueURL: "http://q/000000000000/q", BatchSize: 10})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Billing)
+	go func() { done <- f.Run(ctx) }()
+	waitFor(t, func() bool { return reads.Load() >= 10 })
+	q.mu.Lock()
+	got := q.received
+	q.mu.Unlock()
+	if got != 0 || f.Running() != 0 {
+		t.Fatalf("disabled mapping: received %d messages, %d pollers running; want 0 and 0", got, f.Running())
+	}
+	enabled.Store(true)
+	waitFor(t, func() bool { return f.Billing().Invocations >= 5 })
+	cancel()
+	<-done
+}
+
+// fakeMapping answers GetEventSourceMapping with state or err.
+type fakeMapping struct {
+	state string
+	err   error
+}
+
+func (f fakeMapping) GetEventSourceMapping(context.Context, *lambda.GetEventSourceMappingInput, ...func(*lambda.Options)) (*lambda.GetEventSourceMappingOutput, error) {
+	return &lambda.GetEventSourceMappingOutput{State: aws.String(f.state)}, f.err
+}
+
+func TestMappingEnabled(t *testing.T) {
+	for _, tt := range []struct {
+		state   string
+		want    bool
+		wantErr bool
+	}{
+		{"Enabled", true, false}, {"Updating", true, false}, {"Disabled", false, false},
+		{"Disabling", false, false}, {"Creating", false, false}, {"Enabled", false, true},
+	} {
+		api := fakeMapping{state: tt.state}
+		if tt.wantErr {
+			api.err = fmt.Errorf("ResourceNotFoundException")
+		}
+		got, err := MappingEnabled(api, "u-1")(context.Background())
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("MappingEnabled(State %q, err %v) = %v, %v; want %v, error %v", tt.state, api.err, got, err, tt.want, tt.wantErr)
+		}
+	}
 }

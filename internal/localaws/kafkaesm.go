@@ -24,10 +24,15 @@ import (
 // byte values), and commits the batch's offsets only after the invocation
 // succeeded. A failed invocation (a function error, a timeout) is retried
 // with the same batch after RetryWait, and the partitions wait meanwhile,
-// as Lambda does: there is no partial batch response. After MaxRetries
-// failed retries (when > 0) the batch is discarded as Lambda's on-failure
-// destination would receive it: reported with Discarded and committed.
-// MaxRetries 0 retries until success.
+// as Lambda does: there is no partial batch response.
+//
+// Retries follow AWS's rules for Kafka mappings: without an on-failure
+// destination and without MaxRetries, a batch is retried until it
+// succeeds. With an on-failure destination (OnFailure) and no MaxRetries,
+// AWS retries at most DefaultDestinationRetries times. Once the retries
+// ran out the batch is discarded: committed past, reported with
+// Discarded, and only its metadata (partitions and offsets, no record) is
+// sent to OnFailure when there is one. The records themselves are gone.
 //
 // The client must be a consumer-group member with autocommit disabled and
 // BlockRebalanceOnPoll (NewKafkaClient), so that a rebalance waits until
@@ -43,9 +48,13 @@ type KafkaPoller struct {
 	// RetryWait is the pause before a failed batch is invoked again
 	// (default 1 s).
 	RetryWait time.Duration
-	// MaxRetries bounds the retries of a failed batch; 0 retries until it
-	// succeeds (Lambda's default for Kafka: until the records expire).
+	// MaxRetries bounds the retries of a failed batch
+	// (MaximumRetryAttempts); 0 is unlimited (Lambda's default for Kafka),
+	// which becomes DefaultDestinationRetries when OnFailure is set.
 	MaxRetries int
+	// OnFailure is the mapping's on-failure destination: it gets the
+	// metadata of each discarded batch. nil is none.
+	OnFailure KafkaFailureDestination
 	// EventSource is "aws:kafka" (MSK, the default) or "SelfManagedKafka";
 	// SourceARN and BootstrapServers fill the event's fields.
 	EventSource, SourceARN, BootstrapServers string
@@ -65,6 +74,43 @@ type KafkaBatchResult struct {
 	Committed, Discarded bool
 	// LastErr is the last invocation's error (nil when it succeeded).
 	LastErr error
+}
+
+// DefaultDestinationRetries is how many times AWS retries a failed Kafka
+// batch when the mapping has an on-failure destination and unlimited
+// retries (MaximumRetryAttempts -1).
+const DefaultDestinationRetries = 10
+
+// KafkaFailureDestination is a Kafka mapping's on-failure destination (an
+// SQS queue, an SNS topic, S3 or a Kafka topic in AWS).
+type KafkaFailureDestination interface {
+	SendKafkaFailure(ctx context.Context, f KafkaFailure) error
+}
+
+// KafkaFailure is what an on-failure destination gets for a discarded
+// batch: where the batch was and why it was dropped, as AWS's invocation
+// record for SQS and SNS destinations holds, never the records.
+type KafkaFailure struct {
+	// Condition is why the batch was discarded ("RetryAttemptsExhausted").
+	Condition string `json:"condition"`
+	// ApproximateInvokeCount is how often the batch was invoked.
+	ApproximateInvokeCount int `json:"approximateInvokeCount"`
+	// ErrorMessage is the last invocation's error.
+	ErrorMessage string `json:"errorMessage"`
+	// BatchSize is the number of records discarded.
+	BatchSize int `json:"batchSize"`
+	// Partitions are the offsets discarded, by "topic-partition".
+	Partitions map[string]KafkaOffsets `json:"partitions"`
+	// EventSourceARN and BootstrapServers name the cluster.
+	EventSourceARN   string `json:"eventSourceArn,omitempty"`
+	BootstrapServers string `json:"bootstrapServers,omitempty"`
+}
+
+// KafkaOffsets is the first and last offset of a partition's records in a
+// batch.
+type KafkaOffsets struct {
+	FirstOffset int64 `json:"firstOffset"`
+	LastOffset  int64 `json:"lastOffset"`
 }
 
 // NewKafkaClient returns a consumer-group member for a KafkaPoller:
@@ -121,6 +167,13 @@ func (p *KafkaPoller) PollOnce(ctx context.Context) (KafkaBatchResult, error) {
 		return res, fmt.Errorf("encode Kafka event: %w", err)
 	}
 	p.invoke(ctx, payload, &res)
+	if res.Discarded {
+		if err := p.sendFailure(ctx, recs, res); err != nil {
+			// AWS commits past a discarded batch whether or not its
+			// record reached the destination.
+			p.log().ErrorContext(ctx, "on-failure destination", "records", res.Records, "err", err)
+		}
+	}
 	if res.LastErr == nil || res.Discarded {
 		if err := p.Client.CommitRecords(ctx, recs...); err != nil {
 			p.report(res)
@@ -141,7 +194,7 @@ func (p *KafkaPoller) invoke(ctx context.Context, payload []byte, res *KafkaBatc
 		if res.LastErr == nil || ctx.Err() != nil {
 			return
 		}
-		if p.MaxRetries > 0 && res.Invocations > p.MaxRetries {
+		if limit := p.retries(); limit > 0 && res.Invocations > limit {
 			res.Discarded = true
 			p.log().ErrorContext(ctx, "batch discarded after retries (on-failure destination)", "records", res.Records,
 				"invocations", res.Invocations, "first", res.Origins[0], "err", res.LastErr)
@@ -153,6 +206,38 @@ func (p *KafkaPoller) invoke(ctx context.Context, payload []byte, res *KafkaBatc
 			return
 		}
 	}
+}
+
+// retries is the retry limit AWS applies: MaxRetries, or
+// DefaultDestinationRetries for unlimited retries with an on-failure
+// destination; 0 is unlimited.
+func (p *KafkaPoller) retries() int {
+	if p.MaxRetries <= 0 && p.OnFailure != nil {
+		return DefaultDestinationRetries
+	}
+	return max(p.MaxRetries, 0)
+}
+
+// sendFailure sends the metadata of the discarded batch recs to OnFailure.
+func (p *KafkaPoller) sendFailure(ctx context.Context, recs []*kgo.Record, res KafkaBatchResult) error {
+	if p.OnFailure == nil {
+		return nil
+	}
+	f := KafkaFailure{Condition: "RetryAttemptsExhausted", ApproximateInvokeCount: res.Invocations, BatchSize: len(recs),
+		Partitions: map[string]KafkaOffsets{}, EventSourceARN: p.SourceARN, BootstrapServers: p.BootstrapServers}
+	if res.LastErr != nil {
+		f.ErrorMessage = res.LastErr.Error()
+	}
+	for _, r := range recs {
+		key := r.Topic + "-" + strconv.Itoa(int(r.Partition))
+		o, ok := f.Partitions[key]
+		if !ok {
+			o = KafkaOffsets{FirstOffset: r.Offset, LastOffset: r.Offset}
+		}
+		o.FirstOffset, o.LastOffset = min(o.FirstOffset, r.Offset), max(o.LastOffset, r.Offset)
+		f.Partitions[key] = o
+	}
+	return p.OnFailure.SendKafkaFailure(ctx, f)
 }
 
 // poll reads up to BatchSize records, waiting up to Window for the batch

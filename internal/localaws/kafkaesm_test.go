@@ -179,3 +179,60 @@ func TestKafkaPollerDiscardsAfterMaxRetries(t *testing.T) {
 		t.Errorf("PollOnce = %+v; want discarded after 3 invocations with the function error", res)
 	}
 }
+
+// failureRecorder is an on-failure destination that records what it got.
+type failureRecorder struct{ got []KafkaFailure }
+
+func (f *failureRecorder) SendKafkaFailure(_ context.Context, r KafkaFailure) error {
+	f.got = append(f.got, r)
+	return nil
+}
+
+// TestKafkaPollerOnFailureDestination: with an on-failure destination and
+// no retry limit, AWS retries a failed batch at most 10 times, then
+// commits past it and sends the destination only the batch's metadata
+// (partitions and offsets, never the records).
+func TestKafkaPollerOnFailureDestination(t *testing.T) {
+	rie := &fakeRIE{respond: func([]byte) (int, string) { return 200, `{"errorMessage":"down","errorType":"x"}` }}
+	p, _ := kafkaFixture(t, 2, rie)
+	dest := &failureRecorder{}
+	p.OnFailure = dest
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := p.PollOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Discarded || res.Invocations != 11 {
+		t.Fatalf("PollOnce = %+v; want discarded after 11 invocations (1 + 10 retries)", res)
+	}
+	if len(dest.got) != 1 {
+		t.Fatalf("destination got %d failures; want 1", len(dest.got))
+	}
+	f := dest.got[0]
+	b, _ := json.Marshal(f)
+	if f.Condition != "RetryAttemptsExhausted" || f.ApproximateInvokeCount != 11 || f.BatchSize != res.Records ||
+		len(f.Partitions) == 0 || bytes.Contains(b, []byte("seq")) {
+		t.Errorf("failure %s; want the batch's partitions and offsets after 11 invocations, no record value", b)
+	}
+	for tp, o := range f.Partitions {
+		if o.FirstOffset > o.LastOffset || tp == "" {
+			t.Errorf("partition %q offsets %+v; want first <= last", tp, o)
+		}
+	}
+}
+
+// TestKafkaPollerRetryLimitWithDestination: an explicit MaxRetries with a
+// destination is kept, as AWS keeps MaximumRetryAttempts.
+func TestKafkaPollerRetryLimitWithDestination(t *testing.T) {
+	rie := &fakeRIE{respond: func([]byte) (int, string) { return 200, `{"errorMessage":"down","errorType":"x"}` }}
+	p, _ := kafkaFixture(t, 2, rie)
+	dest := &failureRecorder{}
+	p.OnFailure, p.MaxRetries = dest, 3
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := p.PollOnce(ctx)
+	if err != nil || !res.Discarded || res.Invocations != 4 || len(dest.got) != 1 {
+		t.Errorf("PollOnce = %+v, %v, %d failures sent; want discarded after 4 invocations, 1 failure sent", res, err, len(dest.got))
+	}
+}

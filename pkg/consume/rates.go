@@ -72,7 +72,10 @@ type RateCacheConfig struct {
 // RateCache reads a loop's RATE at most once per Period and hands out the
 // cached value in between. A value it returns is never older than Period.
 // Missing, expired or unreadable rates fall back to SafeRate, logged and
-// counted in Stats.RateFallbacks. It is safe for concurrent use.
+// counted in Stats.RateFallbacks; a failed read keeps the last valid RATE
+// while it has not expired (nor passed MaxAge), so that one throttled read
+// does not swap a low RATE for a higher safe rate. It is safe for
+// concurrent use.
 type RateCache struct {
 	cfg    RateCacheConfig
 	reader RateReader
@@ -81,9 +84,11 @@ type RateCache struct {
 	log    *slog.Logger
 	stats  *Stats
 
-	mu  sync.Mutex
-	cur Allowed
-	ok  bool // cur holds a read
+	mu      sync.Mutex
+	cur     Allowed
+	ok      bool          // cur holds a read
+	last    protocol.Rate // the last valid RATE read
+	hasLast bool
 }
 
 // NewRateCache returns a cache over reader. peers may be nil (one consumer);
@@ -131,16 +136,19 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 	switch {
 	case errors.Is(err, protocol.ErrNotFound):
 		a.Fallback, a.Reason = true, "rate missing"
+	case err != nil && c.hasLast && c.invalid(c.last, now) == "":
+		// One failed read does not void a RATE still in force.
+		c.log.WarnContext(ctx, "read rate failed; keeping the last valid rate", "loop", c.cfg.Loop, "err", err,
+			"rate", c.last.PerSecond, "expires_at", c.last.ExpiresAt)
+		r, a.Total = c.last, c.last.PerSecond
 	case err != nil:
 		a.Fallback, a.Reason = true, fmt.Sprintf("read rate: %v", err)
-	case r.Expired(now):
-		a.Fallback, a.Reason = true, fmt.Sprintf("rate expired at %s", r.ExpiresAt.Format(time.RFC3339))
-	case c.cfg.MaxAge > 0 && !r.WrittenAt.IsZero() && now.Sub(r.WrittenAt) > c.cfg.MaxAge:
-		a.Fallback, a.Reason = true, fmt.Sprintf("rate written at %s is older than %s", r.WrittenAt.Format(time.RFC3339), c.cfg.MaxAge)
-	case math.IsNaN(r.PerSecond) || r.PerSecond < 0:
-		a.Fallback, a.Reason = true, fmt.Sprintf("rate %v is invalid", r.PerSecond)
 	default:
-		a.Total = r.PerSecond
+		if a.Reason = c.invalid(r, now); a.Reason != "" {
+			a.Fallback = true
+		} else {
+			a.Total, c.last, c.hasLast = r.PerSecond, r, true
+		}
 	}
 	if a.Fallback {
 		a.Total = c.cfg.SafeRate
@@ -156,4 +164,17 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 		c.cfg.Weights(w)
 	}
 	return a
+}
+
+// invalid says why r may not be used at now ("" when it may).
+func (c *RateCache) invalid(r protocol.Rate, now time.Time) string {
+	switch {
+	case r.Expired(now):
+		return fmt.Sprintf("rate expired at %s", r.ExpiresAt.Format(time.RFC3339))
+	case c.cfg.MaxAge > 0 && !r.WrittenAt.IsZero() && now.Sub(r.WrittenAt) > c.cfg.MaxAge:
+		return fmt.Sprintf("rate written at %s is older than %s", r.WrittenAt.Format(time.RFC3339), c.cfg.MaxAge)
+	case math.IsNaN(r.PerSecond) || r.PerSecond < 0:
+		return fmt.Sprintf("rate %v is invalid", r.PerSecond)
+	}
+	return ""
 }

@@ -172,3 +172,32 @@ func ExampleCountStored() {
 	fmt.Println(consume.CountStored(res), "of", len(res), "stored")
 	// Output: 2 of 3 stored
 }
+
+// TestRateCacheKeepsLastValidRateOnReadError: a failed read of RATE keeps
+// the last RATE read while it is valid (a safe rate five times RATE would
+// otherwise flood a saturated destination), and falls back to the safe
+// rate only once that RATE expired.
+func TestRateCacheKeepsLastValidRateOnReadError(t *testing.T) {
+	clk := newFakeClock()
+	store := memqueue.NewRates()
+	store.Put(protocol.Rate{Loop: "l", PerSecond: 2, WrittenAt: clk.Now(), ExpiresAt: clk.Now().Add(10 * time.Second)})
+	stats := &consume.Stats{}
+	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: time.Second, SafeRate: 10}, store, nil, clk, nil, stats)
+	if a := c.Allowed(context.Background()); a.Total != 2 || a.Fallback {
+		t.Fatalf("Allowed() = %+v; want RATE 2", a)
+	}
+	store.SetErr(errors.New("ProvisionedThroughputExceededException"))
+	for s := 1; s < 10; s++ {
+		clk.Advance(time.Second)
+		if a := c.Allowed(context.Background()); a.Total != 2 || a.Fallback {
+			t.Fatalf("%d s after the read, RATE unreadable: Allowed() = %v (fallback %v, %q); want the last valid RATE 2", s, a.Total, a.Fallback, a.Reason)
+		}
+	}
+	clk.Advance(time.Second)
+	if a := c.Allowed(context.Background()); a.Total != 10 || !a.Fallback {
+		t.Errorf("after RATE expired, unreadable: Allowed() = %+v; want the safe rate 10", a)
+	}
+	if got := stats.RateFallbacks.Load(); got != 1 {
+		t.Errorf("RateFallbacks = %d; want 1 (only after expiry)", got)
+	}
+}

@@ -166,7 +166,7 @@ type Commit struct {
 // CommitTick before writing anything; its error does not wrap ErrConflict.
 func (c Commit) Validate() error {
 	if c.State.Loop == "" {
-		return errors.New("empty loop id")
+		return errors.New("commit names no loop: State.Loop must hold the loop id")
 	}
 	if c.State.Version != c.PrevVersion+1 {
 		return fmt.Errorf("loop %q: new version %d does not follow %d", c.State.Loop, c.State.Version, c.PrevVersion)

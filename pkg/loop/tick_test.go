@@ -566,7 +566,7 @@ func TestCommitValidate(t *testing.T) {
 	}{
 		{"first version", loop.Commit{PrevVersion: 0, State: loop.State{Loop: "orders", Version: 1}}, ""},
 		{"next version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 8}}, ""},
-		{"no loop", loop.Commit{PrevVersion: 0, State: loop.State{Version: 1}}, "empty loop id"},
+		{"no loop", loop.Commit{PrevVersion: 0, State: loop.State{Version: 1}}, "commit names no loop: State.Loop must hold the loop id"},
 		{"same version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 7}}, `loop "orders": new version 7 does not follow 7`},
 		{"skipped version", loop.Commit{PrevVersion: 7, State: loop.State{Loop: "orders", Version: 9}}, `loop "orders": new version 9 does not follow 7`},
 	}

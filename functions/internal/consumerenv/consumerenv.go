@@ -7,7 +7,6 @@ package consumerenv
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,9 +33,7 @@ type Config struct {
 	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
 	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's concurrency)
 	Sink          string        // SLUICE_SINK: mysql or http
-	MySQLDSN      string        // SLUICE_MYSQL_DSN (local runs; deployments use SLUICE_MYSQL_SECRET)
-	MySQLSecret   string        // SLUICE_MYSQL_SECRET: Secrets Manager secret (ARN or name) holding the DSN
-	Migrate       bool          // SLUICE_MIGRATE: "off" when migrations are their own deploy step
+	DB            DB            // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET, SLUICE_MIGRATE (on by default)
 	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 
@@ -53,8 +50,7 @@ func Load(getenv func(string) string) (Config, error) {
 	r := envconf.New(getenv)
 	c := Config{
 		Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
-		Sink: r.String("SLUICE_SINK", "mysql"), MySQLDSN: getenv("SLUICE_MYSQL_DSN"), MySQLSecret: getenv("SLUICE_MYSQL_SECRET"),
-		Migrate:    r.On("SLUICE_MIGRATE"),
+		Sink:       r.String("SLUICE_SINK", "mysql"),
 		SafeRate:   r.Rate("SLUICE_SAFE_RATE", 10),
 		RatePeriod: r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "1s"),
 		Consumers:  r.Count("SLUICE_CONSUMERS", 1),
@@ -68,8 +64,8 @@ func Load(getenv func(string) string) (Config, error) {
 	var err error
 	switch c.Sink {
 	case "mysql":
-		if c.MySQLDSN == "" && c.MySQLSecret == "" {
-			return c, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
+		if c.DB, err = LoadDB(getenv, true, mysqlsink.LambdaConn()); err != nil {
+			return c, err
 		}
 		if c.MySQL, err = mysqlsink.ConfigFromEnv(getenv); err != nil {
 			return c, err
@@ -136,7 +132,7 @@ func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets ds
 		rc.Weights = weights
 		return httpsink.New(httpsink.Config{PoisonStatus: c.HTTPPoison}, picker, nil, consume.WallClock{}), func() {}, nil
 	}
-	db, err := OpenMySQL(ctx, c, secrets)
+	db, err := OpenMySQL(ctx, c.DB, c.MySQL.Prefix, secrets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,30 +146,4 @@ func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets ds
 	// between invocations: each round is bounded by its own budget.
 	pruner := s.StartPruner(mysqlsink.PruneConfig{})
 	return s, func() { pruner.Stop(); db.Close() }, nil
-}
-
-// OpenMySQL opens the destination database: the DSN read once from Secrets
-// Manager (this runs once per container) or given in the environment, and
-// the schema migrated unless migrations are a separate step (SLUICE_MIGRATE
-// off: the runtime user then needs only INSERT, SELECT and, for pruning
-// the inbox, DELETE).
-func OpenMySQL(ctx context.Context, c Config, secrets dsnsecret.API) (*sql.DB, error) {
-	dsn := c.MySQLDSN
-	if c.MySQLSecret != "" {
-		var err error
-		if dsn, err = dsnsecret.Read(ctx, secrets, c.MySQLSecret); err != nil {
-			return nil, err
-		}
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
-	}
-	if c.Migrate {
-		if err := mysqlsink.MigratePrefix(ctx, db, c.MySQL.Prefix); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return db, nil
 }

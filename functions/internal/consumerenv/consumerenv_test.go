@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 )
 
 func TestLoad(t *testing.T) {
@@ -68,8 +70,8 @@ func (f *secretAPI) GetSecretValue(_ context.Context, in *secretsmanager.GetSecr
 // here is closed), while migrating at start fails against it.
 func TestOpenMySQLFromSecret(t *testing.T) {
 	api := &secretAPI{dsn: "u:p@tcp(127.0.0.1:1)/d?timeout=1s"}
-	c := Config{MySQLSecret: "db-secret", MySQLDSN: "ignored:x@tcp(127.0.0.1:2)/d"}
-	db, err := OpenMySQL(context.Background(), c, api)
+	c := DB{Secret: "db-secret", DSN: "ignored:x@tcp(127.0.0.1:2)/d"}
+	db, err := OpenMySQL(context.Background(), c, "", api)
 	if err != nil {
 		t.Fatalf("OpenMySQL(migrate off) = %v; want no error", err)
 	}
@@ -78,7 +80,21 @@ func TestOpenMySQLFromSecret(t *testing.T) {
 		t.Errorf("secrets asked = %v; want [db-secret]", api.asked)
 	}
 	c.Migrate = true
-	if _, err := OpenMySQL(context.Background(), c, api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if _, err := OpenMySQL(context.Background(), c, "", api); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("OpenMySQL(migrate on) = %v; want the migration's connection error to the secret's address", err)
+	}
+}
+
+// TestLoadDBEndpoint: host, port and database for a credentials document
+// that holds none (an RDS-managed secret) come from the environment.
+func TestLoadDBEndpoint(t *testing.T) {
+	env := map[string]string{"SLUICE_MYSQL_SECRET": "rds!db-1234", "SLUICE_MYSQL_HOST": "orders.example", "SLUICE_MYSQL_PORT": "3307", "SLUICE_MYSQL_DATABASE": "orders"}
+	d, err := LoadDB(func(k string) string { return env[k] }, false, mysqlsink.WorkerConn())
+	if err != nil || d.At.Host != "orders.example" || d.At.Port != "3307" || d.At.DBName != "orders" {
+		t.Errorf("LoadDB(%v) = %+v, %v; want the endpoint orders.example:3307/orders", env, d, err)
+	}
+	env["SLUICE_MYSQL_PORT"] = "70000"
+	if _, err := LoadDB(func(k string) string { return env[k] }, false, mysqlsink.WorkerConn()); err == nil || !strings.Contains(err.Error(), "SLUICE_MYSQL_PORT") {
+		t.Errorf("LoadDB(port 70000) = %v; want an error naming SLUICE_MYSQL_PORT", err)
 	}
 }

@@ -3,7 +3,6 @@ package sqsthroughput_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,25 +13,14 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/bench/sqsthroughput"
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 )
 
 // TestMeasure runs a small measurement on the local SQS server: every
 // message goes round once, the rates are filled in, and the queue is gone
 // afterwards.
 func TestMeasure(t *testing.T) {
-	testenv.SQSEndpoint(t)
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
-		if os.Getenv(k) == "" {
-			t.Setenv(k, v)
-		}
-	}
+	c := testenv.SQSClient(t)
 	ctx := context.Background()
-	cfg, err := awsconf.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sqs.NewFromConfig(cfg)
 	name := fmt.Sprintf("sqsthroughput-%d", time.Now().UnixNano())
 	r, err := sqsthroughput.Measure(ctx, c, name, 25)
 	if err != nil {

@@ -20,13 +20,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
-	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
-	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
-	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
 // LoopID is the id of the demo's loop.
@@ -88,7 +87,7 @@ func defaultParams(s sim.Scenario) (dashboard.Params, error) {
 	}
 	p := demo.DefaultParams(s, c)
 	p.ManualRate = 50
-	return dashboard.Params(p.Attrs(metric.Sources{cwmetric.Source{}, prommetric.Source{}})), nil
+	return dashboard.Params(p.Attrs(metricsources.All())), nil
 }
 
 // Demo is the simulated loop, its stores and its history.

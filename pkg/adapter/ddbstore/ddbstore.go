@@ -8,6 +8,7 @@ package ddbstore
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -45,6 +46,7 @@ var _ API = (*dynamodb.Client)(nil)
 type Store struct {
 	api   API
 	table string
+	log   *slog.Logger
 }
 
 // New returns a store on table through api.
@@ -53,6 +55,20 @@ func New(api API, table string) *Store {
 		table = DefaultTable
 	}
 	return &Store{api: api, table: table}
+}
+
+// WithLog sets where the store logs what it skips (a lease item that does
+// not decode) and returns s; without it, slog.Default().
+func (s *Store) WithLog(log *slog.Logger) *Store {
+	s.log = log
+	return s
+}
+
+func (s *Store) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.Default()
+	}
+	return s.log
 }
 
 // Table returns the table name.

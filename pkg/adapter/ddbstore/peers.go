@@ -28,7 +28,7 @@ func peerPK(loopID, instance string) string { return loopID + "#" + instance }
 // previous one (pkg/consume's PeerStore).
 func (s *Store) ReportPeer(ctx context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
-		return fmt.Errorf("dynamodb report peer: empty loop id or instance id in %+v", p)
+		return fmt.Errorf("dynamodb report peer: the lease needs a loop id and an instance id; got %+v", p)
 	}
 	item := map[string]types.AttributeValue{
 		"pk":          ddbitem.Str(peerPK(p.Loop, p.Instance)),
@@ -80,13 +80,21 @@ func (s *Store) LivePeers(ctx context.Context, loopID string, now time.Time) (in
 }
 
 // Peers reads every lease of every loop (one paginated query on the by-sk
-// index), keyed by loop id: what the controller reads at every tick.
+// index), keyed by loop id: what the controller reads at every tick. A
+// lease item that does not decode (any consumer's role may write one) is
+// skipped with a logged reason, so that it fails neither the query nor
+// any loop's tick: that instance counts as absent, as a lapsed lease does.
 func (s *Store) Peers(ctx context.Context) (map[string][]protocol.Peer, error) {
 	peers := make(map[string][]protocol.Peer)
 	err := ddbitem.QueryBySort(ctx, s.api, s.table, SortPeer, "consumer leases", func(item map[string]types.AttributeValue) error {
 		p, err := ddbitem.DecodePeer(item)
+		if err == nil && p.Loop == "" {
+			err = fmt.Errorf("attribute loop is empty")
+		}
 		if err != nil {
-			return fmt.Errorf("dynamodb decode consumer lease: %w", err)
+			pk, _ := ddbitem.GetS(item, "pk")
+			s.logger().WarnContext(ctx, "skipping a consumer lease that does not decode", "table", s.table, "pk", pk, "err", err)
+			return nil
 		}
 		peers[p.Loop] = append(peers[p.Loop], p)
 		return nil

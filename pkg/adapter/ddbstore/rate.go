@@ -37,7 +37,7 @@ func (s *Store) ReadRate(ctx context.Context, loopID string) (protocol.Rate, err
 // is for operators, tests and tools.
 func (s *Store) WriteRate(ctx context.Context, r protocol.Rate) error {
 	if r.Loop == "" {
-		return fmt.Errorf("dynamodb write RATE: empty loop id")
+		return fmt.Errorf("dynamodb write RATE: the item names no loop; want its loop id")
 	}
 	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),

@@ -13,6 +13,11 @@
 // the project's backoff (consume.Backoff, full jitter, honouring
 // Retry-After); a message still failing after the last attempt is retryable
 // (released, redelivered later with the source's backoff).
+//
+// Credentials go in Config.Authorization (a header, from configuration or
+// Secrets Manager) or, less well, in the URL; reasons and errors name an
+// endpoint only through Redact, which hides the URL's userinfo and query
+// values. Connections are pooled: at least Config.Parallel idle per host.
 package httpsink
 
 import (
@@ -87,6 +92,11 @@ type Config struct {
 	// (default DefaultPoisonStatus). Every other non-2xx answer is a
 	// failure of the destination and is retried.
 	PoisonStatus []int
+	// Authorization, when set, is the Authorization header of every
+	// request ("Bearer ...", "Basic ..."): credentials read from
+	// configuration or Secrets Manager instead of the endpoint's URL. It
+	// never appears in a reason or a log line.
+	Authorization string
 }
 
 // ParseStatuses parses a comma-separated list of HTTP statuses (as in
@@ -111,15 +121,16 @@ func ParseEndpoints(list string) ([]string, error) {
 	for _, e := range items(list) {
 		u, err := url.Parse(e)
 		if err != nil {
-			return nil, fmt.Errorf("HTTP endpoint %q: %w", e, err)
+			// url's error quotes the whole URL: leave it out.
+			return nil, fmt.Errorf("HTTP endpoint %d of %d in the list: not a URL; want an absolute http:// or https:// URL", len(out)+1, len(items(list)))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("HTTP endpoint %q: want an absolute http:// or https:// URL", e)
+			return nil, fmt.Errorf("HTTP endpoint %q: want an absolute http:// or https:// URL", Redact(e))
 		}
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("HTTP endpoints %q: no URL", list)
+		return nil, fmt.Errorf("HTTP endpoints: the list holds no URL; want one or more comma-separated http:// or https:// URLs")
 	}
 	return out, nil
 }
@@ -144,7 +155,12 @@ type Sink struct {
 	clock  consume.Clock
 }
 
-// New returns a Sink. client may be nil (a client with cfg.Timeout).
+// New returns a Sink. client may be nil: a client with cfg.Timeout and a
+// pooled transport that keeps at least Parallel idle connections per host,
+// so that a batch reuses connections instead of opening (and handshaking)
+// new ones on the destination. A client without a Transport gets the same
+// transport; a client's *http.Transport that keeps fewer idle connections
+// is cloned with more.
 func New(cfg Config, picker Picker, client *http.Client, clock consume.Clock) *Sink {
 	cfg.Timeout = defaults.Positive(cfg.Timeout, 5*time.Second)
 	cfg.Attempts = defaults.Positive(cfg.Attempts, 4)
@@ -161,6 +177,7 @@ func New(cfg Config, picker Picker, client *http.Client, clock consume.Clock) *S
 	// the destination). A copy, so that the caller's client is untouched.
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.Transport = pooled(c.Transport, cfg.Parallel)
 	client = &c
 	return &Sink{cfg: cfg, client: client, picker: picker, clock: clock}
 }
@@ -226,14 +243,70 @@ func (s *Sink) backoff(attempt int, last error) time.Duration {
 	return consume.Backoff{Base: s.cfg.BaseBackoff, Max: s.cfg.MaxBackoff}.Delay(attempt)
 }
 
+// pooled returns rt with at least parallel idle connections per host: a
+// clone of http.DefaultTransport when rt is nil, a clone of an
+// *http.Transport that keeps fewer, rt itself otherwise.
+func pooled(rt http.RoundTripper, parallel int) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok || t.MaxIdleConnsPerHost >= parallel {
+		return rt
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = parallel
+	if t.MaxIdleConns != 0 && t.MaxIdleConns < parallel {
+		t.MaxIdleConns = parallel
+	}
+	return t
+}
+
+// Redact returns endpoint as it may appear in a reason or a log line: the
+// userinfo (user and password) and every query value replaced by
+// "REDACTED", scheme, host and path kept. An endpoint that does not parse
+// is replaced as a whole.
+func Redact(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "(unparsable endpoint, redacted)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// transportErr is err of a request without the URL the client puts in it
+// (which holds the query and the user).
+func transportErr(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
+
 func (s *Sink) post(ctx context.Context, m consume.Message) error {
-	endpoint := s.picker.Pick()
+	raw := s.picker.Pick()
+	endpoint := Redact(raw)
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, bytes.NewReader(m.Body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, raw, bytes.NewReader(m.Body))
 	if err != nil {
 		// A bad endpoint is a configuration fault, never the message's.
-		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)
+		return fmt.Errorf("POST %s: %w: invalid endpoint URL", endpoint, errRetry)
+	}
+	if s.cfg.Authorization != "" {
+		req.Header.Set("Authorization", s.cfg.Authorization)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", m.ID)
@@ -244,7 +317,7 @@ func (s *Sink) post(ctx context.Context, m consume.Message) error {
 	req.Header.Set("Content-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)
+		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, transportErr(err))
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,13 +33,19 @@ type DeadLetterSender interface {
 // Lambda's Kafka mappings have no partial batch response: the offsets of
 // the whole batch are committed when the invocation succeeds, and a failed
 // invocation is retried with the whole batch. So Handle returns nil only
-// when every record was stored or dead-lettered. When the destination
-// failed, when the pacing slot of some records did not come before the
-// deadline (a rate of zero, an open circuit, a batch too large for the
-// share and the timeout), or when a dead letter could not be sent, it
-// returns an error after storing what it could; the idempotent sink
+// when every record was stored or dead-lettered. At a rate of zero or
+// while the destination's circuit is open it holds: it waits and tries
+// again until PacingMargin before the deadline, instead of failing at
+// once, so that a pause costs few retries of the mapping (each retry
+// counts against MaximumRetryAttempts, and with an on-failure destination
+// AWS skips the batch after 10). When the destination failed, when the
+// pacing slot of some records did not come before the deadline (still
+// paused, still open, a batch too large for the share and the timeout),
+// or when a dead letter could not be sent, it returns an error after
+// storing what it could; the idempotent sink
 // absorbs the records stored twice, and the handler remembers the records
-// it stored or dead-lettered (the last RememberStored of them) so that the
+// it stored or dead-lettered (the last RememberStored of them, each by its
+// cluster, topic, partition, offset and timestamp) so that the
 // retry of the batch on this instance neither spends pacing slots on them
 // nor sends a poison record to the dead-letter destination twice.
 //
@@ -59,7 +66,11 @@ type LambdaHandler struct {
 	// RememberStored bounds how many stored or dead-lettered records are
 	// remembered across invocations (default 100,000).
 	RememberStored int
-	Log            *slog.Logger
+	// HoldPoll is how often a batch held by a rate of zero or an open
+	// circuit is tried again within the invocation (default
+	// consume.DefaultRatePeriod).
+	HoldPoll time.Duration
+	Log      *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format line per
 	// invocation when non-nil (os.Stdout in Lambda): the SQS consumer's
 	// metrics (consume.BatchMetrics) in Namespace (default
@@ -140,15 +151,16 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 		log = slog.New(slog.DiscardHandler)
 	}
 	msgs, undecodable := EventMessages(ev, h.IDHeader)
-	todo, already := h.notDone(msgs)
-	undecodable = h.notDonePoison(undecodable)
+	src := eventSource(ev)
+	todo, already := h.notDone(src, msgs)
+	undecodable = h.notDonePoison(src, undecodable)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
 	paced := h.Consumer.Stats().Paced()
-	rep := h.process(pctx, todo)
+	rep := h.process(pctx, src, todo)
 	paced = h.Consumer.Stats().Paced() - paced
 	poison := append(undecodable, rep.Poison...)
-	sent, dlErr := h.deadLetter(ctx, log, poison)
+	sent, dlErr := h.deadLetter(ctx, log, src, poison)
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
 		"already_done", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
@@ -166,29 +178,64 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 // process runs msgs through the consumer in chunks of its ReceiveSize (the
 // batch size, fewer at a low rate), so that a batch of thousands of
 // records goes to the destination at the paced rate and not as one burst
-// once the last slot came. After a chunk is deferred (the deadline, a rate
-// of zero, an open circuit) the rest is deferred without trying.
-func (h *LambdaHandler) process(ctx context.Context, msgs []consume.Message) consume.Report {
+// once the last slot came. A chunk deferred because the rate is zero or
+// the circuit is open is held: tried again after a wait (hold) until ctx,
+// the pacing context, ends. After a chunk is deferred for good (the
+// deadline) the rest is deferred without trying.
+func (h *LambdaHandler) process(ctx context.Context, src string, msgs []consume.Message) consume.Report {
 	var rep consume.Report
 	for len(msgs) > 0 {
 		n := min(max(h.Consumer.ReceiveSize(ctx), 1), len(msgs))
 		r := h.Consumer.Process(ctx, msgs[:n])
-		msgs = msgs[n:]
-		h.remember(r.Stored)
+		h.remember(src, r.Stored)
 		rep.Stored = append(rep.Stored, r.Stored...)
 		rep.Retry = append(rep.Retry, r.Retry...)
 		rep.Poison = append(rep.Poison, r.Poison...)
-		rep.Deferred = append(rep.Deferred, r.Deferred...)
 		rep.Paused = rep.Paused || r.Paused
 		if r.Cause != "" {
 			rep.Cause = r.Cause
 		}
+		if len(r.Deferred) > 0 && h.hold(ctx, r) {
+			// Waiting is safe: the chunk is tried again, still within the
+			// invocation's deadline.
+			msgs = append(r.Deferred, msgs[n:]...)
+			continue
+		}
+		msgs = msgs[n:]
+		rep.Deferred = append(rep.Deferred, r.Deferred...)
 		if len(r.Deferred) > 0 {
 			rep.Deferred = append(rep.Deferred, msgs...)
 			break
 		}
 	}
 	return rep
+}
+
+// hold waits before a deferred chunk of r is tried again, and reports
+// whether it should be: only when the rate is zero or the circuit is open
+// (a deferral for want of time is final) and ctx has a deadline, for
+// HoldPoll or the circuit's remaining wait, and never past ctx.
+func (h *LambdaHandler) hold(ctx context.Context, r consume.Report) bool {
+	open := h.Consumer.Breaker().State() == consume.CircuitOpen
+	dl, ok := ctx.Deadline()
+	if !ok || (!r.Paused && !open) {
+		return false // without a deadline, nothing bounds the hold
+	}
+	wait := defaults.Positive(h.HoldPoll, consume.DefaultRatePeriod)
+	if open && r.DeferFor > 0 {
+		wait = min(wait, r.DeferFor)
+	}
+	if time.Until(dl) <= wait {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // outcome is the invocation's error: nil when nothing is left over.
@@ -232,7 +279,7 @@ func (h *LambdaHandler) pacingContext(ctx context.Context) (context.Context, con
 }
 
 // deadLetter sends the poison records and returns how many went.
-func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison []consume.Poison) (int, error) {
+func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, src string, poison []consume.Poison) (int, error) {
 	if len(poison) == 0 {
 		return 0, nil
 	}
@@ -243,7 +290,7 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison
 		return 0, errors.New("no dead-letter destination configured")
 	}
 	sent, err := h.DeadLetters.SendDeadLetters(ctx, poison)
-	h.remember(sent)
+	h.remember(src, sent)
 	if err != nil {
 		err = fmt.Errorf("send dead letters: %w", err)
 		log.ErrorContext(ctx, "send dead letters; the batch is retried", "err", err)
@@ -253,7 +300,7 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, poison
 
 // notDone drops the messages this instance stored or dead-lettered before
 // (a retried batch) and returns the others and how many it dropped.
-func (h *LambdaHandler) notDone(msgs []consume.Message) ([]consume.Message, int) {
+func (h *LambdaHandler) notDone(src string, msgs []consume.Message) ([]consume.Message, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
@@ -261,7 +308,7 @@ func (h *LambdaHandler) notDone(msgs []consume.Message) ([]consume.Message, int)
 	}
 	out := msgs[:0:0]
 	for _, m := range msgs {
-		if !h.stored.has(originOf(m)) {
+		if !h.stored.has(identity(src, m)) {
 			out = append(out, m)
 		}
 	}
@@ -269,7 +316,7 @@ func (h *LambdaHandler) notDone(msgs []consume.Message) ([]consume.Message, int)
 }
 
 // notDonePoison drops the poison this instance dead-lettered before.
-func (h *LambdaHandler) notDonePoison(poison []consume.Poison) []consume.Poison {
+func (h *LambdaHandler) notDonePoison(src string, poison []consume.Poison) []consume.Poison {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
@@ -277,7 +324,7 @@ func (h *LambdaHandler) notDonePoison(poison []consume.Poison) []consume.Poison 
 	}
 	var out []consume.Poison
 	for _, p := range poison {
-		if !h.stored.has(originOf(p.Message)) {
+		if !h.stored.has(identity(src, p.Message)) {
 			out = append(out, p)
 		}
 	}
@@ -285,7 +332,7 @@ func (h *LambdaHandler) notDonePoison(poison []consume.Poison) []consume.Poison 
 }
 
 // remember records stored or dead-lettered messages for notDone.
-func (h *LambdaHandler) remember(msgs []consume.Message) {
+func (h *LambdaHandler) remember(src string, msgs []consume.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
@@ -293,17 +340,29 @@ func (h *LambdaHandler) remember(msgs []consume.Message) {
 		h.stored = newRecentSet(n)
 	}
 	for _, m := range msgs {
-		h.stored.add(originOf(m))
+		h.stored.add(identity(src, m))
 	}
 }
 
-// originOf is a message's topic/partition/offset: the same record, even
-// when two records share a producer-set id.
-func originOf(m consume.Message) string {
-	if r, ok := m.Handle.(*kgo.Record); ok {
-		return Origin(r)
+// eventSource names the cluster of ev: its event source ARN (an MSK
+// cluster, a self-managed mapping), else its bootstrap servers.
+func eventSource(ev events.KafkaEvent) string {
+	if ev.EventSourceARN != "" {
+		return ev.EventSourceARN
 	}
-	return m.ID
+	return ev.BootstrapServers
+}
+
+// identity names a record in the "already stored" memory: its cluster
+// (src), topic/partition/offset and timestamp. The cluster tells apart two
+// clusters with the same topic (a migration to MSK); the timestamp tells
+// apart a recreated topic's record from the one stored at the same offset
+// before. Two records sharing a producer-set id stay apart.
+func identity(src string, m consume.Message) string {
+	if r, ok := m.Handle.(*kgo.Record); ok {
+		return src + "|" + Origin(r) + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)
+	}
+	return src + "|" + m.ID
 }
 
 // recentSet remembers the last n keys added.

@@ -181,9 +181,9 @@ func TestLambdaHandlerNoDeadLetters(t *testing.T) {
 func TestLambdaHandlerRateZero(t *testing.T) {
 	sink := memqueue.NewSink()
 	h := lambdaHandler(0, sink, &fakeDeadLetters{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	h.PacingMargin, h.HoldPoll = 100*time.Millisecond, 50*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	start := time.Now()
 	err := h.Handle(ctx, goldenEvent(t))
 	if !errors.Is(err, kafkasource.ErrNotAllStored) || !strings.Contains(err.Error(), "allowed rate is zero") {
 		t.Errorf("Handle = %v; want ErrNotAllStored, allowed rate is zero", err)
@@ -191,8 +191,30 @@ func TestLambdaHandlerRateZero(t *testing.T) {
 	if sink.Len() != 0 {
 		t.Errorf("stored %d at rate 0; want 0", sink.Len())
 	}
-	if waited := time.Since(start); waited > 50*time.Second {
-		t.Errorf("Handle waited %v at rate 0; want an answer well before the deadline", waited)
+	if ctx.Err() != nil {
+		t.Errorf("Handle held past the invocation's deadline at rate 0; want an answer before it")
+	}
+}
+
+// TestLambdaHandlerHoldsThroughPause: a rate of zero that rises within
+// the invocation's deadline costs no failed invocation: the handler holds
+// and stores the batch.
+func TestLambdaHandlerHoldsThroughPause(t *testing.T) {
+	sink := memqueue.NewSink()
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 0})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", Period: 50 * time.Millisecond, SafeRate: 1}, rates, nil, consume.WallClock{}, nil, nil)
+	h := &kafkasource.LambdaHandler{Consumer: consume.New(consume.Config{}, rc, sink, consume.WallClock{}, nil, nil),
+		DeadLetters: &fakeDeadLetters{}, Loop: "orders", PacingMargin: 100 * time.Millisecond, HoldPoll: 20 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	timer := time.AfterFunc(300*time.Millisecond, func() { rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000}) })
+	defer timer.Stop()
+	if err := h.Handle(ctx, goldenEvent(t)); err != nil {
+		t.Fatalf("Handle with a pause shorter than the deadline = %v; want nil (held)", err)
+	}
+	if sink.Len() != 2 || rates.Reads() < 2 {
+		t.Errorf("stored %d after %d RATE reads; want 2 after the rate rose", sink.Len(), rates.Reads())
 	}
 }
 
@@ -258,5 +280,43 @@ func TestLambdaHandlerCircuitOpen(t *testing.T) {
 	}
 	if !errors.Is(err, kafkasource.ErrNotAllStored) || !strings.Contains(err.Error(), "2 deferred (the destination's circuit is open)") {
 		t.Errorf("Handle with the destination down = %v; want the circuit named", err)
+	}
+}
+
+// TestLambdaHandlerRememberedPerSource: the "already stored" memory names
+// the event source and the record, not only topic/partition/offset: a
+// record of another cluster with the same topic (a migration to MSK), or
+// of a recreated topic (same offset, another record), is stored, not
+// skipped as done.
+func TestLambdaHandlerRememberedPerSource(t *testing.T) {
+	sink := memqueue.NewSink()
+	h := lambdaHandler(1000, sink, &fakeDeadLetters{})
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	event := func(arn, id string, ts time.Time) events.KafkaEvent {
+		return events.KafkaEvent{EventSource: "aws:kafka", EventSourceARN: arn, Records: map[string][]events.KafkaRecord{"orders-0": {{
+			Topic: "orders", Partition: 0, Offset: 7, Value: "e30=", Timestamp: events.MilliSecondsEpochTime{Time: ts},
+			Headers: []map[string]events.JSONNumberBytes{{"message-id": events.JSONNumberBytes(id)}}}}}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ev := range []events.KafkaEvent{
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/old/1", "old-7", at),
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "msk-7", at),
+		event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "recreated-7", at.Add(time.Hour)),
+	} {
+		if err := h.Handle(ctx, ev); err != nil {
+			t.Fatalf("Handle(%s) = %v; want nil", ev.EventSourceARN, err)
+		}
+	}
+	for _, id := range []string{"old-7", "msk-7", "recreated-7"} {
+		if !sink.Has(id) {
+			t.Errorf("record %s not stored: skipped as already stored by a record of another source", id)
+		}
+	}
+	// The same record again (a retried batch) is still skipped.
+	stores := 0
+	sink.OnStore = func(int) { stores++ }
+	if err := h.Handle(ctx, event("arn:aws:kafka:us-east-1:111122223333:cluster/msk/2", "msk-7", at)); err != nil || stores != 0 {
+		t.Errorf("retried record: Handle = %v, %d stores; want nil and 0 (remembered)", err, stores)
 	}
 }

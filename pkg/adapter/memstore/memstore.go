@@ -51,7 +51,7 @@ func (s *Store) ReadRate(_ context.Context, loopID string) (protocol.Rate, error
 // WriteRate writes the RATE item of r.Loop.
 func (s *Store) WriteRate(_ context.Context, r protocol.Rate) error {
 	if r.Loop == "" {
-		return fmt.Errorf("memstore write RATE: empty loop id")
+		return fmt.Errorf("memstore write RATE: the item names no loop; want its loop id")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,7 +71,7 @@ func (s *Store) ReadParams(_ context.Context, loopID string) (map[string]any, er
 // tick.
 func (s *Store) WriteParams(_ context.Context, loopID string, attrs map[string]any) error {
 	if loopID == "" {
-		return fmt.Errorf("memstore write PARAMS: empty loop id")
+		return fmt.Errorf("memstore write PARAMS: the item names no loop; want its loop id")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *Store) WriteParams(_ context.Context, loopID string, attrs map[string]a
 // writes nothing and returns an error wrapping loop.ErrParamsConflict.
 func (s *Store) WriteParamsIf(_ context.Context, loopID string, attrs map[string]any, read int64) error {
 	if loopID == "" {
-		return fmt.Errorf("memstore write PARAMS: empty loop id")
+		return fmt.Errorf("memstore write PARAMS: the item names no loop; want its loop id")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // DynamoDB's TTL would.
 func (s *Store) ReportPeer(_ context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
-		return fmt.Errorf("memstore report peer: empty loop id or instance id in %+v", p)
+		return fmt.Errorf("memstore report peer: the lease needs a loop id and an instance id; got %+v", p)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

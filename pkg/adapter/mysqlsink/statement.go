@@ -323,7 +323,7 @@ func scalar(raw json.RawMessage) (any, error) {
 	t := bytes.TrimSpace(raw)
 	switch {
 	case len(t) == 0:
-		return nil, errors.New("empty JSON value")
+		return nil, errors.New("no JSON value: want a string, number, boolean, null, object or array")
 	case t[0] == '{' || t[0] == '[':
 		var c bytes.Buffer
 		if err := json.Compact(&c, t); err != nil {

@@ -3,7 +3,6 @@ package sqsqueue_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
-	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -25,16 +23,7 @@ import (
 func localSQS(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 	t.Helper()
 	ep := testenv.SQSEndpoint(t)
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
-		if os.Getenv(k) == "" {
-			t.Setenv(k, v)
-		}
-	}
-	cfg, err := awsconf.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := sqs.NewFromConfig(cfg)
+	c := testenv.SQSClient(t)
 	name := fmt.Sprintf("t%d", time.Now().UnixNano())
 	ctx := context.Background()
 	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})

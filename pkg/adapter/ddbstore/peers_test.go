@@ -1,0 +1,58 @@
+package ddbstore
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
+)
+
+// queryItems answers every Query with items, in one page.
+type queryItems struct {
+	API
+	items []map[string]types.AttributeValue
+}
+
+func (q queryItems) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{Items: q.items, Count: int32(len(q.items))}, nil
+}
+
+func lease(loop, instance string, expires time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": ddbitem.Str(peerPK(loop, instance)), "sk": ddbitem.Str(SortPeer),
+		"loop": ddbitem.Str(loop), "instance": ddbitem.Str(instance), "stored": ddbitem.Integer(3),
+		"started_at": ddbitem.Timestamp(expires.Add(-time.Minute)), "reported_at": ddbitem.Timestamp(expires.Add(-10 * time.Second)),
+		"expires_at": ddbitem.Timestamp(expires), "expires_ms": ddbitem.Integer(expires.UnixMilli()),
+	}
+}
+
+// TestPeersSkipsMalformedLease: a lease item that does not decode (any
+// consumer role can write one) is skipped with a logged reason; the other
+// leases of every loop are read.
+func TestPeersSkipsMalformedLease(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	bad := lease("orders", "i-bad", at)
+	bad["stored"] = ddbitem.Str("lots")
+	noLoop := lease("orders", "i-noloop", at)
+	delete(noLoop, "loop")
+	var logged bytes.Buffer
+	s := New(queryItems{items: []map[string]types.AttributeValue{lease("orders", "i-1", at), bad, noLoop, lease("billing", "i-2", at)}}, "t").
+		WithLog(slog.New(slog.NewTextHandler(&logged, nil)))
+	peers, err := s.Peers(context.Background())
+	if err != nil {
+		t.Fatalf("Peers with one malformed lease: %v; want the others read", err)
+	}
+	if len(peers["orders"]) != 1 || peers["orders"][0].Instance != "i-1" || len(peers["billing"]) != 1 {
+		t.Errorf("Peers = %+v; want i-1 of orders and i-2 of billing", peers)
+	}
+	if out := logged.String(); !strings.Contains(out, "i-bad") || !strings.Contains(out, "stored") || !strings.Contains(out, "i-noloop") {
+		t.Errorf("log %q; want the skipped leases' keys and reasons", out)
+	}
+}
