@@ -13,8 +13,9 @@ type CircuitState int
 const (
 	// CircuitClosed: the destination works; messages flow.
 	CircuitClosed CircuitState = iota
-	// CircuitOpen: the destination failed Threshold batches in a row; the
-	// consumer takes no messages until the backoff has passed.
+	// CircuitOpen: the destination failed Threshold batches in a row, or
+	// most of the recent messages (BreakerConfig); the consumer takes no
+	// messages until the backoff has passed.
 	CircuitOpen
 	// CircuitHalfOpen: the backoff has passed; one small batch probes the
 	// destination. Its success closes the circuit, its failure opens it
@@ -35,7 +36,32 @@ func (s CircuitState) String() string {
 	return "unknown"
 }
 
-// BreakerConfig configures a Breaker.
+// The defaults of BreakerConfig's ratio rules.
+const (
+	// DefaultBreakerWindow is the default BreakerConfig.Window: five
+	// batches of ten, so that the rules react within a few batches.
+	DefaultBreakerWindow = 50
+	// DefaultBreakerMinResults is the default BreakerConfig.MinResults: two
+	// batches of ten, so that one bad message, or one bad batch, trips
+	// nothing.
+	DefaultBreakerMinResults = 20
+	// DefaultBreakerFailureRatio is the default BreakerConfig.FailureRatio:
+	// more than half of the recent messages failed transiently. A healthy
+	// destination fails a few; a brownout (90 % answered 429/503) is far
+	// above.
+	DefaultBreakerFailureRatio = 0.5
+	// DefaultBreakerPoisonRatio is the default BreakerConfig.PoisonRatio:
+	// more than half of the recent messages refused as poison, far above
+	// the odd bad record.
+	DefaultBreakerPoisonRatio = 0.5
+)
+
+// BreakerConfig configures a Breaker. The circuit opens on any of three
+// rules: Threshold whole batches failed in a row; more than FailureRatio of
+// the last Window messages failed transiently (a brownout); more than
+// PoisonRatio of them refused as poison (a destination fault, not the
+// messages': they are held, not dead-lettered). The ratio rules count only
+// once the window holds MinResults messages.
 type BreakerConfig struct {
 	// Threshold is how many batches in a row must fail at the destination
 	// (nothing stored, the destination's fault) before the circuit opens
@@ -44,10 +70,26 @@ type BreakerConfig struct {
 	// Backoff sets the wait after each failed batch (equal jitter, growing
 	// with the failures in a row); default 200 ms doubling up to 30 s.
 	Backoff Backoff
+	// Window is how many of the most recent messages the destination
+	// answered the ratio rules look at (default DefaultBreakerWindow).
+	Window int
+	// MinResults is the fewest messages in the window before the ratio
+	// rules count (default DefaultBreakerMinResults, at most Window).
+	MinResults int
+	// FailureRatio opens the circuit when more than this share of the
+	// window failed transiently: throttles, 5xx, timeouts (default
+	// DefaultBreakerFailureRatio).
+	FailureRatio float64
+	// PoisonRatio opens the circuit when more than this share of the
+	// window was refused as poison by the sink (default
+	// DefaultBreakerPoisonRatio); the refused messages are then handed back
+	// instead of dead-lettered.
+	PoisonRatio float64
 }
 
 // Breaker is a circuit breaker on the destination: after Threshold batches
-// in a row that the destination failed, the consumer stops taking messages
+// in a row that the destination failed, or once most of the recent
+// messages failed (see BreakerConfig), the consumer stops taking messages
 // (it would only spend their delivery budget: SQS receive counts, Kafka
 // attempts) and probes the destination with one small batch after a backoff
 // that grows with every failed probe. Before the threshold, a failed batch
@@ -60,14 +102,31 @@ type Breaker struct {
 	mu        sync.Mutex
 	failures  int // failed batches in a row
 	openUntil time.Time
+	window    window
 }
+
+// Trip is the rule that opened the circuit after a batch.
+type Trip int
+
+const (
+	// NoTrip: the batch opened nothing.
+	NoTrip Trip = iota
+	// TripFailing: most recent messages failed transiently (a brownout).
+	TripFailing
+	// TripPoison: most recent messages were refused as poison.
+	TripPoison
+)
 
 // NewBreaker returns a closed Breaker.
 func NewBreaker(cfg BreakerConfig, clock Clock) *Breaker {
 	cfg.Threshold = defaults.Positive(cfg.Threshold, 3)
 	cfg.Backoff.Base = defaults.Positive(cfg.Backoff.Base, 200*time.Millisecond)
 	cfg.Backoff.Max = defaults.Positive(cfg.Backoff.Max, 30*time.Second)
-	return &Breaker{cfg: cfg, clock: clock}
+	cfg.Window = defaults.Positive(cfg.Window, DefaultBreakerWindow)
+	cfg.MinResults = min(defaults.Positive(cfg.MinResults, DefaultBreakerMinResults), cfg.Window)
+	cfg.FailureRatio = defaults.Positive(cfg.FailureRatio, DefaultBreakerFailureRatio)
+	cfg.PoisonRatio = defaults.Positive(cfg.PoisonRatio, DefaultBreakerPoisonRatio)
+	return &Breaker{cfg: cfg, clock: clock, window: window{ring: make([]Outcome, cfg.Window)}}
 }
 
 // State returns the circuit's state now.
@@ -114,10 +173,90 @@ func (b *Breaker) Failure() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.failures++
+	return b.backoff()
+}
+
+// backoff sets the wait after b.failures failures in a row and returns it.
+func (b *Breaker) backoff() time.Duration {
 	d := b.cfg.Backoff.EqualJitter(b.failures)
 	b.openUntil = b.clock.Now().Add(d)
 	return d
 }
+
+// Observe records a batch the destination answered, counted per message
+// (stored, failed transiently, refused as poison), and returns the ratio
+// rule that opened the circuit, if any. A batch that opens nothing closes
+// the circuit, as Success does. A half-open probe that stores closes the
+// circuit and starts the window over, so that the failures from before the
+// circuit opened do not open it again at once.
+func (b *Breaker) Observe(stored, failed, poison int) Trip {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures >= b.cfg.Threshold && stored > 0 {
+		b.window.reset()
+		b.window.add(stored, failed, poison)
+		b.failures, b.openUntil = 0, time.Time{}
+		return NoTrip
+	}
+	b.window.add(stored, failed, poison)
+	trip := b.trip()
+	if trip == NoTrip {
+		b.failures, b.openUntil = 0, time.Time{}
+		return NoTrip
+	}
+	b.failures = max(b.failures, b.cfg.Threshold-1) + 1
+	b.backoff()
+	return trip
+}
+
+// Note adds the messages of a batch failed as a whole to the window
+// without judging it (Failure does).
+func (b *Breaker) Note(failed int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.window.add(0, failed, 0)
+}
+
+// trip returns the ratio rule the window breaks.
+func (b *Breaker) trip() Trip {
+	n := b.window.n
+	switch {
+	case n < b.cfg.MinResults:
+		return NoTrip
+	case float64(b.window.count[Permanent]) > b.cfg.PoisonRatio*float64(n):
+		return TripPoison
+	case float64(b.window.count[Retryable]) > b.cfg.FailureRatio*float64(n):
+		return TripFailing
+	}
+	return NoTrip
+}
+
+// window is the outcomes of the most recent messages, a ring.
+type window struct {
+	ring  []Outcome
+	next  int // where the next outcome goes
+	n     int // outcomes held, at most len(ring)
+	count [Permanent + 1]int
+}
+
+// add appends stored, failed and poison outcomes, dropping the oldest.
+func (w *window) add(stored, failed, poison int) {
+	for o, k := range [...]int{Stored: stored, Retryable: failed, Permanent: poison} {
+		for range k {
+			if w.n == len(w.ring) {
+				w.count[w.ring[w.next]]--
+			} else {
+				w.n++
+			}
+			w.ring[w.next] = Outcome(o)
+			w.count[o]++
+			w.next = (w.next + 1) % len(w.ring)
+		}
+	}
+}
+
+// reset forgets every outcome.
+func (w *window) reset() { w.next, w.n, w.count = 0, 0, [Permanent + 1]int{} }
 
 // blameMemory bounds how many failed messages a blame remembers; past it
 // the memory starts over (failures then count against the destination, as

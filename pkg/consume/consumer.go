@@ -79,8 +79,10 @@ type Report struct {
 	// budget faster than it lasts.
 	Retry []Message
 	// Deferred were not tried: their pacing slot did not come before the
-	// deadline or shutdown, the rate is zero, or the circuit is open. Give
-	// them back; DeferFor tells when a slot is expected.
+	// deadline or shutdown, the rate is zero, or the circuit is open; or
+	// the sink refused them as poison while it refused most recent messages
+	// (a destination fault: held, not dead-lettered). Give them back;
+	// DeferFor tells when a slot is expected.
 	Deferred []Message
 	// Poison must go to the dead-letter path with their reason.
 	Poison []Poison
@@ -89,8 +91,8 @@ type Report struct {
 	// Paused is true when the rate was zero.
 	Paused bool
 	// DeferFor is how long until the Deferred messages may have a slot at
-	// the current rate, or until the circuit half-opens (0 when unknown or
-	// paused).
+	// the current rate, or until the circuit half-opens, whichever is
+	// later (0 when unknown or paused).
 	DeferFor time.Duration
 	// Working is the time the batch took without its pacing wait
 	// (validation, the store): counted in Stats.AddBatch unless the batch
@@ -211,7 +213,7 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 		if n < len(valid) {
 			rep.Deferred = append(rep.Deferred, valid[n:]...)
 			if r := c.pacer.Rate(); r > 0 && !math.IsInf(r, 1) && !rep.Paused {
-				rep.DeferFor = time.Duration(float64(len(valid)-n) / r * float64(time.Second))
+				rep.DeferFor = max(rep.DeferFor, time.Duration(float64(len(valid)-n)/r*float64(time.Second)))
 			}
 		}
 	}
@@ -318,7 +320,18 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 		c.failed(ctx, msgs)
 		return
 	}
-	stored := len(rep.Stored)
+	stored, poisoned := len(rep.Stored), len(rep.Poison)
+	sortResults(msgs, res, rep)
+	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) {
+		c.failed(ctx, msgs)
+		return
+	}
+	c.judge(ctx, len(rep.Stored)-stored, poisoned, rep)
+	c.blame.note(rep.Stored[stored:], rep.Retry)
+}
+
+// sortResults sorts msgs into rep by the sink's results.
+func sortResults(msgs []Message, res []Result, rep *Report) {
 	for i, r := range res {
 		switch r.Outcome {
 		case Stored:
@@ -332,12 +345,33 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 			}
 		}
 	}
-	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) {
-		c.failed(ctx, msgs)
-		return
+}
+
+// judge tells the breaker what the destination did with a batch it did not
+// fail whole: stored messages, rep.Retry, and the poison from rep.Poison[from:]
+// (the sink's; those before are malformed payloads, no answer of the
+// destination). When most recent messages were refused as poison, the
+// destination is at fault: the batch's refused messages are held
+// (Deferred until the circuit half-opens) instead of dead-lettered.
+func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
+	refused := rep.Poison[from:]
+	switch c.breaker.Observe(stored, len(rep.Retry), len(refused)) {
+	case TripFailing:
+		c.log.WarnContext(ctx, "the destination fails most messages transiently; circuit open, messages are handed back untried until it half-opens",
+			"window", c.breaker.cfg.Window, "cause", rep.Cause, "wait", c.breaker.Wait())
+	case TripPoison:
+		reason := ""
+		if len(refused) > 0 {
+			reason = refused[0].Reason
+		}
+		c.log.ErrorContext(ctx, "the destination refuses most messages as poison: a destination fault (a schema change, a proxy refusing all); messages are held, not dead-lettered",
+			"window", c.breaker.cfg.Window, "held", len(refused), "reason", reason, "wait", c.breaker.Wait())
+		for _, p := range refused {
+			rep.Deferred = append(rep.Deferred, p.Message)
+		}
+		rep.Poison = rep.Poison[:from]
+		rep.DeferFor = max(rep.DeferFor, c.breaker.Wait())
 	}
-	c.breaker.Success()
-	c.blame.note(rep.Stored[stored:], rep.Retry)
 }
 
 // failed records a batch that the destination failed whole: against the
@@ -347,6 +381,7 @@ func (c *Consumer) failed(ctx context.Context, msgs []Message) {
 	if c.blame.theirs(msgs) {
 		c.log.InfoContext(ctx, "messages failing on their own while the destination takes others; circuit unchanged", "messages", len(msgs))
 	} else {
+		c.breaker.Note(len(msgs))
 		c.breaker.Failure()
 	}
 	c.blame.note(nil, msgs)
