@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -170,5 +171,57 @@ func TestLonePoisonIsStillDeadLettered(t *testing.T) {
 		if st := c.Breaker().State(); st != consume.CircuitClosed {
 			t.Fatalf("batch %d: circuit %s; want closed", b, st)
 		}
+	}
+}
+
+// brownoutSink fails nine messages in ten transiently until the clock
+// reaches end, then stores everything; it keeps the most deliveries
+// (ReceiveCount) any message had when it was tried.
+type brownoutSink struct {
+	clk     *fakeClock
+	end     time.Time
+	seen    int
+	stored  map[string]bool
+	maxRecv int
+}
+
+func (s *brownoutSink) Store(_ context.Context, msgs []consume.Message) ([]consume.Result, error) {
+	out := make([]consume.Result, len(msgs))
+	for i, m := range msgs {
+		s.seen++
+		s.maxRecv = max(s.maxRecv, m.ReceiveCount)
+		if s.clk.Now().Before(s.end) && s.seen%10 != 0 {
+			out[i] = consume.Result{Outcome: consume.Retryable, Reason: "HTTP 503"}
+			continue
+		}
+		s.stored[m.ID] = true
+	}
+	return out, nil
+}
+
+// Through a minute of brownout the worker loop stores every message once
+// and spends few deliveries: the open circuit keeps the consumer from
+// receiving, instead of cycling every message through the failing
+// destination at the paced rate (before the ratio rule: 2,000 tries for
+// 200 messages, one of them delivered 218 times). memqueue hands a
+// released message straight back, so the half-open probes all take the
+// same message (an SQS source delays it by its receive count, and the
+// next probe takes another): that one is delivered about once per probe.
+func TestRunThroughABrownoutSpendsFewDeliveries(t *testing.T) {
+	clk := newFakeClock()
+	q := memqueue.New()
+	const n = 200
+	for i := range n {
+		q.Send(fmt.Appendf(nil, `{"i":%d}`, i))
+	}
+	sink := &brownoutSink{clk: clk, end: clk.Now().Add(time.Minute), stored: map[string]bool{}}
+	c, _ := newConsumer(clk, 100, sink)
+	runUntilDrained(t, c, q)
+	if _, _, acked, dead := q.Counts(); acked != n || dead != 0 || len(sink.stored) != n {
+		t.Errorf("acked %d dead %d stored %d; want %d 0 %d", acked, dead, len(sink.stored), n, n)
+	}
+	if sink.seen > 2*n || sink.maxRecv > 15 {
+		t.Errorf("through a 60 s brownout: %d tries for %d messages, one delivered %d times; want at most %d tries, 15 deliveries",
+			sink.seen, n, sink.maxRecv, 2*n)
 	}
 }

@@ -376,9 +376,12 @@ func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
 
 // failed records a batch that the destination failed whole: against the
 // destination (the breaker), unless every message in it failed before while
-// the destination took others (see blame).
+// the destination took others (see blame). A failed half-open probe always
+// counts: the circuit is open for the destination's sake (the ratio rules
+// open it while the destination takes some), and a probe that did not
+// count would leave it half-open, probing without a backoff.
 func (c *Consumer) failed(ctx context.Context, msgs []Message) {
-	if c.blame.theirs(msgs) {
+	if !c.breaker.Probing() && c.blame.theirs(msgs) {
 		c.log.InfoContext(ctx, "messages failing on their own while the destination takes others; circuit unchanged", "messages", len(msgs))
 	} else {
 		c.breaker.Note(len(msgs))

@@ -115,6 +115,26 @@ func TestRunLosesNothing(t *testing.T) {
 	}
 	sink := &flakySink{Sink: memqueue.NewSink()}
 	c, _ := newConsumer(clk, 100, sink)
+	runUntilDrained(t, c, q)
+	_, _, acked, dead := q.Counts()
+	wantPoison := n / poisonEvery
+	if sink.Len() != n-wantPoison || acked != n-wantPoison || dead != wantPoison || sink.Redelivered() != 0 {
+		t.Errorf("stored %d acked %d dead %d redelivered %d; want %d %d %d 0", sink.Len(), acked, dead, sink.Redelivered(), n-wantPoison, n-wantPoison, wantPoison)
+	}
+	// Paced at 100/s: 450 stored messages take at least 4.4 s of virtual time.
+	if el := clk.Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); el < 4400*time.Millisecond {
+		t.Errorf("virtual time %v; want >= 4.4s at 100/s", el)
+	}
+	st := c.Stats()
+	if st.Stored.Load() != int64(n-wantPoison) || st.Poison.Load() != int64(wantPoison) || st.Failed.Load() == 0 {
+		t.Errorf("stats stored %d poison %d failed %d", st.Stored.Load(), st.Poison.Load(), st.Failed.Load())
+	}
+}
+
+// runUntilDrained runs c on q until q holds nothing ready or in flight,
+// then stops it; it fails t when q is not drained in 10 s of real time.
+func runUntilDrained(t *testing.T, c *consume.Consumer, q *memqueue.Queue) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx, q) }()
@@ -133,18 +153,5 @@ func TestRunLosesNothing(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run() = %v", err)
-	}
-	_, _, acked, dead := q.Counts()
-	wantPoison := n / poisonEvery
-	if sink.Len() != n-wantPoison || acked != n-wantPoison || dead != wantPoison || sink.Redelivered() != 0 {
-		t.Errorf("stored %d acked %d dead %d redelivered %d; want %d %d %d 0", sink.Len(), acked, dead, sink.Redelivered(), n-wantPoison, n-wantPoison, wantPoison)
-	}
-	// Paced at 100/s: 450 stored messages take at least 4.4 s of virtual time.
-	if el := clk.Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); el < 4400*time.Millisecond {
-		t.Errorf("virtual time %v; want >= 4.4s at 100/s", el)
-	}
-	st := c.Stats()
-	if st.Stored.Load() != int64(n-wantPoison) || st.Poison.Load() != int64(wantPoison) || st.Failed.Load() == 0 {
-		t.Errorf("stats stored %d poison %d failed %d", st.Stored.Load(), st.Poison.Load(), st.Failed.Load())
 	}
 }
