@@ -2,7 +2,6 @@ package localaws
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -21,26 +20,7 @@ import (
 // and both URLs.
 func redriveQueues(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 	t.Helper()
-	c := testenv.SQSClient(t)
-	ctx := context.Background()
-	name := fmt.Sprintf("esm%d", time.Now().UnixNano())
-	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		t.Fatalf("create DLQ: %v", err)
-	}
-	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: dlq.QueueUrl}) })
-	dlqARN, err := LookupQueueARN(ctx, c, *dlq.QueueUrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
-		"VisibilityTimeout": "1",
-		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, dlqARN, maxReceive)}})
-	if err != nil {
-		t.Fatalf("create queue: %v", err)
-	}
-	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
-	return c, *q.QueueUrl, *dlq.QueueUrl
+	return testenv.SQSQueues(t, maxReceive, map[string]string{"VisibilityTimeout": "1"})
 }
 
 // TestPollerRedriveCount: on the local SQS server, a message the function

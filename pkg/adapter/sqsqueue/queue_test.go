@@ -2,14 +2,12 @@ package sqsqueue_test
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -23,31 +21,9 @@ import (
 func localSQS(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 	t.Helper()
 	ep := testenv.SQSEndpoint(t)
-	c := testenv.SQSClient(t)
-	name := fmt.Sprintf("t%d", time.Now().UnixNano())
-	ctx := context.Background()
-	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		t.Fatalf("create DLQ: %v", err)
-	}
-	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: dlq.QueueUrl}) })
-	var attrs map[string]string
-	if maxReceive > 0 {
-		a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-		if err != nil {
-			t.Fatalf("DLQ ARN: %v", err)
-		}
-		attrs = map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`,
-			a.Attributes["QueueArn"], maxReceive)}
-	}
-	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
-	if err != nil {
-		t.Fatalf("create queue: %v", err)
-	}
-	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
-	t.Logf("SQS endpoint %s: queue %s, DLQ %s", ep, *q.QueueUrl, *dlq.QueueUrl)
-	return c, *q.QueueUrl, *dlq.QueueUrl
+	c, url, dlqURL := testenv.SQSQueues(t, maxReceive, nil)
+	t.Logf("SQS endpoint %s: queue %s, DLQ %s", ep, url, dlqURL)
+	return c, url, dlqURL
 }
 
 func send(t *testing.T, c *sqs.Client, url string, bodies ...string) {
