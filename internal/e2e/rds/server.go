@@ -76,6 +76,9 @@ func setupDatabase(ctx context.Context, f flags) (*database, error) {
 		return d, err
 	}
 	for _, block := range sh {
+		if !strings.Contains(block, "sluice migrate") && !strings.Contains(block, "sluice mysql") {
+			continue // the Aurora item: TestAuroraLoopFollowsTheWriter runs it
+		}
 		cmd := exec.CommandContext(ctx, "bash", "-euc", substitute(block, d.values(sluiceBin)))
 		cmd.Env = os.Environ()
 		if out, err := cmd.CombinedOutput(); err != nil {
