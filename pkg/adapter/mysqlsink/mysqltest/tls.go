@@ -53,10 +53,11 @@ func StartTLSServer(t testing.TB) *TLSServer {
 	return s
 }
 
-// StartTLS is StartTLSServer outside a test (an end-to-end run): it
-// returns the server and the function that stops it and removes its data
-// directory.
-func StartTLS() (*TLSServer, func(), error) {
+// StartTLS is StartTLSServer outside a test (an end-to-end run, a
+// benchmark): it returns the server and the function that stops it and
+// removes its data directory. args are more mariadbd options (a larger
+// --innodb-buffer-pool-size, say), after the defaults.
+func StartTLS(args ...string) (*TLSServer, func(), error) {
 	for _, bin := range []string{"/usr/sbin/mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return nil, nil, fmt.Errorf("%w: %s: %v", ErrNoMariaDB, bin, err)
@@ -71,7 +72,7 @@ func StartTLS() (*TLSServer, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
-	cmd, addr, err := startMariaDB(dir)
+	cmd, addr, err := startMariaDB(dir, args)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -99,7 +100,7 @@ func certificates(dir string) error {
 // startMariaDB initialises dir/data and starts mariadbd on a free port
 // with dir's certificates and require_secure_transport, and waits until it
 // answers on its socket.
-func startMariaDB(dir string) (*exec.Cmd, string, error) {
+func startMariaDB(dir string, extra []string) (*exec.Cmd, string, error) {
 	data := filepath.Join(dir, "data")
 	if err := chown(dir); err != nil {
 		return nil, "", err
@@ -115,10 +116,11 @@ func startMariaDB(dir string) (*exec.Cmd, string, error) {
 		return nil, "", err
 	}
 	sock := filepath.Join(dir, "mysqld.sock")
-	cmd := exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--user=mysql", "--datadir="+data, "--port="+strconv.Itoa(port),
-		"--bind-address=127.0.0.1", "--socket="+sock, "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=32M",
-		"--ssl-ca="+filepath.Join(dir, "ca.pem"), "--ssl-cert="+filepath.Join(dir, "server.pem"), "--ssl-key="+filepath.Join(dir, "server-key.pem"),
-		"--require-secure-transport=ON", "--log-error="+filepath.Join(dir, "error.log"))
+	args := append([]string{"--no-defaults", "--user=mysql", "--datadir=" + data, "--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--socket=" + sock, "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=32M",
+		"--ssl-ca=" + filepath.Join(dir, "ca.pem"), "--ssl-cert=" + filepath.Join(dir, "server.pem"), "--ssl-key=" + filepath.Join(dir, "server-key.pem"),
+		"--require-secure-transport=ON", "--log-error=" + filepath.Join(dir, "error.log")}, extra...)
+	cmd := exec.Command("/usr/sbin/mariadbd", args...)
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start mariadbd: %w", err)
 	}
