@@ -60,10 +60,14 @@ func run(ctx context.Context, f flags, log *slog.Logger) Result {
 	log.Info("password rotated on MariaDB and in Secrets Manager, connections killed", "stored", sqsBefore+kafkaBefore)
 	waitErr := p.waitStored(ctx, res.Sent)
 	p.stopConsumers()
-	if err := p.count(ctx, &res); err != nil {
+	// Counted past the deadline too, so that a run that timed out says
+	// what it stored.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	if err := p.count(cctx, &res); err != nil {
 		return fail(err)
 	}
-	sqsAfter, kafkaAfter := p.byPath(ctx)
+	sqsAfter, kafkaAfter := p.byPath(cctx)
 	res.StoredAfterRotation = map[string]int{"sqs_lambda": sqsAfter - sqsBefore, "kafka_worker": kafkaAfter - kafkaBefore}
 	if waitErr != nil {
 		return fail(fmt.Errorf("after the rotation: %w", waitErr))
