@@ -63,6 +63,9 @@ type counted interface {
 	// dlqRefused counts poison messages the dead-letter queue refused
 	// (given back for redelivery instead).
 	dlqRefused() int64
+	// held is how many received messages are not yet settled (SQS: their
+	// visibility is renewed); -1 when the source does not say.
+	held() int
 }
 
 type sqsSource struct{ *sqsqueue.Queue }
@@ -71,12 +74,14 @@ func (s sqsSource) close(context.Context) error            { s.Close(); return n
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
 func (s sqsSource) exhausted() int64                       { return 0 }
 func (s sqsSource) dlqRefused() int64                      { return s.DeadLetterFailures() }
+func (s sqsSource) held() int                              { return s.Held() }
 
 type kafkaSource struct{ *kafkasource.Source }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
 func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
 func (s kafkaSource) dlqRefused() int64               { return 0 }
+func (s kafkaSource) held() int                       { return -1 }
 
 // depth is the group's total lag over its topics (kafkasource.Source.Lag).
 func (s kafkaSource) depth(ctx context.Context) (int, error) {
@@ -126,6 +131,11 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, sec
 			// backoff: one inline retry, so that a stuck record does not
 			// hold its batch (and the other partitions) for long.
 			hc.Attempts = 2
+		}
+		if cfg.HTTPAuthSecret != "" {
+			if hc.Authorizer, err = httpsink.NewSecretAuthorizer(ctx, secrets, cfg.HTTPAuthSecret); err != nil {
+				return nil, nil, fmt.Errorf("SLUICE_HTTP_AUTH_SECRET: %w", err)
+			}
 		}
 		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
 	}
