@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
@@ -86,4 +87,38 @@ func inQueue(ctx context.Context, c *sqs.Client, url string) (int, error) {
 	var n int
 	_, err = fmt.Sscan(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], &n)
 	return n, err
+}
+
+// refusingAPI is fakeAPI whose dead-letter queue refuses every send.
+type refusingAPI struct{ fakeAPI }
+
+func (f *refusingAPI) SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	return nil, fmt.Errorf("KMS.AccessDeniedException: not allowed to use the key")
+}
+
+// TestHandlerDeadLetterRefusedBacksOff: on the Lambda, poison the DLQ
+// refused is returned as a batch item failure with the retry backoff's
+// visibility (as a message the destination failed), not at the queue's
+// visibility timeout: a DLQ that refuses for minutes does not spend the
+// message's receives before it recovers.
+func TestHandlerDeadLetterRefusedBacksOff(t *testing.T) {
+	api := &refusingAPI{}
+	h := handlerAt(1000, memqueue.NewSink(), &api.fakeAPI)
+	h.API = api
+	ev := loadEvent(t)
+	resp, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison := ev.Records[1]
+	found := false
+	for _, f := range resp.BatchItemFailures {
+		found = found || f.ItemIdentifier == poison.MessageId
+	}
+	if !found {
+		t.Fatalf("failures %v; want the poison the DLQ refused among them", resp.BatchItemFailures)
+	}
+	if v := api.visibility[poison.ReceiptHandle]; v < 15 {
+		t.Errorf("visibility of the poison the DLQ refused = %d s; want the retry backoff (>= 15 s at the first receive)", v)
+	}
 }
