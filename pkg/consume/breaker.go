@@ -200,9 +200,6 @@ func (b *Breaker) Observe(stored, failed, poison int) Trip {
 	}
 	b.window.add(stored, failed, poison)
 	trip := b.trip()
-	if trip == NoTrip && b.unjudgedPoison(stored, failed, poison) {
-		trip = TripPoison
-	}
 	if trip == NoTrip {
 		b.failures, b.openUntil = 0, time.Time{}
 		return NoTrip
@@ -218,21 +215,6 @@ func (b *Breaker) Note(failed int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.window.add(0, failed, 0)
-}
-
-// suspectPoison is the fewest refused messages in one batch that the
-// breaker holds as a possible destination fault before its window can
-// judge (half a batch of 10); fewer are their messages' fault.
-const suspectPoison = 5
-
-// unjudgedPoison says whether a batch looks like mass poison while the
-// window holds too few results for the ratio rules: at least
-// suspectPoison refused and more than PoisonRatio of the batch. A
-// destination refusing everything since before the consumer started would
-// otherwise have its first MinResults messages dead-lettered.
-func (b *Breaker) unjudgedPoison(stored, failed, poison int) bool {
-	return b.window.n < b.cfg.MinResults && poison >= suspectPoison &&
-		float64(poison) > b.cfg.PoisonRatio*float64(stored+failed+poison)
 }
 
 // trip returns the ratio rule the window breaks.
