@@ -16,13 +16,13 @@ func brownout(s Size) []Phase {
 }
 
 // massPoison is the mass-poison schedule: every request answered 400 for
-// 2 minutes (at least 30 s, so that it meets the consumers however long
+// 2 minutes (at least 15 s, so that it meets the consumers however long
 // they take to start), as a schema change or a proxy refusing everything
 // does: the destination's fault, not the messages'. The breaker's
 // mass-poison guard must hold the messages instead of dead-lettering the
 // queue.
 func massPoison(s Size) []Phase {
-	return []Phase{{Status: http.StatusBadRequest, Lasts: max(s.d(2*time.Minute), 30*time.Second)}}
+	return []Phase{{Status: http.StatusBadRequest, Lasts: max(s.d(2*time.Minute), 15*time.Second)}}
 }
 
 // refuseAll answers every request 400 once rows messages are stored (a
@@ -55,9 +55,24 @@ func faultScenarios(s Size) []Scenario {
 			Scenario{Name: "mass-poison", Path: p.path, Messages: p.n, Rate: 100, Fault: refuseAll(p.n/3, max(s.d(2*time.Minute), 10*time.Second))},
 			Scenario{Name: "silent-connection", Path: p.path, Messages: p.n, Rate: 100, Silent: true, Fault: silence(p.n/3, max(s.d(2*time.Minute), 15*time.Second))})
 	}
+	for _, p := range []struct {
+		path string
+		n    int
+	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
+		out = append(out, Scenario{Name: "fk-order", Path: p.path, Messages: p.n, Rate: 100, Sink: "mysql", Body: childFirst,
+			Schema: []string{fkSchema, "CREATE TABLE messages (id VARCHAR(255) PRIMARY KEY, body JSON NOT NULL)"}, Statement: fkStatement})
+	}
 	return append(out, Scenario{Name: "dlq-refuses", Path: PathSQSWorker, Messages: s.Worker, Rate: 100,
 		Proxy: true, Fault: refuseDLQ(max(s.d(2*time.Minute), 15*time.Second))})
 }
+
+// fkSchema and fkStatement are the fk-order scenario's tables: a row's
+// parent must be stored first (foreign key), and every message is also
+// kept in messages (id, body), which the tally reads.
+const (
+	fkSchema    = "CREATE TABLE fk_rows (seq INT PRIMARY KEY, parent INT NULL, FOREIGN KEY (parent) REFERENCES fk_rows (seq)) ENGINE=InnoDB"
+	fkStatement = "INSERT INTO fk_rows (seq, parent) VALUES (:json.seq, :json.parent); INSERT INTO messages (id, body) VALUES (:id, :body)"
+)
 
 // kafkaFaultScenarios are the same faults on Kafka (the worker's and the
 // Lambda's paths): brownout-90 and mass-poison.

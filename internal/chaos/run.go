@@ -51,6 +51,12 @@ type Scenario struct {
 	// Proxy puts an SQSProxy between the consumers and the SQS server
 	// (Run.SQSProxy), for faults of SQS itself.
 	Proxy bool
+	// Schema, with Sink mysql, is run on the private MariaDB before the
+	// consumers start, and Statement is their SLUICE_MYSQL_STATEMENT; Body
+	// makes the messages' bodies (default: bodyFor).
+	Schema    []string
+	Statement string
+	Body      func(seq int, poison bool) string
 	// Silent puts a SilentProxy between the consumers and the HTTP
 	// destination, and one between them and DynamoDB (Run.Silent).
 	Silent bool
@@ -124,6 +130,12 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		defer run.DB.Close()
 		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
 		env["SLUICE_MIGRATE"] = "on" // the worker migrates only when asked
+		if err := run.DB.Exec(ctx, sc.Schema...); err != nil {
+			return err
+		}
+		if sc.Statement != "" {
+			env["SLUICE_MYSQL_STATEMENT"] = sc.Statement
+		}
 	}
 	if sc.Proxy {
 		stopProxy, err := startSQSProxy(e, run, env)
@@ -139,7 +151,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		}
 		defer stopSilent()
 	}
-	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
+	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages, sc.Body); err != nil {
 		return err
 	}
 	dest.Restart(sc.Schedule) // the schedule starts once the queue is full
