@@ -53,7 +53,10 @@ func faultScenarios(s Size) []Scenario {
 		out = append(out,
 			Scenario{Name: "brownout-90", Path: p.path, Messages: p.n, Rate: 100, Schedule: brownout(s)},
 			Scenario{Name: "mass-poison", Path: p.path, Messages: p.n, Rate: 100, Fault: refuseAll(p.n/3, max(s.d(2*time.Minute), 10*time.Second))},
-			Scenario{Name: "silent-connection", Path: p.path, Messages: p.n, Rate: 100, Silent: true, Fault: silence(p.n/3, max(s.d(2*time.Minute), 15*time.Second))})
+			// A function timeout shorter than the silence: a call that
+			// waits for a silent connection runs the Lambda to its deadline.
+			Scenario{Name: "silent-connection", Path: p.path, Messages: p.n, Rate: 100, Silent: true, FunctionTimeout: 10 * time.Second,
+				Fault: silence(p.n/3, max(s.d(2*time.Minute), 15*time.Second))})
 	}
 	for _, p := range []struct {
 		path string
@@ -150,7 +153,14 @@ func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, e
 		for _, p := range r.Silent {
 			p.SetSilent(false)
 		}
-		r.Extra["connections_held_http"], r.Extra["connections_held_dynamodb"] = r.Silent["http"].Held(), r.Silent["dynamodb"].Held()
-		return []string{fmt.Sprintf("HTTP destination and DynamoDB silent (accepted, never answered) at %d stored, for %v", at, d)}, err
+		held := r.Silent["http"].Held()
+		r.Extra["connections_held_http"], r.Extra["connections_held_dynamodb"] = held, r.Silent["dynamodb"].Held()
+		faults := []string{fmt.Sprintf("HTTP destination and DynamoDB silent (accepted, never answered) at %d stored, for %v", at, d)}
+		if err == nil && held == 0 {
+			// A consumer that times out retries on a new connection; none
+			// means it waited on a silent one for the whole silence.
+			err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
+		}
+		return faults, err
 	}
 }
