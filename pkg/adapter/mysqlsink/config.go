@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // DefaultRetention is how long inbox rows are kept when Config.Retention is
@@ -53,7 +55,21 @@ type Config struct {
 	Now func() time.Time
 	// Log receives the sink's warnings (nil: discarded).
 	Log *slog.Logger
+	// OrderingAttempts is the delivery (consume.Message.ReceiveCount) on
+	// which a message refused for a missing parent row (a foreign key,
+	// MySQL errors 1452 and 1216) becomes poison; before it the message is
+	// retryable, as its parent may not be stored yet (children before
+	// parents, without ordering). Default DefaultOrderingAttempts; keep it
+	// below the queue's maxReceiveCount, so that the message reaches the
+	// dead-letter queue with its reason. A source that does not count
+	// deliveries (ReceiveCount 0) gets poison at once.
+	OrderingAttempts int
 }
+
+// DefaultOrderingAttempts is Config.OrderingAttempts' default: poison on
+// the third delivery, below SQS's usual maxReceiveCount of 5 and Kafka's
+// 10 attempts.
+const DefaultOrderingAttempts = 3
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
 
@@ -67,6 +83,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Retention < 0 {
 		return c, fmt.Errorf("inbox retention %v: want a positive duration", c.Retention)
 	}
+	c.OrderingAttempts = defaults.Positive(c.OrderingAttempts, DefaultOrderingAttempts)
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}

@@ -225,6 +225,7 @@ func prepareError(i, n int, st statement, err error) error {
 // parameters of each statement.
 type item struct {
 	i    int // index in the batch
+	n    int // the message's delivery (ReceiveCount)
 	id   string
 	hash [sha256.Size]byte
 	args [][]any
@@ -276,7 +277,7 @@ func (s *Sink) bind(msgs []consume.Message, res []consume.Result) ([]item, map[i
 			continue
 		}
 		first[m.ID] = len(items)
-		items = append(items, item{i: i, id: m.ID, hash: h, args: args})
+		items = append(items, item{i: i, n: m.ReceiveCount, id: m.ID, hash: h, args: args})
 	}
 	return items, twins
 }
@@ -297,6 +298,20 @@ func (s *Sink) args(m consume.Message) ([][]any, error) {
 func (s *Sink) refused(reason string) consume.Result {
 	s.stats.Refused.Add(1)
 	return consume.Result{Outcome: consume.Permanent, Reason: reason}
+}
+
+// refusal is the result of an item the database refused: poison, except a
+// missing parent row (the parent may come later) before the item's
+// OrderingAttempts-th delivery, which is retryable.
+func (s *Sink) refusal(it item, ref *refusedError) consume.Result {
+	if !isOrderingError(ref.err) {
+		return s.refused("MySQL refused the message: " + ref.Error())
+	}
+	if it.n > 0 && it.n < s.cfg.OrderingAttempts {
+		return consume.Result{Outcome: consume.Retryable, Reason: fmt.Sprintf(
+			"MySQL refused the message for a missing parent row, which may not be stored yet (delivery %d; poison on delivery %d): %s", it.n, s.cfg.OrderingAttempts, ref.Error())}
+	}
+	return s.refused(fmt.Sprintf("MySQL refused the message for a missing parent row on delivery %d: %s", it.n, ref.Error()))
 }
 
 func (s *Sink) collision(id string, was, now [sha256.Size]byte) consume.Result {
@@ -326,7 +341,7 @@ func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) er
 		case errors.As(err, &ref) && ref.at < 0:
 			multi = false // find the refused row: one statement per message
 		case errors.As(err, &ref):
-			res[items[ref.at].i] = s.refused("MySQL refused the message: " + ref.Error())
+			res[items[ref.at].i] = s.refusal(items[ref.at], ref)
 			items = slices.Delete(items, ref.at, ref.at+1)
 		case errors.Is(err, errInboxConflict) && conflicts < maxInboxConflicts:
 			conflicts++
