@@ -30,8 +30,8 @@ type InnerConfig struct {
 	Floor float64 `json:"floor,omitempty"`
 	// Filter is the time constant of the latency's filter (default 2 s).
 	Filter time.Duration `json:"filter,omitempty"`
-	// Probe is how long a cut may last without the latency falling by a
-	// tolerance below its peak since the cut began before the inner loop
+	// Probe is how long a cut may last without the latency ever falling
+	// by a tolerance below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
 	// and lets go for Settle (default ReactionTime / 2).
 	Probe time.Duration `json:"probe,omitempty"`
@@ -74,7 +74,12 @@ func (c InnerConfig) Validate() error {
 }
 
 // innerKp is the proportional gain of the cut on the log latency ratio.
-const innerKp = 1
+const innerKp = 1.5
+
+// letGo is the cut below which the inner loop lets go once the latency is
+// below the reference: the last step of the release, so that a cut whose
+// latency sits at the reference does not linger near 1 for ever.
+const letGo = 0.02
 
 // InnerSample is what one store taught the inner loop.
 type InnerSample struct {
@@ -102,11 +107,13 @@ type InnerState struct {
 	// Integral its integral part.
 	Cut      float64 `json:"cut"`
 	Integral float64 `json:"integral"`
-	// Engaged is true while the inner loop cuts; EngagedAt when it began
-	// and Peak the highest filtered latency since.
+	// Engaged is true while the inner loop cuts; EngagedAt when it began,
+	// Peak the highest filtered latency since and Responded whether the
+	// latency has since fallen a tolerance below it.
 	Engaged   bool      `json:"engaged"`
 	EngagedAt time.Time `json:"engaged_at"`
 	Peak      float64   `json:"peak"`
+	Responded bool      `json:"responded"`
 	// Share is the share in force, SteadySince since when it held within
 	// tolerance; Taken counts the messages observed since then.
 	Share       float64   `json:"share"`
@@ -223,10 +230,11 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 		if e <= trip {
 			return
 		}
-		s.Engaged, s.EngagedAt, s.Peak = true, x.At, s.Latency
+		s.Engaged, s.EngagedAt, s.Peak, s.Responded = true, x.At, s.Latency, false
 	}
 	s.Peak = math.Max(s.Peak, s.Latency)
-	if x.At.Sub(s.EngagedAt) > c.Probe && s.Latency*(1+c.Tolerance) > s.Peak {
+	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
+	if x.At.Sub(s.EngagedAt) > c.Probe && !s.Responded {
 		s.Cut, s.Integral, s.Engaged, s.Ref = 0, 0, false, 0
 		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
 		return
@@ -234,7 +242,7 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	floor := math.Log(c.Floor)
 	s.Integral = math.Max(floor, math.Min(0, s.Integral-e*dt/c.ReactionTime.Seconds()))
 	s.Cut = math.Max(floor, math.Min(0, s.Integral-innerKp*e))
-	if s.Integral == 0 && s.Cut == 0 {
-		s.Engaged = false
+	if s.Cut == 0 || (e < 0 && s.Cut > math.Log(1-letGo)) {
+		s.Cut, s.Integral, s.Engaged = 0, 0, false
 	}
 }
