@@ -3,6 +3,7 @@ package consume
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -245,4 +246,62 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	if s.Cut == 0 || (e < 0 && s.Cut > math.Log(1-letGo)) {
 		s.Cut, s.Integral, s.Engaged = 0, 0, false
 	}
+}
+
+// innerGuard is a Consumer's inner loop behind a lock (nil: none).
+type innerGuard struct {
+	mu sync.Mutex
+	l  *InnerLoop
+}
+
+func newInnerGuard(c *InnerConfig) *innerGuard {
+	if c == nil {
+		return nil
+	}
+	return &innerGuard{l: NewInnerLoop(*c)}
+}
+
+// pace is share as the inner loop lets it through (share itself without one).
+func (g *innerGuard) pace(now time.Time, share float64) float64 {
+	if g == nil {
+		return share
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.Pace(now, share)
+}
+
+// observe folds one store of n messages that took d into the inner loop:
+// those the destination failed (err: all of them) or refused transiently
+// count as failed.
+func (g *innerGuard) observe(now time.Time, n int, d time.Duration, res []Result, err error) {
+	if g == nil || n <= 0 {
+		return
+	}
+	failed := 0
+	switch {
+	case err != nil || len(res) != n:
+		failed = n
+	default:
+		for _, r := range res {
+			if r.Outcome != Stored && r.Outcome != Permanent {
+				failed++
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.l.Observe(InnerSample{At: now, Messages: n, PerMessage: d / time.Duration(n), Failed: failed})
+}
+
+// InnerLoop returns a copy of the consumer's inner loop, its configuration
+// and state (the zero InnerLoop and false when it has none).
+func (c *Consumer) InnerLoop() (InnerLoop, bool) {
+	g := c.inner
+	if g == nil {
+		return InnerLoop{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return *g.l, true
 }
