@@ -58,33 +58,40 @@ func (l Latency) validate() error {
 	return nil
 }
 
-// latencyMeter draws the latency per message of each step, with its own
+// LatencyMeter draws the latency per message of each step, with its own
 // random stream (the metric noise of a run stays what it was without it).
-type latencyMeter struct {
+type LatencyMeter struct {
 	l   Latency
 	rng *rand.Rand
 }
 
-func newLatencyMeter(l Latency, seed uint64) *latencyMeter {
-	return &latencyMeter{l: l, rng: rand.New(rand.NewPCG(seed, 0x1a7e))}
+// NewLatencyMeter returns a meter of latency l seeded with seed.
+func NewLatencyMeter(l Latency, seed uint64) *LatencyMeter {
+	return &LatencyMeter{l: l, rng: rand.New(rand.NewPCG(seed, 0x1a7e))}
 }
 
-// at is the latency per message, seconds, at true CPU cpu with outside
-// load outside (base load plus disturbances), points.
-func (m *latencyMeter) at(cpu, outside float64) float64 {
+// At is the latency per message, seconds, at true CPU cpu with outside
+// load outside (base load plus disturbances), points, with noise.
+func (m *LatencyMeter) At(cpu, outside float64) float64 {
+	x := m.l.Mean(cpu, outside)
+	if m.l.Noise > 0 {
+		x *= math.Exp(m.l.Noise * m.rng.NormFloat64())
+	}
+	return x
+}
+
+// Mean is the latency per message without noise, seconds, at true CPU cpu
+// with outside load outside, points.
+func (l Latency) Mean(cpu, outside float64) float64 {
 	u := 0.0
-	switch m.l.Mode {
+	switch l.Mode {
 	case LatencyQueueing:
 		u = cpu / 100
 	case LatencyExternal:
 		u = outside / 100
 	}
 	u = math.Max(0, math.Min(maxUtilization, u))
-	x := m.l.Service.Seconds() / (1 - u)
-	if m.l.Noise > 0 {
-		x *= math.Exp(m.l.Noise * m.rng.NormFloat64())
-	}
-	return x
+	return l.Service.Seconds() / (1 - u)
 }
 
 // pace is the rate the consumers take at in the step from t: the allowed
@@ -113,7 +120,7 @@ func (r *loopRun) observeLatency(t time.Duration, cpu float64, done int64, pace 
 	}
 	r.latency = math.NaN()
 	if done > 0 {
-		r.latency = r.lat.at(cpu, r.s.Plant.Base+r.s.DisturbanceAt(t))
+		r.latency = r.lat.At(cpu, r.s.Plant.Base+r.s.DisturbanceAt(t))
 	}
 	r.ser.Latency = append(r.ser.Latency, r.latency*1000)
 	if r.inner != nil {

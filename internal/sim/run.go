@@ -161,7 +161,7 @@ type loopRun struct {
 	lastTick      time.Duration
 	doneSinceTick int64
 
-	lat          *latencyMeter // nil without a latency
+	lat          *LatencyMeter // nil without a latency
 	inner        InnerPolicy   // nil unless p is one
 	latency      float64       // the newest step's latency per message, seconds
 	withheldTick float64       // messages withheld since the last tick
@@ -180,7 +180,7 @@ func newLoopRun(s Scenario, p Policy, opt runOptions) *loopRun {
 	}
 	r.lim, r.isLim = p.(Limiter)
 	if s.Latency != nil {
-		r.lat = newLatencyMeter(*s.Latency, s.Seed)
+		r.lat = NewLatencyMeter(*s.Latency, s.Seed)
 		r.inner, _ = p.(InnerPolicy)
 	}
 	r.latency = math.NaN()
