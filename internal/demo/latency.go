@@ -23,14 +23,21 @@ func (w *world) withLatency() {
 }
 
 // storeTime lets a store of n messages take its time under the inner loop
-// (which measures it); without one the destination answers at once. The
-// messages are stored whether or not the run ends meanwhile.
+// (which measures it); without one the destination answers at once. It
+// advances the world without blocking (in stepping mode at most to the
+// gate's limit), and the messages are stored whether or not the run ends
+// meanwhile.
 func (w *world) storeTime(ctx context.Context, n int) {
-	if w.lat == nil || w.cfg.Inner == nil || n == 0 {
+	if w.lat == nil || w.cfg.Inner == nil || n == 0 || w.t >= w.s.Duration {
 		return
 	}
 	per := w.lat.At(w.cpu, w.s.Plant.Base+w.s.DisturbanceAt(w.t))
-	_ = w.Sleep(ctx, time.Duration(per*float64(n)/concurrency*float64(time.Second))) // ends early only when the run does
+	to := w.now + time.Duration(per*float64(n)/concurrency*float64(time.Second))
+	if w.gate != nil {
+		lim, _ := w.gate.limit()
+		to = min(to, lim)
+	}
+	w.advance(ctx, to)
 }
 
 // recordLatency appends the step's latency per message (ms, at the

@@ -165,7 +165,7 @@ func (c *Consumer) Pacer() *Pacer { return c.pacer }
 // consumer's share.
 func (c *Consumer) refresh(ctx context.Context) Allowed {
 	a := c.rates.Allowed(ctx)
-	a.Share = c.inner.pace(c.clock.Now(), a.Share)
+	a.Share = c.inner.pace(c.clock.Now(), a.Share, c.stats)
 	return sharePace(a, c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
 }
 

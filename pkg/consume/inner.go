@@ -248,10 +248,14 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	}
 }
 
-// innerGuard is a Consumer's inner loop behind a lock (nil: none).
+// innerGuard is a Consumer's inner loop behind a lock (nil: none), with
+// what it withheld since the last pace: (share - pace) over the time since.
 type innerGuard struct {
-	mu sync.Mutex
-	l  *InnerLoop
+	mu       sync.Mutex
+	l        *InnerLoop
+	last     time.Time
+	withheld float64 // messages/s withheld at last
+	carry    float64 // the fraction of a message not yet counted
 }
 
 func newInnerGuard(c *InnerConfig) *innerGuard {
@@ -261,14 +265,27 @@ func newInnerGuard(c *InnerConfig) *innerGuard {
 	return &innerGuard{l: NewInnerLoop(*c)}
 }
 
-// pace is share as the inner loop lets it through (share itself without one).
-func (g *innerGuard) pace(now time.Time, share float64) float64 {
+// pace is share as the inner loop lets it through (share itself without
+// one); it counts into stats.Withheld the messages the cut held back since
+// the last pace.
+func (g *innerGuard) pace(now time.Time, share float64, stats *Stats) float64 {
 	if g == nil {
 		return share
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.l.Pace(now, share)
+	if !g.last.IsZero() && now.After(g.last) {
+		g.carry += g.withheld * now.Sub(g.last).Seconds()
+		n := math.Floor(g.carry)
+		g.carry -= n
+		stats.Withheld.Add(int64(n))
+	}
+	p := g.l.Pace(now, share)
+	g.last, g.withheld = now, 0
+	if p < share && !math.IsInf(share, 1) {
+		g.withheld = share - p
+	}
+	return p
 }
 
 // observe folds one store of n messages that took d into the inner loop:
