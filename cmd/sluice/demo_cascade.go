@@ -13,8 +13,9 @@ import (
 )
 
 // defaultDemoController is the loop `sluice demo` runs without
-// --controller.
-const defaultDemoController = lab.PIAWSPFF
+// --controller: the cascade, which wins on the reference scenario
+// (docs/lab.md, "The cascade").
+const defaultDemoController = lab.Cascade
 
 // withInner turns the consumers' inner loop on in cfg when controller is
 // the cascade: in PARAMS (inner_loop, with the reaction time the step test
