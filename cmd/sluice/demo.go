@@ -85,7 +85,7 @@ func parseDemo(args []string, stderr io.Writer) (f demoFlags, code int, done boo
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as JSON instead of a table")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 	fs.StringVar(&f.histOut, "history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
-	fs.StringVar(&f.controller, "controller", defaultDemoController, "the loop: "+lab.PIAWSPFF+" (the controller alone) or "+lab.Cascade+" (with the consumers' inner loop on the destination's latency)")
+	fs.StringVar(&f.controller, "controller", defaultDemoController, "the loop: "+lab.PIAWSPFF+" (the controller alone) or "+lab.Cascade+" (with the consumers' inner loop on the destination's latency; not with --no-report)")
 	fs.BoolVar(&f.noReport, "no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -210,6 +210,9 @@ func demoCounterpart(s sim.Scenario, cfg demo.Config) (*demo.Result, error) {
 	}
 	cfg.NoReport = !cfg.NoReport
 	cfg.Progress, cfg.OnTick = nil, nil
+	if cfg.NoReport {
+		cfg.Inner, cfg.Params.Inner = nil, nil // the inner loop needs the report (withInner)
+	}
 	res, err := demo.Run(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("run with the report switched %s: %w", onOff(!cfg.NoReport), err)

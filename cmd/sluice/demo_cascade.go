@@ -19,9 +19,11 @@ const defaultDemoController = lab.Cascade
 
 // withInner turns the consumers' inner loop on in cfg when controller is
 // the cascade: in PARAMS (inner_loop, with the reaction time the step test
-// suggests) and in the consumer, which reads it from there.
+// suggests) and in the consumer, which reads it from there. Not without the
+// consumers' report: the controller must be told what the cut withheld, or
+// it takes the cut for a plant that took less and the two loops fight.
 func withInner(cfg *demo.Config, controller string, m lab.Model) {
-	if controller != lab.Cascade || cfg.Scenario.Latency == nil {
+	if controller != lab.Cascade || cfg.Scenario.Latency == nil || cfg.NoReport {
 		return
 	}
 	rt := lab.InnerReactionTime(control.FOPDT{Gain: m.Gain, Base: m.Base,

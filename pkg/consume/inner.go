@@ -215,11 +215,12 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 
 // regulate is the cut's control law on the log of the latency ratio
 // e = ln(latency / reference): it engages when e exceeds ln(1 + Tolerance)
-// (or the destination failed messages), then integrates e with time
-// constant ReactionTime plus a proportional part of one ReactionTime's
-// worth, and lets go when the cut has unwound to nothing. A cut that did
-// not lower the latency within Probe is released: the latency does not
-// respond to this consumer's load.
+// (or the destination failed messages), then sets the log of the fraction
+// let through to I - innerKp e, I integrating -e over ReactionTime, both
+// within [ln Floor, 0] (no windup), and lets go once the latency is below
+// the reference and the cut within letGo of nothing. A cut the latency
+// never answered within Probe is released: the latency does not respond to
+// this consumer's load.
 func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s, c := &l.State, &l.Config
 	e := math.Log(s.Latency / s.Ref)
