@@ -112,6 +112,11 @@ func Prepare(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
 	if _, err := s.prepare(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.NoInbox {
+		s.cfg.Log.WarnContext(ctx, "MySQL inbox off: exactly-once rests on the statement", "env", EnvInbox, "given_up", InboxOffGivesUp,
+			"idempotent", map[bool]string{true: "asserted by the operator", false: "an upsert by its form"}[cfg.Idempotent])
+		return s, nil
+	}
 	if err := s.warm(ctx, 1, false); err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
@@ -140,9 +145,12 @@ func newSink(db *sql.DB, cfg Config) (*Sink, error) {
 	s := &Sink{db: db, cfg: cfg, names: namesFor(cfg.Prefix), cache: map[string]*sql.Stmt{}}
 	text := cfg.Statement
 	if strings.TrimSpace(text) == "" {
-		text = "INSERT INTO " + s.names.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
+		text = defaultStatement(s.names)
 	}
 	if s.stmts, err = parseStatements(text); err != nil {
+		return nil, err
+	}
+	if err := checkNoInbox(cfg, s.stmts); err != nil {
 		return nil, err
 	}
 	if len(s.stmts) == 1 {
@@ -151,6 +159,11 @@ func newSink(db *sql.DB, cfg Config) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// defaultStatement stores id and body in the default table, an upsert.
+func defaultStatement(n names) string {
+	return "INSERT INTO " + n.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
 }
 
 // Stats returns the sink's counters.
@@ -345,8 +358,10 @@ func (s *Sink) transaction(ctx context.Context, stmts []*sql.Stmt, items []item,
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() // after Commit: sql.ErrTxDone, ignored
-	if err := s.insertInbox(ctx, tx, items); err != nil {
-		return err
+	if !s.cfg.NoInbox {
+		if err := s.insertInbox(ctx, tx, items); err != nil {
+			return err
+		}
 	}
 	if multi {
 		err = s.applyRows(ctx, tx, items)
@@ -413,7 +428,10 @@ const maxCached = 16
 // maxCached are; a batch of a size seen before then costs one round trip
 // per statement and no parsing.
 func (s *Sink) warm(ctx context.Context, n int, multi bool) error {
-	queries := []string{s.inboxSQL(n)}
+	var queries []string
+	if !s.cfg.NoInbox {
+		queries = append(queries, s.inboxSQL(n))
+	}
 	if multi {
 		queries = append(queries, s.rows.sql(min(n, max(1, maxRowsParams/s.rows.params))))
 	}
