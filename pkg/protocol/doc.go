@@ -18,7 +18,18 @@
 // Adding a field bumps Version.
 package protocol
 
-// Version is the version of the items this package describes. A controller
-// or consumer that reads an item of a later version reads the fields it
-// knows and ignores the others.
-const Version = 1
+// Version is the version of the items this package describes, written in
+// RATE's attribute v. A controller or consumer that reads an item of a
+// later version reads the fields it knows and ignores the others; a
+// consumer keeps to the lease layout both sides know (Rate.LeaseLayout).
+// docs/protocol.md specifies every item for consumers in any language.
+//
+// Version 2 added the per-loop lease layout (LatestLayout): the leases
+// under the loop's own partition and the live counts per time bucket
+// (LiveBucket), RATE's v and legacy_live.
+const Version = 2
+
+// LatestLayout is the newest lease layout: 1 is one item per instance that
+// every consumer counts by a query; 2 (from Version 2) is one item per
+// instance under the loop's partition plus a live count per LiveBucket.
+const LatestLayout = 2
