@@ -57,7 +57,7 @@ func envInt(name string, def int) int {
 // few.
 func TestLeaseCapacity(t *testing.T) {
 	testenv.AWSEndpoint(t)
-	live, lapsed := envInt("SLUICE_LEASE_BENCH_LIVE", 20), envInt("SLUICE_LEASE_BENCH_LAPSED", 200)
+	live, lapsed := envInt("SLUICE_LEASE_BENCH_LIVE", 10), envInt("SLUICE_LEASE_BENCH_LAPSED", 50)
 	loops := max(1, live/10)
 	var results []map[string]any
 	perLayout := map[int][]cost{}
