@@ -14,33 +14,36 @@ import (
 // leaseReads is how many loops' lease partitions LoadLoops reads at once.
 const leaseReads = 16
 
-// legacyCounts is what the last LoadLoops counted of each loop's live
-// instances that keep only a version 1 lease: CommitTick writes it into
-// the loop's RATE (legacy_live), so that version 2 consumers count them.
+// legacyCounts is what the last LoadLoops read of each loop's instances
+// that keep only a version 1 lease: CommitTick writes how many are live at
+// the tick into the loop's RATE (legacy_live), so that version 2
+// consumers count them.
 type legacyCounts struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	peers map[string][]protocol.Peer
 }
 
-func (c *legacyCounts) set(n map[string]int) {
+func (c *legacyCounts) set(peers map[string][]protocol.Peer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.n = n
+	c.peers = peers
 }
 
-func (c *legacyCounts) get(loopID string) int {
+// live counts loopID's legacy instances live at now.
+func (c *legacyCounts) live(loopID string, now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[loopID]
+	return protocol.LivePeers(c.peers[loopID], now)
 }
 
 // loadPeers gives every snapshot its loop's leases: the version 1 leases
 // of every loop (one paginated query on the by-sk index) merged with each
 // loop's version 2 leases (one query per loop, leaseReads at once). An
 // instance with both (a version 2 consumer during a rolling deploy)
-// counts once, by its latest report; the live instances with only a
-// version 1 lease are the loop's legacy count.
-func (s *Store) loadPeers(ctx context.Context, snaps []loop.Snapshot, now time.Time) error {
+// counts once, by its latest report; the instances with only a version 1
+// lease are the loop's legacy instances, whose live count at the tick
+// CommitTick writes in RATE.
+func (s *Store) loadPeers(ctx context.Context, snaps []loop.Snapshot) error {
 	v1, err := s.Peers(ctx)
 	if err != nil {
 		return err
@@ -58,12 +61,12 @@ func (s *Store) loadPeers(ctx context.Context, snaps []loop.Snapshot, now time.T
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	legacy := make(map[string]int)
+	legacy := make(map[string][]protocol.Peer)
 	for i := range snaps {
-		var n int
-		snaps[i].Peers, n = mergeLeases(v1[snaps[i].Loop], v2[i], now)
-		if n > 0 {
-			legacy[snaps[i].Loop] = n
+		var only []protocol.Peer
+		snaps[i].Peers, only = mergeLeases(v1[snaps[i].Loop], v2[i])
+		if len(only) > 0 {
+			legacy[snaps[i].Loop] = only
 		}
 	}
 	s.legacy.set(legacy)
@@ -71,26 +74,24 @@ func (s *Store) loadPeers(ctx context.Context, snaps []loop.Snapshot, now time.T
 }
 
 // mergeLeases merges a loop's version 1 and version 2 leases by instance,
-// keeping each instance's latest report (version 2 on a tie), and counts
-// the instances live at now that have only a version 1 lease.
-func mergeLeases(v1, v2 []protocol.Peer, now time.Time) ([]protocol.Peer, int) {
+// keeping each instance's latest report (version 2 on a tie), and returns
+// the instances that have only a version 1 lease.
+func mergeLeases(v1, v2 []protocol.Peer) ([]protocol.Peer, []protocol.Peer) {
 	if len(v1) == 0 {
-		return v2, 0
+		return v2, nil
 	}
 	at := make(map[string]int, len(v2))
 	out := append([]protocol.Peer(nil), v2...)
 	for i, p := range out {
 		at[p.Instance] = i
 	}
-	legacy := 0
+	var legacy []protocol.Peer
 	for _, p := range v1 {
 		i, ok := at[p.Instance]
 		switch {
 		case !ok:
 			out = append(out, p)
-			if p.Live(now) {
-				legacy++
-			}
+			legacy = append(legacy, p)
 		case p.ReportedAt.After(out[i].ReportedAt):
 			out[i] = p
 		}

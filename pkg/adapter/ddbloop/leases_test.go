@@ -99,7 +99,7 @@ func TestRollingDeploy(t *testing.T) {
 			t.Errorf("the controller read leases %v; want old-1 (5) and new-1 (7), once each", got)
 		}
 		r := protocol.Rate{Loop: "orders", PerSecond: 100, WrittenAt: now, ExpiresAt: now.Add(time.Hour), Tick: version}
-		if err := ctrl.CommitTick(ctx, loop.Commit{PrevVersion: version - 1, State: loop.State{Loop: "orders", Version: version}, Rate: &r}); err != nil {
+		if err := ctrl.CommitTick(ctx, loop.Commit{PrevVersion: version - 1, State: loop.State{Loop: "orders", Version: version, TickAt: now}, Rate: &r}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -171,7 +171,7 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	for i, sn := range snaps {
 		byLoop[sn.Loop] = i
 	}
-	if err := s.loadPeers(ctx, snaps, time.Now()); err != nil {
+	if err := s.loadPeers(ctx, snaps); err != nil {
 		return nil, err
 	}
 	for start := 0; start < len(snaps); start += maxBatchGet {
@@ -248,7 +248,7 @@ func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
 	items := []types.TransactWriteItem{{Put: put}}
 	if c.Rate != nil {
 		r := *c.Rate
-		r.LegacyLive = s.legacy.get(id)
+		r.LegacyLive = s.legacy.live(id, c.State.TickAt)
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ddbitem.EncodeRate(r)}})
 	}
 	if c.Status != nil {
