@@ -4,11 +4,16 @@
 //
 //   - Rate is the RATE item: the allowed rate the controller writes at every
 //     tick and every consumer reads before each batch.
-//   - Peer is a consumer instance's lease and report (the PEER items): the
-//     running counts of what it stored and of its batches, which the
-//     controller turns into the processed rate and the batch time, and whose
-//     live count the consumers share RATE by.
+//   - Peer is a consumer instance's lease and report: the running counts
+//     of what it stored and of its batches, which the controller turns into
+//     the processed rate and the batch time.
+//   - The live count (LiveBucket, BucketOf, LiveCount) is how many
+//     instances share RATE, per time bucket, in the lease layout of
+//     version 2 (Rate.LeaseLayout).
 //   - ErrNotFound is what a store returns for an item that does not exist.
+//
+// docs/protocol.md specifies the items in DynamoDB, for consumers in any
+// language.
 //
 // The consumers (pkg/consume, the consumer functions) import this package
 // and not the controller's (pkg/loop), so that a consumer binary links no
