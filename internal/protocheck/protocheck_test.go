@@ -83,24 +83,24 @@ func TestGoStoreConforms(t *testing.T) {
 	ctx := context.Background()
 	ctrl := ddbloop.New(client, table)
 	now := time.Now().UTC()
-	r := protocol.Rate{Loop: "orders", PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(3 * time.Minute), Tick: 1, Weights: map[string]float64{"http://a": 1}}
-	if err := ctrl.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1}, Rate: &r}); err != nil {
-		t.Fatal(err)
+	leases := []protocol.Peer{
+		{Loop: "orders", Instance: "a1b2c3d4e5f60718", Stored: 10, StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)},
+		{Loop: "orders", Instance: "0718a1b2c3d4e5f6", Stored: 10, Batches: 2, BatchMessages: 10, Working: time.Second, StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)},
 	}
-	old, next := ddbstore.New(client, table), ddbstore.New(client, table)
-	if _, err := next.ReadRate(ctx, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*ddbstore.Store{old, next} {
-		for _, p := range []protocol.Peer{
-			{Loop: "orders", Instance: "a1b2c3d4e5f60718", Stored: 10, StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)},
-			{Loop: "orders", Instance: "0718a1b2c3d4e5f6", Stored: 10, Batches: 2, BatchMessages: 10, Working: time.Second, StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)},
-		} {
+	report := func(s *ddbstore.Store) {
+		t.Helper()
+		for _, p := range leases {
 			if err := s.ReportPeer(ctx, p); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	report(ddbstore.New(client, table)) // no RATE yet: layout 1
+	r := protocol.Rate{Loop: "orders", PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(3 * time.Minute), Tick: 1, Weights: map[string]float64{"http://a": 1}}
+	if err := ctrl.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1}, Rate: &r}); err != nil {
+		t.Fatal(err)
+	}
+	report(ddbstore.New(client, table)) // RATE of version 2: layout 2
 	checkTable(t, client, table, "RATE", "LEASE1", "LEASE2", "LIVE")
 }
 

@@ -125,3 +125,27 @@ func TestRollingDeploy(t *testing.T) {
 		}
 	}
 }
+
+// A consumer's first refresh comes before its first RATE read: the store
+// reads RATE first, so that an instance that starts writes no layout 1
+// lease when the controller reads layout 2.
+func TestFirstRefreshReadsTheLayout(t *testing.T) {
+	testenv.AWSEndpoint(t)
+	client, table := ddbtest.Table(t, "sluice-test")
+	ctx := context.Background()
+	now := time.Now()
+	if err := ddbstore.New(client, table).WriteRate(ctx, protocol.Rate{Loop: "orders", PerSecond: 1, WrittenAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	s := ddbstore.New(client, table)
+	if err := s.ReportPeer(ctx, protocol.Peer{Loop: "orders", Instance: "i-1", StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := s.Peers(ctx)
+	if err != nil || len(v1["orders"]) != 0 {
+		t.Errorf("layout 1 leases after a first refresh = %v, %v; want none (RATE says layout 2)", v1, err)
+	}
+	if v2, err := s.LoopPeers(ctx, "orders"); err != nil || len(v2) != 1 {
+		t.Errorf("layout 2 leases = %v, %v; want i-1's", v2, err)
+	}
+}

@@ -13,7 +13,23 @@ import (
 type leaseMemory struct {
 	mu      sync.Mutex
 	rates   map[string]protocol.Rate
+	asked   map[string]bool // loops whose RATE the store read, or tried to
 	buckets map[[2]string][]int64
+}
+
+// ask reports whether the store has not yet read, nor tried to read, the
+// RATE of loopID, and notes that it now tries.
+func (m *leaseMemory) ask(loopID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.asked[loopID] || m.rates[loopID].Loop != "" {
+		return false
+	}
+	if m.asked == nil {
+		m.asked = make(map[string]bool)
+	}
+	m.asked[loopID] = true
+	return true
 }
 
 func (m *leaseMemory) saw(r protocol.Rate) {

@@ -48,7 +48,8 @@ const liveTTL = time.Hour
 
 // ReportPeer writes p's lease, replacing the instance's previous one, in
 // the layout of the RATE this store read last for p.Loop
-// (protocol.Rate.LeaseLayout; version 1 until it has read one). Version
+// (protocol.Rate.LeaseLayout; the store reads RATE once first when it has
+// not; version 1 while there is none). Version
 // 1: one PutItem. Version 2: one PutItem, one UpdateItem on the bucket's
 // live count the first time the instance reports in a bucket (a lapsed
 // lease, Lease.Close, takes the instance out of the counts it is in), and
@@ -58,7 +59,7 @@ func (s *Store) ReportPeer(ctx context.Context, p protocol.Peer) error {
 	if p.Loop == "" || p.Instance == "" {
 		return fmt.Errorf("dynamodb report peer: the lease needs a loop id and an instance id; got %+v", p)
 	}
-	seen := s.leases.rate(p.Loop)
+	seen := s.layoutOf(ctx, p.Loop)
 	if seen.LeaseLayout() < 2 || seen.LegacyLive > 0 {
 		if err := s.put(ctx, p, LeaseItem(p, 1)); err != nil {
 			return err
@@ -71,6 +72,18 @@ func (s *Store) ReportPeer(ctx context.Context, p protocol.Peer) error {
 		return err
 	}
 	return s.count(ctx, p)
+}
+
+// layoutOf returns the version and legacy count of the RATE last read for
+// loopID; before the first read (a consumer's first refresh comes before
+// its first RATE read) it reads RATE once, so that an instance that
+// starts does not write and count in layout 1 when the controller reads
+// layout 2. A failed read leaves layout 1.
+func (s *Store) layoutOf(ctx context.Context, loopID string) protocol.Rate {
+	if s.leases.ask(loopID) {
+		_, _ = s.ReadRate(ctx, loopID)
+	}
+	return s.leases.rate(loopID)
 }
 
 func (s *Store) put(ctx context.Context, p protocol.Peer, item map[string]types.AttributeValue) error {
@@ -152,7 +165,7 @@ func (s *Store) addLive(ctx context.Context, loopID string, bucket, delta int64)
 // 1: one query on the by-sk index over all of the loop's leases, live or
 // lapsed (more past 1 MB of them).
 func (s *Store) LivePeers(ctx context.Context, loopID string, now time.Time) (int, error) {
-	seen := s.leases.rate(loopID)
+	seen := s.layoutOf(ctx, loopID)
 	if seen.LeaseLayout() < 2 {
 		return s.liveV1(ctx, loopID, now)
 	}
