@@ -116,6 +116,9 @@ func LeaseItem(p protocol.Peer, layout int) map[string]types.AttributeValue {
 		item["batch_messages"] = ddbitem.Integer(p.BatchMessages)
 		item["working_ns"] = ddbitem.Integer(int64(p.Working))
 	}
+	if p.Withheld != 0 {
+		item["withheld"] = ddbitem.Integer(p.Withheld)
+	}
 	return item
 }
 
