@@ -26,6 +26,14 @@ type MemberReport struct {
 // processed rate is smoothed (ProcessedSmoothing) and lags a share that grew.
 const memberTolerance = 0.1
 
+// MemberHeadroom is what a demand-limited member claims above what its
+// consumers took: twice the growth (memberTolerance) that makes it claim its
+// whole share again. The capacity that no member claims is given out again
+// (pkg/fairshare), so a member's burst finds room there; what a claim holds
+// beyond the use is lost to the others, which the destination's controller
+// makes good by raising the rate.
+const MemberHeadroom = 2 * memberTolerance
+
 // MemberProbe is the least a demand-limited member claims, as a fraction
 // of its weight's part of the destination's rate: a member whose queue was
 // idle keeps enough to show, at the next tick, that it takes all it is
@@ -72,10 +80,10 @@ func groupMembers(work []*due) (rest, orphans []*due) {
 // shareRate splits the destination's rate, as its commit dc sets it, among
 // its members by weighted max-min fair share by demand (pkg/fairshare), and
 // returns each member's commit and report. A member whose consumers took
-// clearly less than its last rate, and no more than at the tick before,
-// claims what they took plus its demand
-// headroom (at least MemberProbe of its weight's part); the others claim up
-// to their max_rate. RATE is written for the
+// clearly less than its last rate (or was limited already), and no more than
+// at the tick before, claims what they took plus MemberHeadroom (at least
+// MemberProbe of its weight's part; demand_headroom 0 switches the claim
+// off); the others claim up to their max_rate. RATE is written for the
 // members when it is for the destination (not in shadow mode).
 func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberCommit {
 	total := dc.State.Rate
@@ -93,14 +101,15 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 			base, prevTick, prevRate = prev.Demand, prev.TickAt, prev.Rate
 		}
 		d := measureDemand(m.snap.Peers, base, prevTick, now)
-		// Limited: clearly less than allowed, and not growing (a queue
-		// that bursts takes more at once, and claims its share again).
-		d.Limited = d.Known && m.params.DemandHeadroom > 0 && d.Processed < prevRate*(1-memberTolerance) &&
+		// Limited: clearly less than allowed (or limited already), and not
+		// growing (a queue that bursts takes more at once, and claims its
+		// share again).
+		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
 			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
 		demand := math.Inf(1)
 		if d.Limited {
 			probe := MemberProbe * total * m.params.Member.Weight / weights
-			demand = max(d.Processed*(1+m.params.DemandHeadroom), probe)
+			demand = max(d.Processed*(1+MemberHeadroom), probe)
 		}
 		demands[i] = d
 		mp := m.params.Member
