@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestDemoSharedJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := runDemo([]string{"--scenario", "shared", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("sluice demo --scenario shared --json = %d, %s", code, errb.String())
+	}
+	var got struct {
+		FairShareErrorMax float64 `json:"fair_share_error_max"`
+		SecondsAboveSP5   float64 `json:"seconds_above_sp5"`
+		Lost              int64   `json:"lost"`
+		IAERatio          float64 `json:"iae_vs_single_loop"`
+		Members           []struct {
+			Name          string  `json:"name"`
+			MeanFairShare float64 `json:"mean_fair_share"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.FairShareErrorMax > 0.05 || got.SecondsAboveSP5 != 0 || got.Lost != 0 || got.IAERatio > 1.1 || len(got.Members) != 3 {
+		t.Errorf("shared demo = %+v; want fair share error <= 0.05, no violation, nothing lost, IAE within 10 %% of one loop, 3 members", got)
+	}
+}
+
+func TestLabCompareSharedNaiveIsWorse(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := runLabCompare([]string{"--scenario=shared", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("sluice lab compare --scenario shared = %d, %s", code, errb.String())
+	}
+	var got struct {
+		Results []struct {
+			Layout      string  `json:"layout"`
+			IAE         float64 `json:"iae"`
+			Oscillation float64 `json:"oscillation"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Results) != 3 {
+		t.Fatalf("lab compare JSON %s: %v", out.String(), err)
+	}
+	shared, naive := got.Results[0], got.Results[1]
+	if shared.Layout != "shared" || naive.Layout != "naive" || naive.IAE <= shared.IAE || naive.Oscillation <= shared.Oscillation {
+		t.Errorf("results %+v; want the naive layout's IAE and oscillation above the shared destination's", got.Results)
+	}
+}
