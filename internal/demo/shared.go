@@ -63,6 +63,11 @@ type SharedConfig struct {
 	// WeightChanges edit a member's weight during the run.
 	WeightChanges []WeightChange
 	Layout        SharedLayout
+	// Start is the virtual wall-clock time of the run's start (default
+	// 2026-01-01 UTC).
+	Start time.Time
+	// OnTick, when set, is called after each controller tick.
+	OnTick func(Tick)
 }
 
 // WeightChange sets member Member's weight to Weight at At.
@@ -146,32 +151,95 @@ type sharedWorld struct {
 	// settled counts the ticks since the members' demands last changed.
 	settled int
 	ticks   int
+	start   time.Time
+	// lastTick and lastStored are the time and total count at the last
+	// tick (the rate consumed since, for OnTick).
+	lastTick   time.Duration
+	lastStored int64
 }
 
 // RunShared runs cfg to its scenario's end.
 func RunShared(ctx context.Context, cfg SharedConfig) (SharedResult, error) {
-	w, err := newSharedWorld(cfg)
+	sm, err := StartShared(cfg)
 	if err != nil {
 		return SharedResult{}, err
 	}
-	s := w.s
-	n := int(s.Duration / time.Second)
-	for k := range n {
-		w.now = time.Duration(k) * time.Second
-		if err := w.edits(ctx); err != nil {
-			return SharedResult{}, err
+	if err := sm.Advance(ctx, cfg.Scenario.Duration); err != nil {
+		return SharedResult{}, err
+	}
+	return sm.w.result(), nil
+}
+
+// SharedSim is a shared run in stepping mode: virtual time moves only when
+// Advance lets it (the dashboard's demo). Not safe for concurrent use
+// beyond its Store.
+type SharedSim struct {
+	w   *sharedWorld
+	at  time.Duration // the next second to integrate
+	err error
+}
+
+// StartShared returns a shared run at virtual time zero.
+func StartShared(cfg SharedConfig) (*SharedSim, error) {
+	w, err := newSharedWorld(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &SharedSim{w: w}, nil
+}
+
+// Advance moves the run d further (at most to its scenario's end),
+// one-second plant steps, the controller ticking when due.
+func (sm *SharedSim) Advance(ctx context.Context, d time.Duration) error {
+	if sm.err != nil {
+		return sm.err
+	}
+	w := sm.w
+	if sm.at >= w.s.Duration {
+		return fmt.Errorf("shared run: its %v are over", w.s.Duration)
+	}
+	end := min(sm.at+d, w.s.Duration)
+	for ; sm.at < end; sm.at += time.Second {
+		w.now = sm.at
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if w.now%s.Tick == 0 {
-			if err := w.tick(ctx); err != nil {
-				return SharedResult{}, err
-			}
+		if sm.err = w.edits(ctx); sm.err == nil && w.now%w.s.Tick == 0 {
+			sm.err = w.tick(ctx)
 		}
-		if err := w.step(ctx); err != nil {
-			return SharedResult{}, err
+		if sm.err == nil {
+			sm.err = w.step(ctx)
+		}
+		if sm.err != nil {
+			return sm.err
 		}
 	}
-	return w.result(), nil
+	return nil
 }
+
+// Err returns why the run stopped, nil while it runs.
+func (sm *SharedSim) Err() error { return sm.err }
+
+// Now returns the virtual time the run reached.
+func (sm *SharedSim) Now() time.Time { return sm.w.clock() }
+
+// Store returns the loops' item store (PARAMS, STATE, RATE).
+func (sm *SharedSim) Store() *memstore.Store { return sm.w.store }
+
+// Loops returns the loop ids of the run: the destination's first (in the
+// naive layout, one per queue), then the members'.
+func (sm *SharedSim) Loops() []string {
+	ids := sm.w.controllerLoops()
+	if sm.w.cfg.Layout == LayoutShared {
+		for _, q := range sm.w.qs {
+			ids = append(ids, q.loop)
+		}
+	}
+	return ids
+}
+
+// Close ends the run.
+func (sm *SharedSim) Close() {}
 
 // DestinationID is the destination's loop id in a shared run (and the one
 // loop's in LayoutSingle).
@@ -188,7 +256,10 @@ func newSharedWorld(cfg SharedConfig) (*sharedWorld, error) {
 	w := &sharedWorld{cfg: cfg, s: s, store: memstore.New(),
 		plant: sim.NewPlant(s.Plant, time.Second, 0),
 		pipe:  sim.NewPipeline(s.MetricPeriod, s.MetricDelay, s.Noise, rand.New(rand.NewPCG(s.Seed, 0x5eed)), s.Plant.Base)}
-	w.res.Layout = cfg.Layout
+	w.res.Layout, w.start = cfg.Layout, cfg.Start
+	if w.start.IsZero() {
+		w.start = epoch
+	}
 	w.ticker = &loop.Ticker{Sources: metricsources.All(), Store: w.store,
 		Metrics: map[string]metric.Reader{cfg.Params.Metric.Source: w}, Now: w.clock}
 	ctx := context.Background()
@@ -222,7 +293,7 @@ func newSharedWorld(cfg SharedConfig) (*sharedWorld, error) {
 	return w, nil
 }
 
-func (w *sharedWorld) clock() time.Time { return epoch.Add(w.now) }
+func (w *sharedWorld) clock() time.Time { return w.start.Add(w.now) }
 
 // loops are the loop ids whose PARAMS hold the controller.
 func (w *sharedWorld) controllerLoops() []string {
@@ -298,6 +369,9 @@ func (w *sharedWorld) tick(ctx context.Context) error {
 		w.fairShares(total)
 	}
 	w.ticks++
+	if w.cfg.OnTick != nil {
+		w.cfg.OnTick(w.tickView(reports))
+	}
 	return nil
 }
 
@@ -415,7 +489,7 @@ func (w *sharedWorld) reportLeases(ctx context.Context) error {
 	now := w.clock()
 	peer := func(id, instance string, stored int64) error {
 		return w.store.ReportPeer(ctx, protocol.Peer{Loop: id, Instance: instance, Stored: stored,
-			StartedAt: epoch, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)})
+			StartedAt: w.start, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)})
 	}
 	if w.cfg.Layout == LayoutSingle {
 		var stored int64
@@ -518,7 +592,7 @@ func (w *sharedWorld) ReadMetrics(_ context.Context, queries []metric.Query, _ t
 	out := make([]metric.Sample, len(queries))
 	if dp, ok := w.pipe.Latest(); ok {
 		for i := range out {
-			out[i] = metric.Sample{Value: dp.Value, Time: epoch.Add(dp.Start), Found: true}
+			out[i] = metric.Sample{Value: dp.Value, Time: w.start.Add(dp.Start), Found: true}
 		}
 	}
 	return out, nil
@@ -540,4 +614,20 @@ func SharedScenario() (sim.Scenario, []SharedMember, []WeightChange) {
 		{Name: "reindex", Weight: 1, Priority: -1, Backlog: 2_000_000},
 	}
 	return s, members, []WeightChange{{At: 150 * time.Minute, Member: "orders", Weight: 1}}
+}
+
+// tickView is the tick for OnTick: the rate all the queues' consumers
+// stored since the previous tick, and their depth.
+func (w *sharedWorld) tickView(reports []loop.Report) Tick {
+	var stored, depth int64
+	for _, q := range w.qs {
+		stored += q.stored
+		depth += q.queued
+	}
+	consumed := math.NaN()
+	if w.now > w.lastTick {
+		consumed = float64(stored-w.lastStored) / (w.now - w.lastTick).Seconds()
+	}
+	w.lastTick, w.lastStored = w.now, stored
+	return Tick{Now: w.clock(), Reports: reports, Consumed: consumed, Depth: depth}
 }

@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"testing"
@@ -193,5 +194,23 @@ func TestTickRefusesAMemberOfAMissingDestination(t *testing.T) {
 	r.cpu("nowhere", 60, 30*time.Second)
 	if rep := r.tick("a"); rep.ParamsStatus != loop.StatusApplied || rep.Member == nil {
 		t.Fatalf("report %+v; want applied and shared", rep)
+	}
+}
+
+func TestMemberParamsSurviveSTATE(t *testing.T) {
+	p, err := loop.DecodeParams("orders", member("db", 3, func(a map[string]any) { a["priority"] = -1.0 }), looptest.Sources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(loop.State{Loop: "orders", Params: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st loop.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("Unmarshal(%s): %v", b, err)
+	}
+	if m := st.Params.Member; m == nil || *m != *p.Member || st.Params.MaxRate != p.MaxRate {
+		t.Fatalf("STATE params = %+v; want %+v", st.Params, p)
 	}
 }

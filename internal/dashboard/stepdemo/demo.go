@@ -92,7 +92,8 @@ func defaultParams(s sim.Scenario) (dashboard.Params, error) {
 
 // Demo is the simulated loop, its stores and its history.
 type Demo struct {
-	sim    *demo.Sim
+	sim    stepper
+	loops  []string
 	params *dashboard.LoopParams
 	hist   *ddbhistory.Memory
 	err    error // the first history write that failed
@@ -120,7 +121,7 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 	}
 	params := demo.DefaultParams(s, c)
 	params.ManualRate = 50
-	d := &Demo{hist: ddbhistory.NewMemory(0)}
+	d := &Demo{hist: ddbhistory.NewMemory(0), loops: []string{LoopID}}
 	d.sim, err = demo.Start(demo.Config{
 		Scenario: s, Params: params, Start: start, SafeRate: safeRate, Outages: outages(),
 		OnTick: d.record, NoSeries: true, BatchSize: 10,
@@ -156,8 +157,8 @@ func (d *Demo) History() *ddbhistory.Memory { return d.hist }
 // validated by loop.DecodeParams.
 func (d *Demo) Params() *dashboard.LoopParams { return d.params }
 
-// Loops lists the demo's one loop.
-func (d *Demo) Loops(context.Context) ([]string, error) { return []string{LoopID}, nil }
+// Loops lists the demo's loops.
+func (d *Demo) Loops(context.Context) ([]string, error) { return d.loops, nil }
 
 // Step advances the simulation by one controller tick period: the consumer
 // drains the queue at the allowed rate, the plant responds, the metric
