@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // sharedScenario is the name of the scenario of several queues into one
@@ -103,6 +104,7 @@ type sharedFlags struct {
 	changes []demo.WeightChange
 	s       sim.Scenario
 	asJSON  bool
+	histOut string
 }
 
 const sharedHelp = "Several queues into one database (--scenario shared): one destination loop holds the controller,\n" +
@@ -138,6 +140,7 @@ func parseShared(name string, args []string, stderr io.Writer) (f sharedFlags, c
 	})
 	fs.DurationVar(&f.s.Duration, "duration", f.s.Duration, "length of the run")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&f.histOut, "history-out", "", "write the destination's history (one point per tick; the consumed rate is the members' total) to this JSON file, for `sluice tune --from-history`")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return f, 0, true
@@ -149,6 +152,8 @@ func parseShared(name string, args []string, stderr io.Writer) (f sharedFlags, c
 
 // runShared runs the shared layout and the layouts to compare it with.
 func (f sharedFlags) runShared(layouts ...demo.SharedLayout) ([]demo.SharedResult, error) {
+	rec := newHistoryRecorder(f.s)
+	rec.file.Loop = demo.DestinationID
 	ctrl, _, err := demo.Tune(f.s)
 	if err != nil {
 		return nil, err
@@ -156,13 +161,34 @@ func (f sharedFlags) runShared(layouts ...demo.SharedLayout) ([]demo.SharedResul
 	params := demo.DefaultParams(f.s, ctrl)
 	var out []demo.SharedResult
 	for _, l := range layouts {
-		res, err := demo.RunShared(context.Background(), demo.SharedConfig{Scenario: f.s, Params: params, Members: f.members, WeightChanges: f.changes, Layout: l})
+		cfg := demo.SharedConfig{Scenario: f.s, Params: params, Members: f.members, WeightChanges: f.changes, Layout: l}
+		if l == demo.LayoutShared && f.histOut != "" {
+			cfg.OnTick = func(t demo.Tick) { rec.record(destinationOnly(t)) }
+		}
+		res, err := demo.RunShared(context.Background(), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s layout: %w", l, err)
 		}
 		out = append(out, res)
 	}
+	if f.histOut != "" {
+		if err := rec.write(f.histOut); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// destinationOnly is t with the destination's report alone.
+func destinationOnly(t demo.Tick) demo.Tick {
+	var keep []loop.Report
+	for _, r := range t.Reports {
+		if r.Loop == demo.DestinationID {
+			keep = append(keep, r)
+		}
+	}
+	t.Reports = keep
+	return t
 }
 
 // runSharedDemo is `sluice demo --scenario shared`.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,5 +49,24 @@ func TestLabCompareSharedNaiveIsWorse(t *testing.T) {
 	shared, naive := got.Results[0], got.Results[1]
 	if shared.Layout != "shared" || naive.Layout != "naive" || naive.IAE <= shared.IAE || naive.Oscillation <= shared.Oscillation {
 		t.Errorf("results %+v; want the naive layout's IAE and oscillation above the shared destination's", got.Results)
+	}
+}
+
+// TestTuneFromSharedHistory identifies the plant from the destination's
+// history: the members' total processed rate is the plant's input.
+func TestTuneFromSharedHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "--scenario", "shared", "--history-out", path}, &out, &errb); code != 0 {
+		t.Fatalf("demo --scenario shared --history-out = %d: %s", code, errb.String())
+	}
+	var got struct {
+		Model struct{ Gain, Base float64 } `json:"model"`
+		Input        string `json:"input"`
+		ExcitationOK bool   `json:"excitation_ok"`
+	}
+	res := runJSON(t, &got, "tune", "--from-history", "--history-file", path, "--json")
+	if !got.ExcitationOK || math.Abs(got.Model.Gain-0.05) > 0.0075 || math.Abs(got.Model.Base-10) > 2 {
+		t.Fatalf("tune --from-history on the destination = %s; want the gain within 15 %% of 0.05 and the base within 2 of 10", res)
 	}
 }
