@@ -61,9 +61,9 @@ func TestTuneFromSharedHistory(t *testing.T) {
 		t.Fatalf("demo --scenario shared --history-out = %d: %s", code, errb.String())
 	}
 	var got struct {
-		Model struct{ Gain, Base float64 } `json:"model"`
-		Input        string `json:"input"`
-		ExcitationOK bool   `json:"excitation_ok"`
+		Model        struct{ Gain, Base float64 } `json:"model"`
+		Input        string                       `json:"input"`
+		ExcitationOK bool                         `json:"excitation_ok"`
 	}
 	res := runJSON(t, &got, "tune", "--from-history", "--history-file", path, "--json")
 	if !got.ExcitationOK || math.Abs(got.Model.Gain-0.05) > 0.0075 || math.Abs(got.Model.Base-10) > 2 {
