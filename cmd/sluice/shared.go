@@ -109,9 +109,9 @@ type sharedFlags struct {
 
 const sharedHelp = "Several queues into one database (--scenario shared): one destination loop holds the controller,\n" +
 	"each queue is a member with its own RATE, and the destination's rate is split by weighted max-min\n" +
-	"fair share by demand (priority classes first, then weights). Defaults: orders (weight 3, 500 msg/s,\n" +
-	"a backlog of 100,000), billing (weight 2, idle, then a burst of 300,000 and 200 msg/s at 50m),\n" +
-	"reindex (weight 1, priority -1, a backfill of 2,000,000); the setpoint edited 70 -> 50 at 120m;\n" +
+	"fair share by demand (priority classes first, then weights). Defaults: orders (weight 3, 500 msg/s),\n" +
+	"billing (weight 2, idle, then a burst of 300,000 and 200 msg/s at 50m),\n" +
+	"reindex (weight 1, priority -1, a backfill of 5,000,000); the setpoint edited 70 -> 50 at 120m;\n" +
 	"orders' weight edited 3 -> 1 at 150m."
 
 func parseShared(name string, args []string, stderr io.Writer) (f sharedFlags, code int, done bool) {

@@ -600,7 +600,7 @@ func (w *sharedWorld) ReadMetrics(_ context.Context, queries []metric.Query, _ t
 
 // SharedScenario is the default shared run: three queues into the reference
 // database (no outside disturbance), weights 3:2:1 with the third in a lower
-// class. orders runs at 500 messages/s after a backlog; billing is idle, then
+// class. orders runs at 500 messages/s; billing is idle, then
 // a burst of 300,000 at 50 min and 200 messages/s after; reindex is a
 // backfill of 2,000,000. The destination's setpoint is edited from 70 % to
 // 50 % at 120 min; orders' weight from 3 to 1 at 150 min.
@@ -608,10 +608,10 @@ func SharedScenario() (sim.Scenario, []SharedMember, []WeightChange) {
 	s := sim.Reference()
 	s.Disturbances, s.ProducerRate, s.Backlog = nil, 0, 0
 	members := []SharedMember{
-		{Name: "orders", Weight: 3, Rate: 500, Backlog: 100_000},
+		{Name: "orders", Weight: 3, Rate: 500},
 		{Name: "billing", Weight: 2, Bursts: []sim.Burst{{At: 50 * time.Minute, N: 300_000}},
 			ProducerChanges: []sim.ProducerChange{{At: 50 * time.Minute, Rate: 200}}},
-		{Name: "reindex", Weight: 1, Priority: -1, Backlog: 2_000_000},
+		{Name: "reindex", Weight: 1, Priority: -1, Backlog: 5_000_000},
 	}
 	return s, members, []WeightChange{{At: 150 * time.Minute, Member: "orders", Weight: 1}}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/fairshare"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -94,18 +95,7 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 		weights += m.params.Member.Weight
 	}
 	for i, m := range w.members {
-		var base Demand
-		var prevTick time.Time
-		var prevRate float64
-		if prev := m.snap.State; prev != nil {
-			base, prevTick, prevRate = prev.Demand, prev.TickAt, prev.Rate
-		}
-		d := measureDemand(m.snap.Peers, base, prevTick, now)
-		// Limited: clearly less than allowed (or limited already), and not
-		// growing (a queue that bursts takes more at once, and claims its
-		// share again).
-		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
-			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
+		d := m.demand
 		demand := math.Inf(1)
 		if d.Limited {
 			probe := MemberProbe * total * m.params.Member.Weight / weights
@@ -122,6 +112,60 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 		out[i] = memberCommit{w: m, r: r, c: m.memberCommit(dc, shares[i], demands[i], now, r)}
 	}
 	return out
+}
+
+// measureMembers measures what each member's consumers took since the
+// previous tick (its own leases), and whether it was limited by demand:
+// clearly less than allowed (or limited already), and not growing (a queue
+// that bursts takes more at once, and claims its share again).
+func (w *due) measureMembers(now time.Time) {
+	for _, m := range w.members {
+		var base Demand
+		var prevTick time.Time
+		var prevRate float64
+		if prev := m.snap.State; prev != nil {
+			base, prevTick, prevRate = prev.Demand, prev.TickAt, prev.Rate
+		}
+		// The raw figure, not smoothed (no controller integrates it): a
+		// queue that ran dry gives its share up at the next tick.
+		raw := base
+		raw.Known = false
+		d := measureDemand(m.snap.Peers, raw, prevTick, now)
+		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
+			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
+		m.demand = d
+	}
+}
+
+// membersDemand is the destination's view of its members' demand. While
+// every member is limited by demand, the total processed rate is what the
+// plant took and holds the rate near it (no windup on idle queues). While a
+// member takes all it is given, what the limited ones were allowed and did
+// not use of their claims (its headroom and probes) would have gone to it: that
+// part counts as taken, so that the destination is not limited by demand
+// while a queue waits, and its controllers raise the rate to the setpoint;
+// a member's fall in use that the split has not followed yet still shows.
+func (w *due) membersDemand(in *control.Input) {
+	if len(w.members) == 0 {
+		return
+	}
+	w.measureMembers(w.tickAt)
+	hungry, unused := false, 0.0
+	for _, m := range w.members {
+		if !m.demand.Limited {
+			hungry = true
+			continue
+		}
+		if prev := m.snap.State; prev != nil && prev.Demand.Limited {
+			// Its rate was its claim: what it left is the claim's margin.
+			// A member that just fell in use had its share, and what it
+			// left was truly not taken.
+			unused += max(0, prev.Rate-m.demand.Processed)
+		}
+	}
+	if hungry && in.ActualKnown {
+		in.ActualRate += unused
+	}
 }
 
 // memberCommit is a member's outcome of its destination's tick.

@@ -199,9 +199,12 @@ type due struct {
 	depthKnown bool
 	// report is the index of the loop's report.
 	report int
-	// members are the members of a destination that tick with it
-	// (share.go).
+	// members are the members of a destination that tick with it, and
+	// demand a member's consumers' figure at this tick (share.go); tickAt
+	// is the tick's time.
 	members []*due
+	demand  Demand
+	tickAt  time.Time
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted
@@ -432,6 +435,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	// The processed rate the consumers reported: an idle queue is not a
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
+	w.tickAt = now
+	w.membersDemand(&in) // a destination's members (share.go)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
 	if err := w.samples[0].Err; err != nil {
 		r.Err = err

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/history"
 )
 
 // LoopID is the id of the demo's loop.
@@ -141,6 +142,11 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 func (d *Demo) record(t demo.Tick) {
 	for _, r := range t.Reports {
 		p, ok := t.Point(r)
+		if r.Member != nil {
+			// A member's point carries its own consumers' rate, not the
+			// world's total.
+			p, ok = history.FromReport(t.Now, r)
+		}
 		if !ok {
 			continue
 		}
