@@ -139,15 +139,49 @@ func parseShared(name string, args []string, stderr io.Writer) (f sharedFlags, c
 		return nil
 	})
 	fs.DurationVar(&f.s.Duration, "duration", f.s.Duration, "length of the run")
+	fs.Float64Var(&f.s.Setpoint, "setpoint", f.s.Setpoint, "the destination's CPU setpoint at the start, percent")
+	fs.Var(newSetpointChangesFlag(&f.s.SetpointChanges), "setpoint-change",
+		"edit of the destination's setpoint AT=VALUE, e.g. 120m=50 (repeatable or comma-separated; 'none' for none)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
-	fs.StringVar(&f.histOut, "history-out", "", "write the destination's history (one point per tick; the consumed rate is the members' total) to this JSON file, for `sluice tune --from-history`")
+	fs.StringVar(&f.histOut, "history-out", "", "write the destination's history (one point per tick; the consumed rate is the members' total) to this JSON `file`, for sluice tune --from-history")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return f, 0, true
 		}
 		return f, 2, true
 	}
+	if err := checkMembers(f.members, f.changes); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return f, 2, true
+	}
 	return f, 0, false
+}
+
+// checkMembers refuses members that no destination could take: no member,
+// a name twice or the destination's, a weight that is not > 0, traffic
+// below zero, a weight change of no member.
+func checkMembers(ms []demo.SharedMember, changes []demo.WeightChange) error {
+	if len(ms) == 0 {
+		return fmt.Errorf("--member: at least one member")
+	}
+	seen := map[string]bool{demo.DestinationID: true}
+	for _, m := range ms {
+		switch {
+		case seen[m.Name]:
+			return fmt.Errorf("--member %s: the name is taken (twice, or the destination's %q)", m.Name, demo.DestinationID)
+		case !(m.Weight > 0):
+			return fmt.Errorf("--member %s: weight %v must be > 0", m.Name, m.Weight)
+		case m.Rate < 0 || m.Backlog < 0:
+			return fmt.Errorf("--member %s: rate and backlog must not be negative", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	for _, c := range changes {
+		if !seen[c.Member] || c.Member == demo.DestinationID || !(c.Weight > 0) {
+			return fmt.Errorf("--weight-change %v=%s:%v: want a member and a weight > 0", c.At, c.Member, c.Weight)
+		}
+	}
+	return nil
 }
 
 // runShared runs the shared layout and the layouts to compare it with.

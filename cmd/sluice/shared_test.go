@@ -70,3 +70,34 @@ func TestTuneFromSharedHistory(t *testing.T) {
 		t.Fatalf("tune --from-history on the destination = %s; want the gain within 15 %% of 0.05 and the base within 2 of 10", res)
 	}
 }
+
+func TestDemoSharedFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"--scenario", "shared", "--json", "--duration", "30m", "--weight-change", "none", "--setpoint-change", "none",
+		"--member", "a:weight=2,rate=100,backlog=50000", "--member", "b:weight=1,priority=1,rate=50,burst=10m+20000,rate-change=20m+0"}
+	if code := runDemo(args, &out, &errb); code != 0 {
+		t.Fatalf("demo %v = %d, %s", args, code, errb.String())
+	}
+	var got struct {
+		Members []struct {
+			Name     string  `json:"name"`
+			Weight   float64 `json:"weight"`
+			Priority int     `json:"priority"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Members) != 2 || got.Members[1].Priority != 1 || got.Members[0].Weight != 2 {
+		t.Fatalf("members %+v (%v); want a (weight 2) and b (priority 1)", got.Members, err)
+	}
+	for _, bad := range [][]string{
+		{"--member", "a:weight=0"},
+		{"--member", "a:weight=1", "--member", "a:weight=2"},
+		{"--member", "db:weight=1"},
+		{"--member", "a:speed=3"},
+		{"--weight-change", "10m=nobody:2"},
+	} {
+		var out, errb bytes.Buffer
+		if code := runDemo(append([]string{"--scenario", "shared"}, bad...), &out, &errb); code != 2 || errb.Len() == 0 {
+			t.Errorf("demo --scenario shared %v = %d (%q); want 2 with the reason", bad, code, errb.String())
+		}
+	}
+}
