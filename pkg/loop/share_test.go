@@ -214,3 +214,43 @@ func TestMemberParamsSurviveSTATE(t *testing.T) {
 		t.Fatalf("STATE params = %+v; want %+v", st.Params, p)
 	}
 }
+
+// TestDestinationIsNotHeldWhileAMemberWaits: one member's queue holds 500
+// messages/s, less than its share (its claim's margin is left unused), the
+// other takes all it gets, the CPU is below the setpoint: the destination is
+// not limited by demand and raises its rate, as one loop with one busy queue
+// would (held at 1240.6 messages/s without the margin counted as taken).
+func TestDestinationIsNotHeldWhileAMemberWaits(t *testing.T) {
+	r := newSharedRig(t)
+	r.cpu("db", 50, 30*time.Second)
+	if err := r.store.WriteParams(context.Background(), "c", member("db", 1, func(a map[string]any) { a["enabled"] = false })); err != nil {
+		t.Fatal(err)
+	}
+	var first, last map[string]loop.Report
+	for i := range 8 {
+		r.clock.now = r.clock.now.Add(time.Minute)
+		reports, err := r.ticker.Tick(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps := map[string]loop.Report{}
+		for _, rep := range reports {
+			reps[rep.Loop] = rep
+		}
+		r.stored["a"] += int64(math.Min(reps["a"].Rate, 500) * 60) // a's queue holds 500 msg/s
+		r.stored["b"] += int64(reps["b"].Rate * 60)
+		for _, id := range []string{"a", "b"} {
+			r.report(id, "i-1", r.stored[id], r.start)
+		}
+		if i == 2 {
+			first = reps
+		}
+		last = reps
+	}
+	if !last["a"].DemandLimited || last["b"].DemandLimited {
+		t.Fatalf("a limited %v, b limited %v; want a limited by demand, b not", last["a"].DemandLimited, last["b"].DemandLimited)
+	}
+	if last["db"].DemandLimited || last["db"].Rate <= first["db"].Rate {
+		t.Errorf("destination rate %v -> %v (limited %v); want it raised toward the setpoint, not held", first["db"].Rate, last["db"].Rate, last["db"].DemandLimited)
+	}
+}
