@@ -48,7 +48,7 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	fs.BoolVar(&c.demo, "demo", false, "serve the embedded demo: simulated plant, in-memory stores, accelerated time, no AWS")
 	fs.Float64Var(&c.speed, "speed", 60, "demo only: simulated seconds per real second (60: one 60 s controller tick per second)")
 	fs.IntVar(&c.prefill, "prefill", 120, "demo only: controller `ticks` simulated before serving, so that the charts start full")
-	fs.StringVar(&c.traffic.Scenario, "scenario", "", "demo only: traffic reference (default), idle-burst or diurnal, scaled to the demo's plant")
+	fs.StringVar(&c.traffic.Scenario, "scenario", "", "demo only: traffic reference (default), idle-burst or diurnal, scaled to the demo's plant; or shared: three queues into one database (a destination and its members, weights 3:2:1)")
 	fs.Var(newProducerChangesFlag(&c.traffic.ProducerChanges), "producer-change", "demo only: producers' rate AT=RATE from the demo's start, prefill included (repeatable or comma-separated)")
 	fs.Var(newBurstsFlag(&c.traffic.Bursts), "burst", "demo only: N messages enqueued at once AT=N from the demo's start, prefill included (repeatable or comma-separated)")
 	if err := fs.Parse(args); err != nil {
@@ -193,7 +193,13 @@ func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Wr
 func demoDashboard(ctx context.Context, c dashboardConfig, cfg *dashboard.Config) (func(ctx context.Context) error, error) {
 	tick := time.Duration(float64(stepdemo.Tick) / c.speed)
 	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(c.prefill) * stepdemo.Tick)
-	d, err := stepdemo.NewWithTraffic(start, uint64(start.Unix()), c.traffic)
+	var d *stepdemo.Demo
+	var err error
+	if c.traffic.Scenario == sharedScenario {
+		d, err = stepdemo.NewShared(start, uint64(start.Unix())) // several queues into one database
+	} else {
+		d, err = stepdemo.NewWithTraffic(start, uint64(start.Unix()), c.traffic)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -359,3 +359,28 @@ func TestBrowserMoto(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserSharedDemo: the destination's page stacks its members' allowed
+// and processed rates.
+func TestBrowserSharedDemo(t *testing.T) {
+	ctx := newBrowser(t)
+	c := dashboardConfig{listen: "127.0.0.1:0", demo: true, speed: 60, prefill: 90}
+	c.traffic.Scenario = sharedScenario
+	url := startDashboard(t, c)
+	cdp(t, ctx, "load page", chromedp.Navigate(url+"#db"), chromedp.WaitVisible(cdpCSS("#chart-cpu")),
+		cdpUntil(`document.getElementById('chart-members-rate') !== null && Number(document.getElementById('chart-members-rate').dataset.points) > 0`, 20*time.Second))
+	for _, id := range []string{"chart-members-rate", "chart-members-consumed"} {
+		points := cdpValue(t, ctx, "points of "+id, chromedp.Evaluate[int](fmt.Sprintf(`Number(document.getElementById(%q).dataset.points)`, id)))
+		ink := cdpValue(t, ctx, "pixels of "+id, chromedp.Evaluate[int](fmt.Sprintf(`%s(%q)`, dashInkJS, id)))
+		if points < 3*80 || ink < 200 {
+			t.Errorf("%s: %d data points, %d coloured pixels; want the three members' lines (>= 240 points) and >= 200 pixels", id, points, ink)
+		}
+	}
+	legend := cdpValue(t, ctx, "legend", chromedp.Evaluate[string](`document.getElementById('legend-members-rate').innerText`))
+	for _, m := range []string{"orders", "billing", "reindex"} {
+		if !strings.Contains(legend, m) {
+			t.Errorf("members' legend %q lacks %s", legend, m)
+		}
+	}
+	dashScreenshot(t, ctx, "dashboard-shared")
+}

@@ -25,6 +25,9 @@ import (
 // time; a live progress line, then a summary beside today's fixed rate and
 // the path of a plot.
 func runDemo(args []string, stdout, stderr io.Writer) int {
+	if isShared(args) {
+		return runSharedDemo(args, stdout, stderr) // several queues into one database (shared.go)
+	}
 	f, code, done := parseDemo(args, stderr)
 	if done {
 		return code

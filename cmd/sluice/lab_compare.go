@@ -90,6 +90,9 @@ func (f *compareFlags) controllers(fs *flag.FlagSet, s sim.Scenario) ([]string, 
 // runLabCompare is `sluice lab compare` (on the simulated plant unless
 // --plant says otherwise).
 func runLabCompare(args []string, stdout, stderr io.Writer) int {
+	if isShared(args) {
+		return runSharedCompare(args, stdout, stderr) // several queues into one database (shared.go)
+	}
 	if code, handled := realPlantDispatch(args, runLabCompareMariaDB, stdout, stderr); handled { // --plant mariadb: lab_mariadb.go
 		return code
 	}

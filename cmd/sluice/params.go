@@ -132,7 +132,7 @@ func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "sluice params validate", err, 1)
 		}
-		return report(*loopID, attrs, *asJSON, stdout)
+		return report(validateIn(ctx, store, *loopID, attrs), *asJSON, stdout)
 	}
 }
 
@@ -212,8 +212,7 @@ func validate(loopID string, attrs map[string]any) validity {
 	return v
 }
 
-func report(loopID string, attrs map[string]any, asJSON bool, stdout io.Writer) int {
-	v := validate(loopID, attrs)
+func report(v validity, asJSON bool, stdout io.Writer) int {
 	if asJSON {
 		writeJSON(stdout, v)
 	} else {
@@ -257,7 +256,7 @@ func validateFile(path, loopID string, asJSON bool, stdout, stderr io.Writer) in
 			loopID = pk
 		}
 	}
-	return report(loopID, attrs, asJSON, stdout)
+	return report(validate(loopID, attrs), asJSON, stdout) // the item alone: a member's destination is checked against the table by validate --loop
 }
 
 // fromDynamoJSON converts an item in DynamoDB JSON ({"kp": {"N": "1"}}, as
@@ -345,7 +344,7 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 			next[e.name] = e.value
 		}
 	}
-	v := validate(loopID, next)
+	v := validateIn(ctx, store, loopID, next)
 	if !v.Valid {
 		if asJSON {
 			writeJSON(stdout, v)
@@ -429,7 +428,7 @@ func readGet(ctx context.Context, store paramsStore, loopID string) (getOutput, 
 	if err != nil {
 		return getOutput{}, err
 	}
-	out := getOutput{Loop: loopID, Params: attrs, Validity: validate(loopID, attrs)}
+	out := getOutput{Loop: loopID, Params: attrs, Validity: validateIn(ctx, store, loopID, attrs)}
 	out.Validity.Params = nil
 	if out.Status, err = ifExists(store.ReadStatus(ctx, loopID)); err != nil {
 		return getOutput{}, err

@@ -28,7 +28,7 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 	f := &scenarioFlags{fs: fs, s: sim.Reference()}
 	f.tau, f.dead = f.s.Plant.Tau, f.s.Plant.DeadTime
 	s := &f.s
-	fs.StringVar(&f.preset, "scenario", "", "named scenario whose values the other flags override: "+strings.Join(sim.Presets(), ", ")+" (default: the reference scenario)")
+	fs.StringVar(&f.preset, "scenario", "", "named scenario whose values the other flags override: "+strings.Join(sim.Presets(), ", ")+" (default: the reference scenario);\nor shared, several queues into one database, with its own flags (sluice demo --scenario shared --help)")
 	fs.Float64Var(&s.Plant.Gain, "gain", s.Plant.Gain, "plant gain, points of CPU per message/s")
 	fs.Float64Var(&s.Plant.Base, "base", s.Plant.Base, "base load, percent CPU")
 	fs.DurationVar(&f.tau, "tau", f.tau, "plant time constant")

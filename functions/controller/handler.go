@@ -155,7 +155,7 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	}
 	attrs = append(attrs, loopAttrs(r)...)
 	level := slog.LevelInfo
-	for _, part := range []func(loop.Report) ([]slog.Attr, bool){driftAttrs, mappingAttrs, verdictAttrs} {
+	for _, part := range []func(loop.Report) ([]slog.Attr, bool){driftAttrs, mappingAttrs, verdictAttrs, memberAttrs} {
 		if a, warn := part(r); a != nil {
 			attrs = append(attrs, a...)
 			if warn {

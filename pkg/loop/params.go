@@ -107,6 +107,9 @@ type Params struct {
 	// Experiment is the guarded experiment asked of the loop; nil for none
 	// (experiment.go).
 	Experiment *Experiment `json:"experiment,omitempty"`
+	// Member is the loop's membership of a destination whose rate it
+	// shares (member.go); nil for a loop with its own controllers.
+	Member *Member `json:"member,omitempty"`
 }
 
 // FieldError says why one PARAMS attribute was refused.
@@ -449,8 +452,9 @@ func (d *decoder) unknown() {
 // checks across attributes.
 func (d *decoder) params() Params {
 	p := Params{Loop: d.loopID}
+	member := d.present(AttrDestination) // a member needs only its own (member.go)
 	for _, f := range paramTable {
-		if f.required && !d.present(f.name) {
+		if f.required && !d.present(f.name) && (!member || memberAttrs[f.name]) {
 			d.fail(f.name, "missing; required: %s", f.plainDoc())
 		}
 		if f.kind == kindSignals {
@@ -477,6 +481,9 @@ func DecodeParams(loopID string, attrs map[string]any, sources metric.Sources) (
 	d.unknown()
 	d.retiredValues()
 	p := d.params()
+	if p.Member != nil {
+		d.memberOnly(p.Member.Destination)
+	}
 	// Only values that decoded are checked further: one reason per field.
 	bad := make(map[string]bool, len(d.errs))
 	for _, e := range d.errs {
@@ -524,6 +531,10 @@ func (p Params) check(sources metric.Sources) []FieldError {
 	var errs []FieldError
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if p.Member != nil {
+		p.checkMember(fail) // the destination's checks are its own (member.go)
+		return errs
 	}
 	p.checkMode(fail)
 	p.checkGains(fail)
@@ -666,6 +677,9 @@ func (p Params) StalePolicy() control.StalePolicy {
 // DecodeParams(p.Loop, p.Attrs(sources), sources) returns p.
 func (p Params) Attrs(sources metric.Sources) map[string]any {
 	a := p.tableAttrs()
+	if p.Member != nil {
+		return a // a member has no metric (member.go)
+	}
 	encodeMetric(sources, p.Metric, len(p.Nodes) > 0, a)
 	if m, ok := a[attrSignals].(map[string]any); ok {
 		for _, s := range p.Signals {
@@ -686,7 +700,9 @@ func (p Params) tableAttrs() map[string]any {
 			encodeSignals(p, a, f.name)
 			continue
 		}
-		f.encode(p, a, f.name)
+		if p.Member == nil || memberAttrs[f.name] {
+			f.encode(p, a, f.name)
+		}
 	}
 	return a
 }

@@ -242,6 +242,15 @@ var paramTable = []param{
 	{name: AttrExperiment, kind: kindString, def: "none",
 		doc:   "a guarded experiment (`sluice tune --experiment`, the dashboard's button): `id=ID,step=POINTS,abort_above=LEVEL,max_duration=DURATION[,max_rate_step=RATE]`. Once per `id`, the setpoint is offset by `step` (at most 20 points) for `max_duration` (at most 24h), the rate stays within `max_rate_step` of the rate before it; the first fresh datapoint at or above `abort_above` aborts it at once, back to the setpoint and the rate before it (bumpless); a stale metric ends it. Bounds, slew limit and stale policy stay in force; its progress is in STATE (`experiment`)",
 		codec: experimentCodec},
+	{name: AttrDestination, kind: kindString, def: "none",
+		doc:   "makes the loop a member of a destination: the loop id whose signals and controllers set the rate that its members share (several queues into one database). A member's PARAMS hold only `enabled`, `min_rate`, `max_rate`, `demand_headroom`, `depth_queue`, the `esm_*` attributes, `weight` and `priority`; each tick gives it its weighted max-min fair share of the destination's rate by demand, in its own RATE item",
+		codec: destinationCodec},
+	{name: AttrWeight, kind: kindNumber, def: "1",
+		doc:   "a member's share of its destination's rate within its priority class, > 0; needs `destination`",
+		codec: weightCodec},
+	{name: AttrPriority, kind: kindNumber, def: "0",
+		doc:   "a member's strict priority class, a whole number in -1000..1000: the destination's rate goes to the higher classes first, a lower class gets what they do not take; needs `destination`",
+		codec: priorityCodec},
 }
 
 // omit says whether an attribute is left out of the item for its value.

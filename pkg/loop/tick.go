@@ -60,6 +60,9 @@ type Report struct {
 	// Mapping is what the tick did with the loop's event source mapping;
 	// nil for a loop that owns none (mapping.go).
 	Mapping *MappingReport `json:"mapping,omitempty"`
+	// Member is what a member of a destination was given (share.go); nil
+	// for a loop with its own controllers.
+	Member *MemberReport `json:"member,omitempty"`
 	// Signals reports each signal of every loop, the first one (the
 	// top-level attributes) first; Limiting names the signal whose
 	// controller set the rate, the selection's outcome for a loop with
@@ -196,6 +199,12 @@ type due struct {
 	depthKnown bool
 	// report is the index of the loop's report.
 	report int
+	// members are the members of a destination that tick with it, and
+	// demand a member's consumers' figure at this tick (share.go); tickAt
+	// is the tick's time.
+	members []*due
+	demand  Demand
+	tickAt  time.Time
 }
 
 // Tick runs one tick for every loop and returns one report per loop, sorted
@@ -211,8 +220,9 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 	reports := make([]Report, len(snaps))
 	var work []*due
 	var statusOnly []statusCommit
+	problems := membershipProblems(snaps)
 	for i, snap := range snaps {
-		w, c := triage(snap, t.Sources, now, &reports[i])
+		w, c := triage(snap, t.Sources, now, &reports[i], problems[snap.Loop])
 		switch {
 		case w != nil:
 			w.report = i
@@ -221,8 +231,14 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 			statusOnly = append(statusOnly, statusCommit{report: i, commit: *c})
 		}
 	}
+	work, orphans := groupMembers(work) // members tick with their destination (share.go)
+	for _, m := range orphans {
+		if c := orphanCommit(m, &reports[m.report]); c != nil {
+			statusOnly = append(statusOnly, statusCommit{report: m.report, commit: *c})
+		}
+	}
 	t.readMetrics(ctx, work, now)
-	t.readDepths(ctx, work, now) // the dashboard's queue depth (depth.go)
+	t.readDepths(ctx, withMembers(work), now) // the dashboard's queue depth (depth.go)
 	t.commitAll(ctx, work, statusOnly, reports, now)
 	return reports, nil
 }
@@ -235,7 +251,7 @@ type statusCommit struct {
 
 // triage decides what a loop does this tick: run (a due item), record the
 // verdict on its PARAMS only (a commit), or nothing; r says why.
-func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*due, *Commit) {
+func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report, problem *FieldError) (*due, *Commit) {
 	r.Loop, r.Measured = snap.Loop, math.NaN()
 	if snap.State != nil {
 		r.Tick = snap.State.Version
@@ -260,12 +276,12 @@ func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*d
 		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
 		return nil, nil
 	}
-	inForce, fp, status := paramsInForce(snap, sources, now, r)
+	inForce, fp, status := paramsInForce(snap, sources, now, r, problem)
 	prev := snap.State
 	if inForce == nil || !inForce.Enabled {
 		return nil, idle(snap, inForce, fp, status, r)
 	}
-	if prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod-dueSlack(inForce.TickPeriod) {
+	if inForce.Member == nil && prev != nil && !prev.TickAt.IsZero() && now.Sub(prev.TickAt) < inForce.TickPeriod-dueSlack(inForce.TickPeriod) {
 		r.Outcome = OutcomeNotDue
 		return nil, nil
 	}
@@ -276,9 +292,17 @@ func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*d
 // ones, or the last valid ones when the edit is refused; nil when there are
 // none), the edit's fingerprint, and the verdict to record when the edit is
 // new (nil when it was checked before).
-func paramsInForce(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*Params, string, *ParamsStatus) {
+func paramsInForce(snap Snapshot, sources metric.Sources, now time.Time, r *Report, problem *FieldError) (*Params, string, *ParamsStatus) {
 	p, perr := DecodeParams(snap.Loop, snap.Params, sources)
 	fp := Fingerprint(snap.Params)
+	if problem != nil {
+		// A member whose destination is wrong among the loops (member.go):
+		// refused, and checked again once the other loops change.
+		fp += "-" + Fingerprint(map[string]any{"membership": problem.Reason})
+		if perr == nil {
+			perr = &ParamsError{Loop: snap.Loop, Fields: []FieldError{*problem}}
+		}
+	}
 	prev := snap.State
 	var inForce *Params
 	if perr == nil {
@@ -336,6 +360,13 @@ func (t *Ticker) commitAll(ctx context.Context, work []*due, statusOnly []status
 			t.commit(ctx, c, r)
 			return nil
 		})
+		for _, m := range w.shareRate(c, now, reports) { // a destination's members (share.go)
+			g.Go(func() error {
+				t.scaleMapping(ctx, m.w, &m.c, m.r)
+				t.commit(ctx, m.c, m.r)
+				return nil
+			})
+		}
 	}
 	for _, s := range statusOnly {
 		r := &reports[s.report]
@@ -404,6 +435,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	// The processed rate the consumers reported: an idle queue is not a
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
+	w.tickAt = now
+	w.membersDemand(&in)                       // a destination's members (share.go)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
 	if err := w.samples[0].Err; err != nil {
 		r.Err = err

@@ -67,7 +67,66 @@ function dropSignalCharts() {
   charts.cpu.limitName = null;
 }
 
-const st = { cfg: {}, loop: null, points: [], params: null, polling: false };
+const st = { cfg: {}, loop: null, points: [], params: null, polling: false, members: {}, memberPts: {} };
+
+// Members (several queues into one database): a destination's page gets two
+// charts, its members' allowed and processed rates stacked (each line is the
+// sum of the members up to it), from the members' own histories.
+async function loadMembers(loops) {
+  st.members = {};
+  for (const id of loops) {
+    const r = await api("/api/loops/" + encodeURIComponent(id) + "/params");
+    const d = r.ok && r.body.params && r.body.params.destination;
+    if (d) (st.members[d] = st.members[d] || []).push(id);
+  }
+}
+
+function memberCharts() {
+  const ms = st.members[st.loop] || [];
+  if (!ms.length || charts["members-rate"]) return;
+  for (const [key, what] of [["rate", "allowed"], ["consumed", "processed"]]) {
+    const id = "members-" + key;
+    charts[id] = { title: id, series: ms.map((m, k) => (
+      { key: "mem:" + m + ":" + key, label: m + (k ? " (+ above)" : ""), color: SIGNAL_COLORS[k % SIGNAL_COLORS.length] })) };
+    const fig = document.createElement("figure");
+    fig.className = "chart member-chart";
+    const cap = document.createElement("figcaption");
+    cap.textContent = "Members: " + what + " rates, stacked (messages/s)";
+    const cv = document.createElement("canvas"); cv.id = "chart-" + id; cv.dataset.points = "0";
+    const lg = document.createElement("div"); lg.className = "legend"; lg.id = "legend-" + id;
+    fig.append(cap, cv, lg);
+    $("member-charts").append(fig);
+    legend(id, charts[id]);
+  }
+}
+
+function dropMemberCharts() {
+  for (const id of Object.keys(charts)) if (id.startsWith("members-")) delete charts[id];
+  $("member-charts").textContent = "";
+  st.memberPts = {};
+}
+
+// pollMembers reads the members' new points and stacks them onto the
+// destination's points of the same tick.
+async function pollMembers(loop) {
+  const ms = st.members[loop] || [];
+  for (const m of ms) {
+    const have = st.memberPts[m] || [];
+    const q = have.length ? "?since=" + have[have.length - 1].t + "&limit=" + WINDOW : "?limit=" + WINDOW;
+    const r = await api("/api/loops/" + encodeURIComponent(m) + "/history" + q);
+    if (!r.ok || loop !== st.loop) return;
+    st.memberPts[m] = have.concat(r.body.points).slice(-WINDOW);
+  }
+  const byT = ms.map((m) => new Map((st.memberPts[m] || []).map((p) => [p.t, p])));
+  for (const p of st.points) for (const key of ["rate", "consumed"]) {
+    let sum = 0;
+    ms.forEach((m, k) => {
+      const mp = byT[k].get(p.t);
+      sum += mp && mp[key] !== null && mp[key] !== undefined ? mp[key] : 0;
+      p["mem:" + m + ":" + key] = mp ? sum : null;
+    });
+  }
+}
 const $ = (id) => document.getElementById(id);
 
 async function api(path, opts) {
@@ -181,6 +240,7 @@ function draw(id, chart, pts) {
 
 function drawAll() {
   signalCharts();
+  memberCharts();
   for (const [id, c] of Object.entries(charts)) draw(id, c, st.points);
   const p = st.points[st.points.length - 1];
   const now = $("now");
@@ -214,6 +274,7 @@ async function poll() {
     if (!r.ok || loop !== st.loop) return;
     if (r.body.points.length) {
       st.points = st.points.concat(flatten(r.body.points)).slice(-WINDOW);
+      await pollMembers(loop);
       drawAll();
     }
   } finally { st.polling = false; }
@@ -349,6 +410,7 @@ async function runExperiment(ev) {
 async function selectLoop(id) {
   st.loop = id; st.points = [];
   dropSignalCharts();
+  dropMemberCharts();
   if (location.hash !== "#" + id) history.replaceState(null, "", "#" + encodeURIComponent(id));
   $("params-message").textContent = "";
   drawAll();
@@ -366,6 +428,7 @@ async function main() {
   const loops = (r.ok && r.body.loops) || [];
   const sel = $("loop");
   for (const id of loops) { const o = document.createElement("option"); o.value = o.textContent = id; sel.append(o); }
+  await loadMembers(loops);
   sel.addEventListener("change", () => selectLoop(sel.value));
   $("f-mode").addEventListener("change", modeChanged);
   $("params-form").addEventListener("submit", save);

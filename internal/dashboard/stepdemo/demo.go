@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
+	"github.com/sluice-dev/sluice/pkg/history"
 )
 
 // LoopID is the id of the demo's loop.
@@ -92,7 +93,8 @@ func defaultParams(s sim.Scenario) (dashboard.Params, error) {
 
 // Demo is the simulated loop, its stores and its history.
 type Demo struct {
-	sim    *demo.Sim
+	sim    stepper
+	loops  []string
 	params *dashboard.LoopParams
 	hist   *ddbhistory.Memory
 	err    error // the first history write that failed
@@ -120,7 +122,7 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 	}
 	params := demo.DefaultParams(s, c)
 	params.ManualRate = 50
-	d := &Demo{hist: ddbhistory.NewMemory(0)}
+	d := &Demo{hist: ddbhistory.NewMemory(0), loops: []string{LoopID}}
 	d.sim, err = demo.Start(demo.Config{
 		Scenario: s, Params: params, Start: start, SafeRate: safeRate, Outages: outages(),
 		OnTick: d.record, NoSeries: true, BatchSize: 10,
@@ -140,6 +142,11 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 func (d *Demo) record(t demo.Tick) {
 	for _, r := range t.Reports {
 		p, ok := t.Point(r)
+		if r.Member != nil {
+			// A member's point carries its own consumers' rate, not the
+			// world's total.
+			p, ok = history.FromReport(t.Now, r)
+		}
 		if !ok {
 			continue
 		}
@@ -156,8 +163,8 @@ func (d *Demo) History() *ddbhistory.Memory { return d.hist }
 // validated by loop.DecodeParams.
 func (d *Demo) Params() *dashboard.LoopParams { return d.params }
 
-// Loops lists the demo's one loop.
-func (d *Demo) Loops(context.Context) ([]string, error) { return []string{LoopID}, nil }
+// Loops lists the demo's loops.
+func (d *Demo) Loops(context.Context) ([]string, error) { return d.loops, nil }
 
 // Step advances the simulation by one controller tick period: the consumer
 // drains the queue at the allowed rate, the plant responds, the metric

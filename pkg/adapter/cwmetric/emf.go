@@ -51,6 +51,11 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 			metric{"MappingTarget", "Count", float64(m.Target)},
 			metric{"MappingUpdateFailed", "None", flag(m.Err != "")})
 	}
+	if m := r.Member; m != nil {
+		// A member of a destination (PARAMS destination): its share of the
+		// destination's rate, which the destination's own line carries.
+		all = append(all, metric{"MemberShare", "None", m.Share}, metric{"MemberWeight", "None", m.Weight})
+	}
 	defs := make([]any, 0, len(all))
 	attrs := make([]slog.Attr, 0, len(all)+2)
 	for _, m := range all {

@@ -1,0 +1,252 @@
+package loop
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/fairshare"
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// MemberReport is what a tick gave a member of a destination (member.go).
+type MemberReport struct {
+	// Destination, Weight and Priority are the member's PARAMS in force.
+	Destination string  `json:"destination"`
+	Weight      float64 `json:"weight"`
+	Priority    int     `json:"priority,omitempty"`
+	// Total is the destination's allowed rate the members shared, and
+	// Share the member's part of it (Report.Rate / Total; 0 when Total is 0).
+	Total float64 `json:"total"`
+	Share float64 `json:"share"`
+}
+
+// memberTolerance is how far below its last rate a member's processed rate
+// may fall before the member counts as limited by demand: a little more
+// than the controller's (control's actualTolerance), since a member's
+// processed rate is smoothed (ProcessedSmoothing) and lags a share that grew.
+const memberTolerance = 0.1
+
+// MemberHeadroom is what a demand-limited member claims above what its
+// consumers took: twice the growth (memberTolerance) that makes it claim its
+// whole share again. The capacity that no member claims is given out again
+// (pkg/fairshare), so a member's burst finds room there; what a claim holds
+// beyond the use is lost to the others, which the destination's controller
+// makes good by raising the rate.
+const MemberHeadroom = 2 * memberTolerance
+
+// MemberProbe is the least a demand-limited member claims, as a fraction
+// of its weight's part of the destination's rate: a member whose queue was
+// idle keeps enough to show, at the next tick, that it takes all it is
+// allowed, and claims its whole share again (a rate of zero would never show
+// a burst).
+const MemberProbe = 0.05
+
+// memberPeerSep joins a member's loop id and a consumer's instance id in
+// the destination's demand baselines, so that instance ids of different
+// members never collide.
+const memberPeerSep = "/"
+
+// groupMembers takes the members out of work and hands each to its
+// destination's due item, whose peers become every member's (the
+// destination's controllers see the members' total processed rate). It
+// returns the destinations and loops of work, and the members whose
+// destination does not tick now.
+func groupMembers(work []*due) (rest, orphans []*due) {
+	byLoop := make(map[string]*due, len(work))
+	for _, w := range work {
+		if w.params.Member == nil {
+			byLoop[w.snap.Loop] = w
+		}
+	}
+	for _, w := range work {
+		if w.params.Member == nil {
+			rest = append(rest, w)
+			continue
+		}
+		dest, ok := byLoop[w.params.Member.Destination]
+		if !ok {
+			orphans = append(orphans, w)
+			continue
+		}
+		dest.members = append(dest.members, w)
+		for _, p := range w.snap.Peers {
+			p.Instance = w.snap.Loop + memberPeerSep + p.Instance
+			dest.snap.Peers = append(dest.snap.Peers, p)
+		}
+	}
+	return rest, orphans
+}
+
+// shareRate splits the destination's rate, as its commit dc sets it, among
+// its members by weighted max-min fair share by demand (pkg/fairshare), and
+// returns each member's commit and report. A member whose consumers took
+// clearly less than its last rate (or was limited already), and no more than
+// at the tick before, claims what they took plus MemberHeadroom (at least
+// MemberProbe of its weight's part; demand_headroom 0 switches the claim
+// off); the others claim up to their max_rate. RATE is written for the
+// members when it is for the destination (not in shadow mode).
+func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberCommit {
+	total := dc.State.Rate
+	claims := make([]fairshare.Claim, len(w.members))
+	demands := make([]Demand, len(w.members))
+	var weights float64
+	for _, m := range w.members {
+		weights += m.params.Member.Weight
+	}
+	for i, m := range w.members {
+		d := m.demand
+		demand := math.Inf(1)
+		if d.Limited {
+			probe := MemberProbe * total * m.params.Member.Weight / weights
+			demand = max(d.Processed*(1+MemberHeadroom), probe)
+		}
+		demands[i] = d
+		mp := m.params.Member
+		claims[i] = fairshare.Claim{Weight: mp.Weight, Priority: mp.Priority, Min: m.params.MinRate, Max: m.params.MaxRate, Demand: demand}
+	}
+	shares := fairshare.Split(total, claims)
+	out := make([]memberCommit, len(w.members))
+	for i, m := range w.members {
+		r := &reports[m.report]
+		out[i] = memberCommit{w: m, r: r, c: m.memberCommit(dc, shares[i], demands[i], now, r)}
+	}
+	return out
+}
+
+// measureMembers measures what each member's consumers took since the
+// previous tick (its own leases), and whether it was limited by demand:
+// clearly less than allowed (or limited already), and not growing (a queue
+// that bursts takes more at once, and claims its share again).
+func (w *due) measureMembers(now time.Time) {
+	for _, m := range w.members {
+		var base Demand
+		var prevTick time.Time
+		var prevRate float64
+		if prev := m.snap.State; prev != nil {
+			base, prevTick, prevRate = prev.Demand, prev.TickAt, prev.Rate
+		}
+		// The raw figure, not smoothed (no controller integrates it): a
+		// queue that ran dry gives its share up at the next tick.
+		raw := base
+		raw.Known = false
+		d := measureDemand(m.snap.Peers, raw, prevTick, now)
+		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
+			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
+		m.demand = d
+	}
+}
+
+// membersDemand is the destination's view of its members' demand. While
+// every member is limited by demand, the total processed rate is what the
+// plant took and holds the rate near it (no windup on idle queues). While a
+// member takes all it is given, what the limited ones were allowed and did
+// not use of their claims (its headroom and probes) would have gone to it: that
+// part counts as taken, so that the destination is not limited by demand
+// while a queue waits, and its controllers raise the rate to the setpoint;
+// a member's fall in use that the split has not followed yet still shows.
+func (w *due) membersDemand(in *control.Input) {
+	if len(w.members) == 0 {
+		return
+	}
+	w.measureMembers(w.tickAt)
+	hungry, unused := false, 0.0
+	for _, m := range w.members {
+		if !m.demand.Limited {
+			hungry = true
+			continue
+		}
+		if prev := m.snap.State; prev != nil && prev.Demand.Limited {
+			// Its rate was its claim: what it left is the claim's margin.
+			// A member that just fell in use had its share, and what it
+			// left was truly not taken.
+			unused += max(0, prev.Rate-m.demand.Processed)
+		}
+	}
+	if hungry && in.ActualKnown {
+		in.ActualRate += unused
+	}
+}
+
+// memberCommit is a member's outcome of its destination's tick.
+type memberCommit struct {
+	w *due
+	c Commit
+	r *Report
+}
+
+// memberCommit returns the commit of member m given share of the rate the
+// destination's commit dc sets, and fills its report.
+func (m *due) memberCommit(dc Commit, share float64, d Demand, now time.Time, r *Report) Commit {
+	var st State
+	if m.snap.State != nil {
+		st = *m.snap.State
+	}
+	prevVersion := st.Version
+	p := m.params
+	st.Loop, st.Version, st.Schema, st.TickAt = m.snap.Loop, prevVersion+1, StateSchema, now
+	st.Rate, st.Mode, st.Setpoint, st.Demand = share, dc.State.Mode, dc.State.Setpoint, d
+	st.MetricAt, st.Measured = dc.State.MetricAt, dc.State.Measured
+	st.Params, st.ParamsFingerprint = &p, m.fp
+
+	r.Tick, r.Mode, r.Setpoint, r.Rate = st.Version, st.Mode, st.Setpoint, share
+	r.Processed, r.ProcessedKnown, r.LivePeers, r.DemandLimited = d.Processed, d.Known, d.Live, d.Limited
+	r.AtMin = share <= p.MinRate
+	r.Depth, r.DepthKnown = m.depth, m.depthKnown
+	r.Member = &MemberReport{Destination: p.Member.Destination, Weight: p.Member.Weight, Priority: p.Member.Priority, Total: dc.State.Rate}
+	if dc.State.Rate > 0 {
+		r.Member.Share = share / dc.State.Rate
+	}
+	c := Commit{PrevVersion: prevVersion, State: st, Status: m.status}
+	if m.status != nil {
+		m.status.Tick = st.Version
+	}
+	if dc.Rate != nil {
+		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: share, WrittenAt: now, ExpiresAt: dc.Rate.ExpiresAt, Tick: st.Version}
+		r.RateWritten = true
+	}
+	return c
+}
+
+// orphanCommit is the commit of a member whose destination does not tick
+// now: nothing, or the verdict on its edited PARAMS.
+func orphanCommit(m *due, r *Report) *Commit {
+	r.Outcome = OutcomeNotDue
+	if m.status == nil {
+		return nil
+	}
+	c := idle(m.snap, &m.params, m.fp, m.status, r)
+	r.Outcome = OutcomeNotDue
+	return c
+}
+
+// withMembers is work with every destination's members.
+func withMembers(work []*due) []*due {
+	out := work
+	for _, w := range work {
+		if len(w.members) > 0 {
+			if len(out) == len(work) {
+				out = append([]*due(nil), work...)
+			}
+			out = append(out, w.members...)
+		}
+	}
+	return out
+}
+
+// membershipProblems checks the members among the loops read
+// (MembershipProblems); the refusals are keyed by loop id.
+func membershipProblems(snaps []Snapshot) map[string]*FieldError {
+	loops := make(map[string]map[string]any, len(snaps))
+	for _, s := range snaps {
+		loops[s.Loop] = s.Params
+	}
+	var out map[string]*FieldError
+	for id, fe := range MembershipProblems(loops) {
+		if out == nil {
+			out = map[string]*FieldError{}
+		}
+		out[id] = &fe
+	}
+	return out
+}
