@@ -66,6 +66,9 @@ type Report struct {
 	// several signals ("" for one; signals.go).
 	Limiting string         `json:"limiting,omitempty"`
 	Signals  []SignalReport `json:"signals,omitempty"`
+	// Reason is what set the rate at this tick, a code and a sentence
+	// (reason.go); nil when the loop did not run.
+	Reason *Reason `json:"reason,omitempty"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -258,6 +261,7 @@ func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report) (*d
 	if snap.Params == nil {
 		r.Outcome = OutcomeNoParams
 		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
+		r.Reason = idleReason(r.Outcome, r.ParamsReason)
 		return nil, nil
 	}
 	inForce, fp, status := paramsInForce(snap, sources, now, r)
@@ -309,6 +313,7 @@ func idle(snap Snapshot, inForce *Params, fp string, status *ParamsStatus, r *Re
 	if inForce != nil {
 		r.Outcome = OutcomeDisabled
 	}
+	r.Reason = idleReason(r.Outcome, r.ParamsReason)
 	if status == nil {
 		return nil
 	}
@@ -413,6 +418,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
+	st.Reason = explain(reasonFor(p, &st, out, r)) // names the decision made above (reason.go)
+	r.Reason = &st.Reason
 	return w.record(&st, out, prevVersion, now, weights, r)
 }
 
