@@ -153,6 +153,11 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	if r.Resumed {
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
+	if r.Reason != nil {
+		// What set the rate: a code (also the EMF dimension Reason) and
+		// a sentence.
+		attrs = append(attrs, slog.String("reason", string(r.Reason.Code)), slog.String("reason_text", r.Reason.Text))
+	}
 	attrs = append(attrs, loopAttrs(r)...)
 	level := slog.LevelInfo
 	for _, part := range []func(loop.Report) ([]slog.Attr, bool){driftAttrs, mappingAttrs, verdictAttrs} {
