@@ -207,6 +207,14 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 		if k >= 30 {
 			pt.Limiting = "lag"
 		}
+		// The tick's reason: limited, the slew limit, stale: four changes.
+		pt.Reason, pt.ReasonText = "limited", fmt.Sprintf("limited by %s", pt.Limiting)
+		if pt.Saturated {
+			pt.Reason, pt.ReasonText = "slew", "slew limit"
+		}
+		if pt.Stale {
+			pt.Reason, pt.ReasonText = "stale", "stale: hold"
+		}
 		if err := hist.Append(ctx, "orders", pt); err != nil {
 			t.Fatal(err)
 		}
@@ -243,6 +251,14 @@ func TestBrowserMoto(t *testing.T) {
 		cpuLimits := cdpValue(t, ctx, "cpu limiting ticks", chromedp.Evaluate[int](`Number(document.getElementById('chart-cpu').dataset.limiting)`))
 		if lagLimits != 30 || cpuLimits != 30 {
 			t.Errorf("ticks shaded as limiting: lag %d, cpu %d; want 30 each", lagLimits, cpuLimits)
+		}
+		// A mark where the reason changed (limited, slew, limited, stale,
+		// limited), and the newest tick's reason in the header.
+		if marks := cdpValue(t, ctx, "reason marks", chromedp.Evaluate[int](`Number(document.getElementById('chart-cpu').dataset.reasons)`)); marks != 4 {
+			t.Errorf("reason marks on the CPU chart = %d; want 4", marks)
+		}
+		if now := cdpValue(t, ctx, "header", chromedp.Evaluate[string](`document.getElementById('now').innerText`)); !strings.Contains(now, "reason limited by lag") {
+			t.Errorf("header %q; want the newest tick's reason", now)
 		}
 		cdp(t, ctx, "edit", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
 			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))

@@ -173,7 +173,21 @@ function draw(id, chart, pts) {
     }
     g.stroke();
   }
+  // a mark where the tick's reason changed (sluice why): a dotted line,
+  // and on the first chart the new reason's code
+  let marks = 0;
+  g.strokeStyle = "#7c3aed"; g.fillStyle = "#7c3aed"; g.setLineDash([2, 3]); g.lineWidth = 1;
+  g.font = "10px system-ui"; g.textAlign = "left"; g.textBaseline = "top";
+  for (let k = 1; k < pts.length; k++) {
+    const p = pts[k];
+    if (!p.reason || p.reason === pts[k - 1].reason) continue;
+    const xx = Math.round(x(p.t)) + .5;
+    g.beginPath(); g.moveTo(xx, T); g.lineTo(xx, T + ph); g.stroke();
+    if (id === "cpu") g.fillText(p.reason, xx + 2, T + 2 + 11 * (marks % 3));
+    marks++;
+  }
   g.setLineDash([]);
+  cv.dataset.reasons = String(marks);
   cv.dataset.points = String(drawn);
   cv.dataset.limiting = String(limiting);
   cv.dataset.last = String(pts[pts.length - 1].t);
@@ -193,6 +207,7 @@ function drawAll() {
   item("CPU", p.measured === null ? "stale" : fmt(p.measured) + " %");
   item("rate", fmt(p.rate) + " msg/s");
   if (p.limiting) item("limited by", p.limiting);
+  if (p.reason_text) item("reason", p.reason_text);
   if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
   if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }
   if (p.model_drift) {
