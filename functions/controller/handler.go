@@ -219,6 +219,10 @@ func verdictAttrs(r loop.Report) ([]slog.Attr, bool) {
 	if r.ParamsReason != "" {
 		attrs = append(attrs, slog.String("params_reason", r.ParamsReason))
 	}
+	if r.ParamsUpdatedBy != "" {
+		// Who made the edit checked, and what it changed (the editor's record).
+		attrs = append(attrs, slog.String("params_updated_by", r.ParamsUpdatedBy), slog.String("params_changes", r.ParamsChanges))
+	}
 	return attrs, r.ParamsReason != ""
 }
 

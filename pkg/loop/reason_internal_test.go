@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
 )
@@ -60,5 +61,16 @@ func TestFmtNum(t *testing.T) {
 	}
 	if !strings.Contains(fmtRate(2.5), "msg/s") {
 		t.Errorf("fmtRate(2.5) = %q; want a unit", fmtRate(2.5))
+	}
+}
+
+// TestParamsEditorReported: the tick that checks an edit reports who made
+// it and what changed, as the editor recorded them in PARAMS.
+func TestParamsEditorReported(t *testing.T) {
+	attrs := map[string]any{"updated_by": "arn:aws:sts::000000000000:user/moto", "updated_changes": "setpoint: 70 -> 50"}
+	var r Report
+	_, _, status := paramsInForce(Snapshot{Loop: "l", Params: attrs}, nil, time.Time{}, &r)
+	if status == nil || r.ParamsUpdatedBy != attrs["updated_by"] || r.ParamsChanges != attrs["updated_changes"] {
+		t.Errorf("report by %q, changes %q (status %v); want the PARAMS item's", r.ParamsUpdatedBy, r.ParamsChanges, status)
 	}
 }

@@ -128,6 +128,11 @@ type ParamsReport struct {
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
 	ParamsReason string `json:"params_reason,omitempty"`
+	// ParamsUpdatedBy and ParamsChanges are who made that edit and what it
+	// changed, as the editor recorded them in PARAMS (updated_by,
+	// updated_changes); "" when not recorded.
+	ParamsUpdatedBy string `json:"params_updated_by,omitempty"`
+	ParamsChanges   string `json:"params_changes,omitempty"`
 }
 
 // NodesReport is the balancer's outcome for a loop with nodes.
@@ -302,6 +307,8 @@ func paramsInForce(snap Snapshot, sources metric.Sources, now time.Time, r *Repo
 		}
 	}
 	r.ParamsStatus, r.ParamsReason = status.Status, status.Reason
+	r.ParamsUpdatedBy, _ = snap.Params["updated_by"].(string)
+	r.ParamsChanges, _ = snap.Params["updated_changes"].(string)
 	return inForce, fp, status
 }
 
@@ -527,7 +534,7 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 		r.Outcome = OutcomeApplied
 	case errors.Is(err, ErrConflict):
 		r.Outcome, r.RateWritten, r.Tick = OutcomeLost, false, c.PrevVersion
-		r.ParamsStatus, r.ParamsReason = "", ""
+		r.ParamsStatus, r.ParamsReason, r.ParamsUpdatedBy, r.ParamsChanges = "", "", "", ""
 	default:
 		r.Outcome, r.RateWritten, r.Err = OutcomeError, false, err
 	}

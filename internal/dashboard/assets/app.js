@@ -288,7 +288,9 @@ function showStatus(s) {
   st.params = s.params;
   st.version = s.version || 0;
   const when = s.updated_at ? " · updated " + new Date(s.updated_at).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
-  $("params-status").textContent = "PARAMS of loop " + st.loop + when;
+  const by = s.updated_by ? " by " + s.updated_by : "";
+  const what = s.updated_changes ? " (" + s.updated_changes + ")" : "";
+  $("params-status").textContent = "PARAMS of loop " + st.loop + when + by + what;
   const ref = $("params-refusal");
   if (s.refusal) { ref.hidden = false; ref.textContent = "Last edit refused: " + s.refusal; } else { ref.hidden = true; ref.textContent = ""; }
 }
