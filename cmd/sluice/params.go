@@ -423,6 +423,9 @@ type stateSummary struct {
 	P        float64   `json:"p"`
 	I        float64   `json:"i"`
 	FF       float64   `json:"ff"`
+	// Reason is what set the rate at the last tick, with the drain
+	// forecast when it matters (loop.Reason; zero before STATE schema 4).
+	Reason loop.Reason `json:"reason,omitzero"`
 }
 
 // ifExists turns the result of reading an item into a pointer to it, nil
@@ -469,7 +472,7 @@ func readGet(ctx context.Context, store paramsStore, loopID string) (getOutput, 
 	}
 	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
-			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
+			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF, Reason: st.Reason}
 		// No datapoint yet: STATE has no metric_at (its measured is a
 		// zero value, not a measurement).
 		if !math.IsNaN(st.Measured) && !st.MetricAt.IsZero() {
@@ -514,6 +517,9 @@ func printGet(w io.Writer, out getOutput) {
 		}
 		fmt.Fprintf(w, "STATE: tick %d at %s, mode %s, setpoint %.2f %%, measured %s, rate %.2f msg/s (P %.2f, I %.2f, FF %.2f), stale %v\n",
 			s.Version, s.TickAt.Format(time.RFC3339), s.Mode, s.Setpoint, measured, s.Rate, s.P, s.I, s.FF, s.Stale)
+		if s.Reason.Code != "" {
+			fmt.Fprintf(w, "  reason: %s (sluice why --loop %s: the last ticks')\n", s.Reason.Text, out.Loop)
+		}
 	}
 	if r := out.Rate; r != nil {
 		state := "valid"

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore/ddbtest"
 	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
+	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/loop/storetest"
 )
@@ -63,5 +64,23 @@ func TestParamsSetCallerFromSTS(t *testing.T) {
 	attrs, err := store.ReadParams(ctx, "orders")
 	if err != nil || attrs["updated_by"] != who || attrs["updated_changes"] != "setpoint: 70 -> 45" {
 		t.Errorf("stored PARAMS by %v, changes %v (%v); want %s, setpoint: 70 -> 45", attrs["updated_by"], attrs["updated_changes"], err, who)
+	}
+}
+
+// TestParamsGetReason: `params get` prints the last tick's reason, with
+// its drain forecast.
+func TestParamsGetReason(t *testing.T) {
+	store := memstore.New()
+	ctx := context.Background()
+	if err := store.WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs(looptest.Sources())); err != nil {
+		t.Fatal(err)
+	}
+	why := loop.Reason{Code: loop.ReasonLimited, Text: "limited by cpu: 72 % above its 70 % setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s"}
+	if err := store.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1, Reason: why}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runP(t, paramsWith(store), "get", "--loop", "orders")
+	if code != 0 || !strings.Contains(out, "reason: "+why.Text) {
+		t.Errorf("params get = %d:\n%s\nwant the last tick's reason %q", code, out, why.Text)
 	}
 }

@@ -89,7 +89,7 @@ func Events(points []history.Point) []Event {
 // signal's excess over its setpoint crossed the band (a tenth of the
 // setpoint, at least 1) at i-1 and stayed beyond it at i, with the setpoint
 // unchanged and the rate not moved the same way by more than a tenth over
-// the window before.
+// the window before, and no rate set by hand (mode manual) in it.
 func disturbance(points []history.Point, i int) (Event, bool) {
 	if i < window+1 {
 		return Event{}, false
@@ -98,8 +98,9 @@ func disturbance(points []history.Point, i int) (Event, bool) {
 	band := math.Max(1, 0.1*math.Abs(p.Setpoint))
 	x := func(k int) float64 { return points[k].Measured - points[k].Setpoint }
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := i - window; k < i; k++ {
-		if points[k].Setpoint != p.Setpoint {
+	for k := i - window; k <= i; k++ {
+		// A setpoint edit or a rate set by hand explains the move.
+		if points[k].Setpoint != p.Setpoint || points[k].Reason == string(loop.ReasonManual) || points[k].Mode == string(loop.ModeManual) {
 			return Event{}, false
 		}
 		lo, hi = math.Min(lo, points[k].Rate), math.Max(hi, points[k].Rate)

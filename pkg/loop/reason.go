@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
 )
@@ -27,7 +28,8 @@ const (
 	// ReasonCeiling: a datapoint at the signal's ceiling cut the rate.
 	ReasonCeiling ReasonCode = "ceiling"
 	// ReasonDemand: the consumers took clearly less than allowed; the rate
-	// is held near what they took.
+	// is held near what they took, or where it was (the integrator does
+	// not wind up on what the destination did not receive).
 	ReasonDemand ReasonCode = "demand"
 	// ReasonMaxRate and ReasonMinRate: the rate is at a bound.
 	ReasonMaxRate ReasonCode = "max_rate"
@@ -61,6 +63,10 @@ type reasonInput struct {
 	processed  float64
 	resumed    bool
 	experiment *ExperimentState
+	// depth is the queue's depth when depthKnown; processedKnown says
+	// whether processed is.
+	depth                      float64
+	depthKnown, processedKnown bool
 }
 
 // explain is the reason of a tick that ran (the tick's decision is made;
@@ -84,15 +90,58 @@ func explain(in reasonInput) Reason {
 		r = Reason{ReasonResumed, fmt.Sprintf("resumed: %s fresh again at %s, continuing from %s", sig.Name, fmtValue(sig.Measured, sig.Unit), fmtRate(out.Rate))}
 	case out.Cut:
 		r = Reason{ReasonCeiling, fmt.Sprintf("ceiling: %s at %s, at or above its ceiling: rate cut to %s", sig.Name, fmtValue(sig.Measured, sig.Unit), fmtRate(out.Rate))}
-	case out.DemandLimited:
+	case out.DemandLimited || (out.ActualLimited && in.processedKnown && !out.Saturated):
+		// Held near what was taken, or (the integrator frozen while the
+		// consumers took clearly less than allowed) kept where it was.
 		r = Reason{ReasonDemand, fmt.Sprintf("held by demand: consumers took %s of %s", fmtNum(in.processed), fmtRate(in.prevRate))}
 	default:
 		r = bounded(in)
+	}
+	if note := drainNote(in); note != "" {
+		r.Text += "; " + note
 	}
 	if p.Mode == ModeShadow {
 		r.Text += " (shadow: RATE not written)"
 	}
 	return r
+}
+
+// DrainMatters is how long a backlog must take to drain at the allowed
+// rate before a tick's reason names it.
+const DrainMatters = 10 * time.Minute
+
+// drainNote is the drain forecast when it matters: "backlog 1.2e+06 drains
+// in 3 h 10 m at the allowed 105 msg/s (4 h 10 m at the processed 80
+// msg/s)"; "" when the depth is unknown or the backlog drains sooner than
+// DrainMatters.
+func drainNote(in reasonInput) string {
+	if !in.depthKnown || in.depth <= 0 || in.out.Rate <= 0 {
+		return ""
+	}
+	at := time.Duration(in.depth / in.out.Rate * float64(time.Second))
+	if at < DrainMatters {
+		return ""
+	}
+	note := fmt.Sprintf("backlog %s drains in %s at the allowed %s", fmtNum(in.depth), fmtDuration(at), fmtRate(in.out.Rate))
+	switch {
+	case in.processedKnown && in.processed > 0:
+		note += fmt.Sprintf(" (%s at the processed %s)", fmtDuration(time.Duration(in.depth/in.processed*float64(time.Second))), fmtRate(in.processed))
+	case in.processedKnown:
+		note += " (never at the processed 0 msg/s)"
+	}
+	return note
+}
+
+// fmtDuration is d in hours and minutes ("3 h 10 m", "25 m"), days past
+// two days.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.0f d", d.Hours()/24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%d h %d m", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d m", int(d.Minutes()))
 }
 
 // bounded is the reason of an automatic tick that the bounds, the slew
@@ -176,7 +225,7 @@ func idleReason(outcome Outcome, refusal string) *Reason {
 // still the last tick's) and r: the limiting signal's record is r's.
 func reasonFor(p Params, st *State, out control.Output, r *Report) reasonInput {
 	in := reasonInput{p: p, out: out, prevRate: st.Rate, firstTick: st.Version == 0, processed: r.Processed,
-		resumed: r.Resumed, experiment: st.Experiment}
+		resumed: r.Resumed, experiment: st.Experiment, depth: r.Depth, depthKnown: r.DepthKnown, processedKnown: r.ProcessedKnown}
 	for i, s := range r.Signals {
 		if i == 0 || s.Name == r.Limiting {
 			in.sig = s

@@ -36,12 +36,21 @@ func TestExplain(t *testing.T) {
 		{"resumed", with(func(in *reasonInput) { in.resumed = true }), ReasonResumed, "resumed: cpu fresh again at 72.4 %, continuing from 500 msg/s"},
 		{"ceiling", with(func(in *reasonInput) { in.out.Cut, in.sig.Measured = true, 100 }), ReasonCeiling, "ceiling: cpu at 100 %, at or above its ceiling: rate cut to 500 msg/s"},
 		{"demand", with(func(in *reasonInput) { in.out.DemandLimited, in.prevRate = true, 420 }), ReasonDemand, "held by demand: consumers took 310 of 420 msg/s"},
+		{"demand, integrator held", with(func(in *reasonInput) {
+			in.out.ActualLimited, in.processedKnown, in.processed, in.prevRate, in.sig.Measured = true, true, 0, 4.27, 0
+		}), ReasonDemand, "held by demand: consumers took 0 of 4.27 msg/s"},
 		{"max_rate", with(func(in *reasonInput) { in.out.Rate, in.sig.Measured = 2000, 40 }), ReasonMaxRate, "max_rate: at 2000 msg/s; cpu: 40 % below its 70 % setpoint"},
 		{"min_rate", with(func(in *reasonInput) { in.out.Rate, in.sig.Measured = 10, 95 }), ReasonMinRate, "min_rate: at 10 msg/s; cpu: 95 % above its 70 % setpoint"},
 		{"slew", with(func(in *reasonInput) { in.out.Saturated, in.sig.Measured, in.prevRate = true, 50, 400 }), ReasonSlew,
 			"slew limit: from 400 msg/s to 500 msg/s, at most 100 per tick; cpu: 50 % below its 70 % setpoint"},
 		{"no datapoint", with(func(in *reasonInput) { in.sig.Measured = math.NaN() }), ReasonLimited, "limited by cpu: no datapoint yet, setpoint 70 %"},
 		{"shadow", with(func(in *reasonInput) { in.p.Mode = ModeShadow }), ReasonLimited, "limited by cpu: 72.4 % above its 70 % setpoint (shadow: RATE not written)"},
+		{"backlog that matters", with(func(in *reasonInput) {
+			in.depth, in.depthKnown, in.processedKnown, in.processed = 1.2e6, true, true, 80
+			in.out.Rate = 105
+		}), ReasonLimited, "limited by cpu: 72.4 % above its 70 % setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s (4 h 10 m at the processed 80 msg/s)"},
+		{"backlog that drains soon", with(func(in *reasonInput) { in.depth, in.depthKnown = 3000, true }), ReasonLimited,
+			"limited by cpu: 72.4 % above its 70 % setpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
