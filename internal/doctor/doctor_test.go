@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -202,5 +204,43 @@ func TestDoctorLocal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFromStack: a stack's outputs and parameters, as template.yaml names
+// them, become the target; its queue alone is then checked.
+func TestFromStack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := cloudformation.NewFromConfig(cfg)
+	name := fmt.Sprintf("sluice-doctor-%d", time.Now().UnixNano())
+	body := `{"Parameters":{"LoopId":{"Type":"String"},"ScheduleExpression":{"Type":"String"}},
+"Resources":{"ConsumerQueue":{"Type":"AWS::SQS::Queue","Properties":{"VisibilityTimeout":60}}},
+"Outputs":{"ConsumerQueueUrl":{"Value":{"Ref":"ConsumerQueue"}},"TableName":{"Value":"` + e.table + `"},"ControllerFunctionName":{"Value":"ctl"}}}`
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(body),
+		Parameters: []cftypes.Parameter{{ParameterKey: aws.String("LoopId"), ParameterValue: aws.String("orders")},
+			{ParameterKey: aws.String("ScheduleExpression"), ParameterValue: aws.String("rate(5 minutes)")}}}); err != nil {
+		t.Fatalf("create stack: %v", err)
+	}
+	t.Cleanup(func() {
+		cf.DeleteStack(context.Background(), &cloudformation.DeleteStackInput{StackName: aws.String(name)})
+	})
+	target, table, err := doctor.FromStack(ctx, cf, name, doctor.Target{Controller: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.Loop != "orders" || target.Schedule != "rate(5 minutes)" || target.Controller != "mine" || !strings.Contains(target.Queue, "/") || table != e.table {
+		t.Fatalf("FromStack = %+v, table %q; want loop orders, the schedule, the queue's URL, the flag's controller kept, table %s", target, table, e.table)
+	}
+	f, err := doctor.Gather(ctx, e.c, doctor.Target{Queue: target.Queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doctor.Check(f); len(got) != 1 || got[0].Rule != "redrive" {
+		t.Errorf("the stack's queue without a redrive policy: findings %+v; want one redrive finding", got)
 	}
 }
