@@ -82,4 +82,3 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "no findings: every rule that applies holds")
 	return 0
 }
-
