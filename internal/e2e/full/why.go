@@ -69,6 +69,9 @@ func (r *run) checkWhy() {
 // firstEvent is the first event of kind in points after since: "at <offset
 // from lo>: text" when it lies within [lo, hi], else what was found instead.
 func firstEvent(points []history.Point, kind why.Kind, since, lo, hi time.Time) string {
+	if lo.IsZero() {
+		return fmt.Sprintf("the scenario's %s did not happen (an earlier phase failed)", kind)
+	}
 	for _, e := range why.Events(points) {
 		if e.Kind != kind || e.T.Before(since) {
 			continue
