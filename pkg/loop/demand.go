@@ -21,7 +21,7 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	}
 	d := measureDemand(snap.Peers, base, prevTick, now)
 	if d.Known {
-		in.ActualRate, in.ActualKnown = d.Processed, true
+		in.ActualRate, in.ActualKnown = d.Processed+d.WithheldRate, true
 		r.Processed, r.ProcessedKnown = d.Processed, true
 	}
 	r.LivePeers = d.Live
@@ -44,6 +44,13 @@ type Demand struct {
 	Known     bool    `json:"known"`
 	// Live is the number of live leases.
 	Live int `json:"live"`
+	// Withheld is each reporting instance's count of messages its inner
+	// loop held back (protocol.Peer.Withheld), the baseline for the next
+	// tick; WithheldRate their rate since the previous tick, messages/s,
+	// which the controller is told on top of Processed: the inner loop's cut
+	// is not a plant that took less (withheld.go).
+	Withheld     map[string]int64 `json:"withheld,omitempty"`
+	WithheldRate float64          `json:"withheld_rate,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what
@@ -86,6 +93,7 @@ func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) 
 	}
 	if known {
 		d.Processed, d.Known = smoothProcessed(sum/dt.Seconds(), prev, dt), true
+		d.Withheld, d.WithheldRate = measureWithheld(peers, prev, dt, now)
 	}
 	return d
 }

@@ -20,6 +20,10 @@ type Peer struct {
 	Batches       int64         `json:"batches,omitempty"`
 	BatchMessages int64         `json:"batch_messages,omitempty"`
 	Working       time.Duration `json:"working,omitempty"`
+	// Withheld counts the messages the instance's inner loop held back
+	// below its share since StartedAt (consume.InnerLoop): the controller
+	// adds their rate to the processed one.
+	Withheld int64 `json:"withheld,omitempty"`
 	// StartedAt is when the instance started counting; ReportedAt when it
 	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
 	StartedAt  time.Time `json:"started_at"`
