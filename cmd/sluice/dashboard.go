@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"strings"
 	"time"
 
@@ -32,6 +33,17 @@ type dashboardConfig struct {
 	speed   float64
 	prefill int
 	traffic stepdemo.Traffic
+	// user and userHeader are who edits are recorded as (dashboard.Config).
+	user, userHeader string
+}
+
+// dashboardUser is the dashboard's default user: "dashboard:" and the
+// account that runs it.
+func dashboardUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "dashboard:" + u.Username
+	}
+	return "dashboard"
 }
 
 func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
@@ -45,6 +57,8 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	tokenFile := fs.String("token-file", "", "`file` holding the token that writes must carry (Authorization: Bearer, or the form's token field); default $SLUICE_DASHBOARD_TOKEN. Never on the command line, where ps shows it")
 	hosts := fs.String("allowed-host", "", "comma-separated host `names` the browser may use to reach the dashboard (its Host header); default the loopback names and the --listen host. Others are refused (DNS rebinding)")
 	fs.StringVar(&c.table, "table", envOr("SLUICE_TABLE", "sluice"), "DynamoDB `table` holding the loops' PARAMS, STATE, RATE and HIST items; default $SLUICE_TABLE or sluice")
+	fs.StringVar(&c.user, "user", dashboardUser(), "who the dashboard's edits are recorded as (PARAMS updated_by)")
+	fs.StringVar(&c.userHeader, "user-header", "", "request `header` that an authenticating proxy in front of the dashboard sets to its user (e.g. X-Forwarded-User): edits are recorded as that user")
 	fs.BoolVar(&c.demo, "demo", false, "serve the embedded demo: simulated plant, in-memory stores, accelerated time, no AWS")
 	fs.Float64Var(&c.speed, "speed", 60, "demo only: simulated seconds per real second (60: one 60 s controller tick per second)")
 	fs.IntVar(&c.prefill, "prefill", 120, "demo only: controller `ticks` simulated before serving, so that the charts start full")
@@ -143,7 +157,8 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 // ready, when not nil, receives the base URL once the listener is open.
 func serveDashboard(ctx context.Context, c dashboardConfig, stdout, stderr io.Writer, ready func(url string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg := dashboard.Config{Token: c.token, AllowedHosts: c.hosts, Logger: log, Fields: dashboard.LoopFields()}
+	cfg := dashboard.Config{Token: c.token, AllowedHosts: c.hosts, Logger: log, Fields: dashboard.LoopFields(),
+		User: c.user, UserHeader: c.userHeader}
 	var background func(ctx context.Context) error
 	var err error
 	if c.demo {

@@ -163,10 +163,29 @@ func TestBrowserDemo(t *testing.T) {
 	}
 	dashScreenshot(t, ctx, "dashboard")
 
+	// the form: the operator's fields first, the rest behind "advanced",
+	// numbers rounded to their meaning (and sent back as stored when
+	// untouched)
+	order := cdpValue(t, ctx, "form order", chromedp.Evaluate[string](`[...document.querySelectorAll('#fields > .row')].map(r => r.id).join(',')`))
+	if order != "row-setpoint,row-manual_rate,row-min_rate,row-max_rate" {
+		t.Errorf("form rows before advanced = %s; want setpoint, manual_rate, min_rate, max_rate", order)
+	}
+	if open := cdpValue(t, ctx, "advanced closed", chromedp.Evaluate[bool](`!!document.getElementById('advanced') && !document.getElementById('advanced').open && document.querySelectorAll('#advanced .row').length > 20`)); !open {
+		t.Errorf("the other parameters are not behind a closed advanced section")
+	}
+	ffShown := cdpValue(t, ctx, "ff_base shown", chromedp.Evaluate[string](`document.getElementById('f-ff_base').value`))
+	ffStored := cdpValue(t, ctx, "ff_base stored", chromedp.Evaluate[string](`JSON.stringify(st.params.ff_base)`))
+	if len(strings.Trim(ffShown, "-.0")) > 5 || ffShown == ffStored {
+		t.Errorf("ff_base shown as %q (stored %s); want it rounded to four significant figures", ffShown, ffStored)
+	}
+
 	// an edit through the form applies to the demo loop, an invalid one shows its reason
 	cdp(t, ctx, "set setpoint 55", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
 		cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))
 	cdp(t, ctx, "wait for setpoint 55 on the chart", cdpUntil(`document.getElementById('now').innerText.includes('setpoint 55.0 %')`, 20*time.Second))
+	if after := cdpValue(t, ctx, "ff_base after the edit", chromedp.Evaluate[string](`JSON.stringify(st.params.ff_base)`)); after != ffStored {
+		t.Errorf("ff_base after an edit of the setpoint = %s; want it unchanged, %s (the rounded value sent back as stored)", after, ffStored)
+	}
 	cdp(t, ctx, "set an invalid max rate", chromedp.SetValue(cdpCSS("#f-max_rate"), "-1"), chromedp.Click(cdpCSS("#save")),
 		cdpUntil(`document.getElementById('params-message').textContent.startsWith('Refused')`, 10*time.Second))
 	msg := cdpValue(t, ctx, "read refusal", chromedp.Text(cdpCSS("#params-message")))
@@ -207,6 +226,14 @@ func dashMotoTable(t *testing.T) (*dynamodb.Client, string) {
 		if k >= 30 {
 			pt.Limiting = "lag"
 		}
+		// The tick's reason: limited, the slew limit, stale: four changes.
+		pt.Reason, pt.ReasonText = "limited", fmt.Sprintf("limited by %s", pt.Limiting)
+		if pt.Saturated {
+			pt.Reason, pt.ReasonText = "slew", "slew limit"
+		}
+		if pt.Stale {
+			pt.Reason, pt.ReasonText = "stale", "stale: hold"
+		}
 		if err := hist.Append(ctx, "orders", pt); err != nil {
 			t.Fatal(err)
 		}
@@ -243,6 +270,14 @@ func TestBrowserMoto(t *testing.T) {
 		cpuLimits := cdpValue(t, ctx, "cpu limiting ticks", chromedp.Evaluate[int](`Number(document.getElementById('chart-cpu').dataset.limiting)`))
 		if lagLimits != 30 || cpuLimits != 30 {
 			t.Errorf("ticks shaded as limiting: lag %d, cpu %d; want 30 each", lagLimits, cpuLimits)
+		}
+		// A mark where the reason changed (limited, slew, limited, stale,
+		// limited), and the newest tick's reason in the header.
+		if marks := cdpValue(t, ctx, "reason marks", chromedp.Evaluate[int](`Number(document.getElementById('chart-cpu').dataset.reasons)`)); marks != 4 {
+			t.Errorf("reason marks on the CPU chart = %d; want 4", marks)
+		}
+		if now := cdpValue(t, ctx, "header", chromedp.Evaluate[string](`document.getElementById('now').innerText`)); !strings.Contains(now, "reason limited by lag") {
+			t.Errorf("header %q; want the newest tick's reason", now)
 		}
 		cdp(t, ctx, "edit", chromedp.SetValue(cdpCSS("#f-setpoint"), "55"), chromedp.Click(cdpCSS("#save")),
 			cdpUntil(`document.getElementById('params-message').textContent.startsWith('Saved')`, 10*time.Second))

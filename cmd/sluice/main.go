@@ -28,6 +28,9 @@ func commands() []command {
 		{name: "params", summary: "get, set and validate a loop's PARAMS item (the controller's validation)", run: runParams},
 		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: group("local", "stand-in", localCommands)},
 		{name: "mysql", summary: "check a MySQL consumer statement against the database (check)", run: group("mysql", "command", mysqlCommands)},
+		{name: "why", summary: "why a loop's rate is what it is: the last ticks' reasons and what would change them", run: runWhy},
+		{name: "doctor", summary: "check a deployment's queue, DLQ, function, mapping and loop against the rules", run: runDoctor},
+		{name: "version", summary: "the version of this build (the release tag, or the VCS revision)", run: runVersion},
 		{name: "migrate", summary: "create or upgrade the tables of the MySQL consumers (inbox, messages)", run: runMigrate},
 	}
 }

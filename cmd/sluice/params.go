@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -18,7 +19,9 @@ import (
 	"github.com/sluice-dev/sluice/functions/controller/metricsources"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/sluice-dev/sluice/internal/paramsaudit"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
@@ -35,9 +38,22 @@ type paramsStore interface {
 	ReadRate(ctx context.Context, loopID string) (protocol.Rate, error)
 }
 
-// paramsEnv lets tests give `sluice params` a store instead of DynamoDB.
+// paramsEnv lets tests give `sluice params` a store instead of DynamoDB,
+// and the editor's identity instead of STS's.
 type paramsEnv struct {
 	open func(ctx context.Context, table string) (paramsStore, error)
+	// who is the identity an edit is recorded under (the caller's ARN).
+	who func(ctx context.Context) (string, error)
+}
+
+// stsCaller is the identity the AWS configuration signs as, from STS
+// GetCallerIdentity (on the local endpoint with AWS_ENDPOINT_URL).
+func stsCaller(ctx context.Context) (string, error) {
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return "", err
+	}
+	return paramsaudit.Caller(ctx, sts.NewFromConfig(cfg))
 }
 
 func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
@@ -49,7 +65,7 @@ func openDynamoStore(ctx context.Context, table string) (paramsStore, error) {
 }
 
 func runParams(args []string, stdout, stderr io.Writer) int {
-	return paramsEnv{open: openDynamoStore}.run(args, stdout, stderr)
+	return paramsEnv{open: openDynamoStore, who: stsCaller}.run(args, stdout, stderr)
 }
 
 const paramsUsage = `usage: sluice params <get|set|validate> --loop ID [flags] [name=value ...]
@@ -126,7 +142,11 @@ func (e paramsEnv) run(args []string, stdout, stderr io.Writer) int {
 	case "get":
 		return paramsGet(ctx, store, *loopID, *asJSON, stdout, stderr)
 	case "set":
-		return paramsSet(ctx, store, *loopID, edits, *asJSON, stdout, stderr)
+		who, err := e.who(ctx)
+		if err != nil {
+			return fail(stderr, "sluice params set", err, 1)
+		}
+		return paramsSet(ctx, store, *loopID, edits, audit{who: who, at: time.Now()}, *asJSON, stdout, stderr)
 	default:
 		attrs, err := store.ReadParams(ctx, *loopID)
 		if err != nil {
@@ -329,7 +349,13 @@ func dynamoValue(v any) (any, bool) {
 	return nil, false
 }
 
-func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, asJSON bool, stdout, stderr io.Writer) int {
+// audit is who makes an edit, and when.
+type audit struct {
+	who string
+	at  time.Time
+}
+
+func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []edit, by audit, asJSON bool, stdout, stderr io.Writer) int {
 	attrs, err := store.ReadParams(ctx, loopID)
 	if errors.Is(err, protocol.ErrNotFound) {
 		attrs = map[string]any{}
@@ -354,6 +380,8 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 		}
 		return 1
 	}
+	// Who, when and what, in the item and in the log (stderr).
+	changes := paramsaudit.Stamp(attrs, next, by.who, by.at)
 	// Conditional on the edit version read: an edit written meanwhile (by
 	// another operator, the dashboard) is reported, never overwritten.
 	if err := store.WriteParamsIf(ctx, loopID, next, loop.ParamsVersion(attrs)); err != nil {
@@ -363,10 +391,11 @@ func paramsSet(ctx context.Context, store paramsStore, loopID string, edits []ed
 		}
 		return fail(stderr, "sluice params set", err, 1)
 	}
+	paramsaudit.Log(slog.New(slog.NewTextHandler(stderr, nil)), loopID, by.who, by.at, changes)
 	if asJSON {
 		writeJSON(stdout, v)
 	} else {
-		fmt.Fprintf(stdout, "PARAMS of loop %q written; the controller applies them at its next tick\n", loopID)
+		fmt.Fprintf(stdout, "PARAMS of loop %q written by %s; the controller applies them at its next tick\n", loopID, by.who)
 	}
 	return 0
 }
@@ -393,6 +422,9 @@ type stateSummary struct {
 	P        float64   `json:"p"`
 	I        float64   `json:"i"`
 	FF       float64   `json:"ff"`
+	// Reason is what set the rate at the last tick, with the drain
+	// forecast when it matters (loop.Reason; zero before STATE schema 4).
+	Reason loop.Reason `json:"reason,omitzero"`
 }
 
 // ifExists turns the result of reading an item into a pointer to it, nil
@@ -439,7 +471,7 @@ func readGet(ctx context.Context, store paramsStore, loopID string) (getOutput, 
 	}
 	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
-			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF}
+			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF, Reason: st.Reason}
 		// No datapoint yet: STATE has no metric_at (its measured is a
 		// zero value, not a measurement).
 		if !math.IsNaN(st.Measured) && !st.MetricAt.IsZero() {
@@ -484,6 +516,9 @@ func printGet(w io.Writer, out getOutput) {
 		}
 		fmt.Fprintf(w, "STATE: tick %d at %s, mode %s, setpoint %.2f %%, measured %s, rate %.2f msg/s (P %.2f, I %.2f, FF %.2f), stale %v\n",
 			s.Version, s.TickAt.Format(time.RFC3339), s.Mode, s.Setpoint, measured, s.Rate, s.P, s.I, s.FF, s.Stale)
+		if s.Reason.Code != "" {
+			fmt.Fprintf(w, "  reason: %s (sluice why --loop %s: the last ticks')\n", s.Reason.Text, out.Loop)
+		}
 	}
 	if r := out.Rate; r != nil {
 		state := "valid"

@@ -18,7 +18,7 @@ import (
 )
 
 func paramsWith(store *memstore.Store) paramsEnv {
-	return paramsEnv{open: func(context.Context, string) (paramsStore, error) { return store, nil }}
+	return paramsEnv{open: func(context.Context, string) (paramsStore, error) { return store, nil }, who: testOperator}
 }
 
 func runP(t *testing.T, env paramsEnv, args ...string) (int, string, string) {
@@ -169,7 +169,7 @@ func TestParamsSetConflict(t *testing.T) {
 	if err := store.WriteParams(context.Background(), "orders", storetest.SampleParams("orders").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
-	env := paramsEnv{open: func(context.Context, string) (paramsStore, error) { return racingStore{store}, nil }}
+	env := paramsEnv{open: func(context.Context, string) (paramsStore, error) { return racingStore{store}, nil }, who: testOperator}
 	code, _, errOut := runP(t, env, "set", "--loop", "orders", "setpoint=40")
 	if code != 3 || !strings.Contains(errOut, "conflict") {
 		t.Errorf("set during another edit = %d, %q; want 3 and a conflict", code, errOut)
@@ -199,4 +199,8 @@ func TestParamsGetNoDatapointYet(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "measured no datapoint yet") || strings.Contains(out, "0001-01-01") {
 		t.Errorf("get = %d, %q; want \"no datapoint yet\" and no zero time", code, out)
 	}
+}
+
+func testOperator(context.Context) (string, error) {
+	return "arn:aws:iam::000000000000:user/test-operator", nil
 }

@@ -33,6 +33,8 @@ type experimentEnv struct {
 	sleep   func(ctx context.Context, d time.Duration) error
 	history func(ctx context.Context, since time.Duration) (history.File, error)
 	now     func() time.Time
+	// who is the identity the PARAMS edit is recorded under.
+	who func(ctx context.Context) (string, error)
 }
 
 // experimentRun is one experiment asked of a loop.
@@ -76,7 +78,7 @@ func runTuneExperiment(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	env := experimentEnv{store: store, sleep: consume.WallClock{}.Sleep, now: time.Now,
+	env := experimentEnv{store: store, sleep: consume.WallClock{}.Sleep, now: time.Now, who: stsCaller,
 		history: func(ctx context.Context, since time.Duration) (history.File, error) {
 			return readTableHistory(ctx, *table, *loopID, since, *metricDelay)
 		}}
@@ -91,7 +93,13 @@ func (e experimentEnv) run(ctx context.Context, r experimentRun, stdout, stderr 
 	if !r.asJSON {
 		quiet = stdout
 	}
-	if code := paramsSet(ctx, e.store, r.loopID, []edit{{name: loop.AttrExperiment, value: r.exp.String()}}, false, quiet, stderr); code != 0 {
+	who, err := e.who(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	edits := []edit{{name: loop.AttrExperiment, value: r.exp.String()}}
+	if code := paramsSet(ctx, e.store, r.loopID, edits, audit{who: who, at: e.now()}, false, quiet, stderr); code != 0 {
 		return code
 	}
 	x, err := e.wait(ctx, r, quiet)

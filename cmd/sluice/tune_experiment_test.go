@@ -200,7 +200,7 @@ func TestTuneExperimentCommand(t *testing.T) {
 	if err := r.sm.Advance(ctx, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	env := experimentEnv{store: r.sm.Store(), now: r.sm.Now,
+	env := experimentEnv{store: r.sm.Store(), now: r.sm.Now, who: testOperator,
 		sleep: func(ctx context.Context, d time.Duration) error { return r.sm.Advance(ctx, d) },
 		history: func(_ context.Context, since time.Duration) (history.File, error) {
 			f := r.rec.file

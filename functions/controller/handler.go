@@ -153,6 +153,11 @@ func (h *handler) logReport(ctx context.Context, ev events.EventBridgeEvent, r l
 	if r.Resumed {
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
+	if r.Reason != nil {
+		// What set the rate: a code (also the EMF dimension Reason) and
+		// a sentence.
+		attrs = append(attrs, slog.String("reason", string(r.Reason.Code)), slog.String("reason_text", r.Reason.Text))
+	}
 	attrs = append(attrs, loopAttrs(r)...)
 	level := slog.LevelInfo
 	for _, part := range []func(loop.Report) ([]slog.Attr, bool){driftAttrs, mappingAttrs, verdictAttrs, memberAttrs} {
@@ -213,6 +218,10 @@ func verdictAttrs(r loop.Report) ([]slog.Attr, bool) {
 	}
 	if r.ParamsReason != "" {
 		attrs = append(attrs, slog.String("params_reason", r.ParamsReason))
+	}
+	if r.ParamsUpdatedBy != "" {
+		// Who made the edit checked, and what it changed (the editor's record).
+		attrs = append(attrs, slog.String("params_updated_by", r.ParamsUpdatedBy), slog.String("params_changes", r.ParamsChanges))
 	}
 	return attrs, r.ParamsReason != ""
 }

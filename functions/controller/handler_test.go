@@ -120,6 +120,10 @@ func TestHandleLogsOneEMFLinePerLoop(t *testing.T) {
 	if line["MeasuredCPU"] != 55.0 || line["Setpoint"] != 70.0 {
 		t.Errorf("MeasuredCPU, Setpoint = %v, %v; want 55, 70", line["MeasuredCPU"], line["Setpoint"])
 	}
+	if code, _ := line["reason"].(string); code == "" || line["Reason"] != code || line["ReasonTicks"] != 1.0 || line["reason_text"] == "" {
+		t.Errorf("orders line: reason %v (%v), EMF Reason %v, ReasonTicks %v; want the tick's reason code, its sentence and ReasonTicks 1",
+			line["reason"], line["reason_text"], line["Reason"], line["ReasonTicks"])
+	}
 }
 
 func TestReadConfig(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 	lambdaapi "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/sluice-dev/sluice/functions/internal/envconf"
+	"github.com/sluice-dev/sluice/internal/version"
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbhistory"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
@@ -87,6 +88,7 @@ func newHandler(ctx context.Context, cfg config, log *slog.Logger) (*handler, er
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log.Info("start", version.Attrs()...)
 	h, err := newHandler(context.Background(), readConfig(os.Getenv), log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "controller: %v\n", err)

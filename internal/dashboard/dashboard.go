@@ -51,7 +51,11 @@ type ParamsStatus struct {
 	// update-item) is refused by the controller, which records the reason.
 	Refusal string `json:"refusal,omitempty"`
 	// UpdatedAt is when the parameters were last written; zero if unknown.
+	// UpdatedBy is who wrote them and Changes what changed (paramsaudit),
+	// "" when unknown.
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	UpdatedBy string    `json:"updated_by,omitempty"`
+	Changes   string    `json:"updated_changes,omitempty"`
 	// Version is the edit version of the item read (0: never edited
 	// conditionally). A form sends it back with its edit, which is refused
 	// as a conflict when the item has changed since.

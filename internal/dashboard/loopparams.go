@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/functions/controller/metricsources"
+	"github.com/sluice-dev/sluice/internal/paramsaudit"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/protocol"
@@ -66,6 +67,8 @@ func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, e
 	if v, ok := attrs[AttrUpdatedAt].(string); ok {
 		st.UpdatedAt, _ = time.Parse(time.RFC3339Nano, v)
 	}
+	st.UpdatedBy, _ = attrs[AttrUpdatedBy].(string)
+	st.Changes, _ = attrs[paramsaudit.AttrChanges].(string)
 	status, err := l.store.ReadStatus(ctx, loopID)
 	switch {
 	case errors.Is(err, protocol.ErrNotFound):
@@ -81,26 +84,32 @@ func (l *LoopParams) Params(ctx context.Context, loopID string) (ParamsStatus, e
 	st.Params = maps.Clone(attrs)
 	delete(st.Params, AttrUpdatedAt)
 	delete(st.Params, AttrUpdatedBy)
+	delete(st.Params, paramsaudit.AttrChanges)
 	delete(st.Params, loop.AttrEditVersion)
 	return st, nil
 }
 
 // SetParams replaces the PARAMS item with p, stamped with updated_at and
-// updated_by = "dashboard".
+// updated_by: p's own (the Server's user) or else "dashboard".
 func (l *LoopParams) SetParams(ctx context.Context, loopID string, p Params) error {
+	return l.store.WriteParams(ctx, loopID, l.stamp(p))
+}
+
+// stamp is p with updated_at now and updated_by, "dashboard" unless p
+// names who.
+func (l *LoopParams) stamp(p Params) map[string]any {
 	attrs := maps.Clone(map[string]any(p))
 	attrs[AttrUpdatedAt] = l.now().UTC().Format(time.RFC3339Nano)
-	attrs[AttrUpdatedBy] = "dashboard"
-	return l.store.WriteParams(ctx, loopID, attrs)
+	if by, _ := attrs[AttrUpdatedBy].(string); by == "" {
+		attrs[AttrUpdatedBy] = "dashboard"
+	}
+	return attrs
 }
 
 // SetParamsIf is SetParams on condition that the item's edit version is
 // still version; a changed item is an error wrapping ErrConflict.
 func (l *LoopParams) SetParamsIf(ctx context.Context, loopID string, p Params, version int64) error {
-	attrs := maps.Clone(map[string]any(p))
-	attrs[AttrUpdatedAt] = l.now().UTC().Format(time.RFC3339Nano)
-	attrs[AttrUpdatedBy] = "dashboard"
-	err := l.store.WriteParamsIf(ctx, loopID, attrs, version)
+	err := l.store.WriteParamsIf(ctx, loopID, l.stamp(p), version)
 	if errors.Is(err, loop.ErrParamsConflict) {
 		return fmt.Errorf("%w (%w)", ErrConflict, err)
 	}

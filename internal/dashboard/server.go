@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/paramsaudit"
 )
 
 //go:embed assets
@@ -51,8 +53,16 @@ type Config struct {
 	// without them the form shows the item's attributes with the types
 	// their values have.
 	Fields []Field
-	// Logger receives one line per refused or failed request; nil discards.
+	// Logger receives one line per refused or failed request, and one per
+	// edit (who, when, what: paramsaudit); nil discards.
 	Logger *slog.Logger
+	// User is who the dashboard's edits are recorded as (PARAMS
+	// updated_by); empty: "dashboard". UserHeader, when set, names a
+	// request header that an authenticating proxy in front of the
+	// dashboard sets to its user (X-Forwarded-User): its value, when
+	// present, is recorded instead.
+	User       string
+	UserHeader string
 }
 
 // Server is the dashboard's HTTP handler: the embedded page and its JSON API.
@@ -311,6 +321,8 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error(), Refused: true})
 		return
 	}
+	who, at := s.user(r), time.Now()
+	changes := paramsaudit.Stamp(cur.Params, next, who, at) // who, when, what (LoopParams keeps who)
 	if err := s.write(ctx, id, next, cur.Version); errors.Is(err, ErrConflict) {
 		s.conflict(w, r, err)
 		return
@@ -318,11 +330,26 @@ func (s *Server) setParams(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
+	paramsaudit.Log(s.cfg.Logger, id, who, at, changes)
 	st, err := s.cfg.Params.Params(context.WithoutCancel(ctx), id)
 	if err != nil {
 		st = ParamsStatus{Params: next}
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// user is who makes the edit r asks for: the proxy's user header when
+// configured and present, else the dashboard's user.
+func (s *Server) user(r *http.Request) string {
+	if h := s.cfg.UserHeader; h != "" {
+		if u := strings.TrimSpace(r.Header.Get(h)); u != "" {
+			return u
+		}
+	}
+	if s.cfg.User != "" {
+		return s.cfg.User
+	}
+	return "dashboard"
 }
 
 // write writes next, conditionally on the version the edit was merged

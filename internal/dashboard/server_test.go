@@ -1,11 +1,13 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -364,5 +366,50 @@ func TestHostCheck(t *testing.T) {
 		if rec.Code != want {
 			t.Errorf("AllowedHosts [sluice.internal]: Host %q = %d; want %d", host, rec.Code, want)
 		}
+	}
+}
+
+// TestEditAudit: an edit records who made it (the proxy's user header, else
+// the dashboard's user), when and what changed, in PARAMS and in the log.
+func TestEditAudit(t *testing.T) {
+	store := &recordingStore{Store: memstore.New()}
+	now := func() time.Time { return time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC) }
+	if err := store.Store.WriteParams(context.Background(), "orders", stepdemo.DefaultParams()); err != nil {
+		t.Fatal(err)
+	}
+	params := dashboard.NewLoopParams(store, now)
+	var logs bytes.Buffer
+	srv, err := dashboard.New(dashboard.Config{History: ddbhistory.NewMemory(0), Params: params, Writer: params, Validator: params,
+		Loops: lister{"orders"}, Fields: dashboard.LoopFields(), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		User: "dashboard:ops", UserHeader: "X-Forwarded-User"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	sp := stepdemo.DefaultParams()["setpoint"]
+	for _, tt := range []struct {
+		header map[string]string
+		body   string
+		who    string
+		change string
+	}{
+		{nil, `{"params":{"setpoint":55}}`, "dashboard:ops", fmt.Sprintf("setpoint: %v -> 55", sp)},
+		{map[string]string{"X-Forwarded-User": "alice@example.com"}, `{"params":{"setpoint":60}}`, "alice@example.com", "setpoint: 55 -> 60"},
+	} {
+		if code, body := post(t, ts, tt.body, tt.header); code != 200 {
+			t.Fatalf("POST %s = %d %v", tt.body, code, body)
+		}
+		got, _ := store.ReadParams(context.Background(), "orders")
+		if got["updated_by"] != tt.who || got["updated_changes"] != tt.change || got["updated_at"] == nil {
+			t.Errorf("stored audit by %v, changes %v, at %v; want %s, %q, a time", got["updated_by"], got["updated_changes"], got["updated_at"], tt.who, tt.change)
+		}
+		if !strings.Contains(logs.String(), `"updated_by":"`+tt.who+`"`) || !strings.Contains(logs.String(), tt.change) {
+			t.Errorf("log %s; want the edit by %s (%s)", logs.String(), tt.who, tt.change)
+		}
+	}
+	st, err := params.Params(context.Background(), "orders")
+	if err != nil || st.UpdatedBy != "alice@example.com" || st.Changes != "setpoint: 55 -> 60" || st.Params["updated_changes"] != nil {
+		t.Errorf("Params = %+v, %v; want updated by alice, the change, and no audit attribute among the parameters", st, err)
 	}
 }

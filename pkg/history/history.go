@@ -60,6 +60,11 @@ type Point struct {
 	// signals (override control; loop.Params.Signals); empty for one.
 	Limiting string
 	Signals  []SignalPoint
+	// Reason is what set the rate at this tick: its code
+	// (loop.ReasonCode) and sentence; empty for a point stored before
+	// reasons were kept.
+	Reason     string
+	ReasonText string
 }
 
 // SignalPoint is one signal of a loop with several signals at one tick.
@@ -114,6 +119,8 @@ type pointJSON struct {
 	Limited   bool          `json:"limited,omitempty"`
 	Limiting  string        `json:"limiting,omitempty"`
 	Signals   []SignalPoint `json:"signals,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Text      string        `json:"reason_text,omitempty"`
 }
 
 func num(v float64) *float64 {
@@ -139,6 +146,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		P: num(p.P), I: num(p.I), FF: num(p.FF), Saturated: p.Saturated, Stale: p.Stale, Depth: num(p.Depth), Mode: p.Mode,
 		Drift:   p.ModelDrift,
 		Limited: p.Limited, Limiting: p.Limiting, Signals: p.Signals,
+		Reason: p.Reason, Text: p.ReasonText,
 	})
 }
 
@@ -155,6 +163,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		Saturated: j.Saturated, Stale: j.Stale, Depth: unnum(j.Depth), Mode: j.Mode,
 		ModelDrift: j.Drift,
 		Limited:    j.Limited, Limiting: j.Limiting, Signals: j.Signals,
+		Reason: j.Reason, ReasonText: j.Text,
 	}
 	return nil
 }
@@ -187,6 +196,9 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 		p.Measured, p.P, p.I, p.FF = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	}
 	p.Limiting = r.Limiting
+	if r.Reason != nil {
+		p.Reason, p.ReasonText = string(r.Reason.Code), r.Reason.Text
+	}
 	if len(r.Signals) < 2 {
 		return p, true // one signal: the point's own fields are its
 	}

@@ -169,6 +169,9 @@ func compatFigures(rep loop.Report, rate *protocol.Rate) map[string]any {
 		"p": figure(rep.P), "i": figure(rep.I), "d": figure(rep.D), "ff": figure(rep.FF), "saturated": rep.Saturated,
 		"limiting": rep.Limiting, "demand_limited": rep.DemandLimited, "processed": figure(rep.Processed),
 	}
+	if rep.Reason != nil {
+		f["reason"] = string(rep.Reason.Code) + ": " + rep.Reason.Text
+	}
 	if len(rep.Signals) == 1 {
 		// One signal: its record is the loop's (the corpus records the
 		// signals of a selection only).
@@ -275,5 +278,26 @@ func TestCompat(t *testing.T) {
 				t.Errorf("%d lines; %s has %d", len(gl), base+".ticks.jsonl", len(wl))
 			}
 		})
+	}
+}
+
+// TestCompatSchema3: a STATE that the controller of schema 3 wrote (before
+// the tick's reason was kept) reads and ticks on: the next tick writes the
+// current schema with a reason.
+func TestCompatSchema3(t *testing.T) {
+	var st loop.State
+	readJSON(t, filepath.Join(compatDir, "one_signal.schema3.state.json"), &st)
+	if st.Schema != 3 || st.Reason != (loop.Reason{}) || st.Params == nil {
+		t.Fatalf("corpus STATE: schema %d, reason %+v, params %v; want schema 3 without a reason, with params", st.Schema, st.Reason, st.Params)
+	}
+	attrs := st.Params.Attrs(looptest.Sources())
+	s := &compatStore{loop: st.Loop, params: attrs, state: &st}
+	rep := compatTick(t, s, &compatMapping{}, 0)
+	if rep.Outcome != loop.OutcomeApplied || rep.Reason == nil || rep.Reason.Code == "" {
+		t.Fatalf("tick from a schema 3 STATE = %s, reason %v (err %v); want applied with a reason", rep.Outcome, rep.Reason, rep.Err)
+	}
+	if s.state.Schema != loop.StateSchema || s.state.Reason != *rep.Reason || s.state.Version != st.Version+1 {
+		t.Errorf("STATE written: schema %d, version %d, reason %+v; want schema %d, version %d, reason %+v",
+			s.state.Schema, s.state.Version, s.state.Reason, loop.StateSchema, st.Version+1, *rep.Reason)
 	}
 }

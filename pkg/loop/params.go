@@ -246,7 +246,7 @@ func (d *decoder) retiredValues() {
 }
 
 // ignoredAttrs are attributes of a PARAMS item that are not parameters.
-var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "comment": true, AttrEditVersion: true}
+var ignoredAttrs = map[string]bool{"pk": true, "sk": true, "updated_at": true, "updated_by": true, "updated_changes": true, "comment": true, AttrEditVersion: true}
 
 // ParamInfo describes one PARAMS attribute as declared: for help texts,
 // forms and docs.

@@ -77,6 +77,9 @@ type State struct {
 	// are the loop's: its Stale is the limiting signal's.
 	Limiting string        `json:"limiting,omitempty"`
 	Signals  []SignalState `json:"signals,omitempty"`
+	// Reason is what set the rate at the last tick (reason.go); zero
+	// before schema 4.
+	Reason Reason `json:"reason,omitzero"`
 }
 
 // SignalState is one signal's record in a loop's STATE.

@@ -29,11 +29,14 @@ import (
 //     memory moves into the first record (UnmarshalJSON; a store that
 //     reads the attribute itself does the same), and upgradeState makes
 //     the record of a one-signal loop's signal from the top-level fields.
+//   - 4: the reason of the last tick (State.Reason, a code and a
+//     sentence). Older schemas have none; nothing else changed, so an
+//     older STATE reads as it is, with a zero Reason until the next tick.
 //
 // An older STATE is upgraded as it is read. A STATE of a newer schema is
 // refused (a *StateSchemaError in the loop's report): the controller would
 // drop the fields it does not know when it writes the next tick.
-const StateSchema = 3
+const StateSchema = 4
 
 // StateSchemaError is the refusal of a STATE item written by a newer
 // controller than this one.

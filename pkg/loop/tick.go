@@ -69,6 +69,9 @@ type Report struct {
 	// several signals ("" for one; signals.go).
 	Limiting string         `json:"limiting,omitempty"`
 	Signals  []SignalReport `json:"signals,omitempty"`
+	// Reason is what set the rate at this tick, a code and a sentence
+	// (reason.go); nil when the loop did not run.
+	Reason *Reason `json:"reason,omitempty"`
 	// Err is set with OutcomeError.
 	Err error `json:"-"`
 }
@@ -128,6 +131,11 @@ type ParamsReport struct {
 	// of PARAMS; ParamsReason is the refusal's reason.
 	ParamsStatus string `json:"params_status,omitempty"`
 	ParamsReason string `json:"params_reason,omitempty"`
+	// ParamsUpdatedBy and ParamsChanges are who made that edit and what it
+	// changed, as the editor recorded them in PARAMS (updated_by,
+	// updated_changes); "" when not recorded.
+	ParamsUpdatedBy string `json:"params_updated_by,omitempty"`
+	ParamsChanges   string `json:"params_changes,omitempty"`
 }
 
 // NodesReport is the balancer's outcome for a loop with nodes.
@@ -274,6 +282,7 @@ func triage(snap Snapshot, sources metric.Sources, now time.Time, r *Report, pro
 	if snap.Params == nil {
 		r.Outcome = OutcomeNoParams
 		r.ParamsStatus, r.ParamsReason = StatusRefused, ErrParamsMissing.Error()
+		r.Reason = idleReason(r.Outcome, r.ParamsReason)
 		return nil, nil
 	}
 	inForce, fp, status := paramsInForce(snap, sources, now, r, problem)
@@ -322,6 +331,8 @@ func paramsInForce(snap Snapshot, sources metric.Sources, now time.Time, r *Repo
 		}
 	}
 	r.ParamsStatus, r.ParamsReason = status.Status, status.Reason
+	r.ParamsUpdatedBy, _ = snap.Params["updated_by"].(string)
+	r.ParamsChanges, _ = snap.Params["updated_changes"].(string)
 	return inForce, fp, status
 }
 
@@ -333,6 +344,7 @@ func idle(snap Snapshot, inForce *Params, fp string, status *ParamsStatus, r *Re
 	if inForce != nil {
 		r.Outcome = OutcomeDisabled
 	}
+	r.Reason = idleReason(r.Outcome, r.ParamsReason)
 	if status == nil {
 		return nil
 	}
@@ -446,6 +458,8 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
 	r.Depth, r.DepthKnown = w.depth, w.depthKnown
+	st.Reason = explain(reasonFor(p, &st, out, r)) // names the decision made above (reason.go)
+	r.Reason = &st.Reason
 	return w.record(&st, out, prevVersion, now, weights, r)
 }
 
@@ -553,7 +567,7 @@ func (t *Ticker) commit(ctx context.Context, c Commit, r *Report) {
 		r.Outcome = OutcomeApplied
 	case errors.Is(err, ErrConflict):
 		r.Outcome, r.RateWritten, r.Tick = OutcomeLost, false, c.PrevVersion
-		r.ParamsStatus, r.ParamsReason = "", ""
+		r.ParamsStatus, r.ParamsReason, r.ParamsUpdatedBy, r.ParamsChanges = "", "", "", ""
 	default:
 		r.Outcome, r.RateWritten, r.Err = OutcomeError, false, err
 	}

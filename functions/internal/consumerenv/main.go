@@ -6,13 +6,16 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/sluice-dev/sluice/internal/version"
 )
 
 // Configure is the start of a consumer's main: it returns the JSON logger on
-// stderr and the configuration that load reads from the environment. A
-// configuration load refuses is logged and exits with status 2.
+// stderr, whose first line names the build (version, Go), and the
+// configuration that load reads from the environment. A configuration load
+// refuses is logged and exits with status 2.
 func Configure[C any](load func(getenv func(string) string) (C, error)) (C, *slog.Logger) {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log.Info("start", version.Attrs()...)
 	cfg, err := load(os.Getenv)
 	if err != nil {
 		log.Error("configuration", "err", err)

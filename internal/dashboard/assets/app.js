@@ -232,7 +232,21 @@ function draw(id, chart, pts) {
     }
     g.stroke();
   }
+  // a mark where the tick's reason changed (sluice why): a dotted line,
+  // and on the first chart the new reason's code
+  let marks = 0;
+  g.strokeStyle = "#7c3aed"; g.fillStyle = "#7c3aed"; g.setLineDash([2, 3]); g.lineWidth = 1;
+  g.font = "10px system-ui"; g.textAlign = "left"; g.textBaseline = "top";
+  for (let k = 1; k < pts.length; k++) {
+    const p = pts[k];
+    if (!p.reason || p.reason === pts[k - 1].reason) continue;
+    const xx = Math.round(x(p.t)) + .5;
+    g.beginPath(); g.moveTo(xx, T); g.lineTo(xx, T + ph); g.stroke();
+    if (id === "cpu") g.fillText(p.reason, xx + 2, T + 2 + 11 * (marks % 3));
+    marks++;
+  }
   g.setLineDash([]);
+  cv.dataset.reasons = String(marks);
   cv.dataset.points = String(drawn);
   cv.dataset.limiting = String(limiting);
   cv.dataset.last = String(pts[pts.length - 1].t);
@@ -253,6 +267,7 @@ function drawAll() {
   item("CPU", p.measured === null ? "stale" : fmt(p.measured) + " %");
   item("rate", fmt(p.rate) + " msg/s");
   if (p.limiting) item("limited by", p.limiting);
+  if (p.reason_text) item("reason", p.reason_text);
   if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
   if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }
   if (p.model_drift) {
@@ -291,6 +306,47 @@ function kindOf(k, v) {
   return "string";
 }
 
+// OPERATOR are the fields an operator changes, first after mode; the rest
+// are behind "advanced".
+const OPERATOR = ["setpoint", MANUAL_RATE, "min_rate", "max_rate"];
+
+// shown is a stored value as the form shows it, rounded to its meaning:
+// four significant figures for a number, milliseconds for a duration.
+function shown(v, kind) {
+  if (typeof v === "number" && kind === "number" && isFinite(v) && !Number.isInteger(v)) return String(Number(v.toPrecision(4)));
+  if (typeof v === "string") {
+    const m = /^(\d+\.\d{4,})s$/.exec(v);
+    if (m) return String(Number(Number(m[1]).toFixed(3))) + "s";
+  }
+  return v === undefined || v === null ? "" : String(v);
+}
+
+function fieldRow(k, v, docs) {
+  const kind = kindOf(k, v), doc = docs[k] ? docs[k].doc : "";
+  const row = document.createElement("div"); row.className = "row"; row.id = "row-" + k;
+  const label = document.createElement("label"); label.htmlFor = "f-" + k;
+  label.textContent = k + (docs[k] && docs[k].required ? " *" : "");
+  let input;
+  if (kind === "map") {
+    input = document.createElement("textarea"); input.value = v === undefined ? "" : JSON.stringify(v);
+  } else if (kind === "bool") {
+    input = document.createElement("select");
+    for (const o of ["", "true", "false"]) { const opt = document.createElement("option"); opt.value = opt.textContent = o; input.append(opt); }
+    input.value = v === undefined ? "" : String(v);
+  } else {
+    input = document.createElement("input"); input.type = "text";
+    input.value = shown(v, kind);
+    // an untouched rounded value is sent back as stored (collect)
+    if (v !== undefined && v !== null && input.value !== String(v)) { input.dataset.stored = JSON.stringify(v); input.dataset.shown = input.value; }
+    input.placeholder = k === MANUAL_RATE ? "messages/s, for manual mode" : (doc ? "default" : "");
+  }
+  input.dataset.kind = kind;
+  input.id = "f-" + k; input.name = k;
+  if (doc) { input.title = doc; label.title = doc; }
+  row.append(label, input);
+  return row;
+}
+
 function buildForm(params) {
   const fields = $("fields");
   fields.textContent = "";
@@ -299,29 +355,13 @@ function buildForm(params) {
   for (const f of (st.cfg.fields || [])) docs[f.name] = f;
   const keys = new Set([...Object.keys(params), ...Object.keys(docs), MANUAL_RATE]);
   keys.delete("mode");
-  for (const k of [...keys].sort()) {
-    const v = params[k], kind = kindOf(k, v), doc = docs[k] ? docs[k].doc : "";
-    const row = document.createElement("div"); row.className = "row"; row.id = "row-" + k;
-    const label = document.createElement("label"); label.htmlFor = "f-" + k;
-    label.textContent = k + (docs[k] && docs[k].required ? " *" : "");
-    let input;
-    if (kind === "map") {
-      input = document.createElement("textarea"); input.value = v === undefined ? "" : JSON.stringify(v);
-    } else if (kind === "bool") {
-      input = document.createElement("select");
-      for (const o of ["", "true", "false"]) { const opt = document.createElement("option"); opt.value = opt.textContent = o; input.append(opt); }
-      input.value = v === undefined ? "" : String(v);
-    } else {
-      input = document.createElement("input"); input.type = "text";
-      input.value = v === undefined || v === null ? "" : String(v);
-      input.placeholder = k === MANUAL_RATE ? "messages/s, for manual mode" : (doc ? "default" : "");
-    }
-    input.dataset.kind = kind;
-    input.id = "f-" + k; input.name = k;
-    if (doc) { input.title = doc; label.title = doc; }
-    row.append(label, input);
-    fields.append(row);
-  }
+  for (const k of OPERATOR) if (keys.has(k)) fields.append(fieldRow(k, params[k], docs));
+  const adv = document.createElement("details"); adv.id = "advanced";
+  const rest = [...keys].filter((k) => !OPERATOR.includes(k)).sort();
+  const sum = document.createElement("summary"); sum.textContent = "advanced (" + rest.length + " parameters)";
+  adv.append(sum);
+  for (const k of rest) adv.append(fieldRow(k, params[k], docs));
+  fields.append(adv);
   modeChanged();
 }
 
@@ -334,7 +374,9 @@ function showStatus(s) {
   st.params = s.params;
   st.version = s.version || 0;
   const when = s.updated_at ? " · updated " + new Date(s.updated_at).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
-  $("params-status").textContent = "PARAMS of loop " + st.loop + when;
+  const by = s.updated_by ? " by " + s.updated_by : "";
+  const what = s.updated_changes ? " (" + s.updated_changes + ")" : "";
+  $("params-status").textContent = "PARAMS of loop " + st.loop + when + by + what;
   const ref = $("params-refusal");
   if (s.refusal) { ref.hidden = false; ref.textContent = "Last edit refused: " + s.refusal; } else { ref.hidden = true; ref.textContent = ""; }
 }
@@ -356,6 +398,7 @@ function collect() {
   for (const el of $("fields").querySelectorAll("input, select, textarea")) {
     const k = el.name, raw = el.value.trim();
     if (raw === "") { if (k in had) out[k] = null; continue; }
+    if (el.dataset.shown !== undefined && raw === el.dataset.shown) { out[k] = JSON.parse(el.dataset.stored); continue; }
     switch (el.dataset.kind) {
       case "map": try { out[k] = JSON.parse(raw); } catch (e) { out[k] = raw; } break;
       case "bool": out[k] = raw === "true"; break;

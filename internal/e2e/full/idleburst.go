@@ -35,6 +35,7 @@ func (r *run) idleBurst() {
 	n := int(c.MaxRate * 60)
 	r.Logf("idle for %v; allowed rate before the burst %.1f msg/s (max_rate %g); burst of %d messages", c.phase, rate.PerSecond, c.MaxRate, n)
 	at := r.now()
+	r.marks.burst = time.Now()
 	for sent := 0; sent < n; sent += 10 {
 		r.SendOrders(&r.orders, min(10, n-sent))
 	}

@@ -98,7 +98,9 @@ type Result struct {
 	BatchFailures         int64   `json:"batch_item_failures"`
 	Datapoints            int     `json:"cpu_datapoints"`
 	Stalls                int64   `json:"stalls"`
-	Model                 struct {
+	// Why is what `sluice why` named from the loop's history (why.go).
+	Why   whyResult `json:"why"`
+	Model struct {
 		Gain      float64  `json:"gain"`
 		TauS      float64  `json:"tau_s"`
 		DeadTimeS float64  `json:"dead_time_s"`
@@ -161,6 +163,7 @@ type run struct {
 	failed  atomic.Int64
 	points  atomic.Int64
 	stalls  atomic.Int64
+	marks   marks // the scenario's events, for sluice why (why.go)
 }
 
 type cpuPoint struct {
@@ -526,6 +529,7 @@ func (r *run) scenario() error {
 		return err
 	}
 	drained := r.drain(5 * time.Minute)
+	r.checkWhy() // sluice why names the disturbance, the edit and the burst (why.go)
 	r.Res.MaxCPU = e2ekit.Round(r.maxCPU(), 2)
 	r.Res.Ticks = int(r.Ticks.Load())
 	r.Res.TickErrors = int(r.TickErrors.Load())
@@ -545,6 +549,7 @@ func (r *run) phases() (phases, error) {
 	c := r.Cfg
 	p := c.phase
 	t0 := r.now()
+	r.marks.phases = time.Now()
 	at := func(k float64) time.Duration { return t0 + time.Duration(k*float64(p)) }
 	r.sleepUntil(at(2))
 	before, _ := r.meanCPU(at(1), at(2))
@@ -552,6 +557,7 @@ func (r *run) phases() (phases, error) {
 	// The disturbance: the load generator sized to add about 8 points.
 	qps := 8 / r.Res.Model.Gain
 	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
+	r.marks.disturbance = time.Now()
 	if err := gen.Start(r.Ctx); err != nil {
 		return phases{}, err
 	}
@@ -565,6 +571,7 @@ func (r *run) phases() (phases, error) {
 
 	r.sleepUntil(at(3.5))
 	r.Logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
+	r.marks.edit = time.Now()
 	if err := e2ekit.SetParam(r.Ctx, r.table, r.loopID, "setpoint", fmt.Sprintf(`{"N":"%g"}`, c.setpoint2)); err != nil {
 		return phases{}, err
 	}

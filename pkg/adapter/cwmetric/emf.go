@@ -11,13 +11,21 @@ import (
 // EMFDimension is the dimension of the controller's metrics.
 const EMFDimension = "Loop"
 
+// EMFReasonDimension is the second dimension of ReasonTicks, the count of
+// a loop's ticks by the reason that set the rate (loop.ReasonCode): one
+// series per loop and reason, so that an alarm or a graph sees a loop that
+// sits at min_rate or stale.
+const EMFReasonDimension = "Reason"
+
 // EMFAttrs returns slog attributes that make a JSON log line of a loop's
 // tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
 // and one top-level member per metric (measured CPU, setpoint, allowed rate,
 // P, I, D and feedforward terms, saturation, stale and at-minimum flags, the
 // processed rate the consumers reported, their live instances and the
-// demand-limited flag), in namespace, by the dimension Loop. A missing
-// measurement or processed rate is left out rather than published as 0.
+// demand-limited flag), in namespace, by the dimension Loop, and
+// ReasonTicks = 1 by Loop and Reason (EMFReasonDimension) when the tick
+// has a reason. A missing measurement or processed rate is left out rather
+// than published as 0.
 func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 	type metric struct {
 		name, unit string
@@ -65,14 +73,20 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 		defs = append(defs, map[string]any{"Name": m.name, "Unit": m.unit})
 		attrs = append(attrs, slog.Float64(m.name, m.v))
 	}
-	meta := map[string]any{
-		"Timestamp": at.UnixMilli(),
-		"CloudWatchMetrics": []any{map[string]any{
+	directives := []any{map[string]any{
+		"Namespace":  namespace,
+		"Dimensions": []any{[]any{EMFDimension}},
+		"Metrics":    defs,
+	}}
+	if r.Reason != nil && r.Reason.Code != "" {
+		directives = append(directives, map[string]any{
 			"Namespace":  namespace,
-			"Dimensions": []any{[]any{EMFDimension}},
-			"Metrics":    defs,
-		}},
+			"Dimensions": []any{[]any{EMFDimension, EMFReasonDimension}},
+			"Metrics":    []any{map[string]any{"Name": "ReasonTicks", "Unit": "Count"}},
+		})
+		attrs = append(attrs, slog.Float64("ReasonTicks", 1), slog.String(EMFReasonDimension, string(r.Reason.Code)))
 	}
+	meta := map[string]any{"Timestamp": at.UnixMilli(), "CloudWatchMetrics": directives}
 	return append(attrs, slog.Any("_aws", meta), slog.String(EMFDimension, r.Loop))
 }
 

@@ -34,3 +34,24 @@ func TestEMFAttrsProcessedRate(t *testing.T) {
 		t.Errorf("EMF attrs = %v; want no MeasuredCPU when missing", m)
 	}
 }
+
+func TestEMFAttrsReason(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := loop.Report{Loop: "orders", Reason: &loop.Reason{Code: loop.ReasonMinRate, Text: "min_rate: at 10 msg/s"}}
+	m := attrMap(cwmetric.EMFAttrs("Sluice", r, at))
+	if m["ReasonTicks"].Float64() != 1 || m[cwmetric.EMFReasonDimension].String() != "min_rate" {
+		t.Fatalf("EMF attrs = %v; want ReasonTicks 1 with Reason min_rate", m)
+	}
+	dirs := m["_aws"].Any().(map[string]any)["CloudWatchMetrics"].([]any)
+	if len(dirs) != 2 {
+		t.Fatalf("EMF directives = %v; want the loop's metrics and ReasonTicks", dirs)
+	}
+	dims := dirs[1].(map[string]any)["Dimensions"].([]any)[0].([]any)
+	if len(dims) != 2 || dims[0] != cwmetric.EMFDimension || dims[1] != cwmetric.EMFReasonDimension {
+		t.Errorf("ReasonTicks dimensions = %v; want [Loop Reason]", dims)
+	}
+	r.Reason = nil
+	if _, ok := attrMap(cwmetric.EMFAttrs("Sluice", r, at))["ReasonTicks"]; ok {
+		t.Errorf("EMF attrs have ReasonTicks without a reason")
+	}
+}

@@ -21,6 +21,8 @@
 //	mode      S     auto, manual or shadow
 //	limiting  S     the signal whose controller set the rate (override control; absent for one signal)
 //	signals   S     every signal's setpoint and measurement, as JSON (absent for one signal)
+//	reason    S     what set the rate (loop.ReasonCode; absent before reasons were kept)
+//	reason_text S   the reason as a sentence
 //	ttl       N     expiry, unix seconds (the table's TTL attribute)
 //
 // Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
@@ -112,6 +114,7 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 		Rate: nullable(p.Rate), Consumed: nullable(p.Consumed), P: nullable(p.P), I: nullable(p.I), FF: nullable(p.FF),
 		Smoothing: p.ConsumedSmoothing.Seconds(), Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
 		Depth: nullable(p.Depth), Mode: p.Mode, Limiting: p.Limiting, Signals: signals, TTL: p.T.Add(s.retention).Unix(),
+		Reason: p.Reason, ReasonText: p.ReasonText,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("ddbhistory: marshal item: %v", err)) // item's fields all marshal
@@ -208,7 +211,7 @@ func decode(av map[string]types.AttributeValue) (history.Point, error) {
 		T: time.UnixMilli(*it.T).UTC(), Setpoint: float64(it.Setpoint), Measured: float64(it.Measured),
 		Rate: float64(it.Rate), Consumed: float64(it.Consumed), P: float64(it.P), I: float64(it.I), FF: float64(it.FF),
 		ConsumedSmoothing: time.Duration(it.Smoothing * float64(time.Second)), Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
-		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting,
+		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting, Reason: it.Reason, ReasonText: it.ReasonText,
 	}
 	if it.Signals != "" {
 		if err := json.Unmarshal([]byte(it.Signals), &p.Signals); err != nil {

@@ -31,6 +31,8 @@ type item struct {
 	Mode       string   `dynamodbav:"mode"`
 	Limiting   string   `dynamodbav:"limiting,omitempty"`
 	Signals    string   `dynamodbav:"signals,omitempty"` // JSON of history.Point.Signals
+	Reason     string   `dynamodbav:"reason,omitempty"`
+	ReasonText string   `dynamodbav:"reason_text,omitempty"`
 	TTL        int64    `dynamodbav:"ttl"`
 }
 

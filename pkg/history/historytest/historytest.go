@@ -39,6 +39,9 @@ func Point(t0 time.Time, k int) history.Point {
 	if k%2 == 0 {
 		p.ConsumedSmoothing = loop.ProcessedSmoothing
 	}
+	if k%3 != 2 { // a point stored before reasons were kept has none
+		p.Reason, p.ReasonText = string(loop.ReasonLimited), fmt.Sprintf("limited by cpu: %d %% above its 70 %% setpoint", 60+k)
+	}
 	if p.Stale {
 		p.Measured = math.NaN()
 	}
@@ -56,7 +59,8 @@ func Same(a, b history.Point) bool {
 	return a.T.Equal(b.T) && eq(a.Setpoint, b.Setpoint) && eq(a.Measured, b.Measured) && eq(a.Rate, b.Rate) &&
 		eq(a.Consumed, b.Consumed) && a.ConsumedSmoothing == b.ConsumedSmoothing && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
-		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && len(a.Signals) == len(b.Signals) &&
+		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && a.Reason == b.Reason && a.ReasonText == b.ReasonText &&
+		len(a.Signals) == len(b.Signals) &&
 		!slices.ContainsFunc(a.Signals, func(s history.SignalPoint) bool {
 			i := slices.IndexFunc(b.Signals, func(t history.SignalPoint) bool { return t.Name == s.Name })
 			return i < 0 || b.Signals[i].Unit != s.Unit || !eq(b.Signals[i].Setpoint, s.Setpoint) || !eq(b.Signals[i].Measured, s.Measured)
