@@ -31,8 +31,7 @@ TEST_E2E += iac-scan
 iac-scan: sam-cli $(CHECKOV)
 	python3 stacks/build.py --check
 	$(SAM_VENV)/bin/cfn-lint template.yaml $(STACK_TEMPLATES)
-	$(CHECKOV) $(addprefix -f ,template.yaml $(STACK_TEMPLATES)) $(CHECKOV_FLAGS)
 	mkdir -p .cache/iac-scan
 	sed '/^  ConsumerSink:/,/Default:/s/Default: none/Default: mysql/' template.yaml > .cache/iac-scan/template.yaml
 	grep -q 'Default: mysql' .cache/iac-scan/template.yaml
-	$(CHECKOV) -f .cache/iac-scan/template.yaml $(CHECKOV_FLAGS)
+	$(CHECKOV) $(addprefix -f ,template.yaml $(STACK_TEMPLATES) .cache/iac-scan/template.yaml) $(CHECKOV_FLAGS)

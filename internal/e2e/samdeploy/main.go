@@ -79,12 +79,32 @@ func run(o options) int {
 		r.build()
 		if o.deploy {
 			r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
-			if r.res.BuildOK {
-				r.deployAndRun()
-			}
 		}
-		if o.stacks && r.res.BuildOK {
-			r.deployStacks()
+		if !r.res.BuildOK {
+			return nil
+		}
+		// The stacks deploy beside the quick start (their names differ):
+		// most of either is waiting on the endpoint.
+		var stacks *runner
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if o.stacks {
+				stacks = &runner{o: o}
+				stacks.Name, stacks.Start, stacks.Ctx = "samdeploy-stacks", r.Start, r.Ctx
+				stacks.deployStacks()
+			}
+		}()
+		if o.deploy {
+			r.deployAndRun()
+		}
+		<-done
+		if stacks != nil {
+			r.res.stacksReport = stacks.res.stacksReport
+			r.Failures = append(r.Failures, stacks.Failures...)
+			if r.res.deployed == nil {
+				r.res.deployed = stacks.res.deployed
+			}
 		}
 		return nil
 	})

@@ -116,7 +116,7 @@ func (r *runner) startFunctions(d *deployment, st stackInfo) (map[string]*functi
 		if err := r.aws(d, &fc, "lambda", "get-function-configuration", "--function-name", res.Physical); err != nil {
 			return fns, err
 		}
-		boot, err := r.runnable(filepath.Join(d.buildDir, res.Logical, "bootstrap"))
+		boot, err := r.runnable(filepath.Join(r.o.buildDir, res.Logical, "bootstrap"))
 		if err != nil {
 			return fns, err
 		}

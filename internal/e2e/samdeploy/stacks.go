@@ -66,6 +66,9 @@ func (r *runner) deployStacks() {
 		return
 	}
 	s := &stackSet{base: base, reports: map[string]*stackReport{}}
+	if r.res.deployed == nil { // -stacks alone: the fields the shared steps set
+		r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
+	}
 	r.res.stacksReport = &stacksReport{Stacks: []*stackReport{}, LoopsTicked: []string{}}
 	defer r.cleanUpStacks(s)
 	if err := r.prepare(base); err != nil {
