@@ -81,6 +81,8 @@ def params_consumer():
       ARN of a queue that exists (its producers, retention and redrive stay
       as they are); empty: the stack creates one (QueueName). Poison messages
       go with their reason to the stack's own dead-letter queue either way.
+      A queue encrypted with a customer managed KMS key needs kms:Decrypt
+      for the consumer's role in that key's policy (not granted here).
   QueueName:
     Type: String
     Default: ""
