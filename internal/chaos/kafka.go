@@ -363,11 +363,12 @@ const KafkaHTTPAttempts = 2
 
 // KafkaScenarios returns the Kafka scenarios, sized by s.
 func KafkaScenarios(s Size) []KafkaScenario {
-	return []KafkaScenario{
+	scenarios := []KafkaScenario{
 		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
 		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},
 	}
+	return append(scenarios, kafkaFaultScenarios(s)...)
 }

@@ -371,6 +371,43 @@ func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
 		}
 		rep.Poison = rep.Poison[:from]
 		rep.DeferFor = max(rep.DeferFor, c.breaker.Wait())
+	default:
+		c.holdSuspect(ctx, stored, from, rep)
+	}
+}
+
+// suspectPoison is the fewest refused messages of one batch that may be
+// the destination's fault although the window does not say so yet (half
+// a batch of 10); fewer are their messages' fault.
+const suspectPoison = 5
+
+// holdSuspect holds the refused messages of a batch mostly refused (at
+// least suspectPoison, more than PoisonRatio of the messages the
+// destination answered) that are on their first delivery: a destination
+// that starts refusing everything crosses the window's PoisonRatio only
+// after two or three such batches, which were dead-lettered. Delivered
+// again, they are judged as any: by then the window tells a destination
+// refusing all (held) from a burst of poison (dead-lettered once).
+func (c *Consumer) holdSuspect(ctx context.Context, stored, from int, rep *Report) {
+	refused := rep.Poison[from:]
+	answered := stored + len(rep.Retry) + len(refused)
+	if len(refused) < suspectPoison || float64(len(refused)) <= c.breaker.cfg.PoisonRatio*float64(answered) {
+		return
+	}
+	keep := rep.Poison[:from:from]
+	held := 0
+	for _, p := range refused {
+		if p.Message.ReceiveCount == 1 {
+			rep.Deferred = append(rep.Deferred, p.Message)
+			held++
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	rep.Poison = keep
+	if held > 0 {
+		c.log.WarnContext(ctx, "the destination refused most of a batch: held on first delivery in case it is the destination's fault (a schema change, a proxy refusing all), judged again when delivered again",
+			"held", held, "reason", refused[0].Reason)
 	}
 }
 
