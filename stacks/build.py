@@ -97,7 +97,7 @@ def params_consumer():
     AllowedValues: [mysql, http]
     Description: Where the consumers store messages.
 '''
-    for k in ['ConsumerMySQLSecretName','ConsumerMySQLHost','ConsumerMySQLPort','ConsumerMySQLDatabase','ConsumerMySQLCA','ConsumerMySQLTLS','ConsumerMySQLMaxOpen','ConsumerMySQLMaxIdle','ConsumerMySQLConnLifetime','ConsumerMySQLAuth','ConsumerMySQLDBUserArn','ConsumerMySQLStatement','ConsumerMySQLPrefix','ConsumerMySQLInboxRetention','ConsumerHTTPEndpoints','ConsumerSubnetIds','ConsumerSecurityGroupIds']:
+    for k in ['ConsumerMySQLSecretName','ConsumerMySQLHost','ConsumerMySQLPort','ConsumerMySQLDatabase','ConsumerMySQLCA','ConsumerMySQLTLS','ConsumerMySQLMaxOpen','ConsumerMySQLMaxIdle','ConsumerMySQLConnLifetime','ConsumerMySQLAuth','ConsumerMySQLUser','ConsumerMySQLDBUserArn','ConsumerMySQLStatement','ConsumerMySQLPrefix','ConsumerMySQLInboxRetention','ConsumerHTTPEndpoints','ConsumerSubnetIds','ConsumerSecurityGroupIds']:
         out+=entry('Parameters',k)
     return out
 
@@ -114,6 +114,9 @@ Conditions:
     - !Condition IsMySQLSink
     - !Equals [!Ref ConsumerMySQLAuth, iam]
     - !Not [!Equals [!Ref ConsumerMySQLDBUserArn, ""]]
+  UsesMySQLSecret: !And
+    - !Condition IsMySQLSink
+    - !Equals [!Ref ConsumerMySQLAuth, password]
   MySQLSecretIsArn: !Equals [!Select [0, !Split [":", !Ref ConsumerMySQLSecretName]], arn]
   HasConsumerVpc: !Not [!Equals [!Join ["", !Ref ConsumerSubnetIds], ""]]
   CreateQueue: !Equals [!Ref ExistingQueueArn, ""]

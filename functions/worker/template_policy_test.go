@@ -155,6 +155,7 @@ var mysqlParams = map[string]string{
 	"SLUICE_MYSQL_CA": "ConsumerMySQLCA", "SLUICE_MYSQL_TLS": "ConsumerMySQLTLS",
 	"SLUICE_MYSQL_MAX_OPEN": "ConsumerMySQLMaxOpen", "SLUICE_MYSQL_MAX_IDLE": "ConsumerMySQLMaxIdle",
 	"SLUICE_MYSQL_CONN_LIFETIME": "ConsumerMySQLConnLifetime", "SLUICE_MYSQL_AUTH": "ConsumerMySQLAuth",
+	"SLUICE_MYSQL_USER": "ConsumerMySQLUser",
 }
 
 // allowed returns a parameter's AllowedValues (inline list) or nil.
@@ -253,7 +254,7 @@ func TestTemplateIAMDatabaseAuth(t *testing.T) {
 		}
 	}
 	rule := strings.Join(block(t, text, "Rules", "MySQLIAMNeedsUserAndTLS"), "\n")
-	for _, p := range []string{"ConsumerMySQLDBUserArn", "ConsumerMySQLCA", "ConsumerMySQLTLS"} {
+	for _, p := range []string{"ConsumerMySQLDBUserArn", "ConsumerMySQLCA", "ConsumerMySQLTLS", "ConsumerMySQLUser", "ConsumerMySQLHost"} {
 		if !strings.Contains(rule, p) {
 			t.Errorf("the rule MySQLIAMNeedsUserAndTLS does not check %s", p)
 		}
