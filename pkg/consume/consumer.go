@@ -45,6 +45,10 @@ type Config struct {
 	StoreReserve time.Duration
 	// Breaker configures the circuit breaker on the destination.
 	Breaker BreakerConfig
+	// Inner, when set, runs the inner loop on the sink's store latency: it
+	// may cut this consumer's pace below its share, never raise it
+	// (InnerLoop).
+	Inner *InnerConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -121,6 +125,8 @@ type Consumer struct {
 	// perMessage is the recent store time per message (ns, EWMA), for
 	// the time reserved before a deadline.
 	perMessage atomic.Int64
+	// inner is the inner loop on the store latency; nil when off.
+	inner *innerGuard
 }
 
 // New returns a Consumer. stats nil means the RateCache's counters (the
@@ -142,6 +148,7 @@ func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger,
 		log:     log,
 		stats:   stats,
 		breaker: NewBreaker(cfg.Breaker, clock),
+		inner:   newInnerGuard(cfg.Inner),
 	}
 }
 
@@ -157,7 +164,9 @@ func (c *Consumer) Pacer() *Pacer { return c.pacer }
 // refresh reads the allowed rate (cached) and sets the pacer to this
 // consumer's share.
 func (c *Consumer) refresh(ctx context.Context) Allowed {
-	return sharePace(c.rates.Allowed(ctx), c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
+	a := c.rates.Allowed(ctx)
+	a.Share = c.inner.pace(c.clock.Now(), a.Share, c.stats)
+	return sharePace(a, c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
 }
 
 // ReceiveSize is how many messages to receive now: BatchSize, or fewer at a
@@ -311,6 +320,7 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 	start := c.clock.Now()
 	res, err := c.sink.Store(sctx, msgs)
 	c.observeStore(c.clock.Now().Sub(start), len(msgs))
+	c.inner.observe(c.clock.Now(), len(msgs), c.clock.Now().Sub(start), res, err)
 	if err == nil && len(res) != len(msgs) {
 		err = fmt.Errorf("sink returned %d results for %d messages", len(res), len(msgs))
 	}
