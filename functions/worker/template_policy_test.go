@@ -104,8 +104,8 @@ func TestTemplateConsumerWritesOnlyTheirLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.ReadRate(context.Background(), loop)
-	if len(rec.puts) != 1 || len(rec.gets) != 1 {
-		t.Fatalf("the store wrote %q and read %q; want one lease and one RATE", rec.puts, rec.gets)
+	if len(rec.puts) == 0 || len(rec.gets) == 0 {
+		t.Fatalf("the store wrote %q and read %q; want the lease and RATE", rec.puts, rec.gets)
 	}
 	for _, role := range consumerRoles {
 		policy := strings.Join(block(t, template(t), "Resources", role, "Properties", "Policies"), "\n")
@@ -129,7 +129,11 @@ func TestTemplateConsumerWritesOnlyTheirLeases(t *testing.T) {
 			t.Fatalf("%s Lease: no ForAllValues:StringLike on one dynamodb:LeadingKeys pattern: %q", role, lease)
 		}
 		pattern := strings.ReplaceAll(strings.Trim(strings.TrimPrefix(put[0], "!Sub "), `"`), "${LoopId}", loop)
-		for pk, want := range map[string]bool{rec.puts[0]: true, "billing#i-1": false, loop: false, "orders2#i-1": false} {
+		cases := map[string]bool{"billing#i-1": false, loop: false, "orders2#i-1": false}
+		for _, pk := range rec.puts {
+			cases[pk] = true
+		}
+		for pk, want := range cases {
 			if iamLike(pattern, pk) != want {
 				t.Errorf("%s Lease's LeadingKeys %q on pk %q: allowed %v; want %v", role, pattern, pk, !want, want)
 			}
@@ -139,8 +143,10 @@ func TestTemplateConsumerWritesOnlyTheirLeases(t *testing.T) {
 		if !strings.Contains(strings.Join(read, "\n"), "ForAllValues:StringEquals:") || len(keys) != 1 || keys[0] != "!Ref LoopId" {
 			t.Errorf("%s ReadRate: want ForAllValues:StringEquals dynamodb:LeadingKeys [!Ref LoopId]; got %q", role, read)
 		}
-		if rec.gets[0] != loop {
-			t.Errorf("the store reads RATE at pk %q; the policy allows %q", rec.gets[0], loop)
+		for _, pk := range rec.gets {
+			if pk != loop {
+				t.Errorf("the store reads at pk %q; the policy allows %q", pk, loop)
+			}
 		}
 	}
 	if p := value(t, block(t, template(t), "Parameters", "LoopId"), "AllowedPattern"); regexp.MustCompile(p).MatchString("orders*") {
