@@ -5,7 +5,9 @@
 #   make sam            sam validate --lint, sam build, static aarch64 bootstraps; JSON last line
 #   make deploy-local   make sam, then deploy to the local endpoint (moto's CloudFormation), tick the
 #                       controller through the deployed schedule, send a batch through the deployed
-#                       queue into MariaDB, sam delete; JSON last line (see docs/controller.md)
+#                       queue into MariaDB, sam delete; the same for the controller stack and two
+#                       consumer stacks (stacks/), redeployed after a delete; JSON last line
+#                       (see docs/controller.md)
 
 SAM_VERSION := 1.170.0
 SAM_VENV := .cache/sam-$(SAM_VERSION)
@@ -29,7 +31,7 @@ TEST_E2E += deploy-local
 
 ## deploy-local: sam, then deploy to the local endpoint, run the deployed functions under the RIE, sam delete; JSON last line.
 deploy-local: $(SAM) deploy-local-emulator
-	$(GO) run ./internal/e2e/samdeploy -sam $(SAM) -deploy $(SAMDEPLOY_FLAGS)
+	$(GO) run ./internal/e2e/samdeploy -sam $(SAM) -deploy -stacks $(SAMDEPLOY_FLAGS)
 
 # The bootstraps are built for arm64; on another machine they run under
 # QEMU's user-mode emulator (Debian's qemu-user-static).

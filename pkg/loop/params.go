@@ -38,6 +38,9 @@ const (
 	DefaultStaleAfter = 5 * time.Minute
 	// DefaultRateTTLTicks is the lifetime of a RATE item in tick periods.
 	DefaultRateTTLTicks = 3
+	// MaxRateTTLTicks bounds a RATE item's lifetime in tick periods: how
+	// long consumers may go on at a rate after the controller stopped.
+	MaxRateTTLTicks = 10
 	// DefaultDemandHeadroom and DefaultCeiling are the defaults of
 	// demand_headroom and ceiling.
 	DefaultDemandHeadroom = 0.5
@@ -615,6 +618,9 @@ func (p Params) checkRates(fail failFunc) {
 	}
 	if p.RateTTL < p.TickPeriod {
 		fail(attrRateTTL, "%v is shorter than the tick period %v: consumers would find the rate expired between ticks", p.RateTTL, p.TickPeriod)
+	}
+	if most := MaxRateTTLTicks * p.TickPeriod; p.TickPeriod > 0 && p.RateTTL > most {
+		fail(attrRateTTL, "%v is longer than %d tick periods (%v): after the controller stops, consumers would keep a rate nothing watches that long", p.RateTTL, MaxRateTTLTicks, most)
 	}
 }
 

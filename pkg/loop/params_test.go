@@ -178,6 +178,7 @@ var invalidEdits = []struct {
 	{"zero feedforward gain", func(a map[string]any) { a["ff_gain"] = 0.0 }, "ff_gain"},
 	{"feedforward without gain", func(a map[string]any) { a["ff_base"] = 10.0 }, "ff_gain"},
 	{"rate ttl shorter than tick", func(a map[string]any) { a["rate_ttl"] = "30s" }, "rate_ttl"},
+	{"rate ttl beyond ten ticks", func(a map[string]any) { a["rate_ttl"] = "11m" }, "rate_ttl"},
 	{"all gains zero", func(a map[string]any) { a["kp"] = 0.0; a["ki"] = 0.0 }, "kp"},
 	{"unknown attribute", func(a map[string]any) { a["kpp"] = 1.0 }, "kpp"},
 	{"null setpoint", func(a map[string]any) { a["setpoint"] = nil }, "setpoint"},

@@ -171,7 +171,7 @@ var paramTable = []param{
 		doc:   "interval between the loop's ticks (the schedule fires every minute, so shorter periods tick once a minute)",
 		codec: duration(func(p *Params) *time.Duration { return &p.TickPeriod }, DefaultTickPeriod, always)},
 	{name: attrRateTTL, kind: kindDuration, def: "3 × `tick_period`",
-		doc:   "lifetime of a RATE item; must be >= `tick_period`",
+		doc:   "lifetime of a RATE item; must be >= `tick_period` and <= 10 × `tick_period`",
 		codec: rateTTL},
 	{name: attrMetricSource, kind: kindString, signal: true, def: "the first source",
 		doc:   "the metric source, one of those the decoder is given; it declares, reads and checks the other `metric_*` attributes (metricparams.go)",

@@ -32,9 +32,15 @@ type deployment struct {
 	dsn string
 	// params are the stack's parameter overrides.
 	params []string
+	// buildDir is where sam build wrote the stack's template and bootstraps.
+	buildDir string
+	// typesLeftOut and resourcesLeftOut are what the expansion left out
+	// (types the endpoint cannot create, and what depends on them).
+	typesLeftOut     map[string]string
+	resourcesLeftOut []string
 }
 
-func newDeployment() (*deployment, error) {
+func newDeployment(buildDir string) (*deployment, error) {
 	ep := os.Getenv("AWS_ENDPOINT_URL")
 	if ep == "" {
 		return nil, errors.New("AWS_ENDPOINT_URL is not set: deploy-local needs the local endpoint (eval \"$(make -s env)\")")
@@ -51,7 +57,7 @@ func newDeployment() (*deployment, error) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	id := "sluice-dl-" + hex.EncodeToString(b)
-	d := &deployment{stack: id, bucket: id + "-artifacts", table: id, queue: id + "-queue", loop: id, db: id + "-db", secret: id + "/mysql", endpoint: u.String(), dsn: dsn}
+	d := &deployment{stack: id, bucket: id + "-artifacts", table: id, queue: id + "-queue", loop: id, db: id + "-db", secret: id + "/mysql", endpoint: u.String(), dsn: dsn, buildDir: buildDir}
 	d.params = []string{
 		"TableName=" + d.table, "QueueName=" + d.queue, "LoopId=" + d.loop, "DBInstanceIdentifier=" + d.db,
 		"ConsumerSink=mysql", "ConsumerMySQLSecretName=" + d.secret, "ConsumerMaxConcurrency=2",
@@ -82,7 +88,7 @@ func (r *runner) aws(d *deployment, out any, args ...string) error {
 
 // deployAndRun is -deploy: prepare, deploy, run, delete, clean up.
 func (r *runner) deployAndRun() {
-	d, err := newDeployment()
+	d, err := newDeployment(r.o.buildDir)
 	if err != nil {
 		r.Fail("%v", err)
 		return
@@ -93,7 +99,11 @@ func (r *runner) deployAndRun() {
 		r.Fail("prepare: %v", err)
 		return
 	}
-	if err := r.deploy(d); err != nil {
+	err = r.deploy(d)
+	if d.typesLeftOut != nil {
+		r.res.TypesLeftOut, r.res.ResourcesLeftOut = d.typesLeftOut, d.resourcesLeftOut
+	}
+	if err != nil {
 		r.Fail("deploy: %v", err)
 	} else if st, err := r.inspect(d); err != nil {
 		r.Fail("inspect the stack: %v", err)
@@ -130,14 +140,19 @@ func (r *runner) prepare(d *deployment) error {
 // deploy packages the built template (code to the bucket), expands the
 // transform locally and deploys the result with sam deploy.
 func (r *runner) deploy(d *deployment) error {
-	dir := filepath.Join(r.o.buildDir, "..", "deploy-local")
+	dir := filepath.Join(d.buildDir, "..", "deploy-local-"+d.stack)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	packaged, expanded := filepath.Join(dir, "packaged.yaml"), filepath.Join(dir, "expanded.json")
-	if _, err := r.command(d.awsEnv(), r.o.sam, "package", "--template-file", filepath.Join(r.o.buildDir, "template.yaml"),
-		"--s3-bucket", d.bucket, "--output-template-file", packaged); err != nil {
-		return err
+	expanded := filepath.Join(dir, "expanded.json")
+	// One package per built template and bucket: stacks of the same
+	// template (two consumer stacks, a second deployment) share its code.
+	packaged := filepath.Join(d.buildDir, "packaged-"+d.bucket+".yaml")
+	if _, err := os.Stat(packaged); err != nil {
+		if _, err := r.command(d.awsEnv(), r.o.sam, "package", "--template-file", filepath.Join(d.buildDir, "template.yaml"),
+			"--s3-bucket", d.bucket, "--output-template-file", packaged); err != nil {
+			return err
+		}
 	}
 	python := filepath.Join(filepath.Dir(r.o.sam), "python")
 	out, err := r.command(nil, python, append([]string{r.o.expand, packaged, expanded}, d.params...)...)
@@ -151,26 +166,35 @@ func (r *runner) deploy(d *deployment) error {
 	if err := json.Unmarshal([]byte(lastLines(string(out), 1)), &left); err != nil {
 		return fmt.Errorf("expand: decode its report: %w", err)
 	}
-	r.res.TypesLeftOut, r.res.ResourcesLeftOut = left.Types, left.Resources
+	d.typesLeftOut, d.resourcesLeftOut = left.Types, left.Resources
 	args := []string{"deploy", "--template-file", expanded, "--stack-name", d.stack, "--s3-bucket", d.bucket,
-		"--capabilities", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "--no-confirm-changeset", "--no-fail-on-empty-changeset",
-		"--parameter-overrides"}
-	_, err = r.command(d.awsEnv(), r.o.sam, append(args, d.params...)...)
+		"--capabilities", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "--no-confirm-changeset", "--no-fail-on-empty-changeset"}
+	if len(d.params) > 0 {
+		args = append(append(args, "--parameter-overrides"), d.params...)
+	}
+	_, err = r.command(d.awsEnv(), r.o.sam, args...)
 	return err
 }
 
 // delete runs sam delete and checks that the stack is gone.
 func (r *runner) delete(d *deployment) {
-	if _, err := r.command(d.awsEnv(), r.o.sam, "delete", "--stack-name", d.stack, "--s3-bucket", d.bucket, "--no-prompts"); err != nil {
+	if err := r.deleteStack(d); err != nil {
 		r.Fail("delete: %v", err)
 		return
 	}
+	r.res.Deleted = true
+}
+
+// deleteStack runs sam delete on d's stack and checks that it is gone.
+func (r *runner) deleteStack(d *deployment) error {
+	if _, err := r.command(d.awsEnv(), r.o.sam, "delete", "--stack-name", d.stack, "--s3-bucket", d.bucket, "--no-prompts"); err != nil {
+		return err
+	}
 	err := r.aws(d, nil, "cloudformation", "describe-stacks", "--stack-name", d.stack)
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
-		r.Fail("delete: stack %s still described after sam delete (%v)", d.stack, err)
-		return
+		return fmt.Errorf("stack %s still described after sam delete (%v)", d.stack, err)
 	}
-	r.res.Deleted = true
+	return nil
 }
 
 // cleanUp removes what the stack retains or never owned: the table

@@ -29,6 +29,7 @@ type result struct {
 	Bootstraps      map[string]int64 `json:"bootstraps"`
 	BootstrapsARM64 bool             `json:"bootstraps_arm64"`
 	*deployed
+	*stacksReport
 	verdict.Verdict
 }
 
@@ -52,7 +53,7 @@ type deployed struct {
 // options are the command's flags.
 type options struct {
 	sam, template, buildDir, expand string
-	deploy                          bool
+	deploy, stacks                  bool
 	rie, emulator, logDir           string
 }
 
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&o.buildDir, "build-dir", ".aws-sam/build", "where sam build writes")
 	flag.StringVar(&o.expand, "expand", "localstack/sam/expand.py", "the script that expands the transform locally")
 	flag.BoolVar(&o.deploy, "deploy", false, "deploy to the local endpoint, run what was deployed, delete it")
+	flag.BoolVar(&o.stacks, "stacks", false, "with -deploy: the same for stacks/controller.yaml and two stacks/consumer.yaml (one on a queue that exists)")
 	flag.StringVar(&o.rie, "rie", "", "the Runtime Interface Emulator (default $SLUICE_RIE_BIN, .cache/bin/aws-lambda-rie, PATH)")
 	flag.StringVar(&o.emulator, "emulator", "qemu-aarch64-static", "runs the aarch64 bootstraps on another architecture")
 	flag.StringVar(&o.logDir, "logs", "", "directory for the logs of the emulators (default: a temporary directory)")
@@ -73,12 +75,35 @@ func main() {
 func run(o options) int {
 	r := &runner{o: o}
 	r.Name, r.Start = "samdeploy", time.Now()
-	r.Main(15*time.Minute, func() error { return nil }, func() error {
+	r.Main(20*time.Minute, func() error { return nil }, func() error {
 		r.build()
 		if o.deploy {
 			r.res.deployed = &deployed{TypesLeftOut: map[string]string{}, ResourcesLeftOut: []string{}}
-			if r.res.BuildOK {
-				r.deployAndRun()
+		}
+		if !r.res.BuildOK {
+			return nil
+		}
+		// The stacks deploy beside the quick start (their names differ):
+		// most of either is waiting on the endpoint.
+		var stacks *runner
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if o.stacks {
+				stacks = &runner{o: o}
+				stacks.Name, stacks.Start, stacks.Ctx = "samdeploy-stacks", r.Start, r.Ctx
+				stacks.deployStacks()
+			}
+		}()
+		if o.deploy {
+			r.deployAndRun()
+		}
+		<-done
+		if stacks != nil {
+			r.res.stacksReport = stacks.res.stacksReport
+			r.Failures = append(r.Failures, stacks.Failures...)
+			if r.res.deployed == nil {
+				r.res.deployed = stacks.res.deployed
 			}
 		}
 		return nil

@@ -124,7 +124,7 @@ func (r *runner) startFunctions(d *deployment, st stackInfo) (map[string]*functi
 		for k, v := range fc.Environment.Variables {
 			env = append(env, fmt.Sprintf("%s=%v", k, v))
 		}
-		p, err := harness.StartRIEClean(r.Ctx, rie, boot, r.o.logDir, res.Logical, env)
+		p, err := harness.StartRIEClean(r.Ctx, rie, boot, r.o.logDir, d.stack+"-"+res.Logical, env)
 		if err != nil {
 			return fns, fmt.Errorf("start %s: %w", res.Logical, err)
 		}
@@ -192,7 +192,9 @@ func (r *runner) runDeployed(d *deployment, st stackInfo) {
 	} else {
 		r.res.TickOK = true
 	}
-	if err := r.batch(d, fns); err != nil {
+	n, err := r.batch(d, fns)
+	r.res.RowsStored = n
+	if err != nil {
 		r.Fail("batch: %v", err)
 	} else {
 		r.res.BatchOK = true

@@ -122,13 +122,13 @@ type mapping struct {
 // batch sends messages to the queue of the deployed event source mapping,
 // receives them as the mapping's poller would, invokes the mapped function
 // with them as one SQS event, deletes what it stored and checks the rows in
-// MariaDB.
-func (r *runner) batch(d *deployment, fns map[string]*function) error {
+// MariaDB; it returns the rows found.
+func (r *runner) batch(d *deployment, fns map[string]*function) (int, error) {
 	var list struct {
 		Mappings []mapping `json:"EventSourceMappings"`
 	}
 	if err := r.aws(d, &list, "lambda", "list-event-source-mappings"); err != nil {
-		return err
+		return 0, err
 	}
 	var m *mapping
 	for i, em := range list.Mappings {
@@ -137,20 +137,20 @@ func (r *runner) batch(d *deployment, fns map[string]*function) error {
 		}
 	}
 	if m == nil {
-		return fmt.Errorf("no event source mapping of the queue %s", d.queue)
+		return 0, fmt.Errorf("no event source mapping of the queue %s", d.queue)
 	}
 	fn, err := target(fns, m.FunctionArn)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// This run is the mapping's poller: moto's own would take the
 	// messages first and invoke a function it cannot run.
 	if err := r.aws(d, nil, "lambda", "update-event-source-mapping", "--uuid", m.UUID, "--no-enabled"); err != nil {
-		return err
+		return 0, err
 	}
 	msgs, queueURL, err := r.sendAndReceive(d)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ev := events.SQSEvent{}
 	ids := make([]any, 0, len(msgs))
@@ -163,13 +163,13 @@ func (r *runner) batch(d *deployment, fns map[string]*function) error {
 	}
 	var resp events.SQSEventResponse
 	if err := invoke(r, fn, ev, &resp); err != nil {
-		return err
+		return 0, err
 	}
 	if len(resp.BatchItemFailures) > 0 {
-		return fmt.Errorf("%d of %d messages failed: %+v", len(resp.BatchItemFailures), len(msgs), resp.BatchItemFailures)
+		return 0, fmt.Errorf("%d of %d messages failed: %+v", len(resp.BatchItemFailures), len(msgs), resp.BatchItemFailures)
 	}
 	if err := r.deleteMessages(queueURL, msgs); err != nil {
-		return err
+		return 0, err
 	}
 	return r.checkRows(d, ids)
 }
@@ -234,19 +234,20 @@ func (r *runner) deleteMessages(queueURL string, msgs []sqstypes.Message) error 
 }
 
 // checkRows counts the batch's rows in MariaDB, then removes them.
-func (r *runner) checkRows(d *deployment, ids []any) error {
+func (r *runner) checkRows(d *deployment, ids []any) (int, error) {
 	db, err := sql.Open("mysql", d.dsn)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer db.Close()
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	if err := db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM messages WHERE id IN ("+in+")", ids...).Scan(&r.res.RowsStored); err != nil {
-		return fmt.Errorf("count the stored rows: %w", err)
+	var n int
+	if err := db.QueryRowContext(r.Ctx, "SELECT COUNT(*) FROM messages WHERE id IN ("+in+")", ids...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the stored rows: %w", err)
 	}
 	db.ExecContext(r.Ctx, "DELETE FROM messages WHERE id IN ("+in+")", ids...)
-	if r.res.RowsStored != len(ids) {
-		return fmt.Errorf("%d of %d messages are rows in MariaDB", r.res.RowsStored, len(ids))
+	if n != len(ids) {
+		return n, fmt.Errorf("%d of %d messages are rows in MariaDB", n, len(ids))
 	}
-	return nil
+	return n, nil
 }
