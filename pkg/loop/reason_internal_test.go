@@ -78,7 +78,7 @@ func TestFmtNum(t *testing.T) {
 func TestParamsEditorReported(t *testing.T) {
 	attrs := map[string]any{"updated_by": "arn:aws:sts::000000000000:user/moto", "updated_changes": "setpoint: 70 -> 50"}
 	var r Report
-	_, _, status := paramsInForce(Snapshot{Loop: "l", Params: attrs}, nil, time.Time{}, &r)
+	_, _, status := paramsInForce(Snapshot{Loop: "l", Params: attrs}, nil, time.Time{}, &r, nil)
 	if status == nil || r.ParamsUpdatedBy != attrs["updated_by"] || r.ParamsChanges != attrs["updated_changes"] {
 		t.Errorf("report by %q, changes %q (status %v); want the PARAMS item's", r.ParamsUpdatedBy, r.ParamsChanges, status)
 	}
