@@ -17,27 +17,21 @@ const EMFDimension = "Loop"
 // sits at min_rate or stale.
 const EMFReasonDimension = "Reason"
 
-// EMFAttrs returns slog attributes that make a JSON log line of a loop's
-// tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
-// and one top-level member per metric (measured CPU, setpoint, allowed rate,
-// P, I, D and feedforward terms, saturation, stale and at-minimum flags, the
-// processed rate the consumers reported, their live instances and the
-// demand-limited flag), in namespace, by the dimension Loop, and
-// ReasonTicks = 1 by Loop and Reason (EMFReasonDimension) when the tick
-// has a reason. A missing measurement or processed rate is left out rather
-// than published as 0.
-func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
-	type metric struct {
-		name, unit string
-		v          float64
-	}
+// emfMetric is one metric of a tick's EMF record.
+type emfMetric struct {
+	name, unit string
+	v          float64
+}
+
+// emfMetrics are the metrics of r's EMF record, NaN where r has no value.
+func emfMetrics(r loop.Report) []emfMetric {
 	flag := func(b bool) float64 {
 		if b {
 			return 1
 		}
 		return 0
 	}
-	all := []metric{
+	all := []emfMetric{
 		{"MeasuredCPU", "Percent", r.Measured},
 		{"Setpoint", "Percent", r.Setpoint},
 		{"AllowedRate", "Count/Second", r.Rate},
@@ -55,15 +49,29 @@ func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
 	}
 	if m := r.Mapping; m != nil {
 		// A loop that owns an event source mapping (PARAMS esm_uuid).
-		all = append(all, metric{"MappingConcurrency", "Count", float64(m.Concurrency)},
-			metric{"MappingTarget", "Count", float64(m.Target)},
-			metric{"MappingUpdateFailed", "None", flag(m.Err != "")})
+		all = append(all, emfMetric{"MappingConcurrency", "Count", float64(m.Concurrency)},
+			emfMetric{"MappingTarget", "Count", float64(m.Target)},
+			emfMetric{"MappingUpdateFailed", "None", flag(m.Err != "")})
 	}
 	if m := r.Member; m != nil {
 		// A member of a destination (PARAMS destination): its share of the
 		// destination's rate, which the destination's own line carries.
-		all = append(all, metric{"MemberShare", "None", m.Share}, metric{"MemberWeight", "None", m.Weight})
+		all = append(all, emfMetric{"MemberShare", "None", m.Share}, emfMetric{"MemberWeight", "None", m.Weight})
 	}
+	return all
+}
+
+// EMFAttrs returns slog attributes that make a JSON log line of a loop's
+// tick also a CloudWatch Embedded Metric Format record: the `_aws` metadata
+// and one top-level member per metric (measured CPU, setpoint, allowed rate,
+// P, I, D and feedforward terms, saturation, stale and at-minimum flags, the
+// processed rate the consumers reported, their live instances and the
+// demand-limited flag), in namespace, by the dimension Loop, and
+// ReasonTicks = 1 by Loop and Reason (EMFReasonDimension) when the tick
+// has a reason. A missing measurement or processed rate is left out rather
+// than published as 0.
+func EMFAttrs(namespace string, r loop.Report, at time.Time) []slog.Attr {
+	all := emfMetrics(r)
 	defs := make([]any, 0, len(all))
 	attrs := make([]slog.Attr, 0, len(all)+2)
 	for _, m := range all {
