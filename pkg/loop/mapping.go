@@ -41,6 +41,9 @@ const (
 type MappingConfig struct {
 	// UUID identifies the mapping (esm_uuid).
 	UUID string `json:"uuid"`
+	// Kind is the mapping's event source (esm_kind): an SQS mapping is
+	// sized and switched, a Kafka one only switched off and on.
+	Kind MappingKind `json:"kind,omitempty"`
 	// UpdateInterval is the least time between two updates.
 	UpdateInterval time.Duration `json:"update_interval"`
 	// Min and Max bound the MaximumConcurrency the tick sets, within
@@ -116,6 +119,10 @@ type MappingState struct {
 	// Counts are each reporting instance's batch count at the last tick:
 	// the baselines of the next.
 	Counts map[string]protocol.BatchCount `json:"counts,omitempty"`
+	// Disabled is true while the tick has turned the mapping off (a
+	// pause), since SwitchedAt, the last time it turned it off or on.
+	Disabled   bool      `json:"disabled,omitempty"`
+	SwitchedAt time.Time `json:"switched_at,omitzero"`
 }
 
 // MappingReport is what a tick did with a loop's event source mapping.
@@ -135,6 +142,10 @@ type MappingReport struct {
 	// from.
 	BatchSeconds float64 `json:"batch_seconds"`
 	BatchSize    float64 `json:"batch_size"`
+	// Disabled is true when the mapping is off after the tick (a pause);
+	// Switched when this tick turned it off or on.
+	Disabled bool `json:"disabled,omitempty"`
+	Switched bool `json:"switched,omitempty"`
 }
 
 // measureBatches folds the batch counts the peers report into the means
@@ -202,13 +213,15 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	}
 	m := measureBatches(w.snap.Peers, prev, now)
 	m.Target = 0
-	if m.BatchSeconds > 0 {
+	if m.BatchSeconds > 0 && p.scaled() {
 		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)
 	}
 	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
+	// A pause turns the mapping off in every mode (pause.go).
+	t.switchMapping(ctx, *p, w.params.Paused, &m, rep, now)
 	// Shadow mode computes without acting; without a batch report there
-	// is nothing to size the mapping by.
-	if m.Target > 0 && w.params.Mode != ModeShadow {
+	// is nothing to size the mapping by; a paused mapping keeps its size.
+	if m.Target > 0 && w.params.Mode != ModeShadow && !w.params.Paused && rep.Err == "" {
 		updated, err := t.actuate(ctx, *p, &m, now)
 		rep.Updated = updated
 		if err != nil {
