@@ -200,6 +200,9 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	switch {
 	case len(valid) == 0:
 	case c.breaker.State() == CircuitOpen:
+		// The lease stays live (the rate's read renews it): leases at
+		// work that store nothing tell the controller of an outage.
+		c.refresh(ctx)
 		rep.Deferred, rep.DeferFor = valid, c.breaker.Wait()
 	default:
 		n, err := c.pace(ctx, len(valid), &rep)

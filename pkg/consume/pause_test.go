@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -80,5 +81,44 @@ func TestRunReceivesNothingWhilePaused(t *testing.T) {
 	}
 	if !clk.resumed.Load() {
 		t.Errorf("the virtual clock never reached the resume: the consumer did not wait")
+	}
+}
+
+// downSink fails every store: the destination is down.
+type downSink struct{}
+
+func (downSink) Store(context.Context, []consume.Message) ([]consume.Result, error) {
+	return nil, fmt.Errorf("connection refused")
+}
+
+// TestProcessRenewsTheLeaseWhileTheCircuitIsOpen: an SQS Lambda instance
+// whose circuit is open hands every batch back at once, and its lease must
+// stay live meanwhile: the controller tells an outage (leases at work,
+// nothing stored) from an empty queue (no lease) by it, and holds the event
+// source mapping off in an outage.
+func TestProcessRenewsTheLeaseWhileTheCircuitIsOpen(t *testing.T) {
+	clk := newFakeClock()
+	peers := &countingPeers{Store: memstore.New()}
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 1000, ExpiresAt: clk.Now().Add(time.Hour)})
+	stats := &consume.Stats{}
+	lease := consume.NewLease(consume.LeaseConfig{Loop: "l", Every: 2 * time.Second, TTL: 10 * time.Second}, peers, stats, clk, nil)
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", SafeRate: 1}, rates, lease, clk, nil, stats)
+	c := consume.New(consume.Config{BatchSize: 10, Breaker: consume.BreakerConfig{Backoff: consume.Backoff{Base: time.Minute, Max: time.Hour}}}, rc, downSink{}, clk, nil, stats)
+	for i := 0; c.Breaker().State() != consume.CircuitOpen; i++ {
+		if i == 10 {
+			t.Fatal("the circuit never opened on a destination that fails every store")
+		}
+		c.Process(context.Background(), batch(10))
+	}
+	before := peers.reports
+	for range 5 {
+		clk.Advance(3 * time.Second)
+		if rep := c.Process(context.Background(), batch(10)); len(rep.Deferred) != 10 {
+			t.Fatalf("open circuit: %d of 10 deferred; want all", len(rep.Deferred))
+		}
+	}
+	if peers.reports-before < 5 {
+		t.Errorf("%d lease refreshes over 5 batches 3 s apart with the circuit open; want one a batch (Every 2 s)", peers.reports-before)
 	}
 }

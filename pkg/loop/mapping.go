@@ -123,6 +123,15 @@ type MappingState struct {
 	// pause), since SwitchedAt, the last time it turned it off or on.
 	Disabled   bool      `json:"disabled,omitempty"`
 	SwitchedAt time.Time `json:"switched_at,omitzero"`
+	// Held is true while the mapping is held off for an outage of the
+	// destination, since HeldSince (outage.go); Probing while it is on
+	// for a probe; ProbeAt is the next probe, ProbeEvery the wait
+	// before it.
+	Held       bool          `json:"held,omitempty"`
+	HeldSince  time.Time     `json:"held_since,omitzero"`
+	Probing    bool          `json:"probing,omitempty"`
+	ProbeAt    time.Time     `json:"probe_at,omitzero"`
+	ProbeEvery time.Duration `json:"probe_every,omitempty"`
 }
 
 // MappingReport is what a tick did with a loop's event source mapping.
@@ -146,6 +155,10 @@ type MappingReport struct {
 	// Switched when this tick turned it off or on.
 	Disabled bool `json:"disabled,omitempty"`
 	Switched bool `json:"switched,omitempty"`
+	// Held is true while the mapping is held off for an outage of the
+	// destination, Probing while it is on for a probe (outage.go).
+	Held    bool `json:"held,omitempty"`
+	Probing bool `json:"probing,omitempty"`
 }
 
 // measureBatches folds the batch counts the peers report into the means
@@ -217,11 +230,14 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)
 	}
 	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
-	// A pause turns the mapping off in every mode (pause.go).
-	t.switchMapping(ctx, *p, w.params.Paused, &m, rep, now)
+	// A pause turns the mapping off in every mode (pause.go), an outage
+	// of the destination outside shadow mode (outage.go).
+	held := holdForOutage(w, &m, rep, now)
+	t.switchMapping(ctx, *p, w.params.Paused || held, &m, rep, now)
 	// Shadow mode computes without acting; without a batch report there
-	// is nothing to size the mapping by; a paused mapping keeps its size.
-	if m.Target > 0 && w.params.Mode != ModeShadow && !w.params.Paused && rep.Err == "" {
+	// is nothing to size the mapping by; a mapping turned off keeps its
+	// size.
+	if m.Target > 0 && w.params.Mode != ModeShadow && !w.params.Paused && !held && rep.Err == "" {
 		updated, err := t.actuate(ctx, *p, &m, now)
 		rep.Updated = updated
 		if err != nil {

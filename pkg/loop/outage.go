@@ -1,0 +1,90 @@
+package loop
+
+import (
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// A long outage of the destination. An SQS Lambda consumer whose
+// destination is down hands every message back (an open circuit), and each
+// hand-back costs the message one receive: after maxReceiveCount (5 by
+// default, about 8 to 15 minutes of the consumers' retry backoff) a healthy
+// message goes to the dead-letter queue. Only the mapping can stop the
+// receives. So, for a loop that owns an SQS mapping, a tick that finds the
+// consumers received messages and stored none since the previous tick
+// (live leases whose stored counts did not move while the rate allowed at
+// least StallMessages) turns the mapping off: the outage hold. It probes
+// by turning the mapping on for one tick, first ProbeFirst after the hold
+// began, then at intervals that double up to ProbeMax; a probe tick that
+// sees a message stored, or no consumer at work (an empty queue), ends the
+// hold, one that sees the stall again turns the mapping off until the next
+// probe. Every message then costs about one receive per probe: through a
+// 15-minute outage, two or three. See docs/controller.md, "Long outages".
+
+// Outage hold settings.
+const (
+	// StallMessages is the least the allowed rate must have let through
+	// since the previous tick for a tick without any store to count as a
+	// stall (a trickle that stores nothing in a minute is not an outage).
+	StallMessages = 10
+	// ProbeFirst is the wait from the hold to the first probe; each
+	// failed probe doubles it, up to ProbeMax.
+	ProbeFirst = 2 * time.Minute
+	ProbeMax   = 16 * time.Minute
+)
+
+// stalled reports whether the consumers worked and stored nothing since
+// the previous tick prev: at least one lease reported since then, none of
+// them stored or settled a message more than its baselines (STATE's demand
+// and mapping counts; an instance started since then has baselines 0), and
+// the rate allowed at least StallMessages. An instance with a count it cannot compare says it
+// cannot tell: false.
+func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
+	if prev == nil || prev.TickAt.IsZero() || prev.Rate*now.Sub(prev.TickAt).Seconds() < StallMessages {
+		return false
+	}
+	working := 0
+	for _, p := range peers {
+		if p.ReportedAt.Before(prev.TickAt) {
+			continue // not at work since the previous tick
+		}
+		fresh := p.StartedAt.After(prev.TickAt)
+		base, ok := prev.Demand.Stored[p.Instance]
+		if !ok && !fresh {
+			return false
+		}
+		if p.Stored != base || p.BatchMessages > prev.Mapping.Counts[p.Instance].Messages {
+			return false // stored, or settled (dead-lettered) messages
+		}
+		working++
+	}
+	return working > 0
+}
+
+// holdForOutage runs the outage hold of a loop that owns an SQS mapping
+// and reports whether the mapping is to be off for it. m carries the
+// hold's state from tick to tick; r reports it.
+func holdForOutage(w *due, m *MappingState, r *MappingReport, now time.Time) bool {
+	p := w.params
+	if p.Mapping == nil || !p.Mapping.scaled() || p.Mode == ModeShadow || p.Paused {
+		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery = false, false, time.Time{}, time.Time{}, 0
+		return false
+	}
+	stall := stalled(w.snap.Peers, w.snap.State, now)
+	switch {
+	case !m.Held && stall:
+		m.Held, m.HeldSince, m.ProbeEvery = true, now, ProbeFirst
+		m.ProbeAt = now.Add(m.ProbeEvery)
+	case m.Held && m.Probing && stall:
+		m.Probing, m.ProbeEvery = false, min(2*m.ProbeEvery, ProbeMax)
+		m.ProbeAt = now.Add(m.ProbeEvery)
+	case m.Held && m.Probing:
+		// Stored again, or nothing left to receive: the outage is over.
+		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery = false, false, time.Time{}, time.Time{}, 0
+	case m.Held && !now.Before(m.ProbeAt):
+		m.Probing = true
+	}
+	r.Held, r.Probing = m.Held, m.Probing
+	return m.Held && !m.Probing
+}
