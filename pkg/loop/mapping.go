@@ -132,6 +132,10 @@ type MappingState struct {
 	Probing    bool          `json:"probing,omitempty"`
 	ProbeAt    time.Time     `json:"probe_at,omitzero"`
 	ProbeEvery time.Duration `json:"probe_every,omitempty"`
+	// HeldStored are the consumers' stored counts as the hold last saw
+	// them: the baselines of an instance idle for longer than the demand
+	// counts keep it.
+	HeldStored map[string]int64 `json:"held_stored,omitempty"`
 }
 
 // MappingReport is what a tick did with a loop's event source mapping.
@@ -285,5 +289,6 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 // Clone returns a deep copy of m.
 func (m MappingState) Clone() MappingState {
 	m.Counts = maps.Clone(m.Counts)
+	m.HeldStored = maps.Clone(m.HeldStored)
 	return m
 }

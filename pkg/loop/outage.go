@@ -15,8 +15,9 @@ import (
 // consumers received messages and stored none since the previous tick
 // (live leases whose stored counts did not move while the rate allowed at
 // least StallMessages) turns the mapping off: the outage hold. It probes
-// by turning the mapping on for one tick, first ProbeFirst after the hold
-// began, then at intervals that double up to ProbeMax; a probe tick that
+// by turning the mapping on for one tick, first ProbeFirstTicks tick
+// periods after the hold began, then at intervals that double up to
+// ProbeMaxTicks; a probe tick that
 // sees a message stored, or no consumer at work (an empty queue), ends the
 // hold, one that sees the stall again turns the mapping off until the next
 // probe. Every message then costs about one receive per probe: through a
@@ -28,19 +29,45 @@ const (
 	// since the previous tick for a tick without any store to count as a
 	// stall (a trickle that stores nothing in a minute is not an outage).
 	StallMessages = 10
-	// ProbeFirst is the wait from the hold to the first probe; each
-	// failed probe doubles it, up to ProbeMax.
-	ProbeFirst = 2 * time.Minute
-	ProbeMax   = 16 * time.Minute
+	// ProbeFirstTicks is the wait from the hold to the first probe, in
+	// tick periods (2 minutes at the default 1m); each failed probe
+	// doubles it, up to ProbeMaxTicks (16 minutes).
+	ProbeFirstTicks = 2
+	ProbeMaxTicks   = 16
 )
+
+func probeFirst(tick time.Duration) time.Duration { return ProbeFirstTicks * tick }
+func probeMax(tick time.Duration) time.Duration   { return ProbeMaxTicks * tick }
+
+// storedCounts adds the peers' stored counts to into (a new map when nil).
+func storedCounts(peers []protocol.Peer, into map[string]int64) map[string]int64 {
+	if into == nil {
+		into = map[string]int64{}
+	}
+	for _, p := range peers {
+		into[p.Instance] = p.Stored
+	}
+	return into
+}
+
+// heldStored is what the outage hold recorded of the consumers' counts
+// (nil: none, or no STATE).
+func (st *State) heldStored() map[string]int64 {
+	if st == nil {
+		return nil
+	}
+	return st.Mapping.HeldStored
+}
 
 // stalled reports whether the consumers worked and stored nothing since
 // the previous tick prev: at least one lease reported since then, none of
 // them stored or settled a message more than its baselines (STATE's demand
-// and mapping counts; an instance started since then has baselines 0), and
-// the rate allowed at least StallMessages. An instance with a count it cannot compare says it
+// and mapping counts, or the counts the hold recorded for an instance that
+// was idle longer than those keep it; an instance started since then has
+// baseline 0), and the rate allowed at least StallMessages. An instance with a count it cannot compare says it
 // cannot tell: false.
 func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
+	held := prev.heldStored()
 	if prev == nil || prev.TickAt.IsZero() || prev.Rate*now.Sub(prev.TickAt).Seconds() < StallMessages {
 		return false
 	}
@@ -49,13 +76,18 @@ func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 		if p.ReportedAt.Before(prev.TickAt) {
 			continue // not at work since the previous tick
 		}
-		fresh := p.StartedAt.After(prev.TickAt)
 		base, ok := prev.Demand.Stored[p.Instance]
-		if !ok && !fresh {
+		if !ok {
+			base, ok = held[p.Instance]
+		}
+		if !ok && p.StartedAt.After(prev.TickAt) {
+			base, ok = 0, true
+		}
+		if !ok || p.Stored != base {
 			return false
 		}
-		if p.Stored != base || p.BatchMessages > prev.Mapping.Counts[p.Instance].Messages {
-			return false // stored, or settled (dead-lettered) messages
+		if c, ok := prev.Mapping.Counts[p.Instance]; ok && p.BatchMessages > c.Messages {
+			return false // settled (dead-lettered) messages
 		}
 		working++
 	}
@@ -68,20 +100,20 @@ func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 func holdForOutage(w *due, m *MappingState, r *MappingReport, now time.Time) bool {
 	p := w.params
 	if p.Mapping == nil || !p.Mapping.scaled() || p.Mode == ModeShadow || p.Paused {
-		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery = false, false, time.Time{}, time.Time{}, 0
+		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
 		return false
 	}
 	stall := stalled(w.snap.Peers, w.snap.State, now)
 	switch {
 	case !m.Held && stall:
-		m.Held, m.HeldSince, m.ProbeEvery = true, now, ProbeFirst
-		m.ProbeAt = now.Add(m.ProbeEvery)
+		m.Held, m.HeldSince, m.ProbeEvery = true, now, probeFirst(p.TickPeriod)
+		m.ProbeAt, m.HeldStored = now.Add(m.ProbeEvery), storedCounts(w.snap.Peers, m.HeldStored)
 	case m.Held && m.Probing && stall:
-		m.Probing, m.ProbeEvery = false, min(2*m.ProbeEvery, ProbeMax)
-		m.ProbeAt = now.Add(m.ProbeEvery)
+		m.Probing, m.ProbeEvery = false, min(2*m.ProbeEvery, probeMax(p.TickPeriod))
+		m.ProbeAt, m.HeldStored = now.Add(m.ProbeEvery), storedCounts(w.snap.Peers, m.HeldStored)
 	case m.Held && m.Probing:
 		// Stored again, or nothing left to receive: the outage is over.
-		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery = false, false, time.Time{}, time.Time{}, 0
+		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
 	case m.Held && !now.Before(m.ProbeAt):
 		m.Probing = true
 	}

@@ -42,6 +42,15 @@ func (r *rig) work(instance string, stored int64, started time.Time) {
 // is on for the two probe ticks only, so each message is received about
 // once per probe: never the five receives that dead-letter it.
 func TestTickOutageHoldsTheMappingOffAndProbes(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new instances", true: "one warm instance"}[warm], func(t *testing.T) { outageProbes(t, warm) })
+	}
+}
+
+// outageProbes plays the 15-minute outage; warm: every probe runs the
+// instance that ran before the outage (an emulator, a warm Lambda), idle
+// for longer than the demand counts keep its baseline.
+func outageProbes(t *testing.T, warm bool) {
 	r, m := outageRig(t, 100, "manual")
 	long := r.clock.now.Add(-time.Hour)
 	var stored int64
@@ -59,6 +68,10 @@ func TestTickOutageHoldsTheMappingOffAndProbes(t *testing.T) {
 			switch {
 			case len(m.switches) == 0: // the outage begins: stored stays
 				r.work("i-1", stored, long)
+			case warm && inOutage: // the warm instance stores nothing
+				r.work("i-1", stored, long)
+			case warm: // and stores after the outage
+				r.work("i-1", stored+60, long)
 			case inOutage: // a probe's new instance stores nothing
 				r.work(probe, 0, r.clock.now.Add(time.Second))
 			default: // the first probe after the outage stores
