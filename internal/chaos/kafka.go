@@ -382,7 +382,7 @@ const KafkaHTTPAttempts = 2
 
 // KafkaScenarios returns the Kafka scenarios, sized by s.
 func KafkaScenarios(s Size) []KafkaScenario {
-	return []KafkaScenario{
+	scs := []KafkaScenario{
 		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
 		{Name: "rate-zero-30m", Messages: s.Worker, Stuck: -1, Pause: s.pauseFor(30 * time.Minute)},
@@ -390,4 +390,8 @@ func KafkaScenarios(s Size) []KafkaScenario {
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},
 	}
+	if s.Scale >= 1 { // its short version is mysql-down-90s's
+		scs = append(scs, KafkaScenario{Name: "mysql-down-15m", Messages: s.Worker, Stuck: -1, Down: 15 * time.Minute, Limit: 45 * time.Minute})
+	}
+	return scs
 }
