@@ -10,8 +10,10 @@ import (
 // destination is down hands every message back (an open circuit), and each
 // hand-back costs the message one receive: after maxReceiveCount (5 by
 // default, about 8 to 15 minutes of the consumers' retry backoff) a healthy
-// message goes to the dead-letter queue. Only the mapping can stop the
-// receives. So, for a loop that owns an SQS mapping, a tick that finds the
+// message goes to the dead-letter queue. A Kafka Lambda fails the batch
+// after holding it, and a mapping with an on-failure destination skips it
+// after 10 retries (about 5 minutes). Only the mapping can stop the
+// receives. So, for a loop that owns a mapping (SQS or Kafka), a tick that finds the
 // consumers received messages and stored none since the previous tick
 // (live leases whose stored counts did not move while the rate allowed at
 // least StallMessages) turns the mapping off: the outage hold. It probes
@@ -94,12 +96,12 @@ func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 	return working > 0
 }
 
-// holdForOutage runs the outage hold of a loop that owns an SQS mapping
-// and reports whether the mapping is to be off for it. m carries the
+// holdForOutage runs the outage hold of a loop that owns a mapping and
+// reports whether the mapping is to be off for it. m carries the
 // hold's state from tick to tick; r reports it.
 func holdForOutage(w *due, m *MappingState, r *MappingReport, now time.Time) bool {
 	p := w.params
-	if p.Mapping == nil || !p.Mapping.scaled() || p.Mode == ModeShadow || p.Paused {
+	if p.Mapping == nil || p.Mode == ModeShadow || p.Paused {
 		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
 		return false
 	}

@@ -11,14 +11,14 @@ import (
 
 // outageRig is a manual loop at rate msg/s that owns an SQS mapping which
 // can be switched.
-func outageRig(t *testing.T, rate float64, mode string) (*rig, *switchingMapping) {
+func outageRig(t *testing.T, rate float64, mode, kind string) (*rig, *switchingMapping) {
 	r := newRig(t)
 	m := &switchingMapping{fakeMapping: &fakeMapping{value: 10, clock: r.clock}, enabled: true}
 	r.ticker.Mappings = m
 	r.cpu("orders", 50, 30*time.Second)
 	r.params("orders", func(a map[string]any) {
 		a["mode"], a["manual_rate"], a["min_rate"], a["max_rate"] = mode, rate, 0.0, 1000.0
-		a["esm_uuid"] = "esm-1"
+		a["esm_uuid"], a["esm_kind"] = "esm-1", kind
 	})
 	return r, m
 }
@@ -34,24 +34,26 @@ func (r *rig) work(instance string, stored int64, started time.Time) {
 	}
 }
 
-// A 15-minute outage of the destination behind an SQS Lambda: the
-// consumers receive and store nothing. The tick after the stall turns the
+// A 15-minute outage of the destination behind an SQS or a Kafka Lambda:
+// the consumers receive and store nothing. The tick after the stall turns the
 // mapping off, probes it on for one tick 2 minutes later, then 4, then 8
 // (each probe's new instance stores nothing), and the first probe after
 // the outage, which stores, ends the hold. During the outage the mapping
 // is on for the two probe ticks only, so each message is received about
 // once per probe: never the five receives that dead-letter it.
 func TestTickOutageHoldsTheMappingOffAndProbes(t *testing.T) {
-	for _, warm := range []bool{false, true} {
-		t.Run(map[bool]string{false: "new instances", true: "one warm instance"}[warm], func(t *testing.T) { outageProbes(t, warm) })
+	for _, kind := range []string{"sqs", "kafka"} {
+		for _, warm := range []bool{false, true} {
+			t.Run(kind+"/"+map[bool]string{false: "new instances", true: "one warm instance"}[warm], func(t *testing.T) { outageProbes(t, kind, warm) })
+		}
 	}
 }
 
 // outageProbes plays the 15-minute outage; warm: every probe runs the
 // instance that ran before the outage (an emulator, a warm Lambda), idle
 // for longer than the demand counts keep its baseline.
-func outageProbes(t *testing.T, warm bool) {
-	r, m := outageRig(t, 100, "manual")
+func outageProbes(t *testing.T, kind string, warm bool) {
+	r, m := outageRig(t, 100, "manual", kind)
 	long := r.clock.now.Add(-time.Hour)
 	var stored int64
 	for range 3 { // healthy
@@ -116,7 +118,7 @@ func TestTickOutageNotForTrickleIdleOrShadow(t *testing.T) {
 		work bool
 	}{{"trickle", 0.1, "manual", true}, {"idle", 100, "manual", false}, {"shadow", 100, "shadow", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			r, m := outageRig(t, c.rate, c.mode)
+			r, m := outageRig(t, c.rate, c.mode, "sqs")
 			long := r.clock.now.Add(-time.Hour)
 			for range 10 {
 				if c.work {
