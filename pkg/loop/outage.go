@@ -15,8 +15,8 @@ import (
 // after 10 retries (about 5 minutes). Only the mapping can stop the
 // receives. So, for a loop that owns a mapping (SQS or Kafka), a tick that finds the
 // consumers received messages and stored none since the previous tick
-// (live leases whose stored counts did not move while the rate allowed at
-// least StallMessages) turns the mapping off: the outage hold. It probes
+// (leases at work whose stored counts did not move while the rate allowed
+// at least StallMessages) turns the mapping off: the outage hold. It probes
 // by turning the mapping on for one tick, first ProbeFirstTicks tick
 // periods after the hold began, then at intervals that double up to
 // ProbeMaxTicks; a probe tick that
@@ -63,10 +63,10 @@ func (st *State) heldStored() map[string]int64 {
 
 // stalled reports whether the consumers worked and stored nothing since
 // the previous tick prev: at least one lease reported since then, none of
-// them stored or settled a message more than its baselines (STATE's demand
-// and mapping counts, or the counts the hold recorded for an instance that
-// was idle longer than those keep it; an instance started since then has
-// baseline 0), and the rate allowed at least StallMessages. An instance with a count it cannot compare says it
+// them stored a message more than its baseline (STATE's demand counts, or
+// the counts the hold recorded for an instance that was idle longer than
+// those keep it; an instance started since then has baseline 0), and the
+// rate allowed at least StallMessages. An instance with a count it cannot compare says it
 // cannot tell: false.
 func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 	held := prev.heldStored()
@@ -88,9 +88,8 @@ func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 		if !ok || p.Stored != base {
 			return false
 		}
-		if c, ok := prev.Mapping.Counts[p.Instance]; ok && p.BatchMessages > c.Messages {
-			return false // settled (dead-lettered) messages
-		}
+		// Dead-lettered messages do not count: poison keeps going to the
+		// dead-letter queue while the destination is down.
 		working++
 	}
 	return working > 0

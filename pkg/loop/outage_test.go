@@ -24,11 +24,15 @@ func outageRig(t *testing.T, rate float64, mode, kind string) (*rig, *switchingM
 }
 
 // work writes instance's lease half a minute into the coming tick's
-// interval with its running stored count.
+// interval with its running stored count; its settled count grows by one
+// a minute more (a poison message dead-lettered every minute, outage or
+// not).
 func (r *rig) work(instance string, stored int64, started time.Time) {
 	r.t.Helper()
 	at := r.clock.now.Add(30 * time.Second)
-	p := protocol.Peer{Loop: "orders", Instance: instance, Stored: stored, StartedAt: started, ReportedAt: at, ExpiresAt: at.Add(15 * time.Second)}
+	poison := int64(at.Sub(started) / time.Minute)
+	p := protocol.Peer{Loop: "orders", Instance: instance, Stored: stored, StartedAt: started, ReportedAt: at, ExpiresAt: at.Add(15 * time.Second),
+		Batches: stored + poison, BatchMessages: stored + poison, Working: time.Duration(stored+poison) * time.Millisecond}
 	if err := r.store.ReportPeer(context.Background(), p); err != nil {
 		r.t.Fatal(err)
 	}
