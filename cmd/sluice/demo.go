@@ -47,6 +47,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		printDemoSummary(stdout, d.s, d.res, d.fixed, d.s.IAEBound(), d.wall, f.plotPath)
+		printOnset(stdout, d.s, d.res.Series)
 		printDriftNote(stdout, d.s, rec)
 		if d.other != nil {
 			printReportNote(stdout, d.cfg.NoReport, d.res, *d.other)
@@ -66,6 +67,7 @@ type demoFlags struct {
 	batch                   int
 	poison                  int64
 	asJSON, quiet, noReport bool
+	controller              string
 }
 
 // parseDemo reads the flags of `sluice demo` from args. done says the
@@ -83,6 +85,7 @@ func parseDemo(args []string, stderr io.Writer) (f demoFlags, code int, done boo
 	fs.BoolVar(&f.asJSON, "json", false, "print the summary as JSON instead of a table")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 	fs.StringVar(&f.histOut, "history-out", "", "write the loop's history (one point per tick, as the dashboard's HIST items) to this JSON file, for `sluice tune --from-history`")
+	fs.StringVar(&f.controller, "controller", defaultDemoController, "the loop: "+lab.PIAWSPFF+" (the controller alone) or "+lab.Cascade+" (with the consumers' inner loop on the destination's latency; not with --no-report)")
 	fs.BoolVar(&f.noReport, "no-report", false, "the consumers do not report what they stored: the controller runs on the CPU alone (the product before the report, for comparison)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -97,6 +100,10 @@ func parseDemo(args []string, stderr io.Writer) (f demoFlags, code int, done boo
 	var err error
 	if f.s, err = sf.Scenario(); err != nil {
 		return f, fail(stderr, "sluice demo", err, 2), true
+	}
+	if f.controller != lab.PIAWSPFF && f.controller != lab.Cascade {
+		fmt.Fprintf(stderr, "sluice demo: --controller %q: want %s or %s\n", f.controller, lab.PIAWSPFF, lab.Cascade)
+		return f, 2, true
 	}
 	if f.batch <= 0 || f.poison < 0 {
 		fmt.Fprintln(stderr, "sluice demo: --batch must be positive and --poison-every not negative")
@@ -119,6 +126,7 @@ func (f demoFlags) run(stderr io.Writer) (demoRun, *historyRecorder, error) {
 	}
 	params := demo.DefaultParams(s, ctrl)
 	cfg := demo.Config{Scenario: s, Params: params, BatchSize: f.batch, PoisonEvery: f.poison, NoReport: f.noReport}
+	withInner(&cfg, f.controller, model)
 	rec := newHistoryRecorder(s)
 	rec.file.Params = params.Attrs(metricsources.All())
 	cfg.OnTick = rec.record
@@ -202,6 +210,9 @@ func demoCounterpart(s sim.Scenario, cfg demo.Config) (*demo.Result, error) {
 	}
 	cfg.NoReport = !cfg.NoReport
 	cfg.Progress, cfg.OnTick = nil, nil
+	if cfg.NoReport {
+		cfg.Inner, cfg.Params.Inner = nil, nil // the inner loop needs the report (withInner)
+	}
 	res, err := demo.Run(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("run with the report switched %s: %w", onOff(!cfg.NoReport), err)

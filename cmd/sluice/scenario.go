@@ -19,6 +19,7 @@ type scenarioFlags struct {
 	tau, dead time.Duration
 	preset    string
 	replica   sim.Replica // the replica flags; used when one is set or the preset has a replica
+	latency   latencyFlags
 }
 
 // addScenarioFlags registers the scenario flags on fs. Call Scenario after
@@ -59,6 +60,7 @@ func addScenarioFlags(fs *flag.FlagSet) *scenarioFlags {
 	fs.Float64Var(&r.Band, "lag-band", r.Band, "band above the lag setpoint that counts as held, seconds")
 	fs.DurationVar(&r.MetricPeriod, "lag-metric-period", r.MetricPeriod, "lag metric averaging period")
 	fs.DurationVar(&r.MetricDelay, "lag-metric-delay", r.MetricDelay, "lag metric publication delay after the period ends")
+	f.latency.add(fs)
 	return f
 }
 
@@ -106,6 +108,7 @@ func (f *scenarioFlags) Scenario() (sim.Scenario, error) {
 		s.Replica = &r
 	}
 	f.replicaFlags(&s)
+	f.latency.apply(f.fs, &s)
 	if err := s.Validate(); err != nil {
 		return sim.Scenario{}, err
 	}

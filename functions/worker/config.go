@@ -15,28 +15,29 @@ import (
 
 // config is the worker's configuration, read once from the environment.
 type config struct {
-	Source        string           // SOURCE: sqs or kafka
-	Loop          string           // SLUICE_LOOP
-	Table         string           // SLUICE_TABLE
-	SafeRate      float64          // SLUICE_SAFE_RATE (aggregate msg/s)
-	RatePeriod    time.Duration    // SLUICE_RATE_PERIOD
-	Report        bool             // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
-	Consumers     int              // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
-	BatchSize     int              // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
-	Sink          string           // SLUICE_SINK: mysql or http
-	DB            consumerenv.DB   // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET; SLUICE_MIGRATE (off by default: migrations are `sluice migrate`)
-	HTTPPoison    []int            // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
-	HTTPEndpoints []string         // SLUICE_HTTP_ENDPOINTS
-	HTTPTimeout   time.Duration    // SLUICE_HTTP_TIMEOUT: one request (default 5s)
-	QueueURL      string           // SLUICE_QUEUE_URL (sqs)
-	DeadLetterURL string           // SLUICE_DLQ_URL (sqs; empty: redrive policy)
-	Visibility    time.Duration    // SLUICE_VISIBILITY (sqs, default 30s)
-	KafkaBrokers  []string         // SLUICE_KAFKA_BROKERS (kafka)
-	KafkaTopics   []string         // SLUICE_KAFKA_TOPICS
-	KafkaGroup    string           // SLUICE_KAFKA_GROUP
-	KafkaDLT      string           // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
-	KafkaAuth     kafkaauth.Config // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (functions/internal/kafkaauth)
-	MetricsAddr   string           // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
+	Source         string           // SOURCE: sqs or kafka
+	Loop           string           // SLUICE_LOOP
+	Table          string           // SLUICE_TABLE
+	SafeRate       float64          // SLUICE_SAFE_RATE (aggregate msg/s)
+	RatePeriod     time.Duration    // SLUICE_RATE_PERIOD
+	Report         bool             // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
+	Consumers      int              // SLUICE_CONSUMERS: peers sharing the rate (ECS desired count)
+	BatchSize      int              // SLUICE_BATCH_SIZE (default 10; SQS caps at 10)
+	Sink           string           // SLUICE_SINK: mysql or http
+	DB             consumerenv.DB   // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET; SLUICE_MIGRATE (off by default: migrations are `sluice migrate`)
+	HTTPPoison     []int            // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
+	HTTPEndpoints  []string         // SLUICE_HTTP_ENDPOINTS
+	HTTPTimeout    time.Duration    // SLUICE_HTTP_TIMEOUT: one request (default 5s)
+	HTTPAuthSecret string           // SLUICE_HTTP_AUTH_SECRET: a Secrets Manager secret (name or ARN) holding the Authorization header
+	QueueURL       string           // SLUICE_QUEUE_URL (sqs)
+	DeadLetterURL  string           // SLUICE_DLQ_URL (sqs; empty: redrive policy)
+	Visibility     time.Duration    // SLUICE_VISIBILITY (sqs, default 30s)
+	KafkaBrokers   []string         // SLUICE_KAFKA_BROKERS (kafka)
+	KafkaTopics    []string         // SLUICE_KAFKA_TOPICS
+	KafkaGroup     string           // SLUICE_KAFKA_GROUP
+	KafkaDLT       string           // SLUICE_KAFKA_DLT ("" = <topic>.dlt)
+	KafkaAuth      kafkaauth.Config // SLUICE_KAFKA_TLS, SLUICE_KAFKA_SASL, ... (functions/internal/kafkaauth)
+	MetricsAddr    string           // SLUICE_METRICS_ADDR (default 127.0.0.1:9102, loopback only; ":9102" for all interfaces; "off" disables)
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -49,7 +50,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
 		Source: r.String("SOURCE", "sqs"), Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
 		Sink: r.String("SLUICE_SINK", "mysql"), HTTPEndpoints: r.List("SLUICE_HTTP_ENDPOINTS"),
-		QueueURL: getenv("SLUICE_QUEUE_URL"), DeadLetterURL: getenv("SLUICE_DLQ_URL"),
+		QueueURL: getenv("SLUICE_QUEUE_URL"), DeadLetterURL: getenv("SLUICE_DLQ_URL"), HTTPAuthSecret: getenv("SLUICE_HTTP_AUTH_SECRET"),
 		KafkaBrokers: r.List("SLUICE_KAFKA_BROKERS"), KafkaTopics: r.List("SLUICE_KAFKA_TOPICS"),
 		KafkaGroup: r.String("SLUICE_KAFKA_GROUP", "sluice-worker"), KafkaDLT: getenv("SLUICE_KAFKA_DLT"),
 		MetricsAddr: r.String("SLUICE_METRICS_ADDR", "127.0.0.1:9102"),

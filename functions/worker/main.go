@@ -52,9 +52,20 @@ type source interface {
 	consume.Source
 	close(ctx context.Context) error
 	depth(ctx context.Context) (int, error)
+	counted
+}
+
+// counted is what a source counts for the worker's metrics.
+type counted interface {
 	// exhausted counts messages the source dead-lettered after too many
 	// attempts.
 	exhausted() int64
+	// dlqRefused counts poison messages the dead-letter queue refused
+	// (given back for redelivery instead).
+	dlqRefused() int64
+	// held is how many received messages are not yet settled (SQS: their
+	// visibility is renewed); -1 when the source does not say.
+	held() int
 }
 
 type sqsSource struct{ *sqsqueue.Queue }
@@ -62,11 +73,15 @@ type sqsSource struct{ *sqsqueue.Queue }
 func (s sqsSource) close(context.Context) error            { s.Close(); return nil }
 func (s sqsSource) depth(ctx context.Context) (int, error) { return s.Depth(ctx) }
 func (s sqsSource) exhausted() int64                       { return 0 }
+func (s sqsSource) dlqRefused() int64                      { return s.DeadLetterFailures() }
+func (s sqsSource) held() int                              { return s.Held() }
 
 type kafkaSource struct{ *kafkasource.Source }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
 func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
+func (s kafkaSource) dlqRefused() int64               { return 0 }
+func (s kafkaSource) held() int                       { return -1 }
 
 // depth is the group's total lag over its topics (kafkasource.Source.Lag).
 func (s kafkaSource) depth(ctx context.Context) (int, error) {
@@ -116,6 +131,11 @@ func buildSink(ctx context.Context, cfg config, rc *consume.RateCacheConfig, sec
 			// backoff: one inline retry, so that a stuck record does not
 			// hold its batch (and the other partitions) for long.
 			hc.Attempts = 2
+		}
+		if cfg.HTTPAuthSecret != "" {
+			if hc.Authorizer, err = httpsink.NewSecretAuthorizer(ctx, secrets, cfg.HTTPAuthSecret); err != nil {
+				return nil, nil, fmt.Errorf("SLUICE_HTTP_AUTH_SECRET: %w", err)
+			}
 		}
 		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
 	}
@@ -199,7 +219,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	go depth.run(mctx, src.depth, 15*time.Second)
 	var srv *http.Server
 	if cfg.MetricsAddr != "off" {
-		reg := registry(stats, actual, depth, src.exhausted, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
+		reg := registry(stats, actual, depth, src, prometheus.Labels{"loop": cfg.Loop, "source": cfg.Source})
 		srv = serveMetrics(cfg.MetricsAddr, reg, log)
 	}
 

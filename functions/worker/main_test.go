@@ -58,7 +58,7 @@ func TestRegistryExportsStats(t *testing.T) {
 	stats.RateFallbacks.Add(3)
 	stats.Retried.Add(5)
 	stats.Deferred.Add(4)
-	reg := registry(stats, &actualRate{}, &depthGauge{}, func() int64 { return 2 }, prometheus.Labels{"loop": "l"})
+	reg := registry(stats, &actualRate{}, &depthGauge{}, fakeCounts{exhaustedN: 2, refusedN: 6, heldN: 3}, prometheus.Labels{"loop": "l"})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestRegistryExportsStats(t *testing.T) {
 		"sluice_consumer_poison_total": 1, "sluice_consumer_rate_fallback_total": 3, "sluice_consumer_allowed_rate": 0,
 		"sluice_consumer_actual_rate": 0, "sluice_consumer_queue_depth": 0, "sluice_consumer_rate_fallback": 0,
 		"sluice_consumer_share_rate": 0, "sluice_consumer_retried_total": 5, "sluice_consumer_released_total": 4,
-		"sluice_consumer_paced_seconds_total": 0, "sluice_consumer_circuit_state": 0,
+		"sluice_consumer_paced_seconds_total": 0, "sluice_consumer_dead_letter_refused_total": 6, "sluice_consumer_held": 3, "sluice_consumer_circuit_state": 0,
 		"dead_lettered/retries_exhausted": 2, "dead_lettered/malformed": 0, "dead_lettered/id_collision": 0,
 	}
 	for k, v := range want {
@@ -144,3 +144,13 @@ func TestStopTimeoutCoversDrain(t *testing.T) {
 		}
 	}
 }
+
+// fakeCounts is a source's counters.
+type fakeCounts struct {
+	exhaustedN, refusedN int64
+	heldN                int
+}
+
+func (f fakeCounts) exhausted() int64  { return f.exhaustedN }
+func (f fakeCounts) dlqRefused() int64 { return f.refusedN }
+func (f fakeCounts) held() int         { return f.heldN }

@@ -82,10 +82,10 @@ func finite(f float64) float64 {
 // (consume.ReasonKind).
 var reasonKinds = []string{"malformed", "refused", "id_collision", "retries_exhausted"}
 
-// registry exports the consumer's counters and gauges. exhausted counts the
-// records a source dead-lettered itself after too many attempts (Kafka);
-// it may be nil.
-func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, exhausted func() int64, labels prometheus.Labels) *prometheus.Registry {
+// registry exports the consumer's counters and gauges, and src's: the
+// records it dead-lettered itself after too many attempts (Kafka), the
+// poison its dead-letter queue refused (SQS).
+func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, src counted, labels prometheus.Labels) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	counter := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
@@ -105,12 +105,15 @@ func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, exhau
 			ConstLabels: withLabel(labels, "reason", kind),
 		}, func() float64 {
 			n := stats.DeadLettered()[kind]
-			if kind == "retries_exhausted" && exhausted != nil {
-				n += exhausted()
+			if kind == "retries_exhausted" {
+				n += src.exhausted()
 			}
 			return float64(n)
 		}))
 	}
+	counter("sluice_consumer_dead_letter_refused_total", "Poison messages the dead-letter queue refused (KMS denied, deleted, too large): given back for redelivery; the queue's redrive policy moves them without their reason. Alarm on any.",
+		func() float64 { return float64(src.dlqRefused()) })
+	gauge("sluice_consumer_held", "Messages received and not yet settled, whose visibility the worker renews (SQS; -1 on Kafka).", func() float64 { return float64(src.held()) })
 	counter("sluice_consumer_paced_seconds_total", "Time spent waiting for pacing slots, including pauses at a rate of zero.", func() float64 { return stats.Paced().Seconds() })
 	gauge("sluice_consumer_circuit_state", "Circuit breaker on the destination: 0 closed, 1 open, 2 half-open.", func() float64 { return float64(stats.Circuit()) })
 	counter("sluice_consumer_rate_fallback_total", "RATE reads that fell back to the safe rate.", func() float64 { return float64(stats.RateFallbacks.Load()) })

@@ -76,19 +76,36 @@ func bodyFor(sink string, seq int, poison bool) string {
 	return Body(seq, poison)
 }
 
+// childFirst is Body for the fk-order scenario: message 2k is the child of
+// message 2k+1, which is sent after it (children before parents); a child
+// whose parent is poison has none. Poison messages are malformed.
+func childFirst(seq int, poison bool) string {
+	switch {
+	case poison:
+		return fmt.Sprintf("poison seq=%d {not json", seq)
+	case seq%2 == 0 && !IsPoison(seq+1):
+		return fmt.Sprintf(`{"seq":%d,"parent":%d}`, seq, seq+1)
+	}
+	return fmt.Sprintf(`{"seq":%d,"parent":null}`, seq)
+}
+
 // IsPoison says whether message seq is poison: 2 in 100.
 func IsPoison(seq int) bool { return seq%100 == 17 || seq%100 == 42 }
 
 // Produce sends n messages with a "tenant" attribute (to check that dead
-// letters keep it); it returns how many are poison.
-func Produce(ctx context.Context, c *sqs.Client, url, sink string, n int) (int, error) {
+// letters keep it); it returns how many are poison. body, when not nil,
+// makes the bodies instead of bodyFor.
+func Produce(ctx context.Context, c *sqs.Client, url, sink string, n int, body func(seq int, poison bool) string) (int, error) {
+	if body == nil {
+		body = func(seq int, poison bool) string { return bodyFor(sink, seq, poison) }
+	}
 	poison := 0
 	err := consumers.SendAll(ctx, c, url, n, func(i int) types.SendMessageBatchRequestEntry {
 		if IsPoison(i) {
 			poison++
 		}
 		return types.SendMessageBatchRequestEntry{
-			MessageBody:       aws.String(bodyFor(sink, i, IsPoison(i))),
+			MessageBody:       aws.String(body(i, IsPoison(i))),
 			MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}},
 		}
 	})

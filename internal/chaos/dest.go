@@ -11,10 +11,15 @@ import (
 )
 
 // Phase is one stretch of a Destination's schedule: every request is
-// answered with Status for Lasts.
+// answered with Status for Lasts. With Share between 0 and 1 only that
+// share of the requests is (evenly spread: 9 of every 10 for 0.9), and
+// with Alt set every other of them is answered Alt instead (a brownout of
+// 429s and 503s); the others are served.
 type Phase struct {
 	Status int
 	Lasts  time.Duration
+	Share  float64
+	Alt    int
 }
 
 // Destination is the HTTP service the consumers write to, with answers the
@@ -36,6 +41,7 @@ type Destination struct {
 	answers  map[int]int // status -> count
 	inflight chan struct{}
 	failKeys map[string]bool
+	requests int // requests answered during a phase with a Share
 }
 
 // FailKey makes every request for key fail with 503 (a stuck message).
@@ -80,11 +86,30 @@ func (d *Destination) scheduled() int {
 	at := time.Since(d.start)
 	for _, p := range d.schedule {
 		if at < p.Lasts {
-			return p.Status
+			return d.share(p)
 		}
 		at -= p.Lasts
 	}
 	return 0
+}
+
+// share returns the status of the next request in phase p: the faults are
+// spread evenly over the requests (request i fails when the count of
+// faults floor(i*Share) steps up), alternating Status and Alt.
+func (d *Destination) share(p Phase) int {
+	if p.Share <= 0 || p.Share >= 1 {
+		return p.Status
+	}
+	i := d.requests
+	d.requests++
+	n := int(float64(i+1) * p.Share)
+	if n == int(float64(i)*p.Share) {
+		return 0
+	}
+	if p.Alt != 0 && n%2 == 0 {
+		return p.Alt
+	}
+	return p.Status
 }
 
 // ServeHTTP answers one POST.

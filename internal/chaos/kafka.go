@@ -382,7 +382,7 @@ const KafkaHTTPAttempts = 2
 
 // KafkaScenarios returns the Kafka scenarios, sized by s.
 func KafkaScenarios(s Size) []KafkaScenario {
-	scs := []KafkaScenario{
+	scenarios := []KafkaScenario{
 		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
 		{Name: "rate-zero-30m", Messages: s.Worker, Stuck: -1, Pause: s.pauseFor(30 * time.Minute)},
@@ -391,7 +391,7 @@ func KafkaScenarios(s Size) []KafkaScenario {
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},
 	}
 	if s.Scale >= 1 { // its short version is mysql-down-90s's
-		scs = append(scs, KafkaScenario{Name: "mysql-down-15m", Messages: s.Worker, Stuck: -1, Down: 15 * time.Minute, Limit: 45 * time.Minute})
+		scenarios = append(scenarios, KafkaScenario{Name: "mysql-down-15m", Messages: s.Worker, Stuck: -1, Down: 15 * time.Minute, Limit: 45 * time.Minute})
 	}
-	return scs
+	return append(scenarios, kafkaFaultScenarios(s)...)
 }

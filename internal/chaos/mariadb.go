@@ -126,6 +126,24 @@ func (m *MariaDB) Close() {
 	os.RemoveAll(m.Dir)
 }
 
+// Exec runs statements (a scenario's schema) in order.
+func (m *MariaDB) Exec(ctx context.Context, statements ...string) error {
+	if len(statements) == 0 {
+		return nil
+	}
+	db, err := sql.Open("mysql", m.DSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, q := range statements {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
 // Rows counts the rows stored in the sink's table (-1 when unreachable).
 func (m *MariaDB) Rows(ctx context.Context) int {
 	db, err := sql.Open("mysql", m.DSN())

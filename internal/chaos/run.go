@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +48,18 @@ type Scenario struct {
 	Fault func(ctx context.Context, r *Run) ([]string, error)
 	// Limit bounds the scenario (default 30 min).
 	Limit time.Duration
+	// Proxy puts an SQSProxy between the consumers and the SQS server
+	// (Run.SQSProxy), for faults of SQS itself.
+	Proxy bool
+	// Schema, with Sink mysql, is run on the private MariaDB before the
+	// consumers start, and Statement is their SLUICE_MYSQL_STATEMENT; Body
+	// makes the messages' bodies (default: bodyFor).
+	Schema    []string
+	Statement string
+	Body      func(seq int, poison bool) string
+	// Silent puts a SilentProxy between the consumers and the HTTP
+	// destination, and one between them and DynamoDB (Run.Silent).
+	Silent bool
 }
 
 // Run is a scenario in progress: what a Fault may act on.
@@ -57,6 +70,14 @@ type Run struct {
 	Worker *consumers.Worker // nil on the Lambda path
 	// sw is the stand-in mapping's Enabled on the Lambda path (pause.go).
 	sw *standIn
+	// Extra is what the fault measured, reported in Result.Extra.
+	Extra map[string]any
+	// SQSProxy is the consumers' SQS endpoint when the scenario asks for
+	// one (Scenario.Proxy); nil otherwise.
+	SQSProxy *SQSProxy
+	// Silent are the SilentProxy in front of the destination ("http") and
+	// DynamoDB ("dynamodb") when the scenario asks for them.
+	Silent map[string]*SilentProxy
 }
 
 // SetRate writes the loop's RATE (a manual rate, as an operator's pause).
@@ -99,7 +120,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		return err
 	}
 	defer logf.Close()
-	run := &Run{Stack: st, Dest: dest, sw: &standIn{}}
+	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}, sw: &standIn{}}
 	env := map[string]string{
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
@@ -111,8 +132,28 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		defer run.DB.Close()
 		env["SLUICE_SINK"], env["SLUICE_MYSQL_DSN"] = "mysql", run.DB.DSN()
 		env["SLUICE_MIGRATE"] = "on" // the worker migrates only when asked
+		if err := run.DB.Exec(ctx, sc.Schema...); err != nil {
+			return err
+		}
+		if sc.Statement != "" {
+			env["SLUICE_MYSQL_STATEMENT"] = sc.Statement
+		}
 	}
-	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages); err != nil {
+	if sc.Proxy {
+		stopProxy, err := startSQSProxy(e, run, env)
+		if err != nil {
+			return err
+		}
+		defer stopProxy()
+	}
+	if sc.Silent {
+		stopSilent, err := startSilent(e, run, env, srv.URL)
+		if err != nil {
+			return err
+		}
+		defer stopSilent()
+	}
+	if r.Poison, err = Produce(ctx, st.SQS, st.QueueURL, sc.Sink, sc.Messages, sc.Body); err != nil {
 		return err
 	}
 	dest.Restart(sc.Schedule) // the schedule starts once the queue is full
@@ -123,6 +164,12 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 	if sc.Fault != nil {
 		faults, err := sc.Fault(ctx, run)
 		r.Faults = append(r.Faults, faults...)
+		for k, v := range run.Extra {
+			if r.Extra == nil {
+				r.Extra = map[string]any{}
+			}
+			r.Extra[k] = v
+		}
 		if err != nil {
 			stop()
 			return fmt.Errorf("fault: %w", err)
@@ -238,4 +285,47 @@ func Build(ctx context.Context, e consumers.Env) (map[string]string, error) {
 		bins[name] = bin
 	}
 	return bins, nil
+}
+
+// startSQSProxy starts run's SQSProxy in front of the SQS server and points
+// the consumers' SQS endpoint at it; it returns what stops it.
+func startSQSProxy(e consumers.Env, run *Run, env map[string]string) (func(), error) {
+	target := e.SQSEndpoint
+	if target == "" {
+		target = e.AWSEndpoint
+	}
+	p, err := NewSQSProxy(target)
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(p)
+	run.SQSProxy = p
+	env["AWS_ENDPOINT_URL_SQS"] = srv.URL
+	return srv.Close, nil
+}
+
+// startSilent starts run's SilentProxy in front of the destination at
+// destURL and of DynamoDB, and points the consumers at them; it returns
+// what stops them.
+func startSilent(e consumers.Env, run *Run, env map[string]string, destURL string) (func(), error) {
+	run.Silent = map[string]*SilentProxy{}
+	stop := func() {
+		for _, p := range run.Silent {
+			p.Close()
+		}
+	}
+	for name, target := range map[string]string{"http": destURL, "dynamodb": e.AWSEndpoint} {
+		u, err := url.Parse(target)
+		if err != nil {
+			return stop, err
+		}
+		p, err := StartSilentProxy(u.Host)
+		if err != nil {
+			return stop, err
+		}
+		run.Silent[name] = p
+	}
+	env["SLUICE_HTTP_ENDPOINTS"] = "http://" + run.Silent["http"].Addr()
+	env["AWS_ENDPOINT_URL"] = "http://" + run.Silent["dynamodb"].Addr()
+	return stop, nil
 }

@@ -32,7 +32,7 @@ var sleep = consume.WallClock{}.Sleep
 // Scenarios returns the scenarios of the issue that run on SQS, sized by s.
 func Scenarios(s Size) []Scenario {
 	answers := httpAnswers(s)
-	scs := []Scenario{
+	scenarios := []Scenario{
 		{Name: "mysql-down-90s", Path: PathLambda, Messages: s.Lambda, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Lambda/3, max(s.d(90*time.Second), 15*time.Second))},
 		{Name: "mysql-down-90s", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql", Fault: mysqlDown(s.Worker/3, max(s.d(90*time.Second), 15*time.Second))},
 		{Name: "http-answers", Path: PathLambda, Messages: s.Lambda, Rate: 100, Schedule: answers},
@@ -47,18 +47,18 @@ func Scenarios(s Size) []Scenario {
 		{Name: "sigterm-mid-batch", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: sigterms(3)},
 	}
 	if s.Scale >= 1 { // its short version is mysql-down-90s's
-		scs = append(scs, Scenario{Name: "mysql-down-15m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql",
+		scenarios = append(scenarios, Scenario{Name: "mysql-down-15m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql",
 			Limit: 45 * time.Minute, Fault: mysqlDown(s.Worker/3, 15*time.Minute)})
 	}
-	return scs
+	return append(scenarios, faultScenarios(s)...)
 }
 
 // httpAnswers is the http-answers schedule: 503 for 60 s, 401 for 60 s,
 // 302 for 30 s, 404 for 30 s, then 200.
 func httpAnswers(s Size) []Phase {
 	return []Phase{
-		{http.StatusServiceUnavailable, s.d(60 * time.Second)}, {http.StatusUnauthorized, s.d(60 * time.Second)},
-		{http.StatusFound, s.d(30 * time.Second)}, {http.StatusNotFound, s.d(30 * time.Second)},
+		{Status: http.StatusServiceUnavailable, Lasts: s.d(60 * time.Second)}, {Status: http.StatusUnauthorized, Lasts: s.d(60 * time.Second)},
+		{Status: http.StatusFound, Lasts: s.d(30 * time.Second)}, {Status: http.StatusNotFound, Lasts: s.d(30 * time.Second)},
 	}
 }
 

@@ -80,6 +80,9 @@ type Config struct {
 	// live peers (the product before the consumers reported what they
 	// stored).
 	NoReport bool
+	// Inner, when set, runs the consumer's inner loop on the destination's
+	// latency (the scenario's, latency.go): stores then take virtual time.
+	Inner *consume.InnerConfig
 }
 
 // Outage is a period without metric datapoints.
@@ -251,7 +254,8 @@ func newSim(cfg Config) (*Sim, error) {
 		peers = consume.NewLease(consume.LeaseConfig{Loop: LoopID, Instance: "demo-consumer"}, w.store, stats, w, log)
 	}
 	rates := consume.NewRateCache(consume.RateCacheConfig{Loop: LoopID, SafeRate: cfg.SafeRate}, w, peers, w, log, stats)
-	c := consume.New(consume.Config{BatchSize: cfg.BatchSize}, rates, w, w, log, stats)
+	c := consume.New(consume.Config{BatchSize: cfg.BatchSize, Inner: cfg.Inner}, rates, w, w, log, stats)
+	w.pace = c.Pacer().Rate
 	return &Sim{w: w, c: c}, nil
 }
 
@@ -386,6 +390,12 @@ type world struct {
 	// gate bounds the virtual time in stepping mode (Sim.Advance): the
 	// consumer's sleeps block at limit until the stepper raises it.
 	gate *gate
+
+	// The destination's latency (nil without one), its newest CPU and the
+	// consumer's pace, for the series (latency.go).
+	lat  *sim.LatencyMeter
+	cpu  float64
+	pace func() float64
 }
 
 var (
@@ -428,6 +438,7 @@ func newWorld(cfg Config) (*world, error) {
 	if err := w.store.WriteParams(context.Background(), LoopID, cfg.Params.Attrs(metricsources.All())); err != nil {
 		return nil, fmt.Errorf("write PARAMS: %w", err)
 	}
+	w.withLatency()
 	return w, nil
 }
 
@@ -549,6 +560,7 @@ func (w *world) stepOnce(dt time.Duration) {
 	}
 	y := w.plant.Step(u, d)
 	w.pipe.Observe(w.t, dt, y)
+	w.cpu = y
 
 	w.carry += w.s.ProducerRateAt(w.t) * secs
 	n := int64(w.carry)
@@ -575,6 +587,7 @@ func (w *world) stepOnce(dt time.Duration) {
 	w.series.Measured = append(w.series.Measured, measured)
 	w.series.Allowed = append(w.series.Allowed, allowed)
 	w.series.Processed = append(w.series.Processed, u)
+	w.recordLatency(d)
 }
 
 func (w *world) progress() Progress {
@@ -703,9 +716,10 @@ func (w *world) DeadLetter(_ context.Context, poison []consume.Poison) error {
 
 // Store is the simulated destination: every message it takes adds to the
 // plant's load during the current step (consume.Sink).
-func (w *world) Store(_ context.Context, msgs []consume.Message) ([]consume.Result, error) {
+func (w *world) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
 	w.processed += int64(len(msgs))
 	w.pending += int64(len(msgs))
+	w.storeTime(ctx, len(msgs))
 	return make([]consume.Result, len(msgs)), nil
 }
 

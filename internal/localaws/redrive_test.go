@@ -2,11 +2,14 @@ package localaws
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -27,7 +30,9 @@ func redriveQueues(t *testing.T, maxReceive int) (*sqs.Client, string, string) {
 // reports failed in every batch is received exactly maxReceiveCount times
 // and then moved to the dead-letter queue by the server's redrive policy,
 // as SQS does behind a Lambda mapping; a healthy message of the same batch
-// is deleted after its first receive.
+// is deleted after its first receive. The function sees each receive's
+// ApproximateReceiveCount, 1 to maxReceiveCount, as a consumer needs it to
+// know a message's last attempt.
 func TestPollerRedriveCount(t *testing.T) {
 	const maxReceive = 3
 	c, url, dlqURL := redriveQueues(t, maxReceive)
@@ -68,6 +73,9 @@ func TestPollerRedriveCount(t *testing.T) {
 	if n := receives[aws.ToString(dead[0].MessageId)]; n != maxReceive {
 		t.Errorf("failing message received %d times before the DLQ; want maxReceiveCount %d", n, maxReceive)
 	}
+	if got, want := receiveCounts(t, rie, aws.ToString(dead[0].MessageId)), []string{"1", "2", "3"}; !slices.Equal(got, want) {
+		t.Errorf("ApproximateReceiveCount the function saw for the failing message = %v; want %v", got, want)
+	}
 	if len(receives) != 2 {
 		t.Errorf("distinct messages received %d; want 2", len(receives))
 	}
@@ -76,4 +84,25 @@ func TestPollerRedriveCount(t *testing.T) {
 			t.Errorf("healthy message %s received %d times; want 1 (deleted after the batch)", id, n)
 		}
 	}
+}
+
+// receiveCounts returns the ApproximateReceiveCount of message id in each
+// event the function received, in order.
+func receiveCounts(t *testing.T, rie *fakeRIE, id string) []string {
+	t.Helper()
+	rie.mu.Lock()
+	defer rie.mu.Unlock()
+	var counts []string
+	for _, p := range rie.payloads {
+		var ev events.SQSEvent
+		if err := json.Unmarshal(p, &ev); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range ev.Records {
+			if r.MessageId == id {
+				counts = append(counts, r.Attributes["ApproximateReceiveCount"])
+			}
+		}
+	}
+	return counts
 }

@@ -42,6 +42,9 @@ type EventIAE struct {
 	AtS   float64 `json:"at_s"`
 	IAE   float64 `json:"iae"`
 	Floor float64 `json:"floor"`
+	// ViolationS is the time the CPU spent above setpoint +
+	// ViolationMargin in the window.
+	ViolationS float64 `json:"violation_s"`
 }
 
 // IAEByEvent splits the IAE of series ser into the windows between the
@@ -61,6 +64,9 @@ func IAEByEvent(s Scenario, ser Series) []EventIAE {
 		}
 		if len(out) > 0 {
 			out[j].IAE += math.Abs(ser.CPU[i]-ser.Setpoint[i]) * h
+			if ser.CPU[i]-ser.Setpoint[i] > ViolationMargin {
+				out[j].ViolationS += h
+			}
 		}
 	}
 	return out

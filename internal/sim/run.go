@@ -29,6 +29,10 @@ type Observation struct {
 	// Signals are the plant's other outputs, as their metrics show them
 	// (the replica's lag when the scenario has a replica); nil otherwise.
 	Signals []SignalObservation
+	// Withheld is the rate an InnerPolicy's inner loop withheld since the
+	// previous tick from consumers that had messages to take, messages/s
+	// (0 without one).
+	Withheld float64
 }
 
 // SignalObservation is what a tick sees of one more plant output: its
@@ -54,6 +58,14 @@ type Limiter interface {
 	Limiting() string
 }
 
+// InnerPolicy is a Policy whose consumers run an inner loop: at every
+// integration step it sees the latency per message of the batch the
+// destination just completed (seconds; NaN when none) and how many messages
+// it held, and returns the pace the consumers take at, at most allowed.
+type InnerPolicy interface {
+	Pace(t time.Duration, allowed, latency float64, done int64) float64
+}
+
 // PolicyFunc adapts a function to Policy.
 type PolicyFunc func(o Observation) float64
 
@@ -76,6 +88,11 @@ type Series struct {
 	// Limiting is the signal that set the allowed rate, when the policy is
 	// a Limiter.
 	Limiting []string `json:"limiting,omitempty"`
+	// Latency is the latency per message the consumers saw, milliseconds,
+	// when the scenario has a latency; Paced the pace the consumers took
+	// at, messages/s, under an InnerPolicy.
+	Latency []float64 `json:"latency_ms,omitempty"`
+	Paced   []float64 `json:"paced,omitempty"`
 }
 
 // Result is a closed-loop run.
@@ -143,6 +160,11 @@ type loopRun struct {
 	allowed       float64
 	lastTick      time.Duration
 	doneSinceTick int64
+
+	lat          *LatencyMeter // nil without a latency
+	inner        InnerPolicy   // nil unless p is one
+	latency      float64       // the newest step's latency per message, seconds
+	withheldTick float64       // messages withheld since the last tick
 }
 
 func newLoopRun(s Scenario, p Policy, opt runOptions) *loopRun {
@@ -157,6 +179,11 @@ func newLoopRun(s Scenario, p Policy, opt runOptions) *loopRun {
 		r.lag = newLagMeter(*s.Replica)
 	}
 	r.lim, r.isLim = p.(Limiter)
+	if s.Latency != nil {
+		r.lat = NewLatencyMeter(*s.Latency, s.Seed)
+		r.inner, _ = p.(InnerPolicy)
+	}
+	r.latency = math.NaN()
 	return r
 }
 
@@ -180,11 +207,12 @@ func (r *loopRun) tick(k int, t time.Duration) error {
 	s := r.s
 	dp, ok := r.pipe.Latest()
 	obs := Observation{Now: t, Interval: t - r.lastTick, Setpoint: s.SetpointAt(t), Datapoint: dp, OK: ok,
-		Processed: float64(r.doneSinceTick) / (t - r.lastTick).Seconds()}
+		Processed: float64(r.doneSinceTick) / (t - r.lastTick).Seconds(),
+		Withheld:  r.withheldTick / (t - r.lastTick).Seconds()}
 	if k == 0 {
-		obs.Processed = 0
+		obs.Processed, obs.Withheld = 0, 0
 	}
-	r.doneSinceTick = 0
+	r.doneSinceTick, r.withheldTick = 0, 0
 	if r.lag != nil {
 		dp, ok := r.lag.pipe.Latest()
 		obs.Signals = []SignalObservation{{Name: SignalLag, Setpoint: s.Replica.Setpoint, Datapoint: dp, OK: ok}}
@@ -210,7 +238,8 @@ func (r *loopRun) advance(t time.Duration) {
 	burst := s.BurstsIn(t, t+h)
 	r.prod.sent += burst
 	r.q.push(r.prod.produce(hs) + burst)
-	done, _ := r.cons.step(r.q, r.allowed, hs)
+	pace := r.pace(t)
+	done, _ := r.cons.step(r.q, pace, hs)
 	r.dst.complete(done)
 	r.doneSinceTick += done
 	if len(s.PlantChanges) > 0 {
@@ -218,6 +247,7 @@ func (r *loopRun) advance(t time.Duration) {
 	}
 	cpu := r.plant.Step(float64(done)/hs, s.DisturbanceAt(t))
 	r.pipe.Observe(t, h, cpu)
+	r.observeLatency(t, cpu, done, pace)
 
 	ser := &r.ser
 	ser.T = append(ser.T, (t + h).Seconds())

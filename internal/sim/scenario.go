@@ -69,6 +69,9 @@ type Scenario struct {
 	// Replica, when set, adds a replica whose replication lag is the
 	// plant's second output (replica.go).
 	Replica *Replica `json:"replica,omitempty"`
+	// Latency, when set, is the store time per message that the consumers
+	// see (latency.go); a policy that is an InnerPolicy paces on it.
+	Latency *Latency `json:"latency,omitempty"`
 }
 
 // Reference returns the reference scenario (docs/lab.md).
@@ -87,6 +90,7 @@ func Reference() Scenario {
 		Duration:        180 * time.Minute,
 		Noise:           0,
 		Seed:            1,
+		Latency:         DefaultLatency(),
 	}
 }
 
@@ -146,6 +150,11 @@ func (s Scenario) Validate() error {
 	}
 	if s.Replica != nil {
 		if err := s.Replica.validate(s.step()); err != nil {
+			return err
+		}
+	}
+	if s.Latency != nil {
+		if err := s.Latency.validate(); err != nil {
 			return err
 		}
 	}

@@ -127,6 +127,12 @@ up_moto() {
 		pip_install awscli ||
 			die "moto: cannot install awscli with pip (log: $STACK_LOG/pip.log)"
 	fi
+	# The Python client of the consumer protocol (clients/python) and its test.
+	if ! python3 -c 'import boto3' 2>/dev/null; then
+		log "moto: boto3 not found: pip install boto3"
+		pip_install boto3 ||
+			die "moto: cannot install boto3 with pip (log: $STACK_LOG/pip.log)"
+	fi
 	ensure moto "$MOTO_PORT" 'moto_server|moto\.server|moto_serial\.py' moto_ready moto_start 30 || die "moto: did not start"
 }
 

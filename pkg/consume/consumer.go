@@ -45,6 +45,10 @@ type Config struct {
 	StoreReserve time.Duration
 	// Breaker configures the circuit breaker on the destination.
 	Breaker BreakerConfig
+	// Inner, when set, runs the inner loop on the sink's store latency: it
+	// may cut this consumer's pace below its share, never raise it
+	// (InnerLoop).
+	Inner *InnerConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -121,6 +125,8 @@ type Consumer struct {
 	// perMessage is the recent store time per message (ns, EWMA), for
 	// the time reserved before a deadline.
 	perMessage atomic.Int64
+	// inner is the inner loop on the store latency; nil when off.
+	inner *innerGuard
 }
 
 // New returns a Consumer. stats nil means the RateCache's counters (the
@@ -142,6 +148,7 @@ func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger,
 		log:     log,
 		stats:   stats,
 		breaker: NewBreaker(cfg.Breaker, clock),
+		inner:   newInnerGuard(cfg.Inner),
 	}
 }
 
@@ -157,7 +164,9 @@ func (c *Consumer) Pacer() *Pacer { return c.pacer }
 // refresh reads the allowed rate (cached) and sets the pacer to this
 // consumer's share.
 func (c *Consumer) refresh(ctx context.Context) Allowed {
-	return sharePace(c.rates.Allowed(ctx), c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
+	a := c.rates.Allowed(ctx)
+	a.Share = c.inner.pace(c.clock.Now(), a.Share, c.stats)
+	return sharePace(a, c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
 }
 
 // ReceiveSize is how many messages to receive now: BatchSize, or fewer at a
@@ -314,6 +323,7 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 	start := c.clock.Now()
 	res, err := c.sink.Store(sctx, msgs)
 	c.observeStore(c.clock.Now().Sub(start), len(msgs))
+	c.inner.observe(c.clock.Now(), len(msgs), c.clock.Now().Sub(start), res, err)
 	if err == nil && len(res) != len(msgs) {
 		err = fmt.Errorf("sink returned %d results for %d messages", len(res), len(msgs))
 	}
@@ -374,6 +384,43 @@ func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
 		}
 		rep.Poison = rep.Poison[:from]
 		rep.DeferFor = max(rep.DeferFor, c.breaker.Wait())
+	default:
+		c.holdSuspect(ctx, stored, from, rep)
+	}
+}
+
+// suspectPoison is the fewest refused messages of one batch that may be
+// the destination's fault although the window does not say so yet (half
+// a batch of 10); fewer are their messages' fault.
+const suspectPoison = 5
+
+// holdSuspect holds the refused messages of a batch mostly refused (at
+// least suspectPoison, more than PoisonRatio of the messages the
+// destination answered) that are on their first delivery: a destination
+// that starts refusing everything crosses the window's PoisonRatio only
+// after two or three such batches, which were dead-lettered. Delivered
+// again, they are judged as any: by then the window tells a destination
+// refusing all (held) from a burst of poison (dead-lettered once).
+func (c *Consumer) holdSuspect(ctx context.Context, stored, from int, rep *Report) {
+	refused := rep.Poison[from:]
+	answered := stored + len(rep.Retry) + len(refused)
+	if len(refused) < suspectPoison || float64(len(refused)) <= c.breaker.cfg.PoisonRatio*float64(answered) {
+		return
+	}
+	keep := rep.Poison[:from:from]
+	held := 0
+	for _, p := range refused {
+		if p.Message.ReceiveCount == 1 {
+			rep.Deferred = append(rep.Deferred, p.Message)
+			held++
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	rep.Poison = keep
+	if held > 0 {
+		c.log.WarnContext(ctx, "the destination refused most of a batch: held on first delivery in case it is the destination's fault (a schema change, a proxy refusing all), judged again when delivered again",
+			"held", held, "reason", refused[0].Reason)
 	}
 }
 

@@ -36,8 +36,9 @@ type LeaseConfig struct {
 	// life (default: NewInstanceID()).
 	Instance string
 	// Every is the least time between two refreshes (DefaultLeaseEvery when
-	// 0); TTL is the lease's lifetime after a refresh (DefaultLeaseTTL when
-	// 0; at least 2 x Every).
+	// 0; at most half a protocol.LiveBucket, so that the instance is in every
+	// bucket's live count while it runs); TTL is the lease's lifetime after
+	// a refresh (DefaultLeaseTTL when 0; at least 2 x Every).
 	Every, TTL time.Duration
 	// Fallback is the number of peers assumed until the store has been
 	// read once (default 1); a failed read keeps the last count. Set it to
@@ -82,7 +83,7 @@ func NewLease(cfg LeaseConfig, store PeerStore, stats *Stats, clock Clock, log *
 	if cfg.Instance == "" {
 		cfg.Instance = NewInstanceID()
 	}
-	cfg.Every = defaults.Positive(cfg.Every, DefaultLeaseEvery)
+	cfg.Every = min(defaults.Positive(cfg.Every, DefaultLeaseEvery), protocol.LiveBucket/2)
 	cfg.TTL = defaults.Positive(cfg.TTL, DefaultLeaseTTL)
 	cfg.TTL = max(cfg.TTL, 2*cfg.Every)
 	cfg.Fallback = max(cfg.Fallback, 1)
@@ -131,7 +132,8 @@ func (l *Lease) Close(ctx context.Context) error {
 func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
 	p := protocol.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
 		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires,
-		Batches: l.stats.Batches.Load(), BatchMessages: l.stats.BatchMessages.Load(), Working: l.stats.Working()}
+		Batches: l.stats.Batches.Load(), BatchMessages: l.stats.BatchMessages.Load(), Working: l.stats.Working(),
+		Withheld: l.stats.Withheld.Load()}
 	if err := l.store.ReportPeer(ctx, p); err != nil {
 		return fmt.Errorf("report lease of %s on loop %s: %w", l.cfg.Instance, l.cfg.Loop, err)
 	}

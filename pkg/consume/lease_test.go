@@ -168,3 +168,19 @@ func ExampleLease() {
 	// Output:
 	// 300 2 150
 }
+
+// A lease refreshes at least twice per live-count bucket, however long
+// Every is set: an instance that skipped a bucket would drop out of the
+// others' count, and they would take its share too.
+func TestLeaseRefreshesOncePerLiveBucket(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	store := &countingPeers{Store: memstore.New()}
+	l := consume.NewLease(consume.LeaseConfig{Loop: "l", Every: time.Minute}, store, &consume.Stats{}, clk, nil)
+	_, _ = l.Live(ctx)
+	clk.Advance(protocol.LiveBucket / 2)
+	_, _ = l.Live(ctx)
+	if store.reports != 2 {
+		t.Errorf("a lease with Every 1m refreshed %d times in half a live bucket (%v); want 2", store.reports, protocol.LiveBucket/2)
+	}
+}

@@ -67,7 +67,16 @@ type RateCacheConfig struct {
 	// balanced loop sets its HTTP sink's picker from it (wrr.Spread
 	// gives equal weights for nil).
 	Weights func(map[string]float64)
+	// ReadTimeout bounds each read of RATE and each count of live
+	// consumers (default DefaultRateReadTimeout), whatever the caller's
+	// context: a connection to DynamoDB that hangs silently must not hang
+	// the consumer (the worker's context has no deadline) nor run a Lambda
+	// to its deadline. A read that times out keeps the last valid RATE.
+	ReadTimeout time.Duration
 }
+
+// DefaultRateReadTimeout is RateCacheConfig.ReadTimeout's default.
+const DefaultRateReadTimeout = 2 * time.Second
 
 // RateCache reads a loop's RATE at most once per Period and hands out the
 // cached value in between. A value it returns is never older than Period.
@@ -95,6 +104,7 @@ type RateCache struct {
 // stats may be nil.
 func NewRateCache(cfg RateCacheConfig, reader RateReader, peers Peers, clock Clock, log *slog.Logger, stats *Stats) *RateCache {
 	cfg.Period = defaults.Positive(cfg.Period, DefaultRatePeriod)
+	cfg.ReadTimeout = defaults.Positive(cfg.ReadTimeout, DefaultRateReadTimeout)
 	if peers == nil {
 		peers = FixedPeers(1)
 	}
@@ -126,13 +136,17 @@ func (c *RateCache) Allowed(ctx context.Context) Allowed {
 }
 
 func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
-	n, err := c.peers.Live(ctx)
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.ReadTimeout)
+	n, err := c.peers.Live(lctx)
+	cancel()
 	if err != nil || n < 1 {
 		c.log.WarnContext(ctx, "count live consumers failed; assuming previous count", "loop", c.cfg.Loop, "err", err)
 		n = max(c.cur.Peers, 1)
 	}
 	a := Allowed{Peers: n, ReadAt: now}
-	r, err := c.reader.ReadRate(ctx, c.cfg.Loop)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.ReadTimeout)
+	r, err := c.reader.ReadRate(rctx, c.cfg.Loop)
+	cancel()
 	switch {
 	case errors.Is(err, protocol.ErrNotFound):
 		a.Fallback, a.Reason = true, "rate missing"

@@ -28,6 +28,11 @@ type Stats struct {
 	Poison atomic.Int64
 	// RateFallbacks counts rate reads that fell back to the safe rate.
 	RateFallbacks atomic.Int64
+	// Withheld counts the messages the inner loop held back below the
+	// share while it cut (the rate it withheld, integrated): reported to
+	// the controller, whose outer loop must not take the cut for a
+	// plant that took less.
+	Withheld atomic.Int64
 	// Batches counts the batches worked on (stored, retried or
 	// dead-lettered in part at least; a batch deferred whole is no work),
 	// and BatchMessages the messages they settled; Working is their

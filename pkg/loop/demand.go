@@ -1,7 +1,9 @@
 package loop
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/control"
@@ -19,13 +21,59 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	if prev != nil {
 		base, prevTick = prev.Demand, prev.TickAt
 	}
-	d := measureDemand(snap.Peers, base, prevTick, now)
+	d := measureDemand(unsettled(snap.Peers, prevTick), base, prevTick, now)
+	d.Stored, d.ReportedAt = capBaselines(d.Stored, d.ReportedAt)
 	if d.Known {
-		in.ActualRate, in.ActualKnown = d.Processed, true
+		in.ActualRate, in.ActualKnown = d.Processed+d.WithheldRate, true
 		r.Processed, r.ProcessedKnown = d.Processed, true
 	}
 	r.LivePeers = d.Live
 	return d
+}
+
+// PeerSettle is how long after a lease lapsed before a tick that tick has
+// surely read its last count (the lease read is eventually consistent):
+// the next ticks ignore the lease, and STATE keeps no baseline for it, so
+// that STATE holds the instances of about one tick, not of every instance
+// seen within protocol.PeerRetention.
+const PeerSettle = time.Minute
+
+// MaxBaselines bounds the instances whose counts STATE keeps (Demand and
+// the mapping's Counts, about 170 bytes each), so that STATE stays well
+// under DynamoDB's 400 KB item limit: past it, the instances that reported
+// least recently lose their baseline, and the processed rate is unknown at
+// the next tick (the controller then runs on its signals alone) instead of
+// the commit failing.
+const MaxBaselines = 1500
+
+// unsettled returns the peers whose lease did not lapse PeerSettle or
+// more before prevTick (every peer when there is no previous tick).
+func unsettled(peers []protocol.Peer, prevTick time.Time) []protocol.Peer {
+	if prevTick.IsZero() {
+		return peers
+	}
+	out := make([]protocol.Peer, 0, len(peers))
+	for _, p := range peers {
+		if !p.ExpiresAt.Before(prevTick.Add(-PeerSettle)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// capBaselines keeps at most MaxBaselines of stored's instances, the most
+// recently reported (reported), and drops the others from both maps.
+func capBaselines[V any](stored map[string]V, reported map[string]time.Time) (map[string]V, map[string]time.Time) {
+	if len(stored) <= MaxBaselines {
+		return stored, reported
+	}
+	ids := slices.Collect(maps.Keys(stored))
+	slices.SortFunc(ids, func(a, b string) int { return reported[b].Compare(reported[a]) })
+	for _, id := range ids[MaxBaselines:] {
+		delete(stored, id)
+		delete(reported, id)
+	}
+	return stored, reported
 }
 
 // Demand is what the consumers' reports said at a tick.
@@ -44,6 +92,13 @@ type Demand struct {
 	Known     bool    `json:"known"`
 	// Live is the number of live leases.
 	Live int `json:"live"`
+	// Withheld is each reporting instance's count of messages its inner
+	// loop held back (protocol.Peer.Withheld), the baseline for the next
+	// tick; WithheldRate their rate since the previous tick, messages/s,
+	// which the controller is told on top of Processed: the inner loop's cut
+	// is not a plant that took less (withheld.go).
+	Withheld     map[string]int64 `json:"withheld,omitempty"`
+	WithheldRate float64          `json:"withheld_rate,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what
@@ -86,6 +141,7 @@ func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) 
 	}
 	if known {
 		d.Processed, d.Known = smoothProcessed(sum/dt.Seconds(), prev, dt), true
+		d.Withheld, d.WithheldRate = measureWithheld(peers, prev, dt, now)
 	}
 	return d
 }

@@ -1,10 +1,12 @@
 package loop
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
@@ -122,5 +124,47 @@ func TestMeasureDemandCountsAsOfTheReport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDemandBaselinesBounded: with consumer instances that come and go
+// (100 new ones a tick, each living one tick), STATE keeps the baselines
+// of about the last tick's instances, not of every instance seen within
+// PeerRetention (ten ticks' worth), and never more than MaxBaselines.
+func TestDemandBaselinesBounded(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var peers []protocol.Peer
+	var prev *State
+	for tick := range 30 {
+		now := t0.Add(time.Duration(tick) * time.Minute)
+		for i := range 100 {
+			peers = append(peers, protocol.Peer{Loop: "l", Instance: fmt.Sprintf("t%d-%d", tick, i), Stored: 60, StartedAt: now.Add(-time.Minute),
+				ReportedAt: now.Add(-time.Second), ExpiresAt: now.Add(-time.Second)})
+		}
+		var kept []protocol.Peer // what the store still holds: PeerRetention
+		for _, p := range peers {
+			if now.Sub(p.ExpiresAt) <= protocol.PeerRetention {
+				kept = append(kept, p)
+			}
+		}
+		peers = kept
+		var in control.Input
+		var r Report
+		d := observeDemand(Snapshot{Loop: "l", Peers: peers}, prev, now, &in, &r)
+		prev = &State{Loop: "l", TickAt: now, Demand: d}
+		if tick > 2 && !d.Known {
+			t.Fatalf("tick %d: processed rate unknown; want it known from the baselines", tick)
+		}
+	}
+	if n := len(prev.Demand.Stored); n > 300 {
+		t.Errorf("STATE keeps %d baselines after 30 ticks of 100 short-lived instances; want those of the last ticks only (<= 300)", n)
+	}
+	many := make(map[string]int64, MaxBaselines+10)
+	at := make(map[string]time.Time, MaxBaselines+10)
+	for i := range MaxBaselines + 10 {
+		many[fmt.Sprint(i)], at[fmt.Sprint(i)] = 1, t0.Add(time.Duration(i)*time.Millisecond)
+	}
+	if got, _ := capBaselines(many, at); len(got) != MaxBaselines || got["0"] != 0 || got[fmt.Sprint(MaxBaselines+9)] != 1 {
+		t.Errorf("capBaselines kept %d (oldest kept: %v); want the %d most recent", len(got), got["0"] != 0, MaxBaselines)
 	}
 }

@@ -197,6 +197,15 @@ func measureBatches(peers []protocol.Peer, prev MappingState, now time.Time) Map
 	return m
 }
 
+// reportedAt is each peer's report time.
+func reportedAt(peers []protocol.Peer) map[string]time.Time {
+	at := make(map[string]time.Time, len(peers))
+	for _, p := range peers {
+		at[p.Instance] = p.ReportedAt
+	}
+	return at
+}
+
 // change reports whether the mapping moves from cur to target: when cur
 // is unknown (0: the mapping has no MaximumConcurrency) or outside [Min,
 // Max], or differs from target by at least MappingHysteresis of cur (and at
@@ -228,7 +237,12 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	if prev.UUID != p.UUID {
 		prev = MappingState{UUID: p.UUID, BatchSeconds: prev.BatchSeconds, BatchSize: prev.BatchSize, Counts: prev.Counts}
 	}
-	m := measureBatches(w.snap.Peers, prev, now)
+	var prevTick time.Time
+	if w.snap.State != nil {
+		prevTick = w.snap.State.TickAt
+	}
+	m := measureBatches(unsettled(w.snap.Peers, prevTick), prev, now)
+	m.Counts, _ = capBaselines(m.Counts, reportedAt(w.snap.Peers))
 	m.Target = 0
 	if m.BatchSeconds > 0 && p.scaled() {
 		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)

@@ -75,6 +75,9 @@ type Params struct {
 	// Mapping is the SQS event source mapping the loop owns (esm_uuid):
 	// the tick sets its MaximumConcurrency (mapping.go). Nil when none.
 	Mapping *MappingConfig `json:"mapping,omitempty"`
+	// Inner is the consumers' inner loop (inner_*, innerparams.go); nil
+	// when off.
+	Inner *InnerParams `json:"inner,omitempty"`
 	// Feedforward is the first signal's identified plant model for reference
 	// feedforward; nil when none.
 	Feedforward *control.FOPDT `json:"feedforward,omitempty"`

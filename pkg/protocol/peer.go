@@ -20,6 +20,10 @@ type Peer struct {
 	Batches       int64         `json:"batches,omitempty"`
 	BatchMessages int64         `json:"batch_messages,omitempty"`
 	Working       time.Duration `json:"working,omitempty"`
+	// Withheld counts the messages the instance's inner loop held back
+	// below its share since StartedAt (consume.InnerLoop): the controller
+	// adds their rate to the processed one.
+	Withheld int64 `json:"withheld,omitempty"`
 	// StartedAt is when the instance started counting; ReportedAt when it
 	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
 	StartedAt  time.Time `json:"started_at"`
@@ -58,3 +62,21 @@ type BatchCount struct {
 	Messages int64         `json:"messages"`
 	Working  time.Duration `json:"working"`
 }
+
+// LiveBucket is the width of the time buckets of the version 2 live
+// count: a consumer adds itself once to the count of every bucket in which
+// it refreshes its lease, and at least once per bucket while it runs; the
+// live count at a time is the larger of its bucket's count and the
+// previous bucket's. An instance is then counted from its first refresh
+// and for one to two buckets after its last, like a lease with a TTL of
+// LiveBucket (the default lease TTL).
+const LiveBucket = 15 * time.Second
+
+// BucketOf is the number of t's live-count bucket: whole LiveBuckets since
+// the Unix epoch.
+func BucketOf(t time.Time) int64 { return t.Unix() / int64(LiveBucket/time.Second) }
+
+// LiveCount is the live count at a time from the counts of its bucket
+// (cur) and of the previous one (prev), plus the legacy instances RATE
+// reports.
+func LiveCount(prev, cur int64, legacy int) int { return int(max(prev, cur, 0)) + max(legacy, 0) }

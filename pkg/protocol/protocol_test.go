@@ -66,7 +66,7 @@ func TestJSONNamesAreStable(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{protocol.Rate{Weights: map[string]float64{"n": 1}}, []string{"loop", "rate", "written_at", "expires_at", "tick", "weights"}},
+		{protocol.Rate{Weights: map[string]float64{"n": 1}, Version: 2, LegacyLive: 1}, []string{"loop", "rate", "written_at", "expires_at", "tick", "weights", "v", "legacy_live"}},
 		{protocol.Peer{Batches: 1, BatchMessages: 1, Working: 1}, []string{"loop", "instance", "stored", "batches", "batch_messages", "working", "started_at", "reported_at", "expires_at"}},
 		{protocol.BatchCount{}, []string{"batches", "messages", "working"}},
 	} {
@@ -108,5 +108,31 @@ func TestErrNotFoundWrapped(t *testing.T) {
 	err := fmt.Errorf("read RATE loop %q: %w", "l", protocol.ErrNotFound)
 	if !errors.Is(err, protocol.ErrNotFound) {
 		t.Errorf("errors.Is(%v, ErrNotFound) = false; want true", err)
+	}
+}
+
+// A consumer keeps to the layout both it and the controller know: layout
+// 1 for a RATE without a version, the newest it knows for a later one.
+func TestRateLeaseLayout(t *testing.T) {
+	for v, want := range map[int]int{0: 1, 1: 1, 2: 2, 99: protocol.LatestLayout} {
+		if got := (protocol.Rate{Version: v}).LeaseLayout(); got != want {
+			t.Errorf("Rate{Version: %d}.LeaseLayout() = %d; want %d", v, got, want)
+		}
+	}
+}
+
+func TestLiveCount(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 14, 0, time.UTC)
+	if protocol.BucketOf(at) != protocol.BucketOf(at.Add(-14*time.Second)) || protocol.BucketOf(at.Add(time.Second)) != protocol.BucketOf(at)+1 {
+		t.Errorf("BucketOf: want buckets of %v aligned on the epoch", protocol.LiveBucket)
+	}
+	for _, tc := range []struct {
+		prev, cur int64
+		legacy    int
+		want      int
+	}{{3, 5, 0, 5}, {5, 3, 0, 5}, {0, 0, 2, 2}, {-1, -2, 0, 0}, {4, 4, 1, 5}} {
+		if got := protocol.LiveCount(tc.prev, tc.cur, tc.legacy); got != tc.want {
+			t.Errorf("LiveCount(%d, %d, %d) = %d; want %d", tc.prev, tc.cur, tc.legacy, got, tc.want)
+		}
 	}
 }

@@ -20,7 +20,22 @@ type Rate struct {
 	// Weights are optional per-node weights for destinations with several
 	// nodes (the balancer); nil when the loop has one node.
 	Weights map[string]float64 `json:"weights,omitempty"`
+	// Version is the protocol version of the controller that wrote the
+	// item (Version); 1 when the item has none (a controller that predates
+	// the field). It tells a consumer which lease layout the controller
+	// reads (LeaseLayout).
+	Version int `json:"v,omitempty"`
+	// LegacyLive is the number of live consumer instances at the tick that
+	// keep only a version 1 lease (consumers of an older release, during a
+	// rolling deploy): a consumer that counts its peers by the version 2
+	// live counts adds it. 0 when there are none.
+	LegacyLive int `json:"legacy_live,omitempty"`
 }
+
+// LeaseLayout is the lease layout a consumer writes and counts by when it
+// read r: the highest layout it knows (LatestLayout) that the controller
+// reads (r.Version, 1 when absent).
+func (r Rate) LeaseLayout() int { return min(max(r.Version, 1), LatestLayout) }
 
 // Expired reports whether r is no longer valid at now. A rate without an
 // expiry never expires.

@@ -26,16 +26,17 @@ import (
 
 // Config is a consumer Lambda's loop, rate and sink configuration.
 type Config struct {
-	Loop          string        // SLUICE_LOOP: the loop whose RATE is read
-	Table         string        // SLUICE_TABLE: the DynamoDB table
-	SafeRate      float64       // SLUICE_SAFE_RATE: aggregate msg/s when RATE is missing or stale
-	RatePeriod    time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
-	Report        bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
-	Consumers     int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's concurrency)
-	Sink          string        // SLUICE_SINK: mysql or http
-	DB            DB            // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET, SLUICE_MIGRATE (on by default)
-	HTTPPoison    []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
-	HTTPEndpoints []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
+	Loop           string        // SLUICE_LOOP: the loop whose RATE is read
+	Table          string        // SLUICE_TABLE: the DynamoDB table
+	SafeRate       float64       // SLUICE_SAFE_RATE: aggregate msg/s when RATE is missing or stale
+	RatePeriod     time.Duration // SLUICE_RATE_PERIOD: bound on the cached rate's age
+	Report         bool          // SLUICE_REPORT: on (default) keeps a lease and reports what was stored; off shares by SLUICE_CONSUMERS
+	Consumers      int           // SLUICE_CONSUMERS: peers sharing the rate (the mapping's concurrency)
+	Sink           string        // SLUICE_SINK: mysql or http
+	DB             DB            // SLUICE_MYSQL_DSN or SLUICE_MYSQL_SECRET, SLUICE_MIGRATE (on by default)
+	HTTPPoison     []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
+	HTTPEndpoints  []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
+	HTTPAuthSecret string        // SLUICE_HTTP_AUTH_SECRET: a Secrets Manager secret (name or ARN) holding the Authorization header
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -50,10 +51,11 @@ func Load(getenv func(string) string) (Config, error) {
 	r := envconf.New(getenv)
 	c := Config{
 		Loop: r.String("SLUICE_LOOP", "default"), Table: r.String("SLUICE_TABLE", ddbstore.DefaultTable),
-		Sink:       r.String("SLUICE_SINK", "mysql"),
-		SafeRate:   r.Rate("SLUICE_SAFE_RATE", 10),
-		RatePeriod: r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "1s"),
-		Consumers:  r.Count("SLUICE_CONSUMERS", 1),
+		Sink:           r.String("SLUICE_SINK", "mysql"),
+		SafeRate:       r.Rate("SLUICE_SAFE_RATE", 10),
+		RatePeriod:     r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "1s"),
+		Consumers:      r.Count("SLUICE_CONSUMERS", 1),
+		HTTPAuthSecret: getenv("SLUICE_HTTP_AUTH_SECRET"),
 	}
 	c.Report = envconf.Parse(r, "SLUICE_REPORT", consume.ParseReport)
 	c.HTTPEndpoints = envconf.Parse(r, "SLUICE_HTTP_ENDPOINTS", optional("SLUICE_HTTP_ENDPOINTS", httpsink.ParseEndpoints))
@@ -130,7 +132,13 @@ func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets ds
 			return nil, nil, err
 		}
 		rc.Weights = weights
-		return httpsink.New(httpsink.Config{PoisonStatus: c.HTTPPoison}, picker, nil, consume.WallClock{}), func() {}, nil
+		hc := httpsink.Config{PoisonStatus: c.HTTPPoison}
+		if c.HTTPAuthSecret != "" {
+			if hc.Authorizer, err = httpsink.NewSecretAuthorizer(ctx, secrets, c.HTTPAuthSecret); err != nil {
+				return nil, nil, fmt.Errorf("SLUICE_HTTP_AUTH_SECRET: %w", err)
+			}
+		}
+		return httpsink.New(hc, picker, nil, consume.WallClock{}), func() {}, nil
 	}
 	db, err := OpenMySQL(ctx, c.DB, c.MySQL.Prefix, secrets)
 	if err != nil {

@@ -31,6 +31,11 @@ func TestLoad(t *testing.T) {
 		{"mysql without DSN or secret", map[string]string{}, "SLUICE_MYSQL_SECRET"},
 		{"http endpoints with spaces", map[string]string{"SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": "http://a, http://b "}, ""},
 		{"bad report", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_REPORT": "maybe"}, "SLUICE_REPORT"},
+		{"iam", map[string]string{"SLUICE_MYSQL_AUTH": "iam", "SLUICE_MYSQL_USER": "sluice_iam", "SLUICE_MYSQL_HOST": "db", "SLUICE_MYSQL_CA": "/opt/rds-ca.pem"}, ""},
+		{"iam without TLS", map[string]string{"SLUICE_MYSQL_AUTH": "iam", "SLUICE_MYSQL_USER": "sluice_iam", "SLUICE_MYSQL_HOST": "db"}, "needs TLS"},
+		{"iam with a secret", map[string]string{"SLUICE_MYSQL_AUTH": "iam", "SLUICE_MYSQL_USER": "u", "SLUICE_MYSQL_HOST": "db", "SLUICE_MYSQL_TLS": "verify-full", "SLUICE_MYSQL_SECRET": "s"}, "unset SLUICE_MYSQL_SECRET"},
+		{"iam without user", map[string]string{"SLUICE_MYSQL_AUTH": "iam", "SLUICE_MYSQL_HOST": "db", "SLUICE_MYSQL_TLS": "verify-full"}, "SLUICE_MYSQL_USER"},
+		{"unknown auth", map[string]string{"SLUICE_MYSQL_DSN": "x", "SLUICE_MYSQL_AUTH": "kerberos"}, "SLUICE_MYSQL_AUTH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"strconv"
 
+	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/dsnsecret"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
+	"github.com/sluice-dev/sluice/pkg/adapter/rdsiam"
 )
 
 // DB is how a consumer (Lambda or worker) reaches its MySQL database.
@@ -30,6 +33,11 @@ type DB struct {
 	// Conn is SLUICE_MYSQL_CA, SLUICE_MYSQL_TLS and the pool's caps
 	// (mysqlsink.ConnFromEnv), used by every connection.
 	Conn mysqlsink.Conn
+	// IAM is SLUICE_MYSQL_AUTH=iam: log in as User (SLUICE_MYSQL_USER)
+	// with an IAM authentication token (rdsiam) instead of a password;
+	// no secret, TLS required.
+	IAM  bool
+	User string
 }
 
 // LoadDB reads the database's settings from getenv; migrate is
@@ -57,10 +65,32 @@ func LoadDB(getenv func(string) string, migrate bool, conn mysqlsink.Conn) (DB, 
 	if d.Conn, err = mysqlsink.ConnFromEnv(getenv, conn); err != nil {
 		return d, err
 	}
+	switch v := getenv("SLUICE_MYSQL_AUTH"); v {
+	case "", "password":
+	case "iam":
+		return d, d.iam(getenv)
+	default:
+		return d, fmt.Errorf("SLUICE_MYSQL_AUTH=%q: want password (the default: the secret's) or iam", v)
+	}
 	if d.DSN == "" && d.Secret == "" {
 		return d, fmt.Errorf("SLUICE_SINK=mysql needs SLUICE_MYSQL_SECRET (a Secrets Manager secret holding the DSN) or SLUICE_MYSQL_DSN")
 	}
 	return d, nil
+}
+
+// iam checks the settings of SLUICE_MYSQL_AUTH=iam: a user, a host, TLS,
+// and no password source.
+func (d *DB) iam(getenv func(string) string) error {
+	d.IAM, d.User = true, getenv("SLUICE_MYSQL_USER")
+	switch {
+	case d.DSN != "" || d.Secret != "":
+		return fmt.Errorf("SLUICE_MYSQL_AUTH=iam logs in with a token: unset SLUICE_MYSQL_SECRET and SLUICE_MYSQL_DSN")
+	case d.User == "" || d.At.Host == "":
+		return fmt.Errorf("SLUICE_MYSQL_AUTH=iam needs SLUICE_MYSQL_USER (the database user) and SLUICE_MYSQL_HOST")
+	case d.Conn.CA == "" && d.Conn.TLS == "":
+		return fmt.Errorf("SLUICE_MYSQL_AUTH=iam: %w", rdsiam.ErrNoTLS)
+	}
+	return nil
 }
 
 // OpenMySQL opens the destination database, TLS and caps as d.Conn says:
@@ -69,7 +99,15 @@ func LoadDB(getenv func(string) string, migrate bool, conn mysqlsink.Conn) (DB, 
 // refuses its credentials: a rotation) or given in the environment, and
 // the schema of prefix migrated when d.Migrate says so.
 func OpenMySQL(ctx context.Context, d DB, prefix string, secrets dsnsecret.API) (*sql.DB, error) {
-	conn, err := dsnsecret.Source{API: secrets, SecretID: d.Secret, Value: d.DSN, At: d.At, Prepare: d.Conn.PrepareDSN}.Connector(ctx)
+	src := dsnsecret.Source{API: secrets, SecretID: d.Secret, Value: d.DSN, At: d.At, Prepare: d.Conn.PrepareDSN}
+	if d.IAM {
+		tokens, err := d.tokens(ctx)
+		if err != nil {
+			return nil, err
+		}
+		src.Value, src.Configure = d.User+"@tcp("+tokens.Endpoint+")/"+d.At.DBName, tokens.Apply
+	}
+	conn, err := src.Connector(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,4 +120,19 @@ func OpenMySQL(ctx context.Context, d DB, prefix string, secrets dsnsecret.API) 
 		}
 	}
 	return db, nil
+}
+
+// tokens are the IAM authentication tokens of d's user, signed with the
+// credentials and region of the standard AWS configuration (the
+// function's or the task's role).
+func (d DB) tokens(ctx context.Context) (*rdsiam.Tokens, error) {
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	port := d.At.Port
+	if port == "" {
+		port = "3306"
+	}
+	return &rdsiam.Tokens{Endpoint: net.JoinHostPort(d.At.Host, port), Region: cfg.Region, User: d.User, Credentials: cfg.Credentials}, nil
 }

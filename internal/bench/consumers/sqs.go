@@ -160,11 +160,18 @@ func ReceiveEvent(ctx context.Context, c *sqs.Client, url, arn string, visibilit
 
 // Settle deletes from url the messages the function did not report in its
 // batchItemFailures, as the event source mapping does, and returns how
-// many it reported.
+// many it reported. A response naming an item that is empty or not in the
+// batch fails the whole batch, as AWS's mapping does (localaws.FailedItems):
+// nothing is deleted and Settle returns len(msgs).
 func Settle(ctx context.Context, c *sqs.Client, url string, msgs []types.Message, resp events.SQSEventResponse) int {
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
+	ids := make([]string, len(msgs))
+	for i, msg := range msgs {
+		ids[i] = aws.ToString(msg.MessageId)
+	}
+	body, _ := json.Marshal(resp)
+	failed, err := localaws.FailedItems(body, ids)
+	if err != nil {
+		return len(msgs)
 	}
 	var del []types.DeleteMessageBatchRequestEntry
 	for i, msg := range msgs {

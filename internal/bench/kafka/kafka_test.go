@@ -144,18 +144,24 @@ func TestNoLossLambdaSmall(t *testing.T) {
 func TestPaceLambda(t *testing.T) {
 	rie := testenv.Binary(t, "SLUICE_RIE_BIN", "aws-lambda-rie")
 	r := newRig(t, 5*time.Minute, kafka.BuildLambda)
+	const rate, batch, window = 40, 20, 6 * time.Second
 	for _, parts := range []int32{1, 4} {
 		var logs strings.Builder
-		pt, err := kafka.PaceLambda(r.ctx, kafka.Pacing{Window: 6 * time.Second, Windows: 1, Config: kafka.Config{
-			Brokers: r.brokers, DSN: r.dsn, Partitions: parts, Rate: 40, WorkerLog: &syncWriter{b: &logs},
-			Lambda: &kafka.Lambda{Bootstrap: r.bin, RIE: rie, BatchSize: 20},
+		pt, err := kafka.PaceLambda(r.ctx, kafka.Pacing{Window: window, Windows: 1, Config: kafka.Config{
+			Brokers: r.brokers, DSN: r.dsn, Partitions: parts, Rate: rate, WorkerLog: &syncWriter{b: &logs},
+			Lambda: &kafka.Lambda{Bootstrap: r.bin, RIE: rie, BatchSize: batch},
 		}})
 		t.Logf("pacing: %+v", pt)
 		if err != nil {
 			t.Fatalf("PaceLambda(%d partitions): %v\nfunction logs (tail):\n%s", parts, err, tail(logs.String(), 3000))
 		}
-		if pt.Achieved <= 0 || pt.ErrorPct > 15 {
-			t.Errorf("PaceLambda(%d partitions) achieved %.1f msg/s at 40 allowed (%+.1f %%); want paced at or below it", parts, pt.Achieved, pt.ErrorPct)
+		// A window counts whole batches: it may hold one batch per
+		// partition more than the rate allows, never more (a busy
+		// machine only stores fewer).
+		burstPct := 100 * float64(int(parts)*batch) / (rate * window.Seconds())
+		if pt.Achieved <= 0 || pt.ErrorPct > burstPct {
+			t.Errorf("PaceLambda(%d partitions) achieved %.1f msg/s at %d allowed (%+.1f %%); want at most one batch per partition above it (%+.1f %%)",
+				parts, pt.Achieved, rate, pt.ErrorPct, burstPct)
 		}
 	}
 }

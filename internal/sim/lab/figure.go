@@ -122,6 +122,8 @@ func ControllerColor(name string) string {
 		return "#d62728"
 	case Override:
 		return "#17becf"
+	case Cascade:
+		return "#8c564b"
 	}
 	return ""
 }

@@ -28,7 +28,7 @@ const (
 )
 
 // Controllers lists the controllers in the order of the report.
-func Controllers() []string { return []string{Fixed, AIMD, PI, PID, PIAWSPFF, Smith} }
+func Controllers() []string { return []string{Fixed, AIMD, PI, PID, PIAWSPFF, Cascade, Smith} }
 
 // ParseControllers parses a comma-separated list of controller names.
 func ParseControllers(s string) ([]string, error) {

@@ -32,6 +32,8 @@ func NewPolicy(name string, s sim.Scenario, p Plant, g Gains) (sim.Policy, map[s
 	switch name {
 	case Override:
 		return newOverride(s, p, g)
+	case Cascade:
+		return newCascade(s, p, g)
 	case Fixed:
 		return fixedPolicy{rate: nominal}, map[string]float64{"rate": nominal}, nil
 	case AIMD:

@@ -20,8 +20,9 @@ const (
 // controller's here, the consumers' through the embedded ddbstore.Store.
 type Store struct {
 	*ddbstore.Store
-	api   ddbstore.API
-	table string
+	api    ddbstore.API
+	table  string
+	legacy legacyCounts
 }
 
 // New returns a store on table (ddbstore.DefaultTable when empty) through

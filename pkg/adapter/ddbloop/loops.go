@@ -147,8 +147,9 @@ func (s *Store) get(ctx context.Context, loopID, sk string) (map[string]types.At
 // index, paginated) and reads their STATE items consistently (BatchGetItem,
 // 100 keys a call). A STATE item that does not decode sets its snapshot's
 // Err and fails no other loop. A tick over N loops costs about ceil(N/1000) queries and
-// ceil(N/100) batch reads, plus one query for the consumers' leases
-// (ddbstore.Store.Peers) per 1 MB of them.
+// ceil(N/100) batch reads, plus the consumers' leases: one query per loop
+// (ddbstore.Store.LoopPeers) and one for every loop's version 1 leases
+// (ddbstore.Store.Peers), each more only past 1 MB of leases.
 func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	var snaps []loop.Snapshot
 	err := ddbitem.QueryBySort(ctx, s.api, s.table, SortParams, "PARAMS", func(item map[string]types.AttributeValue) error {
@@ -170,15 +171,8 @@ func (s *Store) LoadLoops(ctx context.Context) ([]loop.Snapshot, error) {
 	for i, sn := range snaps {
 		byLoop[sn.Loop] = i
 	}
-	// The consumers' leases of every loop, in one paginated query.
-	peers, err := s.Peers(ctx)
-	if err != nil {
+	if err := s.loadPeers(ctx, snaps); err != nil {
 		return nil, err
-	}
-	for id, ps := range peers {
-		if i, ok := byLoop[id]; ok {
-			snaps[i].Peers = ps
-		}
 	}
 	for start := 0; start < len(snaps); start += maxBatchGet {
 		keys := make([]map[string]types.AttributeValue, 0, maxBatchGet)
@@ -253,7 +247,9 @@ func (s *Store) CommitTick(ctx context.Context, c loop.Commit) error {
 	}
 	items := []types.TransactWriteItem{{Put: put}}
 	if c.Rate != nil {
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ddbitem.EncodeRate(*c.Rate)}})
+		r := *c.Rate
+		r.LegacyLive = s.legacy.live(id, c.State.TickAt)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ddbitem.EncodeRate(r)}})
 	}
 	if c.Status != nil {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: encodeStatus(*c.Status)}})

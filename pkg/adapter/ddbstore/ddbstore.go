@@ -43,10 +43,14 @@ type API interface {
 var _ API = (*dynamodb.Client)(nil)
 
 // Store reads and writes the consumers' items of every loop in one table.
+// A consumer uses one Store as its RateReader and its PeerStore: the RATE
+// it read last for a loop picks the layout of the loop's leases
+// (protocol.Rate.LeaseLayout).
 type Store struct {
-	api   API
-	table string
-	log   *slog.Logger
+	api    API
+	table  string
+	log    *slog.Logger
+	leases leaseMemory
 }
 
 // New returns a store on table through api.

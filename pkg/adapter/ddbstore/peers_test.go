@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // queryItems answers every Query with items, in one page.
@@ -54,5 +55,20 @@ func TestPeersSkipsMalformedLease(t *testing.T) {
 	}
 	if out := logged.String(); !strings.Contains(out, "i-bad") || !strings.Contains(out, "stored") || !strings.Contains(out, "i-noloop") {
 		t.Errorf("log %q; want the skipped leases' keys and reasons", out)
+	}
+}
+
+// TestLeaseItemRoundTrip: every field a consumer reports reaches the
+// controller through the item, in both layouts (the inner loop's Withheld
+// too: without it the controller reads a cut as a plant that took less).
+func TestLeaseItemRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	p := protocol.Peer{Loop: "orders", Instance: "i-1", Stored: 900, Batches: 90, BatchMessages: 900,
+		Working: 3 * time.Second, Withheld: 42, StartedAt: at, ReportedAt: at.Add(time.Minute), ExpiresAt: at.Add(time.Minute + 15*time.Second)}
+	for _, layout := range []int{1, 2} {
+		got, err := ddbitem.DecodePeer(LeaseItem(p, layout))
+		if err != nil || got != p {
+			t.Errorf("layout %d: DecodePeer(LeaseItem(p)) = %+v, %v; want %+v", layout, got, err, p)
+		}
 	}
 }

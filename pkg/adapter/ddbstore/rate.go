@@ -29,6 +29,7 @@ func (s *Store) ReadRate(ctx context.Context, loopID string) (protocol.Rate, err
 	if err != nil {
 		return protocol.Rate{}, ddbitem.Wrap("decode RATE", loopID, err)
 	}
+	s.leases.saw(r)
 	return r, nil
 }
 

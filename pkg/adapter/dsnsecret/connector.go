@@ -18,13 +18,15 @@ const errAccessDenied = 1045
 // through API, or Value (a DSN or credentials document given as it is,
 // for local runs). At overrides the host, port and database of either;
 // Prepare, when set, adjusts each DSN before it is used (TLS, for
-// example).
+// example); Configure, when set, adjusts the driver's configuration of
+// each (a password computed per connection: rdsiam.Tokens.Apply).
 type Source struct {
-	API      API
-	SecretID string
-	Value    string
-	At       Endpoint
-	Prepare  func(dsn string) (string, error)
+	API       API
+	SecretID  string
+	Value     string
+	At        Endpoint
+	Prepare   func(dsn string) (string, error)
+	Configure func(*mysql.Config) error
 }
 
 // DSN reads the source once and returns its DSN, prepared.
@@ -75,6 +77,11 @@ func (c *Connector) use(dsn string) error {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, redacted(err))
+	}
+	if c.src.Configure != nil {
+		if err := c.src.Configure(cfg); err != nil {
+			return err
+		}
 	}
 	inner, err := mysql.NewConnector(cfg)
 	if err != nil {

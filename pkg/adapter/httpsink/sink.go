@@ -97,6 +97,11 @@ type Config struct {
 	// configuration or Secrets Manager instead of the endpoint's URL. It
 	// never appears in a reason or a log line.
 	Authorization string
+	// Authorizer, when set, supplies the Authorization header instead (a
+	// secret in Secrets Manager: SecretAuthorizer). After a 401 the sink
+	// asks it once for a fresh value (the secret rotated) and retries the
+	// request at once; a second 401 is the destination's failure.
+	Authorizer Authorizer
 }
 
 // ParseStatuses parses a comma-separated list of HTTP statuses (as in
@@ -298,15 +303,47 @@ func transportErr(err error) error {
 func (s *Sink) post(ctx context.Context, m consume.Message) error {
 	raw := s.picker.Pick()
 	endpoint := Redact(raw)
+	auth, err := s.authorization(ctx, "")
+	if err != nil {
+		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, err)
+	}
+	resp, snippet, err := s.do(ctx, raw, endpoint, m, auth)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && s.cfg.Authorizer != nil {
+		// The secret may have rotated: read it again, once, and retry.
+		fresh, aerr := s.cfg.Authorizer.Authorization(ctx, auth)
+		if aerr != nil {
+			return fmt.Errorf("POST %s: HTTP 401, then %w: %w", endpoint, errRetry, aerr)
+		}
+		auth = fresh
+		resp, snippet, err = s.do(ctx, raw, endpoint, m, auth)
+	}
+	if err != nil {
+		return err
+	}
+	return s.classify(endpoint, resp, []byte(scrub(string(snippet), auth)))
+}
+
+// authorization is the request's Authorization value: the Authorizer's,
+// else Config.Authorization.
+func (s *Sink) authorization(ctx context.Context, stale string) (string, error) {
+	if s.cfg.Authorizer == nil {
+		return s.cfg.Authorization, nil
+	}
+	return s.cfg.Authorizer.Authorization(ctx, stale)
+}
+
+// do sends one POST of m to raw with auth and returns the answer and the
+// start of its body (the body itself drained and closed).
+func (s *Sink) do(ctx context.Context, raw, endpoint string, m consume.Message, auth string) (*http.Response, []byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, raw, bytes.NewReader(m.Body))
 	if err != nil {
 		// A bad endpoint is a configuration fault, never the message's.
-		return fmt.Errorf("POST %s: %w: invalid endpoint URL", endpoint, errRetry)
+		return nil, nil, fmt.Errorf("POST %s: %w: invalid endpoint URL", endpoint, errRetry)
 	}
-	if s.cfg.Authorization != "" {
-		req.Header.Set("Authorization", s.cfg.Authorization)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", m.ID)
@@ -317,12 +354,12 @@ func (s *Sink) post(ctx context.Context, m consume.Message) error {
 	req.Header.Set("Content-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, transportErr(err))
+		return nil, nil, fmt.Errorf("POST %s: %w: %w", endpoint, errRetry, transportErr(err))
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return s.classify(endpoint, resp, snippet)
+	return resp, snippet, nil
 }
 
 // classify maps an answer to nil (stored), a poison error, or an error

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/defaults"
 )
 
 // DefaultRetention is how long inbox rows are kept when Config.Retention is
@@ -38,11 +40,36 @@ type Config struct {
 	// DELETE on the inbox, and old rows are removed another way (a
 	// partition dropped, or an event of the database's scheduler).
 	NoPrune bool
+	// NoInbox turns the inbox off (SLUICE_MYSQL_INBOX=off): each batch
+	// runs the statements alone, and a redelivered message runs them again
+	// (InboxOffGivesUp says what else is given up). The sink refuses it
+	// unless every statement is an upsert (INSERT ... ON DUPLICATE KEY
+	// UPDATE, or REPLACE) or Idempotent is set.
+	NoInbox bool
+	// Idempotent is the operator's assertion that the statements are
+	// idempotent though not upserts by their form
+	// (SLUICE_MYSQL_IDEMPOTENT=asserted): an UPDATE that sets values, for
+	// example. It matters only with NoInbox.
+	Idempotent bool
 	// Now is the clock of the inbox's times (default time.Now).
 	Now func() time.Time
 	// Log receives the sink's warnings (nil: discarded).
 	Log *slog.Logger
+	// OrderingAttempts is the delivery (consume.Message.ReceiveCount) on
+	// which a message refused for a missing parent row (a foreign key,
+	// MySQL errors 1452 and 1216) becomes poison; before it the message is
+	// retryable, as its parent may not be stored yet (children before
+	// parents, without ordering). Default DefaultOrderingAttempts; keep it
+	// below the queue's maxReceiveCount, so that the message reaches the
+	// dead-letter queue with its reason. A source that does not count
+	// deliveries (ReceiveCount 0) gets poison at once.
+	OrderingAttempts int
 }
+
+// DefaultOrderingAttempts is Config.OrderingAttempts' default: poison on
+// the third delivery, below SQS's usual maxReceiveCount of 5 and Kafka's
+// 10 attempts.
+const DefaultOrderingAttempts = 3
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
 
@@ -56,6 +83,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Retention < 0 {
 		return c, fmt.Errorf("inbox retention %v: want a positive duration", c.Retention)
 	}
+	c.OrderingAttempts = defaults.Positive(c.OrderingAttempts, DefaultOrderingAttempts)
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}
@@ -91,14 +119,17 @@ const (
 	EnvPrefix        = "SLUICE_MYSQL_PREFIX"
 	EnvRetention     = "SLUICE_MYSQL_INBOX_RETENTION"
 	EnvPrune         = "SLUICE_MYSQL_INBOX_PRUNE"
+	EnvInbox         = "SLUICE_MYSQL_INBOX"
+	EnvIdempotent    = "SLUICE_MYSQL_IDEMPOTENT"
 )
 
 // ConfigFromEnv reads the sink's configuration the way every Sluice
 // consumer does: SLUICE_MYSQL_STATEMENT (or SLUICE_MYSQL_STATEMENT_FILE, a
 // file of one or more statements), SLUICE_MYSQL_PREFIX and
 // SLUICE_MYSQL_INBOX_RETENTION (a duration such as 168h, or days such as
-// 7d) and SLUICE_MYSQL_INBOX_PRUNE (on, the default, or off: NoPrune). The
-// caller sets Loop.
+// 7d), SLUICE_MYSQL_INBOX_PRUNE (on, the default, or off: NoPrune),
+// SLUICE_MYSQL_INBOX (on, the default, or off: NoInbox) and
+// SLUICE_MYSQL_IDEMPOTENT (asserted: Idempotent). The caller sets Loop.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{Statement: getenv(EnvStatement), Prefix: getenv(EnvPrefix)}
 	if f := getenv(EnvStatementFile); f != "" {
@@ -133,7 +164,40 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if !prefixRE.MatchString(c.Prefix) {
 		return c, fmt.Errorf("%s=%q: want at most 32 letters, digits or underscores", EnvPrefix, c.Prefix)
 	}
-	return c, nil
+	return c, inboxFromEnv(getenv, &c)
+}
+
+// inboxFromEnv reads SLUICE_MYSQL_INBOX and SLUICE_MYSQL_IDEMPOTENT into c.
+func inboxFromEnv(getenv func(string) string, c *Config) error {
+	switch v := getenv(EnvInbox); v {
+	case "", "on":
+	case "off":
+		c.NoInbox = true
+	default:
+		return fmt.Errorf("%s=%q: want on or off", EnvInbox, v)
+	}
+	switch v := getenv(EnvIdempotent); v {
+	case "":
+	case "asserted":
+		c.Idempotent = true
+	default:
+		return fmt.Errorf("%s=%q: want asserted (the statement is idempotent) or nothing", EnvIdempotent, v)
+	}
+	if c.NoInbox {
+		stmts, err := parseStatements(or(c.Statement, defaultStatement(namesFor(c.Prefix))))
+		if err != nil {
+			return err
+		}
+		return checkNoInbox(*c, stmts)
+	}
+	return nil
+}
+
+func or(a, b string) string {
+	if strings.TrimSpace(a) != "" {
+		return a
+	}
+	return b
 }
 
 // ParseRetention reads a positive duration: Go's syntax (168h, 90m) or a

@@ -155,4 +155,8 @@ func isContentError(err error) bool {
 	return ok
 }
 
+// isOrderingError says whether err is a foreign key's missing parent row
+// (1452, 1216): a child that may have come before its parent.
+func isOrderingError(err error) bool { c := code(err); return c == 1452 || c == 1216 }
+
 func isDeadlock(err error) bool { return code(err) == 1213 }

@@ -76,6 +76,11 @@ type Pruner struct {
 // With Config.NoPrune it starts nothing and Stop returns at once.
 func (s *Sink) StartPruner(cfg PruneConfig) *Pruner {
 	p := &Pruner{s: s, cfg: cfg.withDefaults(), clock: consume.WallClock{}, done: make(chan struct{}), warned: map[string]bool{}}
+	if s.cfg.NoInbox {
+		close(p.done)
+		p.cancel = func() {}
+		return p
+	}
 	if s.cfg.NoPrune {
 		s.cfg.Log.Info("inbox pruning is off: remove old rows of the inbox another way", "table", s.names.inbox, "env", EnvPrune)
 		close(p.done)

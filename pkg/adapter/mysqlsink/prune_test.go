@@ -41,16 +41,20 @@ func lockOld(t *testing.T, db *sql.DB) *sql.Tx {
 }
 
 // lockWaits counts the transactions waiting for a lock that blocker
-// holds (nil: for any lock).
+// holds (nil: for any lock, among this database's connections only: other
+// packages' tests share the server).
 func lockWaits(t *testing.T, db *sql.DB, blocker *sql.Tx) int {
 	t.Helper()
-	q, args := "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS", []any{}
+	q, args := `SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w
+		JOIN information_schema.INNODB_TRX x ON x.trx_id = w.requesting_trx_id
+		JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
+		WHERE p.DB = DATABASE()`, []any{}
 	if blocker != nil {
 		var trx string
 		if err := blocker.QueryRow("SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&trx); err != nil {
 			t.Fatal(err)
 		}
-		q, args = q+" WHERE blocking_trx_id = ?", []any{trx}
+		q, args = "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS WHERE blocking_trx_id = ?", []any{trx}
 	}
 	var n int
 	if err := db.QueryRow(q, args...).Scan(&n); err != nil {

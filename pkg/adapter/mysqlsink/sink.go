@@ -112,6 +112,11 @@ func Prepare(ctx context.Context, db *sql.DB, cfg Config) (*Sink, error) {
 	if _, err := s.prepare(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.NoInbox {
+		s.cfg.Log.WarnContext(ctx, "MySQL inbox off: exactly-once rests on the statement", "env", EnvInbox, "given_up", InboxOffGivesUp,
+			"idempotent", map[bool]string{true: "asserted by the operator", false: "an upsert by its form"}[cfg.Idempotent])
+		return s, nil
+	}
 	if err := s.warm(ctx, 1, false); err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
@@ -140,9 +145,12 @@ func newSink(db *sql.DB, cfg Config) (*Sink, error) {
 	s := &Sink{db: db, cfg: cfg, names: namesFor(cfg.Prefix), cache: map[string]*sql.Stmt{}}
 	text := cfg.Statement
 	if strings.TrimSpace(text) == "" {
-		text = "INSERT INTO " + s.names.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
+		text = defaultStatement(s.names)
 	}
 	if s.stmts, err = parseStatements(text); err != nil {
+		return nil, err
+	}
+	if err := checkNoInbox(cfg, s.stmts); err != nil {
 		return nil, err
 	}
 	if len(s.stmts) == 1 {
@@ -151,6 +159,11 @@ func newSink(db *sql.DB, cfg Config) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// defaultStatement stores id and body in the default table, an upsert.
+func defaultStatement(n names) string {
+	return "INSERT INTO " + n.messages + " (id, body) VALUES (:id, :body) ON DUPLICATE KEY UPDATE id = id"
 }
 
 // Stats returns the sink's counters.
@@ -212,6 +225,7 @@ func prepareError(i, n int, st statement, err error) error {
 // parameters of each statement.
 type item struct {
 	i    int // index in the batch
+	n    int // the message's delivery (ReceiveCount)
 	id   string
 	hash [sha256.Size]byte
 	args [][]any
@@ -263,7 +277,7 @@ func (s *Sink) bind(msgs []consume.Message, res []consume.Result) ([]item, map[i
 			continue
 		}
 		first[m.ID] = len(items)
-		items = append(items, item{i: i, id: m.ID, hash: h, args: args})
+		items = append(items, item{i: i, n: m.ReceiveCount, id: m.ID, hash: h, args: args})
 	}
 	return items, twins
 }
@@ -284,6 +298,20 @@ func (s *Sink) args(m consume.Message) ([][]any, error) {
 func (s *Sink) refused(reason string) consume.Result {
 	s.stats.Refused.Add(1)
 	return consume.Result{Outcome: consume.Permanent, Reason: reason}
+}
+
+// refusal is the result of an item the database refused: poison, except a
+// missing parent row (the parent may come later) before the item's
+// OrderingAttempts-th delivery, which is retryable.
+func (s *Sink) refusal(it item, ref *refusedError) consume.Result {
+	if !isOrderingError(ref.err) {
+		return s.refused("MySQL refused the message: " + ref.Error())
+	}
+	if it.n > 0 && it.n < s.cfg.OrderingAttempts {
+		return consume.Result{Outcome: consume.Retryable, Reason: fmt.Sprintf(
+			"MySQL refused the message for a missing parent row, which may not be stored yet (delivery %d; poison on delivery %d): %s", it.n, s.cfg.OrderingAttempts, ref.Error())}
+	}
+	return s.refused(fmt.Sprintf("MySQL refused the message for a missing parent row on delivery %d: %s", it.n, ref.Error()))
 }
 
 func (s *Sink) collision(id string, was, now [sha256.Size]byte) consume.Result {
@@ -313,7 +341,7 @@ func (s *Sink) store(ctx context.Context, items []item, res []consume.Result) er
 		case errors.As(err, &ref) && ref.at < 0:
 			multi = false // find the refused row: one statement per message
 		case errors.As(err, &ref):
-			res[items[ref.at].i] = s.refused("MySQL refused the message: " + ref.Error())
+			res[items[ref.at].i] = s.refusal(items[ref.at], ref)
 			items = slices.Delete(items, ref.at, ref.at+1)
 		case errors.Is(err, errInboxConflict) && conflicts < maxInboxConflicts:
 			conflicts++
@@ -345,8 +373,10 @@ func (s *Sink) transaction(ctx context.Context, stmts []*sql.Stmt, items []item,
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() // after Commit: sql.ErrTxDone, ignored
-	if err := s.insertInbox(ctx, tx, items); err != nil {
-		return err
+	if !s.cfg.NoInbox {
+		if err := s.insertInbox(ctx, tx, items); err != nil {
+			return err
+		}
 	}
 	if multi {
 		err = s.applyRows(ctx, tx, items)
@@ -413,7 +443,10 @@ const maxCached = 16
 // maxCached are; a batch of a size seen before then costs one round trip
 // per statement and no parsing.
 func (s *Sink) warm(ctx context.Context, n int, multi bool) error {
-	queries := []string{s.inboxSQL(n)}
+	var queries []string
+	if !s.cfg.NoInbox {
+		queries = append(queries, s.inboxSQL(n))
+	}
 	if multi {
 		queries = append(queries, s.rows.sql(min(n, max(1, maxRowsParams/s.rows.params))))
 	}

@@ -102,7 +102,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
 	deadLettered, unsent := h.deadLetter(ctx, log, rep.Poison)
 	back = append(back, unsent...)
-	h.delay(ctx, log, rep)
+	// Poison the DLQ refused comes back with the retry backoff, as a
+	// message the destination failed: a DLQ that refuses for minutes does
+	// not spend its receives before it recovers.
+	later := rep
+	later.Retry = append(append([]consume.Message{}, rep.Retry...), unsent...)
+	h.delay(ctx, log, later)
 	failures := []events.SQSBatchItemFailure{}
 	for _, m := range back {
 		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: m.ID})

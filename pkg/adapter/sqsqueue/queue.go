@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -102,9 +103,11 @@ type Queue struct {
 	extending sync.Mutex
 	mu        sync.Mutex
 	held      map[string]struct{} // receipt handles received, not yet settled
-	stop      chan struct{}
-	once      sync.Once
-	wg        sync.WaitGroup
+	// dlqFailures counts the poison messages the dead-letter queue refused.
+	dlqFailures atomic.Int64
+	stop        chan struct{}
+	once        sync.Once
+	wg          sync.WaitGroup
 }
 
 // New returns a Queue and starts its visibility extender. log may be nil.
@@ -298,6 +301,14 @@ func ChangeVisibility(ctx context.Context, api API, queueURL string, msgs []cons
 // DeadLetter sends poison messages to DeadLetterURL with their reason, then
 // deletes them from the queue. Without DeadLetterURL it releases them, and
 // the queue's redrive policy moves them after maxReceiveCount.
+//
+// When the dead-letter queue refuses some (KMS access denied, a deleted
+// queue, a batch over SQS's size limit), those are given back with the
+// retry backoff, not held: held, their visibility would be renewed
+// forever and in-flight messages would grow to SQS's limit. They come
+// back, and after maxReceiveCount receives the redrive policy moves them
+// (without their reason: nothing is lost). Each is counted in
+// DeadLetterFailures and logged at error level, for an alarm.
 func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
 	ms := make([]consume.Message, len(poison))
 	for i, p := range poison {
@@ -312,7 +323,35 @@ func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
 			err = errors.Join(err, aerr)
 		}
 	}
-	return err // unsent ones stay held until their visibility runs out: redelivered, never dropped
+	if unsent := without(ms, sent); len(unsent) > 0 {
+		q.dlqFailures.Add(int64(len(unsent)))
+		q.log.Error("dead-letter queue refused messages; given back for redelivery, the redrive policy moves them after maxReceiveCount",
+			"dead_letter_queue", q.cfg.DeadLetterURL, "messages", len(unsent), "err", err)
+		if rerr := q.Retry(ctx, unsent, "dead-letter queue refused"); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// DeadLetterFailures returns how many poison messages the dead-letter
+// queue refused since New (each given back for redelivery): a count to
+// alarm on.
+func (q *Queue) DeadLetterFailures() int64 { return q.dlqFailures.Load() }
+
+// without returns the messages of ms whose receipt handle is not in sent.
+func without(ms, sent []consume.Message) []consume.Message {
+	done := make(map[string]bool, len(sent))
+	for _, m := range sent {
+		done[receipt(m)] = true
+	}
+	var out []consume.Message
+	for _, m := range ms {
+		if !done[receipt(m)] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // OriginalIDAttribute is the message attribute that carries a

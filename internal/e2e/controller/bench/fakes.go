@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,9 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count("DynamoDB.Query")
+	if in.IndexName == nil {
+		return f.queryPartition(in)
+	}
 	if aws.ToString(in.IndexName) != ddbstore.IndexBySort {
 		return nil, fmt.Errorf("fakeDynamo: query on index %q not supported", aws.ToString(in.IndexName))
 	}
@@ -134,6 +138,25 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 			break
 		}
 	}
+	return out, nil
+}
+
+// queryPartition answers a query on the table of one partition (:pk) by a
+// sort key prefix (:prefix, the loop's leases), in one page; the caller
+// holds mu.
+func (f *fakeDynamo) queryPartition(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+	pk, ok1 := in.ExpressionAttributeValues[":pk"].(*types.AttributeValueMemberS)
+	prefix, ok2 := in.ExpressionAttributeValues[":prefix"].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("fakeDynamo: query %q not supported", aws.ToString(in.KeyConditionExpression))
+	}
+	out := &dynamodb.QueryOutput{}
+	for k, item := range f.items {
+		if k[0] == pk.Value && strings.HasPrefix(k[1], prefix.Value) {
+			out.Items = append(out.Items, item)
+		}
+	}
+	out.Count = int32(len(out.Items))
 	return out, nil
 }
 

@@ -14,7 +14,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 123456789, time.UTC)
 
 func TestRateRoundTrip(t *testing.T) {
-	want := protocol.Rate{Loop: "orders", PerSecond: 12.5, WrittenAt: t0, ExpiresAt: t0.Add(time.Minute), Tick: 1 << 40,
+	want := protocol.Rate{Loop: "orders", PerSecond: 12.5, WrittenAt: t0, ExpiresAt: t0.Add(time.Minute), Tick: 1 << 40, Version: protocol.Version, LegacyLive: 3,
 		Weights: map[string]float64{"a": 0.25, "b": 0.75}}
 	got, err := ddbitem.DecodeRate(ddbitem.EncodeRate(want))
 	if err != nil || !reflect.DeepEqual(got, want) {

@@ -21,6 +21,9 @@ func DecodePeer(item map[string]types.AttributeValue) (protocol.Peer, error) {
 		p.Batches, p.BatchMessages = r.Whole("batches"), r.Whole("batch_messages")
 		p.Working = time.Duration(r.Whole("working_ns"))
 	}
+	if _, ok := item["withheld"]; ok { // consumers whose inner loop cut their pace
+		p.Withheld = r.Whole("withheld")
+	}
 	return p, r.Err()
 }
 

@@ -15,6 +15,10 @@ func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
 	item["written_at"] = Timestamp(r.WrittenAt)
 	item["expires_at"] = Timestamp(r.ExpiresAt)
 	item["tick"] = Integer(r.Tick)
+	item["v"] = Integer(int64(max(r.Version, protocol.Version)))
+	if r.LegacyLive > 0 {
+		item["legacy_live"] = Integer(int64(r.LegacyLive))
+	}
 	if len(r.Weights) > 0 {
 		m := make(map[string]types.AttributeValue, len(r.Weights))
 		for k, v := range r.Weights {
@@ -49,6 +53,11 @@ func DecodeRate(item map[string]types.AttributeValue) (protocol.Rate, error) {
 			return r, err
 		}
 		r.Tick = int64(t)
+	}
+	rd := NewReader(item)
+	r.Version, r.LegacyLive = int(rd.OptN("v", 1)), int(rd.OptN("legacy_live", 0))
+	if err := rd.Err(); err != nil {
+		return r, err
 	}
 	if av, ok := item["weights"]; ok {
 		m, ok := av.(*types.AttributeValueMemberM)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -27,8 +28,13 @@ type TLSServer struct {
 	Addr    string // 127.0.0.1:PORT
 	CA      string // the PEM file of the CA that signed the server's certificate
 	WrongCA string // the PEM file of another CA
+	Socket  string // the server's unix socket (root authenticates there by the process's user)
 	Admin   Admin  // root over the server's socket
 }
+
+// ErrNoMariaDB is wrapped by StartTLS's error when this machine has no
+// mariadbd, mariadb-install-db, mariadb client or user mysql.
+var ErrNoMariaDB = errors.New("MariaDB server not installed")
 
 // StartTLSServer initialises a data directory, makes a CA and a server
 // certificate for 127.0.0.1, and starts mariadbd with them on a free port;
@@ -36,47 +42,98 @@ type TLSServer struct {
 // mariadbd or mariadb-install-db is absent.
 func StartTLSServer(t testing.TB) *TLSServer {
 	t.Helper()
-	for _, bin := range []string{"/usr/sbin/mariadbd", "mariadb-install-db", "mariadb"} {
+	s, stop, err := StartTLS()
+	if errors.Is(err, ErrNoMariaDB) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// StartTLS is StartTLSServer outside a test (an end-to-end run, a
+// benchmark): it returns the server and the function that stops it and
+// removes its data directory. args are more mariadbd options (a larger
+// --innodb-buffer-pool-size, say), after the defaults.
+func StartTLS(args ...string) (*TLSServer, func(), error) {
+	for _, bin := range []string{"/usr/sbin/mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not found: %v", bin, err)
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrNoMariaDB, bin, err)
 		}
 	}
 	dir, err := os.MkdirTemp("", "sluice-tls-mariadb-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ca, caKey := newCA(t, dir, "ca.pem", "sluice test CA")
-	newCA(t, dir, "wrong-ca.pem", "another CA")
-	serverCert(t, dir, ca, caKey)
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := certificates(dir); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cmd, addr, err := startMariaDB(dir, args)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stopAll := func() { stop(cmd); cleanup() }
+	s := &TLSServer{Addr: addr, CA: filepath.Join(dir, "ca.pem"), WrongCA: filepath.Join(dir, "wrong-ca.pem"),
+		Socket: filepath.Join(dir, "mysqld.sock")}
+	s.Admin = SocketAdmin(s.Socket)
+	return s, stopAll, nil
+}
+
+// certificates writes into dir the CA (ca.pem), another CA
+// (wrong-ca.pem) and the server's certificate and key for 127.0.0.1.
+func certificates(dir string) error {
+	ca, caKey, err := newCA(dir, "ca.pem", "sluice test CA")
+	if err != nil {
+		return err
+	}
+	if _, _, err := newCA(dir, "wrong-ca.pem", "another CA"); err != nil {
+		return err
+	}
+	return serverCert(dir, ca, caKey)
+}
+
+// startMariaDB initialises dir/data and starts mariadbd on a free port
+// with dir's certificates and require_secure_transport, and waits until it
+// answers on its socket.
+func startMariaDB(dir string, extra []string) (*exec.Cmd, string, error) {
 	data := filepath.Join(dir, "data")
-	chown(t, dir)
+	if err := chown(dir); err != nil {
+		return nil, "", err
+	}
 	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--user=mysql", "--datadir="+data, "--skip-test-db").CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-install-db: %v: %s", err, out)
+		return nil, "", fmt.Errorf("mariadb-install-db: %v: %s", err, out)
 	}
-	chown(t, dir)
-	port := freePort(t)
+	if err := chown(dir); err != nil {
+		return nil, "", err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
 	sock := filepath.Join(dir, "mysqld.sock")
-	cmd := exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--user=mysql", "--datadir="+data, "--port="+strconv.Itoa(port),
-		"--bind-address=127.0.0.1", "--socket="+sock, "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=32M",
-		"--ssl-ca="+filepath.Join(dir, "ca.pem"), "--ssl-cert="+filepath.Join(dir, "server.pem"), "--ssl-key="+filepath.Join(dir, "server-key.pem"),
-		"--require-secure-transport=ON", "--log-error="+filepath.Join(dir, "error.log"))
+	args := append([]string{"--no-defaults", "--user=mysql", "--datadir=" + data, "--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--socket=" + sock, "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=32M",
+		"--ssl-ca=" + filepath.Join(dir, "ca.pem"), "--ssl-cert=" + filepath.Join(dir, "server.pem"), "--ssl-key=" + filepath.Join(dir, "server-key.pem"),
+		"--require-secure-transport=ON", "--log-error=" + filepath.Join(dir, "error.log")}, extra...)
+	cmd := exec.Command("/usr/sbin/mariadbd", args...)
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mariadbd: %v", err)
+		return nil, "", fmt.Errorf("start mariadbd: %w", err)
 	}
-	t.Cleanup(func() { stop(cmd) })
-	s := &TLSServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), CA: filepath.Join(dir, "ca.pem"), WrongCA: filepath.Join(dir, "wrong-ca.pem")}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if exec.Command("mariadb-admin", "--no-defaults", "--socket="+sock, "-uroot", "ping").Run() == nil {
-			break
+			return cmd, fmt.Sprintf("127.0.0.1:%d", port), nil
 		}
 		if time.Now().After(deadline) {
+			stop(cmd)
 			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("mariadbd with TLS did not answer in 60 s: %s", log)
+			return nil, "", fmt.Errorf("mariadbd with TLS did not answer in 60 s: %s", log)
 		}
 	}
-	s.Admin = RootSocket(t, sock)
-	return s
 }
 
 // stop shuts mariadbd down (SIGTERM), killing it after 30 s.
@@ -92,25 +149,25 @@ func stop(cmd *exec.Cmd) {
 	}
 }
 
-func freePort(t testing.TB) int {
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // chown gives dir to the user mysql, which mariadbd runs as.
-func chown(t testing.TB, dir string) {
+func chown(dir string) error {
 	u, err := user.Lookup("mysql")
 	if err != nil {
-		t.Skipf("user mysql (install mariadb-server): %v", err)
+		return fmt.Errorf("%w: user mysql: %v", ErrNoMariaDB, err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	os.Chmod(dir, 0o755)
-	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 		if err == nil {
 			err = os.Chown(p, uid, gid)
 		}
@@ -118,27 +175,29 @@ func chown(t testing.TB, dir string) {
 	})
 }
 
-func newCA(t testing.TB, dir, file, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+func newCA(dir, file, name string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	writePEM(t, filepath.Join(dir, file), "CERTIFICATE", der)
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
+	if err := writePEM(filepath.Join(dir, file), "CERTIFICATE", der); err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
 }
 
-func serverCert(t testing.TB, dir string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) {
+func serverCert(dir string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
@@ -146,18 +205,18 @@ func serverCert(t testing.TB, dir string, ca *x509.Certificate, caKey *ecdsa.Pri
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	writePEM(t, filepath.Join(dir, "server.pem"), "CERTIFICATE", der)
+	if err := writePEM(filepath.Join(dir, "server.pem"), "CERTIFICATE", der); err != nil {
+		return err
+	}
 	kb, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	writePEM(t, filepath.Join(dir, "server-key.pem"), "PRIVATE KEY", kb)
+	return writePEM(filepath.Join(dir, "server-key.pem"), "PRIVATE KEY", kb)
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o644)
 }

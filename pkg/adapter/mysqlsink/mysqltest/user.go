@@ -18,7 +18,16 @@ type Admin func(sql string) error
 // skips the test when that is refused (not root, or another server).
 func RootSocket(t testing.TB, socket string) Admin {
 	t.Helper()
-	admin := func(sql string) error {
+	admin := SocketAdmin(socket)
+	if err := admin("SELECT 1"); err != nil {
+		t.Skipf("no root access to MariaDB over its socket: %v", err)
+	}
+	return admin
+}
+
+// SocketAdmin is RootSocket without the check, outside a test.
+func SocketAdmin(socket string) Admin {
+	return func(sql string) error {
 		args := []string{"--no-defaults", "--protocol=socket", "-uroot", "-e", sql}
 		if socket != "" {
 			args = append(args, "--socket="+socket)
@@ -28,10 +37,6 @@ func RootSocket(t testing.TB, socket string) Admin {
 		}
 		return nil
 	}
-	if err := admin("SELECT 1"); err != nil {
-		t.Skipf("no root access to MariaDB over its socket: %v", err)
-	}
-	return admin
 }
 
 // User creates a user granted what a consumer needs at run time on dsn's

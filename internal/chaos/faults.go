@@ -1,0 +1,166 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// brownout is the brownout-90 schedule: 90 % of the requests answered 503
+// or 429 (half each) for 10 minutes, the rest served.
+func brownout(s Size) []Phase {
+	return []Phase{{Status: http.StatusServiceUnavailable, Alt: http.StatusTooManyRequests, Share: 0.9, Lasts: max(s.d(10*time.Minute), 15*time.Second)}}
+}
+
+// massPoison is the mass-poison schedule: every request answered 400 for
+// 2 minutes (at least 15 s, so that it meets the consumers however long
+// they take to start), as a schema change or a proxy refusing everything
+// does: the destination's fault, not the messages'. The breaker's
+// mass-poison guard must hold the messages instead of dead-lettering the
+// queue.
+func massPoison(s Size) []Phase {
+	return []Phase{{Status: http.StatusBadRequest, Lasts: max(s.d(2*time.Minute), 15*time.Second)}}
+}
+
+// refuseAll answers every request 400 once rows messages are stored (a
+// healthy stretch first: the guard's window full of stored messages), for
+// d, then serves again.
+func refuseAll(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return func(ctx context.Context, r *Run) ([]string, error) {
+		for len(r.Dest.Stored()) < rows {
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+		at := len(r.Dest.Stored())
+		r.Dest.Restart([]Phase{{Status: http.StatusBadRequest, Lasts: d}})
+		return []string{fmt.Sprintf("every request answered 400 at %d stored, for %v", at, d)}, sleep(ctx, d)
+	}
+}
+
+// faultScenarios are the SQS scenarios of the faults AWS users meet past
+// a plain outage: a brownout, a destination refusing everything, a
+// dead-letter queue refusing.
+func faultScenarios(s Size) []Scenario {
+	var out []Scenario
+	for _, p := range []struct {
+		path string
+		n    int
+	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
+		out = append(out,
+			Scenario{Name: "brownout-90", Path: p.path, Messages: p.n, Rate: 100, Schedule: brownout(s)},
+			Scenario{Name: "mass-poison", Path: p.path, Messages: p.n, Rate: 100, Fault: refuseAll(p.n/3, max(s.d(2*time.Minute), 10*time.Second))},
+			// A function timeout shorter than the silence: a call that
+			// waits for a silent connection runs the Lambda to its deadline.
+			Scenario{Name: "silent-connection", Path: p.path, Messages: p.n, Rate: 100, Silent: true, FunctionTimeout: 10 * time.Second,
+				Fault: silence(p.n/3, max(s.d(2*time.Minute), 15*time.Second))})
+	}
+	for _, p := range []struct {
+		path string
+		n    int
+	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
+		out = append(out, Scenario{Name: "fk-order", Path: p.path, Messages: p.n, Rate: 100, Sink: "mysql", Body: childFirst,
+			Schema: []string{fkSchema, "CREATE TABLE messages (id VARCHAR(255) PRIMARY KEY, body JSON NOT NULL)"}, Statement: fkStatement})
+	}
+	return append(out, Scenario{Name: "dlq-refuses", Path: PathSQSWorker, Messages: s.Worker, Rate: 100,
+		Proxy: true, Fault: refuseDLQ(max(s.d(2*time.Minute), 15*time.Second))})
+}
+
+// fkSchema and fkStatement are the fk-order scenario's tables: a row's
+// parent must be stored first (foreign key), and every message is also
+// kept in messages (id, body), which the tally reads.
+const (
+	fkSchema    = "CREATE TABLE fk_rows (seq INT PRIMARY KEY, parent INT NULL, FOREIGN KEY (parent) REFERENCES fk_rows (seq)) ENGINE=InnoDB"
+	fkStatement = "INSERT INTO fk_rows (seq, parent) VALUES (:json.seq, :json.parent); INSERT INTO messages (id, body) VALUES (:id, :body)"
+)
+
+// kafkaFaultScenarios are the same faults on Kafka (the worker's and the
+// Lambda's paths): brownout-90 and mass-poison.
+func kafkaFaultScenarios(s Size) []KafkaScenario {
+	return []KafkaScenario{
+		{Name: "brownout-90", Messages: s.Worker, Stuck: -1, Schedule: brownout(s)},
+		{Name: "mass-poison", Messages: s.Worker, Stuck: -1, Schedule: massPoison(s)},
+	}
+}
+
+// heldBound is the most messages a worker may hold at once: one batch
+// (the worker's default batch size). A refusing DLQ must not raise it.
+const heldBound = 10
+
+// refuseDLQ makes the SQS endpoint refuse every send to the dead-letter
+// queue for d (KMS access denied, as for a key policy that lost the
+// consumer's role), then accept them again. Meanwhile it samples the
+// worker's held messages: more than heldBound fails the scenario, and so
+// does a refusal the worker did not count for its alarm.
+func refuseDLQ(d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return func(ctx context.Context, r *Run) ([]string, error) {
+		r.SQSProxy.Refuse(r.Stack.DLQURL, true)
+		heldMax, refused := 0.0, 0.0
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			if text, err := r.Worker.Scrape(ctx); err == nil {
+				heldMax = max(heldMax, metricValue(text, "sluice_consumer_held"))
+				refused = metricValue(text, "sluice_consumer_dead_letter_refused_total")
+			}
+			if err := sleep(ctx, 500*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+		r.SQSProxy.Refuse(r.Stack.DLQURL, false)
+		r.Extra["held_max"], r.Extra["dlq_refusals"], r.Extra["dlq_refused_metric"] = heldMax, r.SQSProxy.Refusals(), refused
+		faults := []string{fmt.Sprintf("sends to the DLQ refused (KMS access denied) for %v", d)}
+		switch {
+		case heldMax > heldBound:
+			return faults, fmt.Errorf("the worker held %v messages while the DLQ refused; want at most %d", heldMax, heldBound)
+		case r.SQSProxy.Refusals() > 0 && refused == 0:
+			return faults, fmt.Errorf("the DLQ refused %d sends and sluice_consumer_dead_letter_refused_total stayed 0; want it counted", r.SQSProxy.Refusals())
+		}
+		return faults, nil
+	}
+}
+
+// metricValue returns the value of the first sample of name in a
+// Prometheus text exposition (0 when absent).
+func metricValue(text, name string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		return v
+	}
+	return 0
+}
+
+// silence makes the HTTP destination and DynamoDB fall silent (connections
+// accepted, never answered) once rows messages are stored, for d; then
+// they answer again.
+func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
+	return func(ctx context.Context, r *Run) ([]string, error) {
+		for len(r.Dest.Stored()) < rows {
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+		at := len(r.Dest.Stored())
+		for _, p := range r.Silent {
+			p.SetSilent(true)
+		}
+		err := sleep(ctx, d)
+		for _, p := range r.Silent {
+			p.SetSilent(false)
+		}
+		held := r.Silent["http"].Held()
+		r.Extra["connections_held_http"], r.Extra["connections_held_dynamodb"] = held, r.Silent["dynamodb"].Held()
+		faults := []string{fmt.Sprintf("HTTP destination and DynamoDB silent (accepted, never answered) at %d stored, for %v", at, d)}
+		if err == nil && held == 0 {
+			// A consumer that times out retries on a new connection; none
+			// means it waited on a silent one for the whole silence.
+			err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
+		}
+		return faults, err
+	}
+}

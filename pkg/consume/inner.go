@@ -1,0 +1,325 @@
+package consume
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// InnerConfig configures an InnerLoop: the fast local loop that a consumer
+// runs under the controller's rate on its own sink's store latency. The
+// zero value of each field means its default.
+type InnerConfig struct {
+	// Tolerance is how far, relative to the learned reference, the filtered
+	// latency per message may rise before the inner loop cuts (default 0.2).
+	// Once it cuts, it regulates the latency back to the reference itself
+	// and lets go when its cut is no longer needed.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	// ReactionTime is the integral time of the cut: how fast it deepens
+	// while the latency stays above the reference and releases once it is
+	// below (default 20 s, about the destination's own lag plus dead time).
+	ReactionTime time.Duration `json:"reaction_time,omitempty"`
+	// Settle is how long the share must hold steady (within Tolerance),
+	// used in full, before the latency counts as the latency at the
+	// setpoint (default 3 min: three controller ticks).
+	Settle time.Duration `json:"settle,omitempty"`
+	// Learn is the time constant over which the reference follows the
+	// latency while the outer loop is settled (default 5 min).
+	Learn time.Duration `json:"learn,omitempty"`
+	// Floor is the deepest cut, as a fraction of the share (default 0.1).
+	Floor float64 `json:"floor,omitempty"`
+	// Filter is the time constant of the latency's filter (default 2 s).
+	Filter time.Duration `json:"filter,omitempty"`
+	// Probe is how long a cut may last without the latency ever falling
+	// by a tolerance below its peak since the cut began before the inner loop
+	// decides that the latency does not respond to this consumer's load
+	// and lets go for Settle (default ReactionTime / 2).
+	Probe time.Duration `json:"probe,omitempty"`
+}
+
+func (c InnerConfig) withDefaults() InnerConfig {
+	pos := func(v, d float64) float64 {
+		if v > 0 && !math.IsInf(v, 0) {
+			return v
+		}
+		return d
+	}
+	dur := func(v, d time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return d
+	}
+	c.Tolerance = pos(c.Tolerance, 0.2)
+	c.Floor = math.Min(pos(c.Floor, 0.1), 1)
+	c.ReactionTime = dur(c.ReactionTime, 20*time.Second)
+	c.Settle = dur(c.Settle, 3*time.Minute)
+	c.Learn = dur(c.Learn, 5*time.Minute)
+	c.Filter = dur(c.Filter, 2*time.Second)
+	c.Probe = dur(c.Probe, c.ReactionTime/2)
+	return c
+}
+
+// Validate reports whether c is usable, with a reason.
+func (c InnerConfig) Validate() error {
+	switch {
+	case math.IsNaN(c.Tolerance) || c.Tolerance < 0 || c.Tolerance > 10:
+		return fmt.Errorf("inner tolerance %v: must be in [0, 10] (0: default 0.2)", c.Tolerance)
+	case math.IsNaN(c.Floor) || c.Floor < 0 || c.Floor > 1:
+		return fmt.Errorf("inner floor %v: must be in [0, 1] (0: default 0.1)", c.Floor)
+	case c.ReactionTime < 0 || c.Settle < 0 || c.Learn < 0 || c.Filter < 0 || c.Probe < 0:
+		return fmt.Errorf("inner loop times must not be negative")
+	}
+	return nil
+}
+
+// innerKp is the proportional gain of the cut on the log latency ratio.
+const innerKp = 1.5
+
+// letGo is the cut below which the inner loop lets go once the latency is
+// below the reference: the last step of the release, so that a cut whose
+// latency sits at the reference does not linger near 1 for ever.
+const letGo = 0.02
+
+// InnerSample is what one store taught the inner loop.
+type InnerSample struct {
+	// At is when the store ended.
+	At time.Time
+	// Messages is how many messages the store carried; PerMessage its
+	// time per message.
+	Messages   int
+	PerMessage time.Duration
+	// Failed is how many of them the destination failed or throttled: a
+	// destination that sheds load counts as one above tolerance.
+	Failed int
+}
+
+// InnerState is the inner loop's state: plain data, so that a host may
+// save and restore it.
+type InnerState struct {
+	// Ref is the learned latency per message at the setpoint, seconds (0:
+	// none yet); RefShare the share it was learned at.
+	Ref      float64 `json:"ref"`
+	RefShare float64 `json:"ref_share"`
+	// Latency is the filtered latency per message, seconds.
+	Latency float64 `json:"latency"`
+	// Cut is the log of the fraction of the share let through (0: none);
+	// Integral its integral part.
+	Cut      float64 `json:"cut"`
+	Integral float64 `json:"integral"`
+	// Engaged is true while the inner loop cuts; EngagedAt when it began,
+	// Peak the highest filtered latency since and Responded whether the
+	// latency has since fallen a tolerance below it.
+	Engaged   bool      `json:"engaged"`
+	EngagedAt time.Time `json:"engaged_at"`
+	Peak      float64   `json:"peak"`
+	Responded bool      `json:"responded"`
+	// Share is the share in force, SteadySince since when it held within
+	// tolerance; Taken counts the messages observed since then.
+	Share       float64   `json:"share"`
+	SteadySince time.Time `json:"steady_since"`
+	Taken       float64   `json:"taken"`
+	// Last is the time of the last sample; HoldUntil ends a pause after
+	// a probe showed the latency does not respond.
+	Last      time.Time `json:"last"`
+	HoldUntil time.Time `json:"hold_until"`
+}
+
+// InnerLoop is the fast local limiter under the controller's rate: it may
+// only cut a consumer's pace below its share, never raise it (docs/consumers.md,
+// "The inner loop"). It is plain data plus Observe and Pace, not safe for
+// concurrent use on its own (the Consumer serializes it).
+type InnerLoop struct {
+	Config InnerConfig `json:"config"`
+	State  InnerState  `json:"state"`
+}
+
+// NewInnerLoop returns an inner loop with c's defaults filled in.
+func NewInnerLoop(c InnerConfig) *InnerLoop { return &InnerLoop{Config: c.withDefaults()} }
+
+// Fraction is the part of the share the inner loop lets through, in
+// [Floor, 1].
+func (l *InnerLoop) Fraction() float64 { return math.Exp(l.State.Cut) }
+
+// Pace is the pace for share: share x Fraction, never above share. A change
+// of the share by more than the tolerance is an edit of the outer loop: it
+// restarts the wait for a settled share, and a rise beyond the share the
+// reference was learned at makes the reference stale (a higher rate is
+// expected to be slower), so the inner loop lets go until it has learned
+// again.
+func (l *InnerLoop) Pace(now time.Time, share float64) float64 {
+	s, tol := &l.State, l.Config.Tolerance
+	if math.IsNaN(share) || share <= 0 || math.IsInf(share, 1) {
+		s.Share, s.Cut, s.Integral, s.Engaged = share, 0, 0, false
+		return share
+	}
+	if s.Share <= 0 || math.Abs(share-s.Share) > tol*s.Share {
+		s.Share, s.SteadySince, s.Taken = share, now, 0
+		if s.Ref > 0 && share > s.RefShare*(1+tol) {
+			s.Ref, s.Cut, s.Integral, s.Engaged = 0, 0, 0, false
+		}
+	}
+	return share * l.Fraction()
+}
+
+// Observe folds one store into the inner loop: it filters the latency,
+// learns the reference while the outer loop is settled and the inner loop
+// does not cut, and otherwise runs the cut's control law.
+func (l *InnerLoop) Observe(x InnerSample) {
+	s, c := &l.State, &l.Config
+	if x.Messages <= 0 || x.PerMessage <= 0 {
+		return
+	}
+	dt := x.At.Sub(s.Last).Seconds()
+	if s.Last.IsZero() || dt <= 0 {
+		dt = 0
+	}
+	s.Last = x.At
+	y := x.PerMessage.Seconds()
+	if s.Latency == 0 {
+		s.Latency = y
+	} else {
+		a := math.Exp(-dt / c.Filter.Seconds())
+		s.Latency = a*s.Latency + (1-a)*y
+	}
+	s.Taken += float64(x.Messages)
+	if x.At.Before(s.HoldUntil) {
+		return
+	}
+	if s.Ref <= 0 || (!s.Engaged && s.Cut == 0) {
+		l.learn(x.At, dt)
+	}
+	if s.Ref > 0 {
+		l.regulate(x, dt)
+	}
+}
+
+// learn moves the reference toward the filtered latency while the share has
+// held steady for Settle and was used in full (not a demand-limited
+// consumer, whose latency is below the setpoint's).
+func (l *InnerLoop) learn(now time.Time, dt float64) {
+	s, c := &l.State, &l.Config
+	held := now.Sub(s.SteadySince)
+	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*s.Share*held.Seconds() {
+		return
+	}
+	if s.Ref <= 0 {
+		s.Ref, s.RefShare = s.Latency, s.Share
+		return
+	}
+	a := math.Exp(-dt / c.Learn.Seconds())
+	s.Ref = a*s.Ref + (1-a)*s.Latency
+	s.RefShare = a*s.RefShare + (1-a)*s.Share
+}
+
+// regulate is the cut's control law on the log of the latency ratio
+// e = ln(latency / reference): it engages when e exceeds ln(1 + Tolerance)
+// (or the destination failed messages), then sets the log of the fraction
+// let through to I - innerKp e, I integrating -e over ReactionTime, both
+// within [ln Floor, 0] (no windup), and lets go once the latency is below
+// the reference and the cut within letGo of nothing. A cut the latency
+// never answered within Probe is released: the latency does not respond to
+// this consumer's load.
+func (l *InnerLoop) regulate(x InnerSample, dt float64) {
+	s, c := &l.State, &l.Config
+	e := math.Log(s.Latency / s.Ref)
+	trip := math.Log1p(c.Tolerance)
+	if x.Failed > 0 {
+		e = math.Max(e, 2*trip)
+	}
+	if !s.Engaged {
+		if e <= trip {
+			return
+		}
+		s.Engaged, s.EngagedAt, s.Peak, s.Responded = true, x.At, s.Latency, false
+	}
+	s.Peak = math.Max(s.Peak, s.Latency)
+	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
+	if x.At.Sub(s.EngagedAt) > c.Probe && !s.Responded {
+		s.Cut, s.Integral, s.Engaged, s.Ref = 0, 0, false, 0
+		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
+		return
+	}
+	floor := math.Log(c.Floor)
+	s.Integral = math.Max(floor, math.Min(0, s.Integral-e*dt/c.ReactionTime.Seconds()))
+	s.Cut = math.Max(floor, math.Min(0, s.Integral-innerKp*e))
+	if s.Cut == 0 || (e < 0 && s.Cut > math.Log(1-letGo)) {
+		s.Cut, s.Integral, s.Engaged = 0, 0, false
+	}
+}
+
+// innerGuard is a Consumer's inner loop behind a lock (nil: none), with
+// what it withheld since the last pace: (share - pace) over the time since.
+type innerGuard struct {
+	mu       sync.Mutex
+	l        *InnerLoop
+	last     time.Time
+	withheld float64 // messages/s withheld at last
+	carry    float64 // the fraction of a message not yet counted
+}
+
+func newInnerGuard(c *InnerConfig) *innerGuard {
+	if c == nil {
+		return nil
+	}
+	return &innerGuard{l: NewInnerLoop(*c)}
+}
+
+// pace is share as the inner loop lets it through (share itself without
+// one); it counts into stats.Withheld the messages the cut held back since
+// the last pace.
+func (g *innerGuard) pace(now time.Time, share float64, stats *Stats) float64 {
+	if g == nil {
+		return share
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.last.IsZero() && now.After(g.last) {
+		g.carry += g.withheld * now.Sub(g.last).Seconds()
+		n := math.Floor(g.carry)
+		g.carry -= n
+		stats.Withheld.Add(int64(n))
+	}
+	p := g.l.Pace(now, share)
+	g.last, g.withheld = now, 0
+	if p < share && !math.IsInf(share, 1) {
+		g.withheld = share - p
+	}
+	return p
+}
+
+// observe folds one store of n messages that took d into the inner loop:
+// those the destination failed (err: all of them) or refused transiently
+// count as failed.
+func (g *innerGuard) observe(now time.Time, n int, d time.Duration, res []Result, err error) {
+	if g == nil || n <= 0 {
+		return
+	}
+	failed := 0
+	switch {
+	case err != nil || len(res) != n:
+		failed = n
+	default:
+		for _, r := range res {
+			if r.Outcome != Stored && r.Outcome != Permanent {
+				failed++
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.l.Observe(InnerSample{At: now, Messages: n, PerMessage: d / time.Duration(n), Failed: failed})
+}
+
+// InnerLoop returns a copy of the consumer's inner loop, its configuration
+// and state (the zero InnerLoop and false when it has none).
+func (c *Consumer) InnerLoop() (InnerLoop, bool) {
+	g := c.inner
+	if g == nil {
+		return InnerLoop{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return *g.l, true
+}

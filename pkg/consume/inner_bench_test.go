@@ -1,0 +1,66 @@
+package consume_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// BenchmarkInnerLoop compares one batch of 10 paced at a rate too high to
+// wait for, with and without the inner loop: the inner loop's cost per
+// batch against the pacer alone (report the ratio of the two in one run).
+func BenchmarkInnerLoop(b *testing.B) {
+	batch := make([]consume.Message, 10)
+	for i := range batch {
+		batch[i] = consume.Message{ID: "m", Body: []byte(`{"seq":1}`)}
+	}
+	for _, inner := range []bool{false, true} {
+		name := "pacer"
+		var cfg *consume.InnerConfig
+		if inner {
+			name, cfg = "pacer+inner", &consume.InnerConfig{}
+		}
+		b.Run(name, func(b *testing.B) {
+			rates := memqueue.NewRates()
+			rates.Put(protocol.Rate{Loop: "l", PerSecond: 1e12})
+			rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, consume.WallClock{}, nil, nil)
+			c := consume.New(consume.Config{Inner: cfg}, rc, nullSink{}, consume.WallClock{}, nil, nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Process(ctx, batch)
+			}
+		})
+	}
+}
+
+// BenchmarkInnerStep compares what the inner loop adds to a batch (one
+// Pace and one Observe) with what the pacer does for it (one reservation
+// of 10 messages), without the rest of Process.
+func BenchmarkInnerStep(b *testing.B) {
+	clk := newFakeClock()
+	b.Run("pacer", func(b *testing.B) {
+		p := consume.NewPacer(clk, 1e12, 10)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Delay(10); err != nil {
+				b.Fatal(err)
+			}
+			clk.Advance(time.Millisecond)
+		}
+	})
+	b.Run("inner", func(b *testing.B) {
+		l := consume.NewInnerLoop(consume.InnerConfig{})
+		b.ReportAllocs()
+		for b.Loop() {
+			now := clk.Now()
+			l.Pace(now, 1e4)
+			l.Observe(consume.InnerSample{At: now, Messages: 10, PerMessage: 5 * time.Millisecond})
+			clk.Advance(time.Millisecond)
+		}
+	})
+}

@@ -1,0 +1,66 @@
+package consume_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// queueingSink takes store time on the fake clock: 2 ms / (1 - u) per
+// message, u being the others' utilization plus the consumer's pace over
+// the destination's capacity.
+type queueingSink struct {
+	clk    *fakeClock
+	others float64
+	pace   func() float64
+}
+
+func (s *queueingSink) Store(_ context.Context, m []consume.Message) ([]consume.Result, error) {
+	u := math.Min(0.99, s.others+s.pace()/250)
+	s.clk.Advance(time.Duration(len(m)) * time.Duration(float64(2*time.Millisecond)/(1-u)))
+	return make([]consume.Result, len(m)), nil
+}
+
+// TestConsumerInnerLoopCutsThePace runs a Consumer with its inner loop on a
+// destination that slows down under another tenant's load: its pacer falls
+// below the share within seconds and returns to it once the load is gone.
+func TestConsumerInnerLoopCutsThePace(t *testing.T) {
+	clk := newFakeClock()
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, clk, nil, nil)
+	sink := &queueingSink{clk: clk, others: 0.3}
+	c := consume.New(consume.Config{BatchSize: 10, Inner: &consume.InnerConfig{}}, rc, sink, clk, nil, nil)
+	sink.pace = c.Pacer().Rate
+	batch := msgs(`{"a":1}`, `{"a":2}`, `{"a":3}`, `{"a":4}`, `{"a":5}`, `{"a":6}`, `{"a":7}`, `{"a":8}`, `{"a":9}`, `{"a":10}`)
+	run := func(d time.Duration) (low float64) {
+		low = math.Inf(1)
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			if rep := c.Process(context.Background(), batch); len(rep.Stored) != len(batch) {
+				t.Fatalf("stored %d of %d", len(rep.Stored), len(batch))
+			}
+			low = math.Min(low, c.Pacer().Rate())
+		}
+		return low
+	}
+	if low := run(4 * time.Minute); low != 100 {
+		t.Fatalf("pace fell to %v without a disturbance; want the share 100", low)
+	}
+	if l, ok := c.InnerLoop(); !ok || l.State.Ref == 0 {
+		t.Fatalf("inner loop %+v, %v: want a learned reference", l.State, ok)
+	}
+	sink.others = 0.5
+	if low := run(20 * time.Second); low > 80 {
+		t.Errorf("lowest pace %v in 20 s of a slower destination; want a cut below 80", low)
+	}
+	sink.others = 0.3
+	run(2 * time.Minute)
+	if r := c.Pacer().Rate(); r != 100 {
+		t.Errorf("pace %v after the load went; want the share 100", r)
+	}
+}

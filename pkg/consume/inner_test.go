@@ -1,0 +1,182 @@
+package consume_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// innerRun drives an inner loop once a second: the consumer takes its pace
+// in full (or taken x pace when taken < 1) and the destination answers with
+// latency(t, pace) per message.
+type innerRun struct {
+	l     *consume.InnerLoop
+	t0    time.Time
+	t     time.Duration
+	share float64
+	taken float64
+}
+
+func newInnerRun(c consume.InnerConfig, share float64) *innerRun {
+	return &innerRun{l: consume.NewInnerLoop(c), t0: time.Unix(1_700_000_000, 0), share: share, taken: 1}
+}
+
+// run advances d and returns the lowest pace seen.
+func (r *innerRun) run(d time.Duration, latency func(t time.Duration, pace float64) time.Duration) float64 {
+	low := math.Inf(1)
+	for end := r.t + d; r.t < end; r.t += time.Second {
+		now := r.t0.Add(r.t)
+		pace := r.l.Pace(now, r.share)
+		low = math.Min(low, pace)
+		n := int(pace * r.taken)
+		r.l.Observe(consume.InnerSample{At: now, Messages: n, PerMessage: latency(r.t, pace)})
+	}
+	return low
+}
+
+func constLatency(d time.Duration) func(time.Duration, float64) time.Duration {
+	return func(time.Duration, float64) time.Duration { return d }
+}
+
+// queueing is a destination at base utilization u0 plus pace/capacity, whose
+// latency per message is service / (1 - utilization).
+func queueing(u0 *float64, capacity float64) func(time.Duration, float64) time.Duration {
+	return func(_ time.Duration, pace float64) time.Duration {
+		u := math.Min(0.99, *u0+pace/capacity)
+		return time.Duration(float64(2*time.Millisecond) / (1 - u))
+	}
+}
+
+func TestInnerLoopLearnsAtTheSetpointThenCutsAndLetsGo(t *testing.T) {
+	u0 := 0.1
+	r := newInnerRun(consume.InnerConfig{}, 600)
+	dest := queueing(&u0, 1000) // 70 % at the share
+	if low := r.run(4*time.Minute, dest); low < r.share {
+		t.Fatalf("pace fell to %v before any disturbance; want the share %v", low, r.share)
+	}
+	if ref := r.l.State.Ref; math.Abs(ref-0.002/0.3) > 1e-4 {
+		t.Fatalf("learned reference %v s; want the latency at 70 %% (%v s)", ref, 0.002/0.3)
+	}
+	u0 = 0.3 // another tenant's load: 90 % at the share
+	r.run(10*time.Second, dest)
+	if f := r.l.Fraction(); f > 0.8 {
+		t.Fatalf("10 s into the disturbance the inner loop lets through %v of the share; want a cut", f)
+	}
+	r.run(2*time.Minute, dest)
+	if got := r.l.Pace(r.t0.Add(r.t), r.share); math.Abs(got-400) > 40 {
+		t.Errorf("pace in the disturbance %v; want about 400 (the latency at the setpoint)", got)
+	}
+	u0 = 0.1
+	r.run(2*time.Minute, dest)
+	if got := r.l.Pace(r.t0.Add(r.t), r.share); got != r.share || r.l.State.Engaged {
+		t.Errorf("pace after the disturbance %v (engaged %v); want the share %v", got, r.l.State.Engaged, r.share)
+	}
+}
+
+func TestInnerLoopNeverRaisesThePace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := consume.NewInnerLoop(consume.InnerConfig{Settle: 5 * time.Second})
+	t0 := time.Unix(0, 0)
+	for i := range 5000 {
+		now := t0.Add(time.Duration(i) * 300 * time.Millisecond)
+		share := 100 + 50*rng.Float64()
+		if got := l.Pace(now, share); got > share || got < 0 {
+			t.Fatalf("Pace(%v) = %v; want within [0, share]", share, got)
+		}
+		l.Observe(consume.InnerSample{At: now, Messages: 30, PerMessage: time.Duration(1+rng.IntN(20)) * time.Millisecond, Failed: rng.IntN(2)})
+	}
+}
+
+func TestInnerLoopStaysOutOfTheWay(t *testing.T) {
+	noisy := func(seed uint64) func(time.Duration, float64) time.Duration {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		return func(time.Duration, float64) time.Duration {
+			return time.Duration(float64(5*time.Millisecond) * math.Exp(0.05*rng.NormFloat64()))
+		}
+	}
+	t.Run("latency that does not respond to load, with noise", func(t *testing.T) {
+		r := newInnerRun(consume.InnerConfig{}, 500)
+		if low := r.run(time.Hour, noisy(3)); low != r.share {
+			t.Errorf("lowest pace %v; want the share %v throughout", low, r.share)
+		}
+	})
+	t.Run("no reference before the share settles", func(t *testing.T) {
+		r := newInnerRun(consume.InnerConfig{}, 500)
+		r.run(time.Minute, constLatency(5*time.Millisecond))
+		if low := r.run(time.Minute, constLatency(50*time.Millisecond)); low != r.share {
+			t.Errorf("lowest pace %v before a settled share; want the share %v", low, r.share)
+		}
+	})
+	t.Run("a consumer that does not use its share learns nothing", func(t *testing.T) {
+		r := newInnerRun(consume.InnerConfig{}, 500)
+		r.taken = 0.5
+		r.run(10*time.Minute, constLatency(5*time.Millisecond))
+		if ref := r.l.State.Ref; ref != 0 {
+			t.Errorf("reference %v learned while demand-limited; want none", ref)
+		}
+	})
+	t.Run("a latency a cut does not lower is let go", func(t *testing.T) {
+		r := newInnerRun(consume.InnerConfig{}, 500)
+		r.run(4*time.Minute, constLatency(5*time.Millisecond))
+		r.run(5*time.Second, constLatency(20*time.Millisecond))
+		if f := r.l.Fraction(); f >= 1 {
+			t.Fatalf("fraction %v after the latency quadrupled; want a cut", f)
+		}
+		r.run(time.Minute, constLatency(20*time.Millisecond))
+		if f := r.l.Fraction(); f != 1 {
+			t.Errorf("fraction %v a minute into a latency that does not respond; want 1 (let go)", f)
+		}
+	})
+}
+
+func TestInnerLoopOuterEdits(t *testing.T) {
+	r := newInnerRun(consume.InnerConfig{}, 500)
+	r.run(4*time.Minute, constLatency(5*time.Millisecond))
+	if r.l.State.Ref == 0 {
+		t.Fatal("no reference after a settled share")
+	}
+	r.share = 700 // the outer loop raises the rate: a higher latency is expected
+	if low := r.run(time.Minute, func(_ time.Duration, pace float64) time.Duration {
+		return time.Duration(pace/500*5) * time.Millisecond
+	}); low != r.share {
+		t.Errorf("lowest pace %v after the outer loop raised the share; want the share %v", low, r.share)
+	}
+	if r.l.State.Ref != 0 {
+		t.Errorf("reference %v kept after the share rose beyond it; want it forgotten until the share settles", r.l.State.Ref)
+	}
+}
+
+func TestInnerConfigValidate(t *testing.T) {
+	for _, c := range []consume.InnerConfig{{Tolerance: -1}, {Tolerance: math.NaN()}, {Floor: 2}, {ReactionTime: -time.Second}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v.Validate() = nil; want an error", c)
+		}
+	}
+	if err := (consume.InnerConfig{}).Validate(); err != nil {
+		t.Errorf("zero config: %v", err)
+	}
+}
+
+// The inner loop learns the latency at the setpoint while the share holds,
+// then cuts when the destination slows down.
+func ExampleInnerLoop() {
+	l := consume.NewInnerLoop(consume.InnerConfig{})
+	t0 := time.Unix(0, 0)
+	other := 0.3 // the utilization others cause; the share adds 0.4
+	for s := range 600 {
+		now := t0.Add(time.Duration(s) * time.Second)
+		if s == 300 {
+			other = 0.5 // another tenant loads the database
+		}
+		pace := l.Pace(now, 100)
+		u := other + pace/250                                           // utilization
+		latency := time.Duration(float64(2*time.Millisecond) / (1 - u)) // queueing
+		l.Observe(consume.InnerSample{At: now, Messages: int(pace), PerMessage: latency})
+	}
+	fmt.Printf("reference %v, pace %.0f of a share of 100\n", time.Duration(l.State.Ref*1e9).Round(100*time.Microsecond), l.Pace(t0.Add(600*time.Second), 100))
+	// Output: reference 6.7ms, pace 50 of a share of 100
+}

@@ -1,0 +1,90 @@
+package consume_test
+
+import (
+	"context"
+	"testing"
+)
+
+// A destination that refuses everything from the first batch on (a proxy
+// answering 400 to all since before the consumer started) must not cost
+// the batches that come before the window can judge it: a batch most of
+// whose messages (at least half a batch) the destination refused, while
+// the window holds too few results to tell, is held, not dead-lettered.
+// Not one healthy message reaches the dead-letter path.
+func TestMassPoisonFromTheFirstBatchDeadLettersNothing(t *testing.T) {
+	sink := &ratioSink{poison: 10}
+	c, clk, _ := loggedConsumer(sink)
+	ctx := context.Background()
+	dead, held := 0, 0
+	for b := range 10 {
+		clk.Advance(c.Breaker().Wait())
+		rep := c.Process(ctx, tenFresh(b))
+		dead += len(rep.Poison)
+		held += len(rep.Deferred)
+	}
+	if dead != 0 || held == 0 {
+		t.Errorf("a destination refusing all from the start: %d dead-lettered, %d held; want 0 dead-lettered, the rest held", dead, held)
+	}
+}
+
+// A small batch refused at the start (fewer than half a batch) is its
+// messages' fault, window or not: dead-lettered with its reason.
+func TestSmallPoisonBatchAtStartIsDeadLettered(t *testing.T) {
+	sink := &ratioSink{poison: 10}
+	c, _, _ := loggedConsumer(sink)
+	rep := c.Process(context.Background(), tenFresh(0)[:2])
+	if len(rep.Poison) != 2 || len(rep.Deferred) != 0 {
+		t.Errorf("two refused messages as the first batch: poison %d, held %d; want 2 dead-lettered", len(rep.Poison), len(rep.Deferred))
+	}
+}
+
+// A destination that starts refusing everything after a healthy stretch
+// (the window full of stored messages, so that its ratio crosses
+// PoisonRatio only after two or three refused batches) dead-letters
+// nothing either: a batch mostly refused is held on its messages' first
+// delivery, and by the time they come back the window says mass poison.
+func TestMassPoisonAfterHealthyStretchDeadLettersNothing(t *testing.T) {
+	sink := &ratioSink{store: 10}
+	c, clk, _ := loggedConsumer(sink)
+	ctx := context.Background()
+	for b := range 5 {
+		c.Process(ctx, tenFresh(b))
+	}
+	sink.store, sink.poison = 0, 10
+	dead, held := 0, 0
+	for b := range 10 {
+		clk.Advance(c.Breaker().Wait())
+		rep := c.Process(ctx, tenFresh(10+b))
+		dead += len(rep.Poison)
+		held += len(rep.Deferred)
+	}
+	if dead != 0 || held == 0 {
+		t.Errorf("a destination refusing all after a healthy stretch: %d dead-lettered, %d held; want 0 dead-lettered", dead, held)
+	}
+}
+
+// Ten poison messages in a row (a producer's bad burst) are held on their
+// first delivery, then, delivered again while the destination stores the
+// others, dead-lettered once each with their reason.
+func TestPoisonBurstIsDeadLetteredOnItsSecondDelivery(t *testing.T) {
+	sink := &ratioSink{store: 10}
+	c, _, _ := loggedConsumer(sink)
+	ctx := context.Background()
+	for b := range 5 {
+		c.Process(ctx, tenFresh(b))
+	}
+	burst := tenFresh(9)
+	sink.store, sink.poison = 0, 10
+	if rep := c.Process(ctx, burst); len(rep.Deferred) != 10 || len(rep.Poison) != 0 {
+		t.Fatalf("the burst's first delivery: held %d, dead-lettered %d; want 10 held", len(rep.Deferred), len(rep.Poison))
+	}
+	sink.store, sink.poison = 10, 0
+	c.Process(ctx, tenFresh(20))
+	for i := range burst {
+		burst[i].ReceiveCount = 2
+	}
+	sink.store, sink.poison = 0, 10
+	if rep := c.Process(ctx, burst); len(rep.Poison) != 10 || rep.Poison[0].Reason == "" {
+		t.Errorf("the burst's second delivery: dead-lettered %d, held %d; want 10 dead-lettered with their reason", len(rep.Poison), len(rep.Deferred))
+	}
+}

@@ -1,0 +1,108 @@
+package loop
+
+import (
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
+)
+
+// The inner_* PARAMS attributes: the consumers' inner loop on their sink's
+// latency (consume.InnerLoop), declared in paramTable.
+
+// Attribute names of the inner loop.
+const (
+	attrInnerLoop         = "inner_loop"
+	attrInnerTolerance    = "inner_tolerance"
+	attrInnerReactionTime = "inner_reaction_time"
+)
+
+// The inner loop's defaults: those that hold the reference plant
+// (docs/consumers.md, "The inner loop").
+const (
+	DefaultInnerTolerance    = 0.2
+	DefaultInnerReactionTime = 20 * time.Second
+)
+
+// InnerParams are the loop's settings of its consumers' inner loop.
+type InnerParams struct {
+	// Tolerance is the rise of the latency, relative to the one learned at
+	// the setpoint, at which the inner loop cuts.
+	Tolerance float64 `json:"tolerance"`
+	// ReactionTime is its integral time: about the destination's dead
+	// time plus lag.
+	ReactionTime time.Duration `json:"reaction_time"`
+}
+
+// InnerConfig is the consume.InnerConfig of p's inner loop, and false when
+// the loop's consumers run none (inner_loop false).
+func (p Params) InnerConfig() (consume.InnerConfig, bool) {
+	if p.Inner == nil {
+		return consume.InnerConfig{}, false
+	}
+	return consume.InnerConfig{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime}, true
+}
+
+// inner_loop true creates Params.Inner with the defaults; the other inner_*
+// attributes need it.
+var innerLoop = codec{
+	decode: func(d *decoder, p *Params, name string) {
+		if d.boolean(name, false) {
+			p.Inner = &InnerParams{Tolerance: DefaultInnerTolerance, ReactionTime: DefaultInnerReactionTime}
+		}
+	},
+	encode: func(p Params, a map[string]any, name string) {
+		if p.Inner != nil {
+			a[name] = true
+		}
+	},
+}
+
+// needsInner reports whether an inner_* attribute can be read: refused
+// while the inner loop is off.
+func needsInner(d *decoder, p *Params, name string) bool {
+	if p.Inner != nil {
+		return true
+	}
+	if d.present(name) {
+		d.fail(name, "the inner loop is off; set %s to true first", attrInnerLoop)
+	}
+	return false
+}
+
+var innerTolerance = codec{
+	decode: func(d *decoder, p *Params, name string) {
+		if needsInner(d, p, name) {
+			p.Inner.Tolerance = d.number(name, DefaultInnerTolerance)
+		}
+	},
+	encode: func(p Params, a map[string]any, name string) {
+		if p.Inner != nil {
+			a[name] = p.Inner.Tolerance
+		}
+	},
+	value: func(p Params) any {
+		if p.Inner == nil {
+			return nil
+		}
+		return p.Inner.Tolerance
+	},
+}
+
+var innerReactionTime = codec{
+	decode: func(d *decoder, p *Params, name string) {
+		if needsInner(d, p, name) {
+			p.Inner.ReactionTime = d.duration(name, DefaultInnerReactionTime)
+		}
+	},
+	encode: func(p Params, a map[string]any, name string) {
+		if p.Inner != nil {
+			a[name] = p.Inner.ReactionTime.String()
+		}
+	},
+	value: func(p Params) any {
+		if p.Inner == nil {
+			return nil
+		}
+		return p.Inner.ReactionTime
+	},
+}
