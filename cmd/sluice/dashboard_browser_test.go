@@ -302,6 +302,23 @@ func TestBrowserMoto(t *testing.T) {
 		}
 	})
 
+	t.Run("the pause button pauses and resumes the loop", func(t *testing.T) {
+		store := ddbloop.New(client, table)
+		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
+			cdpUntil(`document.getElementById('pause').textContent === 'Pause'`, 10*time.Second))
+		cdp(t, ctx, "pause", chromedp.Click(cdpCSS("#pause")),
+			cdpUntil(`document.getElementById('pause').textContent === 'Resume'`, 10*time.Second))
+		if attrs, err := store.ReadParams(context.Background(), "orders"); err != nil || attrs[loop.AttrPaused] != true {
+			t.Fatalf("after Pause: PARAMS %v, %v; want paused true", attrs, err)
+		}
+		cdp(t, ctx, "resume", chromedp.Click(cdpCSS("#pause")),
+			cdpUntil(`document.getElementById('pause').textContent === 'Pause'`, 10*time.Second))
+		if attrs, err := store.ReadParams(context.Background(), "orders"); err != nil || attrs[loop.AttrPaused] != nil {
+			t.Errorf("after Resume: PARAMS %v, %v; want no paused attribute", attrs, err)
+		}
+	})
+
 	t.Run("a refusal recorded by the controller shows with its reason", func(t *testing.T) {
 		ctxb := context.Background()
 		store := ddbloop.New(client, table)

@@ -141,7 +141,8 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 			"A batch's offsets are committed only after its invocation succeeded; a failed invocation is\n"+
 			"retried with the same batch after --retry-wait while its partitions wait (no partial batch\n"+
 			"response). With --max-retries N the batch is discarded and committed after N retries, as it\n"+
-			"would go to the mapping's on-failure destination.")
+			"would go to the mapping's on-failure destination. With --mapping, nothing is polled while\n"+
+			"that mapping on the local endpoint is disabled (a paused loop's, read every --every).")
 	brokers := fs.String("brokers", envOr("SLUICE_KAFKA_BROKERS", "127.0.0.1:9092"), "comma-separated seed brokers")
 	topics := fs.String("topics", "", "comma-separated topics")
 	group := fs.String("group", "sluice-kafka-esm", "consumer group (the mapping's ConsumerGroupId)")
@@ -151,8 +152,18 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 	retryWait := fs.Duration("retry-wait", time.Second, "pause before a failed batch is invoked again")
 	maxRetries := fs.Int("max-retries", 0, "retries before a failed batch is discarded (0: until it succeeds)")
 	selfManaged := fs.Bool("self-managed", false, "eventSource SelfManagedKafka instead of aws:kafka")
+	mapping := fs.String("mapping", "", "UUID of the event source mapping on the local endpoint: nothing is polled while it is disabled")
+	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
 	return runStandIn(fs, args, stdout, stderr, []string{"topics"}, func(ctx context.Context) int {
 		log := slog.New(slog.NewJSONHandler(stdout, nil))
+		var enabled func(context.Context) (bool, error)
+		if *mapping != "" {
+			cfg, err := awsconf.Load(ctx)
+			if err != nil {
+				return fail(stderr, name, err, 1)
+			}
+			enabled = localaws.MappingEnabled(lambda.NewFromConfig(cfg), *mapping)
+		}
 		source := "aws:kafka"
 		if *selfManaged {
 			source = "SelfManagedKafka"
@@ -166,7 +177,8 @@ func runLocalKafkaESM(args []string, stdout, stderr io.Writer) int {
 			}
 			defer cl.Close()
 			p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: u}, BatchSize: *batch, Window: *window,
-				RetryWait: *retryWait, MaxRetries: *maxRetries, EventSource: source, BootstrapServers: *brokers, Log: log}
+				RetryWait: *retryWait, MaxRetries: *maxRetries, EventSource: source, BootstrapServers: *brokers, Log: log,
+				Enabled: enabled, Every: *every}
 			go func() { p.Run(ctx); done <- struct{}{} }()
 		}
 		for range urls {

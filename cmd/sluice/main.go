@@ -26,6 +26,8 @@ func commands() []command {
 		{name: "tune", summary: "PI/PID gains from a plant model (SIMC, IMC, Ziegler-Nichols, Cohen-Coon)", run: runTune},
 		{name: "dashboard", summary: "web dashboard: live charts and parameter edits (--demo: no services)", run: runDashboard},
 		{name: "params", summary: "get, set and validate a loop's PARAMS item (the controller's validation)", run: runParams},
+		{name: "pause", summary: "pause a loop: RATE 0, its event source mapping off, nothing lost however long (--loop ID)", run: runPause},
+		{name: "resume", summary: "resume a paused loop: the mapping on, the controllers from the model's rate (--loop ID)", run: runResume},
 		{name: "local", summary: "local stand-ins for AWS: scheduler, SQS poller, CPU publisher, load generator", run: group("local", "stand-in", localCommands)},
 		{name: "mysql", summary: "check a MySQL consumer statement against the database (check)", run: group("mysql", "command", mysqlCommands)},
 		{name: "why", summary: "why a loop's rate is what it is: the last ticks' reasons and what would change them", run: runWhy},

@@ -204,3 +204,39 @@ func TestParamsGetNoDatapointYet(t *testing.T) {
 func testOperator(context.Context) (string, error) {
 	return "arn:aws:iam::000000000000:user/test-operator", nil
 }
+
+// TestPauseResume: sluice pause sets paused on a valid loop, sluice resume
+// removes it; a loop that is disabled cannot be paused (the controller's
+// refusal, nothing written), and a loop without PARAMS is refused.
+func TestPauseResume(t *testing.T) {
+	store := memstore.New()
+	env := paramsWith(store)
+	if code, _, errOut := runP(t, env, "set", "--loop", "orders", "setpoint=70", "kp=1", "min_rate=10", "max_rate=2000",
+		"metric_dimensions=DBInstanceIdentifier=orders-db"); code != 0 {
+		t.Fatalf("set = %d, %q", code, errOut)
+	}
+	var out, errb bytes.Buffer
+	if code := env.pause(true, []string{"--loop", "orders"}, &out, &errb); code != 0 {
+		t.Fatalf("pause = %d, %q, %q; want 0", code, out.String(), errb.String())
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs[loop.AttrPaused] != true {
+		t.Fatalf("after pause: PARAMS %v; want paused true", attrs)
+	}
+	if code, out, _ := runP(t, env, "set", "--loop", "orders", "enabled=false"); code != 1 || !strings.Contains(out, "resume it first") {
+		t.Errorf("set enabled=false on a paused loop = %d, %q; want 1, refused", code, out)
+	}
+	out.Reset()
+	if code := env.pause(false, []string{"--loop", "orders"}, &out, &errb); code != 0 {
+		t.Fatalf("resume = %d, %q; want 0", code, out.String())
+	}
+	if attrs, _ := store.ReadParams(context.Background(), "orders"); attrs[loop.AttrPaused] != nil || attrs["setpoint"] != 70.0 {
+		t.Errorf("after resume: PARAMS %v; want no paused attribute, the rest kept", attrs)
+	}
+	out.Reset()
+	if code := env.pause(true, []string{"--loop", "nosuch"}, &out, &errb); code != 1 {
+		t.Errorf("pause of a loop without PARAMS = %d, %q; want 1", code, out.String())
+	}
+	if code := env.pause(true, nil, &out, &errb); code != 2 {
+		t.Errorf("pause without --loop = %d; want 2", code)
+	}
+}

@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/pkg/adapter/httpsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
-	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/memstore"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/protocol"
@@ -56,6 +56,9 @@ type KafkaScenario struct {
 	// MySQL makes a private MariaDB the destination (the default messages
 	// table and its inbox) without an outage.
 	MySQL bool
+	// Pause pauses the loop (pause.go) for this long once a third of the
+	// records are stored; 0: no pause.
+	Pause time.Duration
 	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
 	// Lambda, when set, plays the scenario on the kafka-lambda path instead
@@ -71,6 +74,10 @@ type kafkaRun struct {
 	db      *MariaDB // the sink when the scenario stops MySQL
 	cl      *kgo.Client
 	faults  []string
+	// loops holds the paused loop's PARAMS, STATE and RATE, and sw is the
+	// stand-in mapping's Enabled (pause.go).
+	loops *memstore.Store
+	sw    *standIn
 }
 
 // PlayKafka runs sc; with a stuck record it runs it a second time without
@@ -117,7 +124,8 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 		return r, 0, err
 	}
 	defer cl.Close()
-	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl}
+	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl,
+		loops: memstore.New(), sw: &standIn{}}
 	if sc.Down > 0 || sc.MySQL {
 		if kr.db, err = privateMariaDB(ctx, kr.topic); err != nil {
 			return r, 0, err
@@ -144,7 +152,11 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 		return r, took, err
 	}
 	r.Extra["consumed_seconds"] = time.Since(start).Seconds()
-	return r, took, kr.tally(ctx, sc, &r)
+	err = kr.tally(ctx, sc, &r)
+	if sc.Lambda != nil {
+		pauseResult(kr.sw, &r)
+	}
+	return r, took, err
 }
 
 func (k *kafkaRun) sinkName() string {
@@ -201,9 +213,11 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	if sc.Lambda != nil {
 		return k.consumeLambda(ctx, sc, poison, srv.URL)
 	}
-	rates := memqueue.NewRates()
-	rates.Put(protocol.Rate{Loop: "chaos", PerSecond: sc.Rate})
-	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, rates, nil, consume.WallClock{}, nil, nil)
+	now := time.Now()
+	if err := k.loops.WriteRate(ctx, protocol.Rate{Loop: "chaos", PerSecond: sc.Rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+		return 0, err
+	}
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, k.loops, nil, consume.WallClock{}, nil, nil)
 	// As the worker on Kafka: one inline retry, the rest by the source.
 	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
 	if k.db != nil {
@@ -243,6 +257,11 @@ func (k *kafkaRun) await(ctx context.Context, sc KafkaScenario, poison int, dead
 	start := time.Now()
 	if sc.Down > 0 {
 		if err := k.outage(ctx, healthy/3, sc.Down); err != nil {
+			return 0, err
+		}
+	}
+	if sc.Pause > 0 {
+		if err := k.pause(ctx, healthy/3, sc); err != nil {
 			return 0, err
 		}
 	}
@@ -366,9 +385,13 @@ func KafkaScenarios(s Size) []KafkaScenario {
 	scenarios := []KafkaScenario{
 		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
+		{Name: "rate-zero-30m", Messages: s.Worker, Stuck: -1, Pause: s.pauseFor(30 * time.Minute)},
 		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},
+	}
+	if s.Scale >= 1 { // its short version is mysql-down-90s's
+		scenarios = append(scenarios, KafkaScenario{Name: "mysql-down-15m", Messages: s.Worker, Stuck: -1, Down: 15 * time.Minute, Limit: 45 * time.Minute})
 	}
 	return append(scenarios, kafkaFaultScenarios(s)...)
 }

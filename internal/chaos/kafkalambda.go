@@ -58,7 +58,8 @@ func (k *kafkaRun) consumeLambda(ctx context.Context, sc KafkaScenario, poison i
 		return 0, err
 	}
 	defer cl.Close()
-	p := &localaws.KafkaPoller{Client: cl, Invoker: &localaws.RIE{URL: url}, BatchSize: 100, RetryWait: 500 * time.Millisecond}
+	p := &localaws.KafkaPoller{Client: cl, Invoker: countingInvoker{inner: &localaws.RIE{URL: url}, sw: k.sw}, BatchSize: 100,
+		RetryWait: 500 * time.Millisecond, Enabled: k.sw.enabled, Every: 100 * time.Millisecond}
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(pctx) }()

@@ -68,6 +68,8 @@ type Run struct {
 	Dest   *Destination
 	DB     *MariaDB          // nil unless Sink is mysql
 	Worker *consumers.Worker // nil on the Lambda path
+	// sw is the stand-in mapping's Enabled on the Lambda path (pause.go).
+	sw *standIn
 	// Extra is what the fault measured, reported in Result.Extra.
 	Extra map[string]any
 	// SQSProxy is the consumers' SQS endpoint when the scenario asks for
@@ -118,7 +120,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		return err
 	}
 	defer logf.Close()
-	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}}
+	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}, sw: &standIn{}}
 	env := map[string]string{
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
@@ -208,7 +210,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 			return nil, err
 		}
 		mctx, mstop := context.WithCancel(ctx)
-		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: run.Stack.QueueARN, timeout: sc.FunctionTimeout}
+		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: run.Stack.QueueARN, timeout: sc.FunctionTimeout, sw: run.sw}
 		done := make(chan struct{})
 		go func() { m.run(mctx, fn); close(done) }()
 		return func() {
@@ -216,6 +218,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 			<-done
 			fn.Stop()
 			r.Invocations, r.LambdaDeadlineHits = m.invocations.Load(), int(m.deadlineHits.Load())
+			pauseResult(run.sw, r)
 		}, nil
 	case PathSQSWorker:
 		env["SOURCE"], env["SLUICE_HTTP_TIMEOUT"] = "sqs", "2s"
@@ -241,14 +244,21 @@ type mapping struct {
 	url, arn                  string
 	timeout                   time.Duration
 	invocations, deadlineHits atomic.Int64
+	// sw turns the mapping off and on (the controller's pause).
+	sw *standIn
 }
 
 func (m *mapping) run(ctx context.Context, fn *consumers.RIE) {
 	for ctx.Err() == nil {
+		if m.sw.off.Load() { // a disabled mapping receives nothing
+			_ = sleep(ctx, 100*time.Millisecond)
+			continue
+		}
 		msgs, ev, ok := consumers.ReceiveEvent(ctx, m.sqs, m.url, m.arn, m.timeout+5*time.Second)
 		if !ok {
 			continue
 		}
+		m.sw.count(len(msgs))
 		m.invocations.Add(1)
 		start := time.Now()
 		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout+10*time.Second)

@@ -38,9 +38,17 @@ func Scenarios(s Size) []Scenario {
 		{Name: "http-answers", Path: PathLambda, Messages: s.Lambda, Rate: 100, Schedule: answers},
 		{Name: "http-answers", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Schedule: answers},
 		{Name: "rate-zero-5m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: pause(s.d(5 * time.Minute))},
+		{Name: "rate-zero-30m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: operatorPauseFault(s.Lambda/3, s.pauseFor(30*time.Minute))},
+		{Name: "rate-zero-30m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: operatorPauseFault(s.Worker/3, s.pauseFor(30*time.Minute))},
 		{Name: "rate-trickle", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: trickle(s.d(5 * time.Minute))},
 		{Name: "slow-sink", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: slow(2 * time.Second)},
 		{Name: "sigterm-mid-batch", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: sigterms(3)},
+	}
+	if s.Scale >= 1 { // full size only: 96 s in the short runs, which prove nothing of 15 minutes
+		scenarios = append(scenarios, Scenario{Name: "mysql-down-15m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Sink: "mysql",
+			Limit: 45 * time.Minute, Fault: heldOutage(s.Lambda/3, s.outageFor(15*time.Minute), s.tickFor(time.Minute))})
+		scenarios = append(scenarios, Scenario{Name: "mysql-down-15m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Sink: "mysql",
+			Limit: 45 * time.Minute, Fault: mysqlDown(s.Worker/3, 15*time.Minute)})
 	}
 	return append(scenarios, faultScenarios(s)...)
 }

@@ -58,7 +58,17 @@ type KafkaPoller struct {
 	// EventSource is "aws:kafka" (MSK, the default) or "SelfManagedKafka";
 	// SourceARN and BootstrapServers fill the event's fields.
 	EventSource, SourceARN, BootstrapServers string
-	Log                                      *slog.Logger
+	// Enabled reports whether the mapping is enabled (MappingEnabled
+	// reads the mapping's State). A disabled mapping polls nothing and
+	// invokes nothing (the batch in flight finishes first), as AWS stops
+	// a disabled mapping's pollers; it commits nothing, so it resumes from
+	// the group's committed offsets. nil is always enabled; an error keeps
+	// the last answer.
+	Enabled func(ctx context.Context) (bool, error)
+	// Every is how often Enabled is read (default
+	// DefaultConcurrencyEvery).
+	Every time.Duration
+	Log   *slog.Logger
 	// OnBatch, when set, sees every batch's outcome.
 	OnBatch func(KafkaBatchResult)
 }
@@ -135,12 +145,26 @@ func (p *KafkaPoller) log() *slog.Logger {
 	return p.Log
 }
 
-// Run polls until ctx ends.
+// Run polls until ctx ends, nothing while the mapping is disabled.
 func (p *KafkaPoller) Run(ctx context.Context) error {
 	if p.Client == nil || p.Invoker == nil {
 		return fmt.Errorf("kafka poller: Client and Invoker must be set")
 	}
+	every := defaults.Positive(p.Every, DefaultConcurrencyEvery)
+	on, readAt := true, time.Time{}
 	for ctx.Err() == nil {
+		if p.Enabled != nil && time.Since(readAt) >= every {
+			if v, err := p.Enabled(ctx); err != nil {
+				p.log().WarnContext(ctx, "read the mapping's state; keeping the last", "enabled", on, "err", err)
+			} else {
+				on = v
+			}
+			readAt = time.Now()
+		}
+		if !on {
+			sleep(ctx, every)
+			continue
+		}
 		if _, err := p.PollOnce(ctx); err != nil && ctx.Err() == nil {
 			p.log().WarnContext(ctx, "kafka poll", "err", err)
 			sleep(ctx, time.Second)

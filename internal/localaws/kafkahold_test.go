@@ -93,3 +93,58 @@ type noDeadLetters struct{}
 func (noDeadLetters) SendDeadLetters(context.Context, []consume.Poison) ([]consume.Message, error) {
 	return nil, fmt.Errorf("no dead letter expected")
 }
+
+// TestKafkaMappingDisabledPollsNothing: a pause longer than the handler's
+// hold (11 invocations that each hold to their 200 ms deadline) behind a
+// strict mapping with an on-failure destination loses nothing when the
+// controller turns the mapping off for it (a loop's pause, esm_kind
+// kafka): the disabled mapping polls and invokes nothing, and once it is
+// on again (and the rate back) every record is stored and committed.
+func TestKafkaMappingDisabledPollsNothing(t *testing.T) {
+	p, _ := kafkaFixture(t, 6, &fakeRIE{})
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 0})
+	sink := memqueue.NewSink()
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", Period: 50 * time.Millisecond, SafeRate: 1}, rates, nil, consume.WallClock{}, nil, nil)
+	h := &kafkasource.LambdaHandler{Consumer: consume.New(consume.Config{}, rc, sink, consume.WallClock{}, nil, nil),
+		DeadLetters: &noDeadLetters{}, Loop: "orders", PacingMargin: 50 * time.Millisecond, HoldPoll: 50 * time.Millisecond}
+	dest := &failureRecorder{}
+	p.OnFailure = dest
+	var mu sync.Mutex
+	enabled, pausedInvocations := false, 0
+	inner := handlerInvoker{h: h, timeout: 200 * time.Millisecond}
+	p.Invoker = invokerFunc(func(ctx context.Context, b []byte) ([]byte, error) {
+		mu.Lock()
+		if !enabled {
+			pausedInvocations++
+		}
+		mu.Unlock()
+		return inner.Invoke(ctx, b)
+	})
+	p.Enabled = func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return enabled, nil
+	}
+	p.Every = 20 * time.Millisecond
+	var results []KafkaBatchResult
+	p.OnBatch = func(r KafkaBatchResult) { results = append(results, r) }
+	// The resume, after longer than 11 held invocations take.
+	time.AfterFunc(3*time.Second, func() {
+		rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
+		mu.Lock()
+		enabled = true
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go p.Run(ctx)
+	for sink.Len() < 6 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if pausedInvocations != 0 || sink.Len() != 6 || len(dest.got) != 0 {
+		t.Errorf("%d invocations while the mapping was off, %d of 6 stored, %d batches to the on-failure destination; want 0, 6, 0",
+			pausedInvocations, sink.Len(), len(dest.got))
+	}
+}

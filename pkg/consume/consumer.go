@@ -209,6 +209,9 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	switch {
 	case len(valid) == 0:
 	case c.breaker.State() == CircuitOpen:
+		// The lease stays live (the rate's read renews it): leases at
+		// work that store nothing tell the controller of an outage.
+		c.refresh(ctx)
 		rep.Deferred, rep.DeferFor = valid, c.breaker.Wait()
 	default:
 		n, err := c.pace(ctx, len(valid), &rep)
@@ -500,8 +503,22 @@ func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 	return errors.Join(errs...)
 }
 
+// paused waits one rate period without receiving while the allowed rate
+// is zero (the loop is paused), and reports whether it did: a worker then
+// holds no message (an SQS message held through a long pause would count a
+// receive at every visibility timeout) and keeps its lease.
+func (c *Consumer) paused(ctx context.Context) bool {
+	if unpaced.From(ctx) || c.refresh(ctx).Share != 0 {
+		return false
+	}
+	start := c.clock.Now()
+	_ = c.clock.Sleep(ctx, c.rates.Period()) // ctx's end ends Run's loop
+	c.stats.addPaced(c.clock.Now().Sub(start))
+	return true
+}
+
 // Run consumes src until ctx ends: receive (ReceiveSize messages), Process,
-// Settle. After a batch the destination failed it waits the breaker's
+// Settle. While the allowed rate is zero it receives nothing. After a batch the destination failed it waits the breaker's
 // backoff before it receives again; once the circuit is open it takes no
 // messages until the backoff has passed, then probes with one. On shutdown
 // it settles the batch it holds (stored ones acked, the rest released) and
@@ -515,6 +532,9 @@ func (c *Consumer) Run(ctx context.Context, src Source) error {
 			if c.clock.Sleep(ctx, d) != nil {
 				break
 			}
+			continue
+		}
+		if c.paused(ctx) {
 			continue
 		}
 		msgs, err := src.Receive(ctx, c.ReceiveSize(ctx))

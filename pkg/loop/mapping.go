@@ -41,6 +41,9 @@ const (
 type MappingConfig struct {
 	// UUID identifies the mapping (esm_uuid).
 	UUID string `json:"uuid"`
+	// Kind is the mapping's event source (esm_kind): an SQS mapping is
+	// sized and switched, a Kafka one only switched off and on.
+	Kind MappingKind `json:"kind,omitempty"`
 	// UpdateInterval is the least time between two updates.
 	UpdateInterval time.Duration `json:"update_interval"`
 	// Min and Max bound the MaximumConcurrency the tick sets, within
@@ -116,6 +119,23 @@ type MappingState struct {
 	// Counts are each reporting instance's batch count at the last tick:
 	// the baselines of the next.
 	Counts map[string]protocol.BatchCount `json:"counts,omitempty"`
+	// Disabled is true while the tick has turned the mapping off (a
+	// pause), since SwitchedAt, the last time it turned it off or on.
+	Disabled   bool      `json:"disabled,omitempty"`
+	SwitchedAt time.Time `json:"switched_at,omitzero"`
+	// Held is true while the mapping is held off for an outage of the
+	// destination, since HeldSince (outage.go); Probing while it is on
+	// for a probe; ProbeAt is the next probe, ProbeEvery the wait
+	// before it.
+	Held       bool          `json:"held,omitempty"`
+	HeldSince  time.Time     `json:"held_since,omitzero"`
+	Probing    bool          `json:"probing,omitempty"`
+	ProbeAt    time.Time     `json:"probe_at,omitzero"`
+	ProbeEvery time.Duration `json:"probe_every,omitempty"`
+	// HeldStored are the consumers' stored counts as the hold last saw
+	// them: the baselines of an instance idle for longer than the demand
+	// counts keep it.
+	HeldStored map[string]int64 `json:"held_stored,omitempty"`
 }
 
 // MappingReport is what a tick did with a loop's event source mapping.
@@ -135,6 +155,14 @@ type MappingReport struct {
 	// from.
 	BatchSeconds float64 `json:"batch_seconds"`
 	BatchSize    float64 `json:"batch_size"`
+	// Disabled is true when the mapping is off after the tick (a pause);
+	// Switched when this tick turned it off or on.
+	Disabled bool `json:"disabled,omitempty"`
+	Switched bool `json:"switched,omitempty"`
+	// Held is true while the mapping is held off for an outage of the
+	// destination, Probing while it is on for a probe (outage.go).
+	Held    bool `json:"held,omitempty"`
+	Probing bool `json:"probing,omitempty"`
 }
 
 // measureBatches folds the batch counts the peers report into the means
@@ -216,13 +244,18 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	m := measureBatches(unsettled(w.snap.Peers, prevTick), prev, now)
 	m.Counts, _ = capBaselines(m.Counts, reportedAt(w.snap.Peers))
 	m.Target = 0
-	if m.BatchSeconds > 0 {
+	if m.BatchSeconds > 0 && p.scaled() {
 		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)
 	}
 	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
+	// A pause turns the mapping off in every mode (pause.go), an outage
+	// of the destination outside shadow mode (outage.go).
+	held := holdForOutage(w, &m, rep, now)
+	t.switchMapping(ctx, *p, w.params.Paused || held, &m, rep, now)
 	// Shadow mode computes without acting; without a batch report there
-	// is nothing to size the mapping by.
-	if m.Target > 0 && w.params.Mode != ModeShadow {
+	// is nothing to size the mapping by; a mapping turned off keeps its
+	// size.
+	if m.Target > 0 && w.params.Mode != ModeShadow && !w.params.Paused && !held && rep.Err == "" {
 		updated, err := t.actuate(ctx, *p, &m, now)
 		rep.Updated = updated
 		if err != nil {
@@ -270,5 +303,6 @@ func (t *Ticker) actuate(ctx context.Context, p MappingConfig, m *MappingState, 
 // Clone returns a deep copy of m.
 func (m MappingState) Clone() MappingState {
 	m.Counts = maps.Clone(m.Counts)
+	m.HeldStored = maps.Clone(m.HeldStored)
 	return m
 }

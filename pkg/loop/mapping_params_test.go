@@ -39,7 +39,7 @@ func TestDecodeParamsMapping(t *testing.T) {
 		t.Fatalf("without esm_uuid: Mapping = %+v, %v; want nil (the loop owns no mapping)", p.Mapping, err)
 	}
 	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) { a["esm_uuid"] = "a1b2" }), looptest.Sources())
-	want := loop.MappingConfig{UUID: "a1b2", UpdateInterval: 5 * time.Minute, Min: 2, Max: 1000}
+	want := loop.MappingConfig{UUID: "a1b2", Kind: loop.MappingSQS, UpdateInterval: 5 * time.Minute, Min: 2, Max: 1000}
 	if err != nil || p.Mapping == nil || *p.Mapping != want {
 		t.Fatalf("esm_uuid alone: Mapping = %+v, %v; want the defaults %+v", p.Mapping, err, want)
 	}
@@ -50,7 +50,7 @@ func TestDecodeParamsMapping(t *testing.T) {
 	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) {
 		a["esm_uuid"], a["esm_update_interval"], a["esm_min_concurrency"], a["esm_max_concurrency"] = "a1b2", "10m", 5.0, 50.0
 	}), looptest.Sources())
-	want = loop.MappingConfig{UUID: "a1b2", UpdateInterval: 10 * time.Minute, Min: 5, Max: 50}
+	want = loop.MappingConfig{UUID: "a1b2", Kind: loop.MappingSQS, UpdateInterval: 10 * time.Minute, Min: 5, Max: 50}
 	if err != nil || p.Mapping == nil || *p.Mapping != want {
 		t.Errorf("edited: Mapping = %+v, %v; want %+v", p.Mapping, err, want)
 	}

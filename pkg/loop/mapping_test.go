@@ -75,7 +75,7 @@ func (r *rig) batches(instance string, c *protocol.BatchCount, n int64, size int
 	c.Working += time.Duration(float64(n) * secs * float64(time.Second))
 	now := r.clock.now
 	p := protocol.Peer{Loop: "orders", Instance: instance, StartedAt: now.Add(-time.Hour), ReportedAt: now, ExpiresAt: now.Add(15 * time.Second),
-		Batches: c.Batches, BatchMessages: c.Messages, Working: c.Working}
+		Stored: c.Messages, Batches: c.Batches, BatchMessages: c.Messages, Working: c.Working}
 	if err := r.store.ReportPeer(context.Background(), p); err != nil {
 		r.t.Fatal(err)
 	}

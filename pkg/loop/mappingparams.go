@@ -11,6 +11,7 @@ import (
 // Attribute names of a loop's event source mapping.
 const (
 	attrESMUUID           = "esm_uuid"
+	attrESMKind           = "esm_kind"
 	attrESMUpdateInterval = "esm_update_interval"
 	attrESMMinConcurrency = "esm_min_concurrency"
 	attrESMMaxConcurrency = "esm_max_concurrency"
@@ -44,6 +45,19 @@ func needsMapping(d *decoder, p *Params, name string) bool {
 		d.fail(name, "the loop owns no event source mapping; set %s first", attrESMUUID)
 	}
 	return false
+}
+
+var esmKind = codec{
+	decode: func(d *decoder, p *Params, name string) {
+		if needsMapping(d, p, name) {
+			p.Mapping.Kind = MappingKind(d.str(name, string(MappingSQS)))
+		}
+	},
+	encode: func(p Params, a map[string]any, name string) {
+		if p.Mapping != nil && p.Mapping.Kind != MappingSQS && p.Mapping.Kind != "" {
+			a[name] = string(p.Mapping.Kind)
+		}
+	},
 }
 
 var esmUpdateInterval = codec{
@@ -91,6 +105,9 @@ func (p Params) checkMapping(fail failFunc) {
 	}
 	if strings.TrimSpace(m.UUID) == "" {
 		fail(attrESMUUID, "empty; want the event source mapping's UUID (aws lambda list-event-source-mappings)")
+	}
+	if m.Kind != "" && m.Kind != MappingSQS && m.Kind != MappingKafka {
+		fail(attrESMKind, "unknown kind %q; want sqs or kafka", truncate(string(m.Kind)))
 	}
 	if m.UpdateInterval <= 0 {
 		fail(attrESMUpdateInterval, "%v must be positive", m.UpdateInterval)

@@ -54,6 +54,8 @@ type Params struct {
 	Loop string `json:"loop"`
 	// Enabled is false for a loop the controller skips.
 	Enabled bool `json:"enabled"`
+	// Paused is true while an operator paused the loop (pause.go).
+	Paused bool `json:"paused,omitempty"`
 	// Mode is auto, manual or shadow; ManualRate is the rate in manual mode.
 	Mode       Mode    `json:"mode"`
 	ManualRate float64 `json:"manual_rate,omitempty"`
@@ -546,6 +548,7 @@ func (p Params) check(sources metric.Sources) []FieldError {
 	p.checkStale(fail)
 	p.checkNodes(sources, fail)
 	p.checkMapping(fail)
+	p.checkPause(fail)
 	p.checkSignals(sources, fail)
 	p.checkExperiment(fail)
 	return errs

@@ -90,8 +90,11 @@ func lookupParam(name string) (param, bool) {
 // paramTable is every PARAMS attribute, in decoding order.
 var paramTable = []param{
 	{name: "enabled", kind: kindBool, def: "true",
-		doc:   "false: the controller skips the loop",
+		doc:   "false: the controller steps aside: it writes no RATE (the consumers run at their own safe rate once RATE expires) and leaves the mapping as it is; refused while `paused` (resume first). To stop consumption, pause",
 		codec: boolean(func(p *Params) *bool { return &p.Enabled }, true, always)},
+	{name: AttrPaused, kind: kindBool, def: "false",
+		doc:   "true (`sluice pause`): the controller writes RATE 0 at every tick, turns the loop's event source mapping off (`esm_uuid`: nothing is received), and holds its controllers; the workers stop receiving and keep their leases. false again (`sluice resume`): the mapping is turned on and the controllers restart as on a first tick, from the model's rate",
+		codec: boolean(func(p *Params) *bool { return &p.Paused }, false, unlessZero)},
 	{name: AttrMode, kind: kindString, def: "`auto`",
 		doc:   "`auto`, `manual` (writes `manual_rate`) or `shadow` (computes and records the rate in STATE, never writes RATE)",
 		codec: text(func(p *Params) *string { return (*string)(&p.Mode) }, string(ModeAuto), always)},
@@ -206,6 +209,9 @@ var paramTable = []param{
 	{name: attrESMUUID, kind: kindString, def: "none",
 		doc:   "UUID of the SQS event source mapping of the loop's consumer Lambda: the controller then sets its `MaximumConcurrency` from the allowed rate and the consumers' measured batch time (the coarse actuator; the pacer in each instance holds the rate); absent: the loop owns no mapping (ECS worker, Kafka)",
 		codec: esmUUID},
+	{name: attrESMKind, kind: kindString, def: "`sqs`",
+		doc:   "the mapping's event source: `sqs` (the controller sizes `MaximumConcurrency` and turns the mapping off and on) or `kafka` (an MSK or self-managed Kafka mapping, which has no `MaximumConcurrency`: only turned off and on, for a pause); needs `esm_uuid`",
+		codec: esmKind},
 	{name: attrESMUpdateInterval, kind: kindDuration, def: "`5m`",
 		doc:   "least time between two updates of the mapping (a failed update is retried after it); needs `esm_uuid`",
 		codec: esmUpdateInterval},

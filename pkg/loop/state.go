@@ -68,6 +68,10 @@ type State struct {
 	// last update and its error, and the consumers' batch counts, for a
 	// loop that owns one (mapping.go).
 	Mapping MappingState `json:"mapping,omitzero"`
+	// Paused is true while the loop is paused, since PausedSince
+	// (pause.go).
+	Paused      bool      `json:"paused,omitempty"`
+	PausedSince time.Time `json:"paused_since,omitzero"`
 	// Signals is every signal's record, in Params.SignalNames order, the
 	// first signal (the top-level attributes) first: for every loop, one
 	// signal or several (signals.go). Limiting names the signal whose

@@ -108,6 +108,10 @@ type OutputReport struct {
 	// AtMin is true when the rate is at the loop's minimum rate (an alarm
 	// watches loops pinned there).
 	AtMin bool `json:"at_min"`
+	// Paused is true while an operator paused the loop, since PausedSince
+	// (pause.go): the rate is 0 and no controller ran.
+	Paused      bool      `json:"paused,omitempty"`
+	PausedSince time.Time `json:"paused_since,omitzero"`
 }
 
 // DriftReport is the verdict on the loop's model (DriftState).
@@ -419,6 +423,12 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	}
 	st.Loop = w.snap.Loop
 	prevVersion := st.Version
+	if p.Paused {
+		return w.pausedTick(&st, prevVersion, now, r) // pause.go
+	}
+	if prev != nil {
+		prev = resume(&st, prev, r) // the first tick after a pause starts over
+	}
 	// The first signal's controller; its memory is its record's, as every
 	// signal's (tickSignals).
 	ctrl := control.Controller{Config: p.ControlConfig()}

@@ -373,6 +373,7 @@ function modeChanged() {
 function showStatus(s) {
   st.params = s.params;
   st.version = s.version || 0;
+  showPause();
   const when = s.updated_at ? " · updated " + new Date(s.updated_at).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
   const by = s.updated_by ? " by " + s.updated_by : "";
   const what = s.updated_changes ? " (" + s.updated_changes + ")" : "";
@@ -450,6 +451,28 @@ async function runExperiment(ev) {
   if (r.ok) { showStatus(r.body); buildForm(r.body.params); }
 }
 
+// togglePause sets the loop's paused attribute (sluice pause) or removes it
+// (sluice resume): the controller writes RATE 0 and turns the loop's event
+// source mapping off at its next tick, or turns it on and restarts from the
+// model's rate.
+async function togglePause() {
+  const paused = !!(st.params && st.params.paused);
+  const headers = { "Content-Type": "application/json" };
+  const tok = $("f-token").value;
+  if (tok) headers["Authorization"] = "Bearer " + tok;
+  const r = await api("/api/loops/" + encodeURIComponent(st.loop) + "/params", {
+    method: "POST", headers, body: JSON.stringify({ params: { paused: paused ? null : true }, version: st.version }) });
+  const msg = $("pause-message");
+  msg.className = r.ok ? "ok small" : "bad small";
+  msg.textContent = r.ok ? (paused ? "Resumed at the next tick." : "Paused at the next tick: RATE 0, the mapping off.")
+    : (r.body.refused ? "Refused: " : "Not written (" + r.status + "): ") + (r.body.error || "");
+  if (r.ok) { showStatus(r.body); buildForm(r.body.params); }
+}
+
+function showPause() {
+  $("pause").textContent = st.params && st.params.paused ? "Resume" : "Pause";
+}
+
 async function selectLoop(id) {
   st.loop = id; st.points = [];
   dropSignalCharts();
@@ -477,6 +500,8 @@ async function main() {
   $("params-form").addEventListener("submit", save);
   $("exp-form").addEventListener("submit", runExperiment);
   $("x-run").disabled = !st.cfg.writable;
+  $("pause").disabled = !st.cfg.writable;
+  $("pause").addEventListener("click", togglePause);
   window.addEventListener("resize", drawAll);
   const want = decodeURIComponent(location.hash.slice(1));
   const first = loops.includes(want) ? want : loops[0];

@@ -323,6 +323,7 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 	if err := encodeSignals(item, st); err != nil {
 		return nil, err
 	}
+	encodePause(item, st)
 	return item, nil
 }
 
@@ -355,6 +356,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	r.Add(decodeDemand(item, &st.Demand))
 	r.Add(decodeMapping(item, &st.Mapping))
 	r.Add(decodeSignals(item, &st))
+	decodePause(r, &st)
 	if legacy != nil && st.Schema < 3 {
 		// Into the first signal's record, which loop's upgrade completes
 		// for a one-signal loop (loop.StateSchema).

@@ -2,9 +2,10 @@
 // mapping: the coarse actuator of a loop whose consumers are an SQS Lambda
 // (loop.MappingScaler). It reads and writes the mapping's
 // ScalingConfig.MaximumConcurrency with GetEventSourceMapping and
-// UpdateEventSourceMapping, and nothing else of the mapping; the
-// controller's role needs lambda:GetEventSourceMapping and
-// lambda:UpdateEventSourceMapping on that one mapping's ARN.
+// UpdateEventSourceMapping, and turns the mapping off and on (Enabled) for
+// a loop's pause, and nothing else of the mapping; the controller's role
+// needs lambda:GetEventSourceMapping and lambda:UpdateEventSourceMapping on
+// the ARNs of the mappings the loops name.
 package lambdaesm
 
 import (
@@ -37,7 +38,10 @@ type Scaler struct {
 	api API
 }
 
-var _ loop.MappingScaler = (*Scaler)(nil)
+var (
+	_ loop.MappingScaler = (*Scaler)(nil)
+	_ loop.MappingSwitch = (*Scaler)(nil)
+)
 
 // New returns a Scaler that calls api (a *lambda.Client).
 func New(api API) *Scaler { return &Scaler{api: api} }
@@ -69,6 +73,20 @@ func (s *Scaler) SetMaximumConcurrency(ctx context.Context, uuid string, n int) 
 		UUID:          aws.String(uuid),
 		ScalingConfig: &types.ScalingConfig{MaximumConcurrency: aws.Int32(int32(n))},
 	})
+	if err != nil {
+		return wrap("update", uuid, err)
+	}
+	return nil
+}
+
+// SetMappingEnabled turns the mapping on or off (its Enabled), and nothing
+// else of it: a loop's pause (loop.MappingSwitch). A disabled mapping
+// receives nothing (its state goes Disabling, then Disabled, within
+// seconds; a batch in flight finishes); an enabled one resumes where its
+// event source stands (an SQS queue's messages, a Kafka group's committed
+// offsets).
+func (s *Scaler) SetMappingEnabled(ctx context.Context, uuid string, enabled bool) error {
+	_, err := s.api.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: aws.String(uuid), Enabled: aws.Bool(enabled)})
 	if err != nil {
 		return wrap("update", uuid, err)
 	}

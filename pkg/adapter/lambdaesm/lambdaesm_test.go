@@ -88,3 +88,26 @@ func mapping(t *testing.T, ctx context.Context, client *lambda.Client, endpoint 
 	}
 	return uuid
 }
+
+// TestSwitchOnMoto turns a mapping on moto_server off and on: its State
+// reads Disabled, then Enabled, and its MaximumConcurrency is untouched.
+func TestSwitchOnMoto(t *testing.T) {
+	endpoint := testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	client := lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	uuid := mapping(t, ctx, client, endpoint, 7)
+	s := lambdaesm.New(client)
+	enabled := localaws.MappingEnabled(client, uuid)
+	for _, on := range []bool{false, true} {
+		if err := s.SetMappingEnabled(ctx, uuid, on); err != nil {
+			t.Fatalf("SetMappingEnabled(%s, %v) = %v", uuid, on, err)
+		}
+		if got, err := enabled(ctx); err != nil || got != on {
+			t.Errorf("after SetMappingEnabled(%v): enabled = %v, %v", on, got, err)
+		}
+	}
+	if n, err := s.MaximumConcurrency(ctx, uuid); err != nil || n != 7 {
+		t.Errorf("MaximumConcurrency = %d, %v; want 7, untouched", n, err)
+	}
+}

@@ -85,8 +85,9 @@ func TestPeers(t *testing.T, newStore func(t *testing.T) PeerStore) {
 func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
 	ctx := context.Background()
 	m := loop.MappingState{UUID: "esm-1", Concurrency: 25, Target: 27, UpdatedAt: at, AttemptAt: at.Add(time.Minute), Error: "AccessDenied", ErrorAt: at.Add(time.Minute),
-		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]protocol.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}}}
-	st := loop.State{Loop: "a", Version: 1, TickAt: at, Mapping: m,
+		BatchSeconds: 0.5, BatchSize: 9.5, Counts: map[string]protocol.BatchCount{"i-1": {Batches: 1 << 60, Messages: 7, Working: time.Hour}},
+		Disabled: true, SwitchedAt: at.Add(2 * time.Minute)}
+	st := loop.State{Loop: "a", Version: 1, TickAt: at, Mapping: m, Paused: true, PausedSince: at.Add(-time.Hour),
 		Demand: loop.Demand{Stored: map[string]int64{"i-1": 1 << 60, "i-3": 7}, Processed: 412.5, Known: true, Live: 2, Limited: true}}
 	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st}); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,11 @@ func stateRoundTrips(t *testing.T, s PeerStore, at time.Time) {
 	}
 	g := back.Mapping
 	if g.UUID != "esm-1" || g.Concurrency != 25 || g.Target != 27 || !g.UpdatedAt.Equal(at) || !g.AttemptAt.Equal(m.AttemptAt) || g.Error != m.Error ||
-		!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] {
+		!g.ErrorAt.Equal(m.ErrorAt) || g.BatchSeconds != 0.5 || g.BatchSize != 9.5 || g.Counts["i-1"] != m.Counts["i-1"] ||
+		!g.Disabled || !g.SwitchedAt.Equal(m.SwitchedAt) {
 		t.Errorf("STATE mapping = %+v; want %+v", g, m)
+	}
+	if !back.Paused || !back.PausedSince.Equal(st.PausedSince) {
+		t.Errorf("STATE paused = %v since %v; want true since %v", back.Paused, back.PausedSince, st.PausedSince)
 	}
 }
