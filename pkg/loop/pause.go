@@ -72,6 +72,8 @@ func (w *due) pausedTick(st *State, prevVersion int64, now time.Time, r *Report)
 	st.Params, st.ParamsFingerprint = &p, w.fp
 	r.Tick, r.Mode, r.Setpoint, r.Rate, r.AtMin = st.Version, p.Mode, p.Setpoint, 0, true
 	r.Paused, r.PausedSince, r.RateWritten = true, st.PausedSince, true
+	st.Reason = Reason{ReasonPaused, "paused since " + st.PausedSince.UTC().Format(time.RFC3339) + ": RATE 0 until sluice resume"}
+	r.Reason = &st.Reason
 	if w.status != nil {
 		w.status.Tick = st.Version
 	}

@@ -79,6 +79,9 @@ func TestTickPauseHoldsRateZeroAndResumesAtTheModelsRate(t *testing.T) {
 				if err != nil || rate.PerSecond != 0 || !rep.Paused || rep.Rate != 0 {
 					t.Fatalf("paused tick %d: report %+v, RATE %+v, %v; want paused and RATE 0", i, rep, rate, err)
 				}
+				if rep.Reason == nil || rep.Reason.Code != loop.ReasonPaused {
+					t.Fatalf("paused tick %d: reason %+v; want %q", i, rep.Reason, loop.ReasonPaused)
+				}
 			}
 			during := r.state("orders")
 			if !during.Paused || during.Signals[0].Controller.Integral != before.Signals[0].Controller.Integral {

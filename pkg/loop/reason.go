@@ -15,6 +15,9 @@ type ReasonCode string
 
 // Reason codes, in the order they are tried.
 const (
+	// ReasonPaused: the operator paused the loop (PARAMS paused): RATE 0,
+	// the mapping off, no controller runs.
+	ReasonPaused ReasonCode = "paused"
 	// ReasonManual: mode manual, the operator's manual_rate.
 	ReasonManual ReasonCode = "manual"
 	// ReasonExperiment: a guarded experiment offsets the setpoint.
