@@ -207,7 +207,7 @@ var paramTable = []param{
 		doc:   "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart",
 		codec: text(func(p *Params) *string { return &p.DepthQueue }, "", unlessZero)},
 	{name: attrDepthRetention, kind: kindDuration, bounds: retentionBounds(), def: "unknown",
-		doc:   "the `depth_queue`'s `MessageRetentionPeriod` (SQS's default is `96h`; the template sets `336h`): when the oldest message (`AWS/SQS` `ApproximateAgeOfOldestMessage`, read in the depth's batch) would expire before the backlog drains at the allowed rate, the tick's reason says so; absent: no such forecast",
+		doc:   "the `depth_queue`'s `MessageRetentionPeriod` (SQS's default is `96h`; the template's `QueueRetentionPeriod` defaults to `336h`): when the oldest message (`AWS/SQS` `ApproximateAgeOfOldestMessage`, read in the depth's batch) would expire before the backlog drains at the allowed rate, the tick's reason says so; absent: no such forecast",
 		codec: depthRetention},
 	{name: attrESMUUID, kind: kindString, def: "none",
 		doc:   "UUID of the SQS event source mapping of the loop's consumer Lambda: the controller then sets its `MaximumConcurrency` from the allowed rate and the consumers' measured batch time (the coarse actuator; the pacer in each instance holds the rate); absent: the loop owns no mapping (ECS worker, Kafka)",
