@@ -204,7 +204,7 @@ var paramTable = []param{
 		doc:   "the inner loop's integral time: about the destination's dead time plus lag, as a step test shows them (needs `inner_loop`)",
 		codec: innerReactionTime},
 	{name: "depth_queue", kind: kindString, def: "none",
-		doc:   "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart",
+		doc:   "name of the SQS queue whose depth (`AWS/SQS` `ApproximateNumberOfMessagesVisible`, Maximum) the controller reads in one CloudWatch batch per tick for the dashboard's depth chart and the drain forecast of the tick's reason",
 		codec: text(func(p *Params) *string { return &p.DepthQueue }, "", unlessZero)},
 	{name: attrDepthRetention, kind: kindDuration, bounds: retentionBounds(), def: "unknown",
 		doc:   "the `depth_queue`'s `MessageRetentionPeriod` (SQS's default is `96h`; the template's `QueueRetentionPeriod` defaults to `336h`): when the oldest message (`AWS/SQS` `ApproximateAgeOfOldestMessage`, read in the depth's batch) would expire before the backlog drains at the allowed rate, the tick's reason says so; absent: no such forecast",
