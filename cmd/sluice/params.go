@@ -425,6 +425,11 @@ type stateSummary struct {
 	// Reason is what set the rate at the last tick, with the drain
 	// forecast when it matters (loop.Reason; zero before STATE schema 4).
 	Reason loop.Reason `json:"reason,omitzero"`
+	// OldestAge and ExpiresIn are the age of the oldest message in the
+	// loop's depth_queue and the time until it expires (depth_retention),
+	// as the last tick read them; left out when unknown.
+	OldestAge time.Duration `json:"oldest_age,omitempty"`
+	ExpiresIn time.Duration `json:"expires_in,omitempty"`
 }
 
 // ifExists turns the result of reading an item into a pointer to it, nil
@@ -471,7 +476,8 @@ func readGet(ctx context.Context, store paramsStore, loopID string) (getOutput, 
 	}
 	if st != nil {
 		s := stateSummary{Version: st.Version, TickAt: st.TickAt, Mode: st.Mode, Setpoint: st.Setpoint, MetricAt: st.MetricAt,
-			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF, Reason: st.Reason}
+			Rate: st.Rate, Stale: st.Stale, P: st.Terms.P, I: st.Terms.I, FF: st.Terms.FF, Reason: st.Reason,
+			OldestAge: st.OldestAge, ExpiresIn: st.ExpiresIn}
 		// No datapoint yet: STATE has no metric_at (its measured is a
 		// zero value, not a measurement).
 		if !math.IsNaN(st.Measured) && !st.MetricAt.IsZero() {

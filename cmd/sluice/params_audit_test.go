@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/testenv"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbloop"
@@ -75,12 +76,18 @@ func TestParamsGetReason(t *testing.T) {
 	if err := store.WriteParams(ctx, "orders", storetest.SampleParams("orders").Attrs(looptest.Sources())); err != nil {
 		t.Fatal(err)
 	}
-	why := loop.Reason{Code: loop.ReasonLimited, Text: "limited by cpu: 72 % above its 70 % setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s"}
-	if err := store.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1, Reason: why}}); err != nil {
+	why := loop.Reason{Code: loop.ReasonLimited, Text: "limited by cpu: 72 % above its 70 % setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s; " +
+		"the oldest message (age 22 h) expires in 2 h, before the backlog drains: raise max_rate or the retention"}
+	st := loop.State{Loop: "orders", Version: 1, Reason: why, OldestAge: 22 * time.Hour, ExpiresIn: 2 * time.Hour}
+	if err := store.CommitTick(ctx, loop.Commit{State: st}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := runP(t, paramsWith(store), "get", "--loop", "orders")
 	if code != 0 || !strings.Contains(out, "reason: "+why.Text) {
 		t.Errorf("params get = %d:\n%s\nwant the last tick's reason %q", code, out, why.Text)
+	}
+	code, out, _ = runP(t, paramsWith(store), "get", "--loop", "orders", "--json")
+	if code != 0 || !strings.Contains(out, `"oldest_age": 79200000000000`) || !strings.Contains(out, `"expires_in": 7200000000000`) {
+		t.Errorf("params get --json = %d:\n%s\nwant the oldest message's age and expiry", code, out)
 	}
 }

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,8 +95,13 @@ func TestTickReadsTheQueueDepthInOneBatch(t *testing.T) {
 	for _, c := range r.metrics.calls {
 		if c[0].Namespace == loop.DepthNamespace {
 			depthCalls++
-			if len(c) != 2 || c[0].Dimensions[loop.DepthDimension] != "q-a" || c[1].Dimensions[loop.DepthDimension] != "q-b" {
-				t.Errorf("depth batch = %+v; want the queues of a and b", c)
+			// The depth and the oldest message's age of a, then of b.
+			want := []struct{ metric, queue string }{{loop.DepthMetric, "q-a"}, {loop.OldestAgeMetric, "q-a"}, {loop.DepthMetric, "q-b"}, {loop.OldestAgeMetric, "q-b"}}
+			for i, q := range c {
+				if len(c) != len(want) || q.Metric != want[i].metric || q.Dimensions[loop.DepthDimension] != want[i].queue {
+					t.Errorf("depth batch = %+v; want the depth and age of the queues of a and b", c)
+					break
+				}
 			}
 		}
 	}
@@ -106,5 +112,59 @@ func TestTickReadsTheQueueDepthInOneBatch(t *testing.T) {
 		if want := rep.Loop != "c"; rep.DepthKnown != want || want && rep.Depth != 42 {
 			t.Errorf("loop %s: depth %v (known %v); want known %v (42)", rep.Loop, rep.Depth, rep.DepthKnown, want)
 		}
+	}
+}
+
+// The oldest message's age is read in the depth's batch; with the queue's
+// retention known, the reason warns when that message expires before the
+// backlog drains at the allowed rate.
+func TestTickWarnsWhenTheOldestMessageExpiresFirst(t *testing.T) {
+	const warning = "before the backlog drains: raise max_rate or the retention"
+	tests := []struct {
+		name      string
+		age       time.Duration
+		retention string // "" leaves depth_retention out
+		warn      bool
+	}{
+		// 1e6 messages at 100 msg/s take 2 h 46 m to drain.
+		{"expires first", 22 * time.Hour, "24h", true},
+		{"drains first", time.Hour, "24h", false},
+		{"retention unknown", 22 * time.Hour, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			r.params("a", func(a map[string]any) {
+				a["depth_queue"], a["max_rate"], a["min_rate"] = "q-a", 100.0, 99.0
+				if tt.retention != "" {
+					a["depth_retention"] = tt.retention
+				}
+			})
+			r.cpu("a", 60, 30*time.Second)
+			r.metrics.set(loop.DepthMetric, metric.Sample{Value: 1e6, Time: r.clock.now, Found: true})
+			r.metrics.set(loop.OldestAgeMetric, metric.Sample{Value: tt.age.Seconds(), Time: r.clock.now, Found: true})
+			r.clock.now = r.clock.now.Add(time.Minute)
+			rep := r.tick("a")
+			if rep.Reason == nil || strings.Contains(rep.Reason.Text, warning) != tt.warn {
+				t.Fatalf("reason %+v; want the expiry warning %v", rep.Reason, tt.warn)
+			}
+			if rep.OldestAge != tt.age {
+				t.Errorf("report oldest_age %v; want %v", rep.OldestAge, tt.age)
+			}
+			st, err := r.store.ReadState(context.Background(), "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantExpires := time.Duration(0)
+			if tt.retention != "" {
+				wantExpires = 24*time.Hour - tt.age
+			}
+			if st.OldestAge != tt.age || st.ExpiresIn != wantExpires || rep.ExpiresIn != wantExpires {
+				t.Errorf("STATE oldest_age %v expires_in %v, report expires_in %v; want %v, %v", st.OldestAge, st.ExpiresIn, rep.ExpiresIn, tt.age, wantExpires)
+			}
+			if tt.warn && !strings.Contains(rep.Reason.Text, "the oldest message (age 22 h) expires in 2 h") {
+				t.Errorf("reason %q; want the age and the time left", rep.Reason.Text)
+			}
+		})
 	}
 }

@@ -44,7 +44,7 @@ type Member struct {
 // bounds, consumers' settings and mapping; the signals, controllers, tick
 // period and RATE lifetime are the destination's.
 var memberAttrs = map[string]bool{
-	"enabled": true, attrMinRate: true, attrMaxRate: true, "demand_headroom": true, "depth_queue": true,
+	"enabled": true, attrMinRate: true, attrMaxRate: true, "demand_headroom": true, "depth_queue": true, attrDepthRetention: true,
 	attrESMUUID: true, attrESMUpdateInterval: true, attrESMMinConcurrency: true, attrESMMaxConcurrency: true,
 	AttrDestination: true, AttrWeight: true, AttrPriority: true,
 }

@@ -75,6 +75,10 @@ type Params struct {
 	// DepthQueue names the SQS queue whose depth the tick reads for the
 	// dashboard (AWS/SQS ApproximateNumberOfMessagesVisible); empty: none.
 	DepthQueue string `json:"depth_queue,omitempty"`
+	// DepthRetention is that queue's message retention period, against
+	// which the tick's reason forecasts the oldest message's expiry; zero:
+	// unknown, no forecast.
+	DepthRetention time.Duration `json:"depth_retention,omitempty"`
 	// Mapping is the SQS event source mapping the loop owns (esm_uuid):
 	// the tick sets its MaximumConcurrency (mapping.go). Nil when none.
 	Mapping *MappingConfig `json:"mapping,omitempty"`

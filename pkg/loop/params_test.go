@@ -444,3 +444,25 @@ func TestDecodeParamsAdaptGain(t *testing.T) {
 	_, err = loop.DecodeParams("orders", valid(model), looptest.Sources())
 	wantRefused(t, err, "adapt_gain", "delay_aware=true")
 }
+
+// depth_retention is SQS's MessageRetentionPeriod: 60 s .. 14 d; absent, the
+// retention is unknown (zero), not SQS's default.
+func TestDepthRetentionBounds(t *testing.T) {
+	for _, bad := range []string{"59s", "337h", "0s"} {
+		_, err := loop.DecodeParams("t", valid(func(a map[string]any) { a["depth_retention"] = bad }), looptest.Sources())
+		wantRefused(t, err, "depth_retention", "must be a duration in [1m0s, 336h0m0s]")
+	}
+	for in, want := range map[string]time.Duration{"60s": time.Minute, "336h": 14 * 24 * time.Hour, "": 0} {
+		p, err := loop.DecodeParams("t", valid(func(a map[string]any) {
+			if in != "" {
+				a["depth_retention"] = in
+			}
+		}), looptest.Sources())
+		if err != nil || p.DepthRetention != want {
+			t.Errorf("depth_retention %q: %v, %v; want %v", in, p.DepthRetention, err, want)
+		}
+		if in != "" {
+			wantRoundTrip(t, "depth_retention "+in, p)
+		}
+	}
+}

@@ -70,6 +70,9 @@ type reasonInput struct {
 	// whether processed is.
 	depth                      float64
 	depthKnown, processedKnown bool
+	// oldestAge is the age of the queue's oldest message when ageKnown.
+	oldestAge time.Duration
+	ageKnown  bool
 }
 
 // explain is the reason of a tick that ran (the tick's decision is made;
@@ -115,32 +118,69 @@ const DrainMatters = 10 * time.Minute
 
 // drainNote is the drain forecast when it matters: "backlog 1.2e+06 drains
 // in 3 h 10 m at the allowed 105 msg/s (4 h 10 m at the processed 80
-// msg/s)"; "" when the depth is unknown or the backlog drains sooner than
-// DrainMatters.
+// msg/s)", and when the oldest message expires first "; the oldest message
+// (age 22 h) expires in 2 h, before the backlog drains: raise max_rate or
+// the retention"; "" when the depth is unknown, or the backlog drains
+// sooner than DrainMatters and before the oldest message expires.
 func drainNote(in reasonInput) string {
-	if !in.depthKnown || in.depth <= 0 || in.out.Rate <= 0 {
+	if !in.depthKnown || in.depth <= 0 {
 		return ""
 	}
-	at := time.Duration(in.depth / in.out.Rate * float64(time.Second))
-	if at < DrainMatters {
+	expiring, left := expiresFirst(in)
+	var note string
+	switch {
+	case in.out.Rate > 0:
+		at := time.Duration(in.depth / in.out.Rate * float64(time.Second))
+		if at < DrainMatters && !expiring {
+			return ""
+		}
+		note = fmt.Sprintf("backlog %s drains in %s at the allowed %s", fmtNum(in.depth), fmtDuration(at), fmtRate(in.out.Rate))
+	case expiring:
+		note = fmt.Sprintf("backlog %s does not drain at the allowed %s", fmtNum(in.depth), fmtRate(in.out.Rate))
+	default:
 		return ""
 	}
-	note := fmt.Sprintf("backlog %s drains in %s at the allowed %s", fmtNum(in.depth), fmtDuration(at), fmtRate(in.out.Rate))
 	switch {
 	case in.processedKnown && in.processed > 0:
 		note += fmt.Sprintf(" (%s at the processed %s)", fmtDuration(time.Duration(in.depth/in.processed*float64(time.Second))), fmtRate(in.processed))
 	case in.processedKnown:
 		note += " (never at the processed 0 msg/s)"
 	}
+	if expiring {
+		when := "in " + fmtDuration(left)
+		if left <= 0 {
+			when = "now"
+		}
+		note += fmt.Sprintf("; the oldest message (age %s) expires %s, before the backlog drains: raise max_rate or the retention",
+			fmtDuration(in.oldestAge), when)
+	}
 	return note
 }
 
-// fmtDuration is d in hours and minutes ("3 h 10 m", "25 m"), days past
-// two days.
+// expiresFirst reports whether the queue's oldest message expires before
+// the backlog drains at the allowed rate (its age plus the drain time
+// exceed the retention, PARAMS depth_retention), and how long it has left;
+// false when the age or the retention is unknown.
+func expiresFirst(in reasonInput) (bool, time.Duration) {
+	retention := in.p.DepthRetention
+	if !in.ageKnown || retention <= 0 || !in.depthKnown || in.depth <= 0 {
+		return false, 0
+	}
+	left := retention - in.oldestAge
+	if in.out.Rate <= 0 {
+		return true, left
+	}
+	return in.oldestAge+time.Duration(in.depth/in.out.Rate*float64(time.Second)) > retention, left
+}
+
+// fmtDuration is d in hours and minutes ("3 h 10 m", "2 h", "25 m"), days
+// past two days.
 func fmtDuration(d time.Duration) string {
 	switch {
 	case d >= 48*time.Hour:
 		return fmt.Sprintf("%.0f d", d.Hours()/24)
+	case d >= time.Hour && int(d.Minutes())%60 == 0:
+		return fmt.Sprintf("%d h", int(d.Hours()))
 	case d >= time.Hour:
 		return fmt.Sprintf("%d h %d m", int(d.Hours()), int(d.Minutes())%60)
 	}
@@ -222,6 +262,18 @@ func idleReason(outcome Outcome, refusal string) *Reason {
 		return &Reason{ReasonDisabled, "disabled: PARAMS enabled is false"}
 	}
 	return &Reason{ReasonNoParams, "no-params: no valid PARAMS, the loop does not run: " + refusal}
+}
+
+// explain records in st and r the queue's figures (depth.go) and the
+// reason of the tick computed into st, whose Rate is still the last tick's.
+func (w *due) explain(st *State, out control.Output, r *Report) {
+	r.Depth, r.DepthKnown = w.depth, w.depthKnown
+	r.OldestAge, r.ExpiresIn = w.forecast()
+	st.OldestAge, st.ExpiresIn = r.OldestAge, r.ExpiresIn
+	in := reasonFor(w.params, st, out, r)
+	in.oldestAge, in.ageKnown = w.oldestAge, w.ageKnown
+	st.Reason = explain(in)
+	r.Reason = &st.Reason
 }
 
 // reasonFor is explain's input from a tick computed into st (whose Rate is

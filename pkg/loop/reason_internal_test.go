@@ -51,6 +51,17 @@ func TestExplain(t *testing.T) {
 		}), ReasonLimited, "limited by cpu: 72.4 % above its 70 % setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s (4 h 10 m at the processed 80 msg/s)"},
 		{"backlog that drains soon", with(func(in *reasonInput) { in.depth, in.depthKnown = 3000, true }), ReasonLimited,
 			"limited by cpu: 72.4 % above its 70 % setpoint"},
+		{"oldest message expires first", with(func(in *reasonInput) {
+			in.depth, in.depthKnown, in.oldestAge, in.ageKnown, in.p.DepthRetention = 180000, true, 23*time.Hour+55*time.Minute, true, 24*time.Hour
+		}), ReasonLimited, "limited by cpu: 72.4 % above its 70 % setpoint; backlog 180000 drains in 6 m at the allowed 500 msg/s; " +
+			"the oldest message (age 23 h 55 m) expires in 5 m, before the backlog drains: raise max_rate or the retention"},
+		{"oldest message expires at a standstill", with(func(in *reasonInput) {
+			in.depth, in.depthKnown, in.oldestAge, in.ageKnown, in.p.DepthRetention, in.out.Rate, in.p.MinRate = 10, true, 25*time.Hour, true, 24*time.Hour, 0, 0
+		}), ReasonMinRate, "min_rate: at 0 msg/s; cpu: 72.4 % above its 70 % setpoint; backlog 10 does not drain at the allowed 0 msg/s; " +
+			"the oldest message (age 25 h) expires now, before the backlog drains: raise max_rate or the retention"},
+		{"oldest message drains first", with(func(in *reasonInput) {
+			in.depth, in.depthKnown, in.oldestAge, in.ageKnown, in.p.DepthRetention = 3000, true, 23*time.Hour, true, 24*time.Hour
+		}), ReasonLimited, "limited by cpu: 72.4 % above its 70 % setpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

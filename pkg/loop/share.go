@@ -193,6 +193,8 @@ func (m *due) memberCommit(dc Commit, share float64, d Demand, now time.Time, r 
 	r.Processed, r.ProcessedKnown, r.LivePeers, r.DemandLimited = d.Processed, d.Known, d.Live, d.Limited
 	r.AtMin = share <= p.MinRate
 	r.Depth, r.DepthKnown = m.depth, m.depthKnown
+	r.OldestAge, r.ExpiresIn = m.forecast()
+	st.OldestAge, st.ExpiresIn = r.OldestAge, r.ExpiresIn
 	r.Member = &MemberReport{Destination: p.Member.Destination, Weight: p.Member.Weight, Priority: p.Member.Priority, Total: dc.State.Rate}
 	if dc.State.Rate > 0 {
 		r.Member.Share = share / dc.State.Rate

@@ -84,6 +84,11 @@ type State struct {
 	// Reason is what set the rate at the last tick (reason.go); zero
 	// before schema 4.
 	Reason Reason `json:"reason,omitzero"`
+	// OldestAge and ExpiresIn are the last tick's age of the oldest
+	// message in the loop's depth_queue and the time until it expires
+	// (depth_retention); zero when unknown (Report's).
+	OldestAge time.Duration `json:"oldest_age,omitempty"`
+	ExpiresIn time.Duration `json:"expires_in,omitempty"`
 }
 
 // SignalState is one signal's record in a loop's STATE.

@@ -167,6 +167,12 @@ type DemandReport struct {
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`
 	DepthKnown bool    `json:"depth_known"`
+	// OldestAge is the age of the queue's oldest message (AWS/SQS
+	// ApproximateAgeOfOldestMessage), zero when unknown; ExpiresIn the
+	// time until it expires, with PARAMS depth_retention (zero when
+	// unknown or due now).
+	OldestAge time.Duration `json:"oldest_age,omitempty"`
+	ExpiresIn time.Duration `json:"expires_in,omitempty"`
 }
 
 // Ticker runs one controller tick for every loop in a store: it reads all
@@ -209,6 +215,10 @@ type due struct {
 	// depth is the queue's depth when depthKnown (depth.go).
 	depth      float64
 	depthKnown bool
+	// oldestAge is the age of the queue's oldest message when ageKnown
+	// (depth.go).
+	oldestAge time.Duration
+	ageKnown  bool
 	// report is the index of the loop's report.
 	report int
 	// members are the members of a destination that tick with it, and
@@ -467,9 +477,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	r.ModelDrift, r.DriftGainRatio, r.DriftReason = st.Drift.ModelDrift, st.Drift.GainRatio, st.Drift.Reason
 	r.DriftDeadTime, r.DriftDeadTimeEvidence = st.Drift.DeadTime, st.Drift.DeadTimeEvidence
 	st.Demand.Limited, r.DemandLimited = out.DemandLimited, out.DemandLimited
-	r.Depth, r.DepthKnown = w.depth, w.depthKnown
-	st.Reason = explain(reasonFor(p, &st, out, r)) // names the decision made above (reason.go)
-	r.Reason = &st.Reason
+	w.explain(&st, out, r) // names the decision made above (reason.go)
 	return w.record(&st, out, prevVersion, now, weights, r)
 }
 

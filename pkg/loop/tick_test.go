@@ -67,6 +67,9 @@ func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []metric.Query, now time
 			k = q.PromQL
 		}
 		out[i] = f.samples[k]
+		if s, ok := f.samples[q.Metric]; ok && q.Dimensions["QueueName"] != "" {
+			out[i] = s // an SQS queue's metric, by its name
+		}
 		if m, ok := f.live[k]; ok {
 			out[i] = metric.Sample{Value: m.value, Time: now.Add(-m.age - q.Period), Found: true}
 		}

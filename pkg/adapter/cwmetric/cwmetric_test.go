@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/awsconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/adapter/prommetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/metric/metrictest"
 )
@@ -213,5 +214,40 @@ func TestReadMetricsIsolatesAnInvalidQuery(t *testing.T) {
 	}
 	if api.calls > 1+2*4 {
 		t.Errorf("GetMetricData calls = %d; want at most %d", api.calls, 1+2*4)
+	}
+}
+
+// A loop's queue figures, the depth and the oldest message's age, are two
+// AWS/SQS queries of one batch, each read back as its own metric.
+func TestReadMetricsQueueDepthAndAgeMoto(t *testing.T) {
+	ep := testenv.AWSEndpoint(t)
+	ctx := context.Background()
+	cfg, err := awsconf.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := cwmetric.NewClient(cfg, ep)
+	now := time.Now().UTC().Truncate(time.Second)
+	queue := fmt.Sprintf("q-%d", now.UnixNano())
+	for name, v := range map[string]float64{loop.DepthMetric: 1.2e6, loop.OldestAgeMetric: 79200} {
+		_, err := client.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{
+			Namespace: aws.String(loop.DepthNamespace),
+			MetricData: []types.MetricDatum{{MetricName: aws.String(name), Timestamp: aws.Time(now.Add(-2 * time.Minute)), Value: aws.Float64(v),
+				Dimensions: []types.Dimension{{Name: aws.String(loop.DepthDimension), Value: aws.String(queue)}}}},
+		})
+		if err != nil {
+			t.Fatalf("PutMetricData: %v", err)
+		}
+	}
+	got, err := cwmetric.New(client).ReadMetrics(ctx, []metric.Query{
+		loop.DepthQuery(queue, 5*time.Minute), loop.OldestAgeQuery(queue, 5*time.Minute),
+	}, now)
+	if err != nil {
+		t.Fatalf("ReadMetrics: %v", err)
+	}
+	for i, want := range []float64{1.2e6, 79200} {
+		if s := got[i]; s.Err != nil || !s.Found || s.Value != want {
+			t.Errorf("query %d: sample %+v; want %v", i, s, want)
+		}
 	}
 }

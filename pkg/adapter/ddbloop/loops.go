@@ -324,7 +324,7 @@ func encodeState(st loop.State) (map[string]types.AttributeValue, error) {
 		return nil, err
 	}
 	encodePause(item, st)
-	return item, nil
+	return item, encodeReason(item, st)
 }
 
 func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
@@ -357,6 +357,7 @@ func decodeState(item map[string]types.AttributeValue) (loop.State, error) {
 	r.Add(decodeMapping(item, &st.Mapping))
 	r.Add(decodeSignals(item, &st))
 	decodePause(r, &st)
+	decodeReason(r, &st)
 	if legacy != nil && st.Schema < 3 {
 		// Into the first signal's record, which loop's upgrade completes
 		// for a one-signal loop (loop.StateSchema).

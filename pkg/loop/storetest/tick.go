@@ -190,7 +190,9 @@ func sampleState(at time.Time) loop.State {
 			ModelDrift: true, GainRatio: 2.02, SlopeSE: 0.125, Since: at, Votes: 2,
 			Model: drift.Model{Gain: 0.05, Base: 10, Tau: 15 * time.Second, DeadTime: 5 * time.Second},
 		},
-		Limiting: "lag",
+		Limiting:  "lag",
+		Reason:    loop.Reason{Code: loop.ReasonLimited, Text: "limited by lag: 11.2 s above its 10 s setpoint; backlog 1.2e+06 drains in 3 h 10 m at the allowed 105 msg/s"},
+		OldestAge: 22*time.Hour + 1500*time.Millisecond, ExpiresIn: 2 * time.Hour,
 		Experiment: &loop.ExperimentState{ID: "e1", Status: loop.ExperimentAborted, Reason: "datapoint 86 at or above the ceiling 85",
 			StartedAt: at.Add(-10 * time.Minute), EndedAt: at, Setpoint: 70, Rate: 300},
 		Signals: []loop.SignalState{
