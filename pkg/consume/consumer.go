@@ -150,7 +150,7 @@ func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger,
 		log:     log,
 		stats:   stats,
 		breaker: NewBreaker(cfg.Breaker, clock),
-		inner:   newInnerGuard(cfg.Inner),
+		inner:   newInnerGuard(cfg.Inner, log),
 	}
 }
 

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -259,6 +260,7 @@ type innerGuard struct {
 	mu       sync.Mutex
 	l        *InnerLoop
 	follow   bool
+	log      *slog.Logger
 	settings protocol.InnerSettings // what l was made from, when following
 	last     time.Time
 	withheld float64 // messages/s withheld at last
@@ -267,9 +269,9 @@ type innerGuard struct {
 
 // newInnerGuard is the guard of a Consumer whose Config.Inner is c: a fixed
 // inner loop when c is set, else one that follows RATE.
-func newInnerGuard(c *InnerConfig) *innerGuard {
+func newInnerGuard(c *InnerConfig, log *slog.Logger) *innerGuard {
 	if c == nil {
-		return &innerGuard{follow: true}
+		return &innerGuard{follow: true, log: log}
 	}
 	return &innerGuard{l: NewInnerLoop(*c)}
 }
@@ -314,12 +316,16 @@ func (g *innerGuard) followRate(in *protocol.InnerSettings) {
 		in = nil
 	}
 	switch {
-	case in == nil:
+	case in == nil && g.l != nil:
 		g.l = nil
+		g.log.Info("inner loop off: RATE carries no usable inner settings")
+	case in == nil:
 	case g.l == nil:
 		g.l, g.settings = NewInnerLoop(InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}), *in
+		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
 	case *in != g.settings:
 		g.l.Config, g.settings = InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}.withDefaults(), *in
+		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
 	}
 }
 
