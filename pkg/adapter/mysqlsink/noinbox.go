@@ -37,17 +37,10 @@ func words(sql string) []string {
 	depth := 0
 	for !p.done() {
 		c := p.src[p.pos]
+		if p.skipQuotedOrComment() {
+			continue
+		}
 		switch {
-		case c == '\'' || c == '"' || c == '`':
-			p.quoted(c)
-			continue
-		case c == '#' || p.lineComment() || strings.HasPrefix(p.src[p.pos:], "/*"):
-			end := "\n"
-			if c == '/' {
-				end = "*/"
-			}
-			p.until(end)
-			continue
 		case isWordByte(c):
 			w := strings.ToUpper(p.take(isWordByte))
 			if depth == 0 {

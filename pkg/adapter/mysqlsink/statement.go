@@ -380,17 +380,10 @@ func multiRow(st statement) (rows, bool) {
 	first := ""
 	for !p.done() {
 		c := p.src[p.pos]
+		if p.skipQuotedOrComment() {
+			continue
+		}
 		switch {
-		case c == '\'' || c == '"' || c == '`':
-			p.quoted(c)
-			continue
-		case c == '#' || p.lineComment() || strings.HasPrefix(p.src[p.pos:], "/*"):
-			end := "\n"
-			if c == '/' {
-				end = "*/"
-			}
-			p.until(end)
-			continue
 		case isWordByte(c):
 			w := strings.ToUpper(p.take(isWordByte))
 			if first == "" {
@@ -427,4 +420,23 @@ func multiRow(st statement) (rows, bool) {
 		return rows{}, false
 	}
 	return rows{head: st.sql[:tupleStart], tuple: st.sql[tupleStart:tupleEnd], tail: st.sql[tupleEnd:], params: marks}, true
+}
+
+// skipQuotedOrComment moves past a quoted string or identifier or a
+// comment at p's position and reports whether there was one.
+func (p *parser) skipQuotedOrComment() bool {
+	c := p.src[p.pos]
+	switch {
+	case c == '\'' || c == '"' || c == '`':
+		p.quoted(c)
+		return true
+	case c == '#' || p.lineComment() || strings.HasPrefix(p.src[p.pos:], "/*"):
+		end := "\n"
+		if c == '/' {
+			end = "*/"
+		}
+		p.until(end)
+		return true
+	}
+	return false
 }
