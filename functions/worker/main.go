@@ -184,6 +184,13 @@ const (
 	closeTimeout = 10 * time.Second
 )
 
+// consumerConfig is the worker's consume.Config: no Config.Inner, so that
+// the inner loop follows the settings RATE carries (the loop's PARAMS
+// inner_loop).
+func consumerConfig(cfg config) consume.Config {
+	return consume.Config{BatchSize: cfg.BatchSize, StoreTimeout: storeTimeout}
+}
+
 // drain is the worst-case time from SIGTERM to exit.
 func drain() time.Duration { return 2*storeTimeout + closeTimeout }
 
@@ -205,7 +212,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
 	peers := consume.LeaseOrFixed(cfg.Report, cfg.Loop, cfg.Consumers, store, stats, consume.WallClock{}, log)
 	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
-	cons := consume.New(consume.Config{BatchSize: cfg.BatchSize, StoreTimeout: storeTimeout}, rates, sink, consume.WallClock{}, log, stats)
+	cons := consume.New(consumerConfig(cfg), rates, sink, consume.WallClock{}, log, stats)
 
 	src, err := buildSource(cfg, awsCfg, cons.Pacer(), log)
 	if err != nil {

@@ -154,3 +154,8 @@ type fakeCounts struct {
 func (f fakeCounts) exhausted() int64  { return f.exhaustedN }
 func (f fakeCounts) dlqRefused() int64 { return f.refusedN }
 func (f fakeCounts) held() int         { return f.heldN }
+
+// The worker's consumer runs the inner loop by the settings RATE carries.
+func TestWorkerInnerLoopFollowsRate(t *testing.T) {
+	functest.WantInnerLoopFollowsRate(t, consumerConfig(config{BatchSize: 10}))
+}

@@ -96,7 +96,8 @@ func TestGoStoreConforms(t *testing.T) {
 		}
 	}
 	report(ddbstore.New(client, table)) // no RATE yet: layout 1
-	r := protocol.Rate{Loop: "orders", PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(3 * time.Minute), Tick: 1, Weights: map[string]float64{"http://a": 1}}
+	r := protocol.Rate{Loop: "orders", PerSecond: 40, WrittenAt: now, ExpiresAt: now.Add(3 * time.Minute), Tick: 1, Weights: map[string]float64{"http://a": 1},
+		Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}}
 	if err := ctrl.CommitTick(ctx, loop.Commit{State: loop.State{Loop: "orders", Version: 1}, Rate: &r}); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,9 @@ type Config struct {
 	Breaker BreakerConfig
 	// Inner, when set, runs the inner loop on the sink's store latency: it
 	// may cut this consumer's pace below its share, never raise it
-	// (InnerLoop).
+	// (InnerLoop). When nil, the consumer follows RATE: it runs the inner
+	// loop with the settings RATE carries (the loop's PARAMS inner_loop)
+	// while it carries them, and none otherwise.
 	Inner *InnerConfig
 }
 
@@ -148,7 +150,7 @@ func New(cfg Config, rates *RateCache, sink Sink, clock Clock, log *slog.Logger,
 		log:     log,
 		stats:   stats,
 		breaker: NewBreaker(cfg.Breaker, clock),
-		inner:   newInnerGuard(cfg.Inner),
+		inner:   newInnerGuard(cfg.Inner, log),
 	}
 }
 
@@ -165,7 +167,7 @@ func (c *Consumer) Pacer() *Pacer { return c.pacer }
 // consumer's share.
 func (c *Consumer) refresh(ctx context.Context) Allowed {
 	a := c.rates.Allowed(ctx)
-	a.Share = c.inner.pace(c.clock.Now(), a.Share, c.stats)
+	a.Share = c.inner.pace(c.clock.Now(), a, c.stats)
 	return sharePace(a, c.pacer, c.cfg.BatchSize, c.cfg.BurstWindow)
 }
 

@@ -2,9 +2,12 @@ package consume
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // InnerConfig configures an InnerLoop: the fast local loop that a consumer
@@ -249,27 +252,35 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	}
 }
 
-// innerGuard is a Consumer's inner loop behind a lock (nil: none), with
-// what it withheld since the last pace: (share - pace) over the time since.
+// innerGuard is a Consumer's inner loop behind a lock (l nil: none now),
+// with what it withheld since the last pace: (share - pace) over the time
+// since. A guard that follows RATE (the Consumer's Config.Inner is nil)
+// starts, retunes and stops its loop by the inner settings RATE carries.
 type innerGuard struct {
 	mu       sync.Mutex
 	l        *InnerLoop
+	follow   bool
+	log      *slog.Logger
+	settings protocol.InnerSettings // what l was made from, when following
 	last     time.Time
 	withheld float64 // messages/s withheld at last
 	carry    float64 // the fraction of a message not yet counted
 }
 
-func newInnerGuard(c *InnerConfig) *innerGuard {
+// newInnerGuard is the guard of a Consumer whose Config.Inner is c: a fixed
+// inner loop when c is set, else one that follows RATE.
+func newInnerGuard(c *InnerConfig, log *slog.Logger) *innerGuard {
 	if c == nil {
-		return nil
+		return &innerGuard{follow: true, log: log}
 	}
 	return &innerGuard{l: NewInnerLoop(*c)}
 }
 
-// pace is share as the inner loop lets it through (share itself without
-// one); it counts into stats.Withheld the messages the cut held back since
-// the last pace.
-func (g *innerGuard) pace(now time.Time, share float64, stats *Stats) float64 {
+// pace is a.Share as the inner loop lets it through (the share itself
+// without one); it counts into stats.Withheld the messages the cut held back
+// since the last pace.
+func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
+	share := a.Share
 	if g == nil {
 		return share
 	}
@@ -281,12 +292,41 @@ func (g *innerGuard) pace(now time.Time, share float64, stats *Stats) float64 {
 		g.carry -= n
 		stats.Withheld.Add(int64(n))
 	}
-	p := g.l.Pace(now, share)
 	g.last, g.withheld = now, 0
+	if g.follow && !a.Fallback {
+		g.followRate(a.Inner)
+	}
+	if g.l == nil {
+		return share
+	}
+	p := g.l.Pace(now, share)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
 	}
 	return p
+}
+
+// followRate starts, retunes or stops the inner loop by RATE's inner
+// settings in: nil (or settings InnerConfig refuses) stops it, with no cut;
+// new settings keep what the loop learned (its reference, filter and cut),
+// which do not depend on them. A RATE that is not in force (the safe rate)
+// changes nothing: the loop keeps the controller's last word.
+func (g *innerGuard) followRate(in *protocol.InnerSettings) {
+	if in != nil && (InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}).Validate() != nil {
+		in = nil
+	}
+	switch {
+	case in == nil && g.l != nil:
+		g.l = nil
+		g.log.Info("inner loop off: RATE carries no usable inner settings")
+	case in == nil:
+	case g.l == nil:
+		g.l, g.settings = NewInnerLoop(InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}), *in
+		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
+	case *in != g.settings:
+		g.l.Config, g.settings = InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}.withDefaults(), *in
+		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
+	}
 }
 
 // observe folds one store of n messages that took d into the inner loop:
@@ -309,11 +349,15 @@ func (g *innerGuard) observe(now time.Time, n int, d time.Duration, res []Result
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.l == nil {
+		return
+	}
 	g.l.Observe(InnerSample{At: now, Messages: n, PerMessage: d / time.Duration(n), Failed: failed})
 }
 
 // InnerLoop returns a copy of the consumer's inner loop, its configuration
-// and state (the zero InnerLoop and false when it has none).
+// and state (the zero InnerLoop and false when it runs none now: no
+// Config.Inner and no inner settings in RATE).
 func (c *Consumer) InnerLoop() (InnerLoop, bool) {
 	g := c.inner
 	if g == nil {
@@ -321,5 +365,8 @@ func (c *Consumer) InnerLoop() (InnerLoop, bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.l == nil {
+		return InnerLoop{}, false
+	}
 	return *g.l, true
 }

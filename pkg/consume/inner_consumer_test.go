@@ -64,3 +64,77 @@ func TestConsumerInnerLoopCutsThePace(t *testing.T) {
 		t.Errorf("pace %v after the load went; want the share 100", r)
 	}
 }
+
+// TestConsumerInnerLoopFollowsRate runs a Consumer without Config.Inner: it
+// runs the inner loop only while RATE carries its settings (the loop's
+// PARAMS inner_loop), takes new settings without forgetting what it
+// learned, and lets go of its cut at once when RATE stops carrying them.
+func TestConsumerInnerLoopFollowsRate(t *testing.T) {
+	clk := newFakeClock()
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, clk, nil, nil)
+	sink := &queueingSink{clk: clk, others: 0.3}
+	c := consume.New(consume.Config{BatchSize: 10}, rc, sink, clk, nil, nil)
+	sink.pace = c.Pacer().Rate
+	batch := msgs(`{"a":1}`, `{"a":2}`, `{"a":3}`, `{"a":4}`, `{"a":5}`, `{"a":6}`, `{"a":7}`, `{"a":8}`, `{"a":9}`, `{"a":10}`)
+	run := func(d time.Duration) (low float64) {
+		low = math.Inf(1)
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			if rep := c.Process(context.Background(), batch); len(rep.Stored) != len(batch) {
+				t.Fatalf("stored %d of %d", len(rep.Stored), len(batch))
+			}
+			low = math.Min(low, c.Pacer().Rate())
+		}
+		return low
+	}
+	run(4 * time.Minute)
+	sink.others = 0.5
+	if low := run(20 * time.Second); low != 100 {
+		t.Errorf("RATE without inner settings: pace fell to %v under a slower destination; want the share 100", low)
+	}
+	if _, on := c.InnerLoop(); on {
+		t.Errorf("RATE without inner settings: the inner loop runs; want none")
+	}
+
+	sink.others = 0.3
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100, Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}})
+	if low := run(4 * time.Minute); low != 100 {
+		t.Fatalf("RATE with inner settings: pace fell to %v without a disturbance; want the share 100", low)
+	}
+	learned, on := c.InnerLoop()
+	if !on || learned.State.Ref == 0 || learned.Config.Tolerance != 0.2 {
+		t.Fatalf("RATE with inner settings: inner loop %+v, %v; want it on, tolerance 0.2, with a learned reference", learned, on)
+	}
+	// New settings keep the reference: the cut comes at once, not after
+	// another Settle of learning.
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100, Inner: &protocol.InnerSettings{Tolerance: 0.25, ReactionTime: 30 * time.Second}})
+	run(2 * time.Second)
+	if l, on := c.InnerLoop(); !on || l.Config.Tolerance != 0.25 || l.Config.ReactionTime != 30*time.Second || l.State.Ref == 0 {
+		t.Fatalf("new inner settings: inner loop %+v, %v; want tolerance 0.25, reaction time 30s, the reference kept", l, on)
+	}
+	sink.others = 0.5
+	if low := run(20 * time.Second); low > 80 {
+		t.Errorf("RATE with inner settings: lowest pace %v in 20 s of a slower destination; want a cut below 80", low)
+	}
+
+	// A RATE without the settings stops the inner loop in the middle of a
+	// cut: the pace is the share again at once.
+	sink.others = 0.3
+	run(4 * time.Minute)
+	sink.others = 0.5
+	for end := clk.Now().Add(20 * time.Second); c.Pacer().Rate() >= 100 && clk.Now().Before(end); {
+		run(100 * time.Millisecond)
+	}
+	if r := c.Pacer().Rate(); r >= 100 {
+		t.Fatalf("pace %v after 20 s of a slower destination; want a cut", r)
+	}
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100})
+	run(2 * time.Second)
+	if _, on := c.InnerLoop(); on {
+		t.Errorf("RATE without inner settings again: the inner loop still runs; want none")
+	}
+	if low := run(5 * time.Second); low != 100 {
+		t.Errorf("RATE without inner settings again: pace %v under the slower destination; want the share 100 (no cut)", low)
+	}
+}

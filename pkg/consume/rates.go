@@ -47,6 +47,9 @@ type Allowed struct {
 	Reason   string
 	// ReadAt is when RATE was read (by the consumer's clock).
 	ReadAt time.Time
+	// Inner is the inner loop's settings that RATE carries (the loop's
+	// PARAMS inner_loop): nil when it carries none, and on Fallback.
+	Inner *protocol.InnerSettings
 }
 
 // RateCacheConfig configures a RateCache.
@@ -170,6 +173,9 @@ func (c *RateCache) read(ctx context.Context, now time.Time) Allowed {
 		c.log.WarnContext(ctx, "using safe rate", "loop", c.cfg.Loop, "reason", a.Reason, "safe_rate", c.cfg.SafeRate)
 	}
 	a.Share = a.Total / float64(n)
+	if !a.Fallback {
+		a.Inner = r.Inner
+	}
 	if c.cfg.Weights != nil {
 		var w map[string]float64
 		if !a.Fallback {

@@ -201,3 +201,30 @@ func TestRateCacheKeepsLastValidRateOnReadError(t *testing.T) {
 		t.Errorf("RateFallbacks = %d; want 1 (only after expiry)", got)
 	}
 }
+
+// RATE's inner settings come with the rate read, and not with the safe
+// rate: an expired RATE's settings are not in force.
+func TestRateCacheInnerSettings(t *testing.T) {
+	clk := newFakeClock()
+	store := memqueue.NewRates()
+	in := &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}
+	store.Put(protocol.Rate{Loop: "orders", PerSecond: 300, ExpiresAt: clk.Now().Add(time.Minute), Inner: in})
+	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 10}, store, consume.FixedPeers(1), clk, nil, nil)
+	if a := c.Allowed(context.Background()); a.Fallback || a.Inner == nil || *a.Inner != *in {
+		t.Errorf("Allowed with RATE carrying inner settings = %+v; want them, not on fallback", a)
+	}
+	clk.Advance(2 * time.Minute)
+	if a := c.Allowed(context.Background()); !a.Fallback || a.Inner != nil {
+		t.Errorf("Allowed on an expired RATE = %+v; want the safe rate without inner settings", a)
+	}
+}
+
+func ExampleAllowed() {
+	store := memqueue.NewRates()
+	store.Put(protocol.Rate{Loop: "orders", PerSecond: 300, Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}})
+	c := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 10}, store, consume.FixedPeers(3), consume.WallClock{}, nil, nil)
+	a := c.Allowed(context.Background())
+	// A Consumer without Config.Inner runs its inner loop with these.
+	fmt.Println(a.Share, a.Inner.Tolerance, a.Inner.ReactionTime)
+	// Output: 100 0.2 20s
+}

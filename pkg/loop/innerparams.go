@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // The inner_* PARAMS attributes: the consumers' inner loop on their sink's
@@ -40,6 +41,14 @@ func (p Params) InnerConfig() (consume.InnerConfig, bool) {
 		return consume.InnerConfig{}, false
 	}
 	return consume.InnerConfig{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime}, true
+}
+
+// innerSettings is what RATE carries of p's inner loop: nil when it is off.
+func (p Params) innerSettings() *protocol.InnerSettings {
+	if p.Inner == nil {
+		return nil
+	}
+	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime}
 }
 
 // inner_loop true creates Params.Inner with the defaults; the other inner_*

@@ -1,11 +1,13 @@
 package loop_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/loop"
 	"github.com/sluice-dev/sluice/pkg/loop/looptest"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 func TestInnerParams(t *testing.T) {
@@ -51,5 +53,36 @@ func TestInnerParamsRefused(t *testing.T) {
 			_, err := loop.DecodeParams("orders", valid(tc.edit), looptest.Sources())
 			wantRefused(t, err, tc.field, tc.says)
 		})
+	}
+}
+
+// RATE carries the inner loop's settings at every tick while inner_loop is
+// true (the consumers read them there), and not while it is off or unset.
+func TestTickRateCarriesTheInnerSettings(t *testing.T) {
+	r := newRig(t)
+	r.cpu("orders", 40, 30*time.Second)
+	readInner := func() *protocol.InnerSettings {
+		t.Helper()
+		r.tick("orders")
+		rate, err := r.store.ReadRate(context.Background(), "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rate.Inner
+	}
+	r.params("orders", nil)
+	if got := readInner(); got != nil {
+		t.Errorf("RATE.Inner without inner_loop = %+v; want none", got)
+	}
+	r.params("orders", func(a map[string]any) {
+		a["inner_loop"], a["inner_tolerance"], a["inner_reaction_time"] = true, 0.3, "40s"
+	})
+	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second}
+	if got := readInner(); got == nil || *got != want {
+		t.Errorf("RATE.Inner with inner_loop = %+v; want %+v", got, want)
+	}
+	r.params("orders", func(a map[string]any) { a["inner_loop"] = false })
+	if got := readInner(); got != nil {
+		t.Errorf("RATE.Inner after inner_loop false = %+v; want none", got)
 	}
 }

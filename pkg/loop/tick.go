@@ -572,7 +572,7 @@ func (w *due) record(st *State, out control.Output, prevVersion int64, now time.
 		w.status.Tick = st.Version
 	}
 	if p.Mode != ModeShadow {
-		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights}
+		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights, Inner: p.innerSettings()}
 		r.RateWritten = true
 	}
 	return c

@@ -66,7 +66,8 @@ func TestJSONNamesAreStable(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{protocol.Rate{Weights: map[string]float64{"n": 1}, Version: 2, LegacyLive: 1}, []string{"loop", "rate", "written_at", "expires_at", "tick", "weights", "v", "legacy_live"}},
+		{protocol.Rate{Weights: map[string]float64{"n": 1}, Version: 2, LegacyLive: 1, Inner: &protocol.InnerSettings{}}, []string{"loop", "rate", "written_at", "expires_at", "tick", "weights", "v", "legacy_live", "inner"}},
+		{protocol.InnerSettings{}, []string{"tolerance", "reaction_time"}},
 		{protocol.Peer{Batches: 1, BatchMessages: 1, Working: 1}, []string{"loop", "instance", "stored", "batches", "batch_messages", "working", "started_at", "reported_at", "expires_at"}},
 		{protocol.BatchCount{}, []string{"batches", "messages", "working"}},
 	} {

@@ -30,6 +30,20 @@ type Rate struct {
 	// rolling deploy): a consumer that counts its peers by the version 2
 	// live counts adds it. 0 when there are none.
 	LegacyLive int `json:"legacy_live,omitempty"`
+	// Inner, when set, turns on the consumers' inner loop on their sink's
+	// latency with these settings (the loop's PARAMS inner_loop); nil when
+	// it is off. A consumer that does not know it ignores it.
+	Inner *InnerSettings `json:"inner,omitempty"`
+}
+
+// InnerSettings are the settings of the consumers' inner loop that the
+// controller publishes in RATE.
+type InnerSettings struct {
+	// Tolerance is the rise of the latency per message, relative to the one
+	// learned at the setpoint, at which the inner loop cuts.
+	Tolerance float64 `json:"tolerance"`
+	// ReactionTime is the integral time of the cut.
+	ReactionTime time.Duration `json:"reaction_time"`
 }
 
 // LeaseLayout is the lease layout a consumer writes and counts by when it

@@ -118,8 +118,13 @@ func Consumer(ctx context.Context, c Config, log *slog.Logger) (awsCfg aws.Confi
 	store := ddbstore.New(dynamodb.NewFromConfig(awsCfg), c.Table)
 	peers := consume.LeaseOrFixed(c.Report, c.Loop, c.Consumers, store, stats, consume.WallClock{}, log)
 	rates := consume.NewRateCache(rc, store, peers, consume.WallClock{}, log, stats)
-	return awsCfg, consume.New(consume.Config{BatchSize: 10}, rates, sink, consume.WallClock{}, log, stats), closer, nil
+	return awsCfg, consume.New(ConsumerConfig(), rates, sink, consume.WallClock{}, log, stats), closer, nil
 }
+
+// ConsumerConfig is the Lambda consumers' consume.Config: batches of 10,
+// and no Config.Inner, so that the inner loop follows the settings RATE
+// carries (the loop's PARAMS inner_loop).
+func ConsumerConfig() consume.Config { return consume.Config{BatchSize: 10} }
 
 // Sink opens the destination: MySQL (OpenMySQL, secrets reading its DSN;
 // the statement prepared, so that one that cannot work stops the function

@@ -12,9 +12,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/testenv"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Logs is a log sink shared with the emulator's output; it is safe for
@@ -73,4 +77,36 @@ func With(base map[string]string, kv ...string) map[string]string {
 		env[kv[i]] = kv[i+1]
 	}
 	return env
+}
+
+// WantInnerLoopFollowsRate checks that a consumer built from cfg (a
+// function's own consume.Config) runs the inner loop while RATE carries its
+// settings and none while it does not: how PARAMS inner_loop reaches the
+// deployed consumers, which never read PARAMS.
+func WantInnerLoopFollowsRate(t *testing.T, cfg consume.Config) {
+	t.Helper()
+	rates := memqueue.NewRates()
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l", Period: time.Nanosecond}, rates, consume.FixedPeers(1), consume.WallClock{}, nil, nil)
+	c := consume.New(cfg, rc, storeAll{}, consume.WallClock{}, nil, nil)
+	process := func() {
+		t.Helper()
+		if rep := c.Process(context.Background(), []consume.Message{{ID: "m", Body: []byte(`{"a":1}`)}}); len(rep.Stored) != 1 {
+			t.Fatalf("Process: %+v; want the message stored", rep)
+		}
+	}
+	for _, in := range []*protocol.InnerSettings{nil, {Tolerance: 0.3, ReactionTime: 40 * time.Second}, nil} {
+		rates.Put(protocol.Rate{Loop: "l", PerSecond: 1e6, Inner: in})
+		process()
+		l, on := c.InnerLoop()
+		if on != (in != nil) || (on && (l.Config.Tolerance != in.Tolerance || l.Config.ReactionTime != in.ReactionTime)) {
+			t.Errorf("RATE.Inner %+v: the consumer's inner loop %+v, on %v; want it to follow RATE", in, l.Config, on)
+		}
+	}
+}
+
+// storeAll is a sink that stores every message at once.
+type storeAll struct{}
+
+func (storeAll) Store(_ context.Context, m []consume.Message) ([]consume.Result, error) {
+	return make([]consume.Result, len(m)), nil
 }

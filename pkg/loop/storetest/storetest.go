@@ -58,6 +58,8 @@ func testRateRoundTrip(t *testing.T, newStore func(t *testing.T) RateStore) {
 		{"zero rate", protocol.Rate{Loop: "zero", PerSecond: 0, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1}},
 		{"weights", protocol.Rate{Loop: "fleet", PerSecond: 900, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 42,
 			Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
+		{"inner settings", protocol.Rate{Loop: "inner", PerSecond: 50, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 3,
+			Inner: &protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 25 * time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +81,7 @@ func testRateOverwrite(t *testing.T, newStore func(t *testing.T) RateStore) {
 	at := rateTime()
 	s := newStore(t)
 	first := protocol.Rate{Loop: "l", PerSecond: 10, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 1,
-		Weights: map[string]float64{"a": 1}}
+		Weights: map[string]float64{"a": 1}, Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}}
 	second := protocol.Rate{Loop: "l", PerSecond: 20, WrittenAt: at.Add(time.Minute), ExpiresAt: at.Add(2 * time.Minute), Tick: 2}
 	for _, r := range []protocol.Rate{first, second} {
 		if err := s.WriteRate(ctx, r); err != nil {
@@ -134,5 +136,8 @@ func assertRate(t *testing.T, got, want protocol.Rate) {
 		if got.Weights[k] != v {
 			t.Errorf("weights[%q] = %v; want %v", k, got.Weights[k], v)
 		}
+	}
+	if (got.Inner == nil) != (want.Inner == nil) || (got.Inner != nil && *got.Inner != *want.Inner) {
+		t.Errorf("inner = %+v; want %+v", got.Inner, want.Inner)
 	}
 }

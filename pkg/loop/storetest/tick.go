@@ -212,7 +212,8 @@ func testCommitRoundTrip(t *testing.T, s Store) {
 	at := contractTime()
 	st := sampleState(at)
 	rate := protocol.Rate{Loop: "l", PerSecond: 321.5, WrittenAt: at, ExpiresAt: at.Add(3 * time.Minute), Tick: 1,
-		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5}}
+		Weights: map[string]float64{"http://a:8080/": 1.0 / 6, "http://b:8080/": 1.0 / 3, "http://c:8080/": 0.5},
+		Inner:   &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second}}
 	status := loop.ParamsStatus{Loop: "l", Status: loop.StatusRefused, Reason: "kp: -1 must be a finite number >= 0",
 		InForce: "last valid parameters", Fingerprint: "abc", CheckedAt: at, Tick: 1}
 	if err := s.CommitTick(ctx, loop.Commit{PrevVersion: 0, State: st, Rate: &rate, Status: &status}); err != nil {

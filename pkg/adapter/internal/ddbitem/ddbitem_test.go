@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/sluice-dev/sluice/pkg/adapter/internal/ddbitem"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -19,6 +21,24 @@ func TestRateRoundTrip(t *testing.T) {
 	got, err := ddbitem.DecodeRate(ddbitem.EncodeRate(want))
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("DecodeRate(EncodeRate(%+v)) = %+v, %v; want it back", want, got, err)
+	}
+}
+
+func TestRateRoundTripsItsInnerSettings(t *testing.T) {
+	want := protocol.Rate{Loop: "orders", PerSecond: 12.5, WrittenAt: t0, ExpiresAt: t0.Add(time.Minute), Version: protocol.Version,
+		Inner: &protocol.InnerSettings{Tolerance: 0.35, ReactionTime: 12500 * time.Millisecond}}
+	item := ddbitem.EncodeRate(want)
+	got, err := ddbitem.DecodeRate(item)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeRate(EncodeRate(%+v)) = %+v, %v; want it back", want, got, err)
+	}
+	want.Inner = nil
+	if _, ok := ddbitem.EncodeRate(want)["inner"]; ok {
+		t.Error("EncodeRate without inner settings wrote the inner attribute; want it omitted")
+	}
+	delete(item["inner"].(*types.AttributeValueMemberM).Value, "tolerance")
+	if _, err := ddbitem.DecodeRate(item); err == nil || !strings.Contains(err.Error(), "tolerance") {
+		t.Errorf("DecodeRate(inner without tolerance) error = %v; want one naming it", err)
 	}
 }
 

@@ -2,6 +2,8 @@ package ddbitem
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -25,6 +27,12 @@ func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
 			m[k] = Num(v)
 		}
 		item["weights"] = &types.AttributeValueMemberM{Value: m}
+	}
+	if r.Inner != nil {
+		item["inner"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"tolerance":        Num(r.Inner.Tolerance),
+			"reaction_time_ms": Integer(r.Inner.ReactionTime.Milliseconds()),
+		}}
 	}
 	return item
 }
@@ -73,5 +81,31 @@ func DecodeRate(item map[string]types.AttributeValue) (protocol.Rate, error) {
 			r.Weights[k] = v
 		}
 	}
-	return r, nil
+	inner, err := decodeInner(item)
+	r.Inner = inner
+	return r, err
+}
+
+// decodeInner reads RATE's inner attribute: nil when absent.
+func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings, error) {
+	av, ok := item["inner"]
+	if !ok {
+		return nil, nil
+	}
+	m, ok := av.(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, fmt.Errorf("attribute inner: want a map (M), got %s", TypeName(av))
+	}
+	tol, err := GetN(m.Value, "tolerance")
+	if err != nil {
+		return nil, fmt.Errorf("inner: %w", err)
+	}
+	ms, err := GetN(m.Value, "reaction_time_ms")
+	if err != nil {
+		return nil, fmt.Errorf("inner: %w", err)
+	}
+	if math.IsNaN(tol) || tol < 0 || math.IsNaN(ms) || ms < 0 {
+		return nil, fmt.Errorf("inner: tolerance %v and reaction_time_ms %v must not be negative", tol, ms)
+	}
+	return &protocol.InnerSettings{Tolerance: tol, ReactionTime: time.Duration(ms * float64(time.Millisecond))}, nil
 }
