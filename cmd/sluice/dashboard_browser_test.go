@@ -435,4 +435,11 @@ func TestBrowserSharedDemo(t *testing.T) {
 		}
 	}
 	dashScreenshot(t, ctx, "dashboard-shared")
+	// A member's header names its destination for the CPU: it has no
+	// signal of its own, which is not a stale one.
+	cdp(t, ctx, "member page", chromedp.Navigate("about:blank"), chromedp.Navigate(url+"#orders"),
+		cdpUntil(`document.getElementById('now').innerText.includes('at db')`, 20*time.Second))
+	if now := cdpValue(t, ctx, "member header", chromedp.Evaluate[string](`document.getElementById('now').innerText`)); strings.Contains(now, "stale") {
+		t.Errorf("member orders' header %q says stale; want its CPU at its destination db", now)
+	}
 }

@@ -264,7 +264,11 @@ function drawAll() {
   item("tick", hhmm(p.t) + " UTC");
   item("mode", p.mode || "–");
   item("setpoint", fmt(p.setpoint) + " %");
-  item("CPU", p.measured === null ? "stale" : fmt(p.measured) + " %");
+  // A member of a destination has no signal of its own: its CPU is the
+  // destination's. A tick without a datapoint is stale only when it says so.
+  const dest = Object.keys(st.members).find((d) => st.members[d].includes(st.loop));
+  if (dest) item("CPU", "at " + dest);
+  else item("CPU", p.measured !== null ? fmt(p.measured) + " %" : p.stale ? "stale" : "no datapoint yet");
   item("rate", fmt(p.rate) + " msg/s");
   if (p.limiting) item("limited by", p.limiting);
   if (p.reason_text) item("reason", p.reason_text);
