@@ -54,12 +54,10 @@ const window = 5
 // Events are the events that points (oldest first) show.
 func Events(points []history.Point) []Event {
 	var out []Event
-	demandRun := 0
+	var run demandRun
 	for i, p := range points {
 		if i == 0 {
-			if p.Reason == string(loop.ReasonDemand) {
-				demandRun = 1
-			}
+			run.add(p)
 			continue
 		}
 		q := points[i-1]
@@ -69,20 +67,52 @@ func Events(points []history.Point) []Event {
 		if e, ok := disturbance(points, i); ok {
 			out = append(out, e)
 		}
-		if demandRun >= 2 && p.Reason != string(loop.ReasonDemand) && p.Reason != "" && !p.Stale {
+		if run.burstAt(p) {
 			out = append(out, Event{p.T, Burst, fmt.Sprintf("burst: held by demand for %d ticks, the consumers took %s msg/s (from %s); now %s",
-				demandRun, num(p.Consumed), num(q.Consumed), p.Reason)})
+				run.ticks, num(p.Consumed), num(q.Consumed), p.Reason)})
 		}
-		if p.Reason == string(loop.ReasonDemand) {
-			demandRun++
-		} else {
-			demandRun = 0
-		}
+		run.add(p)
 		if p.Reason != q.Reason && p.Reason != "" {
 			out = append(out, Event{p.T, ReasonChange, fmt.Sprintf("reason: %s -> %s", cmpOr(q.Reason, "none"), p.Reason)})
 		}
 	}
 	return out
+}
+
+// demandRun is the run of ticks held by demand up to the current one: how
+// many, the least the consumers took in it and the most they were allowed.
+type demandRun struct {
+	ticks          int
+	least, allowed float64
+}
+
+// add counts p in the run, or ends the run when p was not held by demand.
+func (r *demandRun) add(p history.Point) {
+	if p.Reason != string(loop.ReasonDemand) {
+		*r = demandRun{}
+		return
+	}
+	if r.ticks == 0 || p.Consumed < r.least {
+		r.least = p.Consumed
+	}
+	r.allowed = math.Max(r.allowed, p.Rate)
+	r.ticks++
+}
+
+// burstAt reports whether p ends a run that was an idle queue's: at least
+// two ticks held by demand while the consumers took at most half of what
+// they were allowed, then a tick not held (the consumers took their rate)
+// at which they took at least twice the run's least and a quarter of its
+// rate. A run held at nine tenths of the rate is no idle queue, and its end
+// is no burst.
+func (r *demandRun) burstAt(p history.Point) bool {
+	if r.ticks < 2 || p.Reason == string(loop.ReasonDemand) || p.Reason == "" || p.Stale {
+		return false
+	}
+	if !finite(p.Consumed) || !finite(r.least) || r.least > 0.5*r.allowed {
+		return false
+	}
+	return p.Consumed >= 2*r.least && p.Consumed >= 0.25*r.allowed
 }
 
 // disturbance reports a disturbance starting or ending at points[i]: the

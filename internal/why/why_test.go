@@ -107,6 +107,27 @@ func TestEventsBurst(t *testing.T) {
 	}
 }
 
+// A loop held by demand at nine tenths of its rate (consumers that take
+// nearly all they are given, as at a start) and then limited again had no
+// idle queue: its end is no burst.
+func TestEventsNoBurstWithoutAnIdleQueue(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	var points []history.Point
+	add := func(code loop.ReasonCode, rate, consumed float64) {
+		points = append(points, history.Point{T: t0.Add(time.Duration(len(points)) * 5 * time.Second), Setpoint: 20, Measured: 15,
+			Rate: rate, Consumed: consumed, Reason: string(code), ReasonText: string(code)})
+	}
+	add(loop.ReasonLimited, 17, 15)
+	add(loop.ReasonDemand, 18.8, 16.7)
+	add(loop.ReasonDemand, 18.8, 17.5)
+	add(loop.ReasonLimited, 17, 18)
+	for _, e := range why.Events(points) {
+		if e.Kind == why.Burst {
+			t.Errorf("event %+v; want no burst after a run held at nine tenths of the rate", e)
+		}
+	}
+}
+
 func TestPrint(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	points := []history.Point{
