@@ -26,16 +26,17 @@ func (s *queueingSink) Store(_ context.Context, m []consume.Message) ([]consume.
 	return make([]consume.Result, len(m)), nil
 }
 
-// TestConsumerInnerLoopCutsThePace runs a Consumer with its inner loop on a
-// destination that slows down under another tenant's load: its pacer falls
-// below the share within seconds and returns to it once the load is gone.
-func TestConsumerInnerLoopCutsThePace(t *testing.T) {
+// newInnerRig is a Consumer (batches of 10, RATE 100 msg/s, inner as
+// Config.Inner) storing into a queueing sink at 0.3 others' load, and run,
+// which processes batches for d of fake time and returns the lowest pace.
+func newInnerRig(t *testing.T, inner *consume.InnerConfig) (*consume.Consumer, *queueingSink, *memqueue.Rates, *fakeClock, func(time.Duration) float64) {
+	t.Helper()
 	clk := newFakeClock()
 	rates := memqueue.NewRates()
 	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, clk, nil, nil)
 	sink := &queueingSink{clk: clk, others: 0.3}
-	c := consume.New(consume.Config{BatchSize: 10, Inner: &consume.InnerConfig{}}, rc, sink, clk, nil, nil)
+	c := consume.New(consume.Config{BatchSize: 10, Inner: inner}, rc, sink, clk, nil, nil)
 	sink.pace = c.Pacer().Rate
 	batch := msgs(`{"a":1}`, `{"a":2}`, `{"a":3}`, `{"a":4}`, `{"a":5}`, `{"a":6}`, `{"a":7}`, `{"a":8}`, `{"a":9}`, `{"a":10}`)
 	run := func(d time.Duration) (low float64) {
@@ -48,6 +49,14 @@ func TestConsumerInnerLoopCutsThePace(t *testing.T) {
 		}
 		return low
 	}
+	return c, sink, rates, clk, run
+}
+
+// TestConsumerInnerLoopCutsThePace runs a Consumer with its inner loop on a
+// destination that slows down under another tenant's load: its pacer falls
+// below the share within seconds and returns to it once the load is gone.
+func TestConsumerInnerLoopCutsThePace(t *testing.T) {
+	c, sink, _, _, run := newInnerRig(t, &consume.InnerConfig{})
 	if low := run(4 * time.Minute); low != 100 {
 		t.Fatalf("pace fell to %v without a disturbance; want the share 100", low)
 	}
@@ -70,24 +79,7 @@ func TestConsumerInnerLoopCutsThePace(t *testing.T) {
 // PARAMS inner_loop), takes new settings without forgetting what it
 // learned, and lets go of its cut at once when RATE stops carrying them.
 func TestConsumerInnerLoopFollowsRate(t *testing.T) {
-	clk := newFakeClock()
-	rates := memqueue.NewRates()
-	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100})
-	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "l"}, rates, nil, clk, nil, nil)
-	sink := &queueingSink{clk: clk, others: 0.3}
-	c := consume.New(consume.Config{BatchSize: 10}, rc, sink, clk, nil, nil)
-	sink.pace = c.Pacer().Rate
-	batch := msgs(`{"a":1}`, `{"a":2}`, `{"a":3}`, `{"a":4}`, `{"a":5}`, `{"a":6}`, `{"a":7}`, `{"a":8}`, `{"a":9}`, `{"a":10}`)
-	run := func(d time.Duration) (low float64) {
-		low = math.Inf(1)
-		for end := clk.Now().Add(d); clk.Now().Before(end); {
-			if rep := c.Process(context.Background(), batch); len(rep.Stored) != len(batch) {
-				t.Fatalf("stored %d of %d", len(rep.Stored), len(batch))
-			}
-			low = math.Min(low, c.Pacer().Rate())
-		}
-		return low
-	}
+	c, sink, rates, clk, run := newInnerRig(t, nil)
 	run(4 * time.Minute)
 	sink.others = 0.5
 	if low := run(20 * time.Second); low != 100 {
