@@ -28,7 +28,7 @@ VERSION = 2
 LATEST_LAYOUT = 2
 LEASE_EVERY = 2.0  # seconds between two refreshes of the lease
 LEASE_TTL = 15.0  # seconds a lease lives after a refresh
-LIVE_BUCKET = 15  # seconds: the width of a live-count bucket
+LIVE_BUCKET = 7  # seconds: the width of a live-count bucket
 PEER_RETENTION = 600  # seconds: the lease's ttl is expires_at + 2 x this
 LIVE_TTL = 3600  # seconds a live count outlives its bucket
 

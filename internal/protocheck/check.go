@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Item is an item in DynamoDB's attribute values.
@@ -138,7 +140,7 @@ func checkExpiry(kind string, item Item, fail func(rule, format string, args ...
 	if kind == "LIVE" {
 		sk, _ := str(item, "sk")
 		b, err := strconv.ParseInt(sk[len(sk)-12:], 10, 64)
-		if err == nil && hasTTL && ttl < (b+1)*15 {
+		if err == nil && hasTTL && ttl < (b+1)*int64(protocol.LiveBucket/time.Second) {
 			fail("ttl", "ttl %d is before the end of bucket %d", ttl, b)
 		}
 		return

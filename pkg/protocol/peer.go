@@ -68,9 +68,11 @@ type BatchCount struct {
 // it refreshes its lease, and at least once per bucket while it runs; the
 // live count at a time is the larger of its bucket's count and the
 // previous bucket's. An instance is then counted from its first refresh
-// and for one to two buckets after its last, like a lease with a TTL of
-// LiveBucket (the default lease TTL).
-const LiveBucket = 15 * time.Second
+// and for one to two buckets after its last (7 to 14 s): an instance that
+// stops without closing its lease leaves the count before its lease of
+// the default 15 s TTL would lapse, so that after a scale-down the
+// survivors take their share as soon as they did with version 1 leases.
+const LiveBucket = 7 * time.Second
 
 // BucketOf is the number of t's live-count bucket: whole LiveBuckets since
 // the Unix epoch.

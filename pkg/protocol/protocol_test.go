@@ -122,9 +122,27 @@ func TestRateLeaseLayout(t *testing.T) {
 	}
 }
 
+// An instance that stops without closing its lease (a Lambda environment
+// frozen or reaped) leaves the live count no later than its lease would
+// lapse: whenever in a bucket its last refresh came, the counts of the
+// bucket a lease TTL later and of the one before it no longer hold it, so
+// that the survivors of a scale-down take their share within the TTL.
+func TestLiveCountForgetsAStoppedInstanceWithinTheLeaseTTL(t *testing.T) {
+	const leaseTTL = 15 * time.Second // pkg/consume's DefaultLeaseTTL
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for off := time.Duration(0); off < 2*protocol.LiveBucket; off += 100 * time.Millisecond {
+		last := start.Add(off)
+		if at := last.Add(leaseTTL); protocol.BucketOf(at)-1 <= protocol.BucketOf(last) {
+			t.Fatalf("a last refresh at %v is still in the counts read at %v (buckets %d and %d); want it gone within the %v lease TTL",
+				last.Format("15:04:05.0"), at.Format("15:04:05.0"), protocol.BucketOf(at)-1, protocol.BucketOf(at), leaseTTL)
+		}
+	}
+}
+
 func TestLiveCount(t *testing.T) {
-	at := time.Date(2026, 1, 1, 0, 0, 14, 0, time.UTC)
-	if protocol.BucketOf(at) != protocol.BucketOf(at.Add(-14*time.Second)) || protocol.BucketOf(at.Add(time.Second)) != protocol.BucketOf(at)+1 {
+	// 2026-01-01T00:00:00Z is a whole number of LiveBuckets since the epoch.
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(protocol.LiveBucket - time.Second)
+	if protocol.BucketOf(at) != protocol.BucketOf(at.Add(-(protocol.LiveBucket-time.Second))) || protocol.BucketOf(at.Add(time.Second)) != protocol.BucketOf(at)+1 {
 		t.Errorf("BucketOf: want buckets of %v aligned on the epoch", protocol.LiveBucket)
 	}
 	for _, tc := range []struct {

@@ -2,6 +2,7 @@ package consumers_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -33,15 +34,9 @@ func TestLambdaCostShort(t *testing.T) {
 		t.Errorf("paced: %d instances, %.0f GB-s per million; fixed: %d, %.0f; want fewer instances and fewer GB-s paced",
 			paced.Concurrency, paced.GBsPerMillion, fixed.Concurrency, fixed.GBsPerMillion)
 	}
-	// Never above the allowed rate. Below it is a failure only past what a
-	// busy machine explains: the paced row runs its few instances at about
-	// 80 % of what they take when the machine is idle (5 x 24 msg/s for 96
-	// allowed), so batches a third slower (another job on both cores) show
-	// as a shortfall of about 13 % that is not the pacer's.
 	for _, r := range rows {
-		if r.ErrorPct > 10 || r.ErrorPct < -30 {
-			t.Errorf("%s: achieved %.1f of %.1f msg/s (%.1f %%); want at most 10 %% above it and no more than 30 %% below over a short window",
-				r.Mode, r.Achieved, r.Allowed, r.ErrorPct)
+		if math.Abs(r.ErrorPct) > 10 {
+			t.Errorf("%s: achieved %.1f of %.1f msg/s (%.1f %%); want within 10 %% over a short window", r.Mode, r.Achieved, r.Allowed, r.ErrorPct)
 		}
 	}
 }
