@@ -246,15 +246,19 @@ func (r *runner) tickStacks(s *stackSet, st stackInfo, fns map[string]*function)
 	r.res.LoopsTicked = append(r.res.LoopsTicked, b.loop)
 }
 
-// checkLeases reads every lease of the table: each consumer stack's
-// consumer wrote its own loop's, and no lease names another loop.
+// checkLeases reads the leases of the table in both layouts (version 1:
+// every loop's, on the by-sk index; version 2: each consumer loop's own
+// partition, which a consumer writes once the controller's RATE names
+// layout 2): each consumer stack's consumer wrote its own loop's, and no
+// lease names another loop.
 func (r *runner) checkLeases(s *stackSet) {
 	cfg, err := awsconf.Load(r.Ctx)
 	if err != nil {
 		r.Fail("stacks: %v", err)
 		return
 	}
-	peers, err := ddbstore.New(dynamodb.NewFromConfig(cfg), s.ctl.table).Peers(r.Ctx)
+	store := ddbstore.New(dynamodb.NewFromConfig(cfg), s.ctl.table)
+	peers, err := store.Peers(r.Ctx)
 	if err != nil {
 		r.Fail("stacks: leases: %v", err)
 		return
@@ -263,7 +267,12 @@ func (r *runner) checkLeases(s *stackSet) {
 	for _, d := range s.consumers {
 		known[d.loop] = true
 		rep := r.report(s, d, "consumer")
-		if len(peers[d.loop]) > 0 {
+		v2, err := store.LoopPeers(r.Ctx, d.loop)
+		if err != nil {
+			r.Fail("stacks: leases of %s: %v", d.loop, err)
+			continue
+		}
+		if len(peers[d.loop])+len(v2) > 0 {
 			rep.LeaseLoops = append(rep.LeaseLoops, d.loop)
 		} else {
 			r.Fail("stacks: no lease of loop %s from stack %s", d.loop, d.stack)
