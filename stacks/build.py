@@ -97,7 +97,7 @@ def params_consumer():
     AllowedValues: [mysql, http]
     Description: Where the consumers store messages.
 '''
-    for k in ['ConsumerMySQLSecretName','ConsumerMySQLHost','ConsumerMySQLPort','ConsumerMySQLDatabase','ConsumerMySQLCA','ConsumerMySQLTLS','ConsumerMySQLMaxOpen','ConsumerMySQLMaxIdle','ConsumerMySQLConnLifetime','ConsumerMySQLAuth','ConsumerMySQLUser','ConsumerMySQLDBUserArn','ConsumerMySQLStatement','ConsumerMySQLPrefix','ConsumerMySQLInboxRetention','ConsumerHTTPEndpoints','ConsumerSubnetIds','ConsumerSecurityGroupIds']:
+    for k in ['ConsumerMySQLSecretName','ConsumerMySQLHost','ConsumerMySQLPort','ConsumerMySQLDatabase','ConsumerMySQLCA','ConsumerMySQLTLS','ConsumerMySQLMaxOpen','ConsumerMySQLMaxIdle','ConsumerMySQLConnLifetime','ConsumerMySQLAuth','ConsumerMySQLUser','ConsumerMySQLDBUserArn','ConsumerMySQLStatement','ConsumerMySQLPrefix','ConsumerMySQLInboxRetention','ConsumerHTTPEndpoints','ConsumerHTTPAuthSecret','ConsumerSubnetIds','ConsumerSecurityGroupIds']:
         out+=entry('Parameters',k)
     return out
 
@@ -118,6 +118,10 @@ Conditions:
     - !Condition IsMySQLSink
     - !Equals [!Ref ConsumerMySQLAuth, password]
   MySQLSecretIsArn: !Equals [!Select [0, !Split [":", !Ref ConsumerMySQLSecretName]], arn]
+  UsesHTTPAuthSecret: !And
+    - !Equals [!Ref ConsumerSink, http]
+    - !Not [!Equals [!Ref ConsumerHTTPAuthSecret, ""]]
+  HTTPAuthSecretIsArn: !Equals [!Select [0, !Split [":", !Ref ConsumerHTTPAuthSecret]], arn]
   HasConsumerVpc: !Not [!Equals [!Join ["", !Ref ConsumerSubnetIds], ""]]
   CreateQueue: !Equals [!Ref ExistingQueueArn, ""]
   HasQueueName: !Not [!Equals [!Ref QueueName, ""]]

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,84 +74,178 @@ func iamLike(p, s string) bool {
 	return regexp.MustCompile(re).MatchString(s)
 }
 
-// keyRecorder is a DynamoDB stand-in that records the partition keys the
-// store reads and writes.
-type keyRecorder struct {
-	ddbstore.API
-	gets, puts []string
+// call is one DynamoDB request a consumer's store made: its IAM action,
+// whether it went to the by-sk index, and its partition key (the only key
+// dynamodb:LeadingKeys conditions).
+type call struct {
+	action string
+	index  bool
+	pk     string
 }
 
+// keyRecorder is a DynamoDB stand-in that keeps what is put, answers gets
+// from it, and records every request's action and partition key.
+type keyRecorder struct {
+	ddbstore.API
+	items map[string]map[string]types.AttributeValue
+	calls []call
+}
+
+func str(v types.AttributeValue) string { return v.(*types.AttributeValueMemberS).Value }
+
 func (k *keyRecorder) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	k.gets = append(k.gets, in.Key["pk"].(*types.AttributeValueMemberS).Value)
-	return &dynamodb.GetItemOutput{}, nil
+	k.calls = append(k.calls, call{action: "dynamodb:GetItem", pk: str(in.Key["pk"])})
+	return &dynamodb.GetItemOutput{Item: k.items[str(in.Key["pk"])+"|"+str(in.Key["sk"])]}, nil
 }
 
 func (k *keyRecorder) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	k.puts = append(k.puts, in.Item["pk"].(*types.AttributeValueMemberS).Value)
+	k.calls = append(k.calls, call{action: "dynamodb:PutItem", pk: str(in.Item["pk"])})
+	if k.items == nil {
+		k.items = map[string]map[string]types.AttributeValue{}
+	}
+	k.items[str(in.Item["pk"])+"|"+str(in.Item["sk"])] = in.Item
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// TestTemplateConsumerWritesOnlyTheirLeases: each consumer role may write
-// (PutItem, its only write) the items whose partition key its loop's
-// leases have, and read (GetItem) its loop's items only; the keys the
-// store really uses pass those conditions and another loop's, or the
-// loop's RATE, do not.
-func TestTemplateConsumerWritesOnlyTheirLeases(t *testing.T) {
-	const loop = "orders"
+func (k *keyRecorder) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	k.calls = append(k.calls, call{action: "dynamodb:UpdateItem", pk: str(in.Key["pk"])})
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (k *keyRecorder) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c := call{action: "dynamodb:Query", index: in.IndexName != nil}
+	if c.index {
+		c.pk = str(in.ExpressionAttributeValues[":sk"]) // the index's partition key is the table's sort key
+	} else {
+		c.pk = str(in.ExpressionAttributeValues[":pk"])
+	}
+	k.calls = append(k.calls, c)
+	return &dynamodb.QueryOutput{}, nil
+}
+
+// consumerCalls runs what a consumer's store does in one refresh (read
+// RATE, report the lease, count the live peers), with the controller's
+// RATE written (lease layout 2, what every controller writes) or not yet
+// (layout 1), and returns the requests it made.
+func consumerCalls(t *testing.T, loop string, rate bool) []call {
+	t.Helper()
 	rec := &keyRecorder{}
-	st := ddbstore.New(rec, "sluice")
 	now := time.Now()
+	if rate {
+		if err := ddbstore.New(rec, "sluice").WriteRate(context.Background(), protocol.Rate{Loop: loop, PerSecond: 10, WrittenAt: now, ExpiresAt: now.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.calls = nil // the controller's write, not the consumer's
+	st := ddbstore.New(rec, "sluice")
+	if _, err := st.ReadRate(context.Background(), loop); (err == nil) != rate {
+		t.Fatalf("ReadRate with RATE written %v: %v", rate, err)
+	}
 	if err := st.ReportPeer(context.Background(), protocol.Peer{Loop: loop, Instance: "i-1", StartedAt: now, ReportedAt: now, ExpiresAt: now.Add(15 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	st.ReadRate(context.Background(), loop)
-	if len(rec.puts) == 0 || len(rec.gets) == 0 {
-		t.Fatalf("the store wrote %q and read %q; want the lease and RATE", rec.puts, rec.gets)
+	if _, err := st.LivePeers(context.Background(), loop, now); err != nil {
+		t.Fatal(err)
 	}
-	for _, role := range consumerRoles {
-		policy := strings.Join(block(t, template(t), "Resources", role, "Properties", "Policies"), "\n")
-		for _, action := range []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:TransactWriteItems"} {
-			if strings.Contains(policy, action) {
-				t.Errorf("%s grants %s; a consumer writes its lease with PutItem only", role, action)
+	return rec.calls
+}
+
+// grant is one Allow statement of a role's policies, as far as DynamoDB
+// needs it: its actions, whether its resource is the by-sk index or the
+// table, and its dynamodb:LeadingKeys condition.
+type grant struct {
+	sid     string
+	actions []string
+	index   bool
+	like    bool     // ForAllValues:StringLike (else StringEquals)
+	keys    []string // the condition's values, ${LoopId} and !Ref LoopId replaced by the loop
+}
+
+// grants reads the DynamoDB statements of role's policies.
+func grants(t *testing.T, role, loop string) []grant {
+	t.Helper()
+	var out []grant
+	for _, l := range block(t, template(t), "Resources", role, "Properties", "Policies") {
+		sid, ok := strings.CutPrefix(strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "- ")), "Sid: ")
+		if !ok {
+			continue
+		}
+		st := statement(t, role, sid)
+		text := strings.Join(st, "\n")
+		if !strings.Contains(text, "dynamodb:") {
+			continue
+		}
+		g := grant{sid: sid, actions: listAfter(t, st, "Action"), index: strings.Contains(text, "/index/by-sk"), like: strings.Contains(text, "StringLike")}
+		if strings.Contains(text, "dynamodb:LeadingKeys") {
+			for _, k := range listAfter(t, st, "dynamodb:LeadingKeys") {
+				k = strings.Trim(strings.TrimPrefix(k, "!Sub "), `"`)
+				g.keys = append(g.keys, strings.NewReplacer("${LoopId}", loop, "!Ref LoopId", loop).Replace(k))
 			}
 		}
-		if n := strings.Count(policy, "dynamodb:PutItem"); n != 1 {
-			t.Errorf("%s names dynamodb:PutItem %d times; want once, in Lease", role, n)
+		out = append(out, g)
+	}
+	return out
+}
+
+// allows reports whether g lets c through.
+func (g grant) allows(c call) bool {
+	if g.index != c.index || !slices.Contains(g.actions, c.action) {
+		return false
+	}
+	if g.keys == nil {
+		return g.index // the index's keys are every loop's sort key: reads only
+	}
+	for _, k := range g.keys {
+		if (g.like && iamLike(k, c.pk)) || (!g.like && k == c.pk) {
+			return true
 		}
-		if n := strings.Count(policy, "dynamodb:GetItem"); n != 1 {
-			t.Errorf("%s names dynamodb:GetItem %d times; want once, in ReadRate", role, n)
-		}
-		lease := statement(t, role, "Lease")
-		if got := listAfter(t, lease, "Action"); len(got) != 1 || got[0] != "dynamodb:PutItem" {
-			t.Errorf("%s Lease allows %q; want dynamodb:PutItem alone", role, got)
-		}
-		put := listAfter(t, lease, "dynamodb:LeadingKeys")
-		if !strings.Contains(strings.Join(lease, "\n"), "ForAllValues:StringLike:") || len(put) != 1 {
-			t.Fatalf("%s Lease: no ForAllValues:StringLike on one dynamodb:LeadingKeys pattern: %q", role, lease)
-		}
-		pattern := strings.ReplaceAll(strings.Trim(strings.TrimPrefix(put[0], "!Sub "), `"`), "${LoopId}", loop)
-		cases := map[string]bool{"billing#i-1": false, loop: false, "orders2#i-1": false}
-		for _, pk := range rec.puts {
-			cases[pk] = true
-		}
-		for pk, want := range cases {
-			if iamLike(pattern, pk) != want {
-				t.Errorf("%s Lease's LeadingKeys %q on pk %q: allowed %v; want %v", role, pattern, pk, !want, want)
+	}
+	return false
+}
+
+// TestTemplateConsumerPolicyAllowsWhatTheStoreDoes: on every consumer
+// path, each request a consumer's store makes in either lease layout (the
+// RATE read, the lease, the live count and its query) is allowed by a
+// statement of the role, and the same requests on another loop's keys, or
+// a write to the loop's own RATE, are not: a consumer writes its lease
+// and live counts only. Layout 2 is what every controller's RATE names,
+// so a role without it fails every refresh in AWS although the local
+// stack, which enforces no IAM, never shows it.
+func TestTemplateConsumerPolicyAllowsWhatTheStoreDoes(t *testing.T) {
+	const loop = "orders"
+	for _, rate := range []bool{false, true} {
+		calls := consumerCalls(t, loop, rate)
+		for _, role := range consumerRoles {
+			gs := grants(t, role, loop)
+			allowed := func(c call) bool { return slices.ContainsFunc(gs, func(g grant) bool { return g.allows(c) }) }
+			for _, c := range calls {
+				if !allowed(c) {
+					t.Errorf("RATE written %v: %s denies %s on pk %q (index %v), which the store makes", rate, role, c.action, c.pk, c.index)
+				}
+				if c.index {
+					continue
+				}
+				for _, other := range []string{strings.Replace(c.pk, loop, "billing", 1), strings.Replace(c.pk, loop, loop+"2", 1)} {
+					if o := (call{action: c.action, pk: other}); allowed(o) {
+						t.Errorf("%s allows %s on another loop's pk %q", role, c.action, other)
+					}
+				}
 			}
-		}
-		read := statement(t, role, "ReadRate")
-		keys := listAfter(t, read, "dynamodb:LeadingKeys")
-		if !strings.Contains(strings.Join(read, "\n"), "ForAllValues:StringEquals:") || len(keys) != 1 || keys[0] != "!Ref LoopId" {
-			t.Errorf("%s ReadRate: want ForAllValues:StringEquals dynamodb:LeadingKeys [!Ref LoopId]; got %q", role, read)
-		}
-		for _, pk := range rec.gets {
-			if pk != loop {
-				t.Errorf("the store reads at pk %q; the policy allows %q", pk, loop)
+			for _, action := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} {
+				if c := (call{action: action, pk: loop}); allowed(c) {
+					t.Errorf("%s allows %s on the loop's own items (pk %q: RATE, PARAMS)", role, action, loop)
+				}
+			}
+			policy := strings.Join(block(t, template(t), "Resources", role, "Properties", "Policies"), "\n")
+			for _, action := range []string{"dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:TransactWriteItems", "dynamodb:Scan"} {
+				if strings.Contains(policy, action) {
+					t.Errorf("%s grants %s, which no consumer needs", role, action)
+				}
 			}
 		}
 	}
-	if p := value(t, block(t, template(t), "Parameters", "LoopId"), "AllowedPattern"); regexp.MustCompile(p).MatchString("orders*") {
-		t.Errorf("LoopId's AllowedPattern %q admits a wildcard, which would widen the LeadingKeys patterns", p)
+	if p := value(t, block(t, template(t), "Parameters", "LoopId"), "AllowedPattern"); regexp.MustCompile(p).MatchString("orders*") || regexp.MustCompile(p).MatchString("orders#x") {
+		t.Errorf("LoopId's AllowedPattern %q admits a wildcard or a #, which would widen the LeadingKeys patterns", p)
 	}
 }
 
@@ -319,5 +414,30 @@ func TestTemplateScanSkipsSayWhy(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no checkov skip found: the test reads the wrong lines")
+	}
+}
+
+// TestTemplateHTTPAuthSecretOnEveryPath: the HTTP destination's
+// Authorization header secret (SLUICE_HTTP_AUTH_SECRET, which every
+// consumer path reads) is set from its parameter on the SQS Lambda, the
+// Kafka Lambda and the worker, and each role may read that secret.
+func TestTemplateHTTPAuthSecretOnEveryPath(t *testing.T) {
+	const env = "SLUICE_HTTP_AUTH_SECRET"
+	const ref = "!If [UsesHTTPAuthSecret, !Ref ConsumerHTTPAuthSecret, \"\"]"
+	text := template(t)
+	for _, fn := range []string{"SqsConsumerFunction", "KafkaConsumerFunction"} {
+		vars := strings.Join(block(t, text, "Resources", fn, "Properties", "Environment", "Variables"), "\n")
+		if !strings.Contains(vars, env+": "+ref+"\n") {
+			t.Errorf("%s does not set %s from ConsumerHTTPAuthSecret", fn, env)
+		}
+	}
+	if !strings.Contains(strings.Join(container(t), "\n"), "{Name: "+env+", Value: "+ref+"}") {
+		t.Errorf("the worker does not set %s from ConsumerHTTPAuthSecret", env)
+	}
+	for _, role := range consumerRoles {
+		st := strings.Join(statement(t, role, "ReadHTTPAuthSecret"), "\n")
+		if !strings.Contains(st, "secretsmanager:GetSecretValue") || !strings.Contains(st, "${ConsumerHTTPAuthSecret}-??????") || !strings.Contains(st, "!Ref ConsumerHTTPAuthSecret") {
+			t.Errorf("%s ReadHTTPAuthSecret does not allow GetSecretValue on the secret by name and ARN:\n%s", role, st)
+		}
 	}
 }
