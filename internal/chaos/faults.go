@@ -58,6 +58,19 @@ func faultScenarios(s Size) []Scenario {
 			Scenario{Name: "silent-connection", Path: p.path, Messages: p.n, Rate: 100, Silent: true, FunctionTimeout: 10 * time.Second,
 				Fault: silence(p.n/3, max(s.d(2*time.Minute), 15*time.Second))})
 	}
+	// The same silence with MySQL as the destination: the Lambda path in
+	// go test (where a wait runs the function to its deadline), both in
+	// make chaos.
+	mysqlPaths := []string{PathLambda}
+	if s.Scale >= 1 {
+		mysqlPaths = append(mysqlPaths, PathSQSWorker)
+	}
+	for _, path := range mysqlPaths {
+		n := map[string]int{PathLambda: s.Lambda, PathSQSWorker: s.Worker}[path]
+		out = append(out, Scenario{Name: "silent-connection-mysql", Path: path, Messages: n, Rate: 100, Sink: "mysql", Silent: true,
+			FunctionTimeout: 10 * time.Second,
+			Fault: silence(n/3, max(s.d(2*time.Minute), 15*time.Second))})
+	}
 	for _, p := range []struct {
 		path string
 		n    int
@@ -135,30 +148,33 @@ func metricValue(text, name string) float64 {
 	return 0
 }
 
-// silence makes the HTTP destination and DynamoDB fall silent (connections
-// accepted, never answered) once rows messages are stored, for d; then
-// they answer again.
+// silence makes the destination (HTTP or MySQL), DynamoDB and SQS fall
+// silent (connections accepted, never answered) once rows messages are
+// stored, for d; then they answer again. A consumer that times out
+// retries on a new connection: none to the destination during the
+// silence means it waited on a silent one throughout, and fails the run.
 func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
-		for len(r.Dest.Stored()) < rows {
+		dest, stored := "http", func() int { return len(r.Dest.Stored()) }
+		if r.DB != nil {
+			dest, stored = "mysql", func() int { return r.DB.Rows(ctx) }
+		}
+		for stored() < rows {
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
 				return nil, err
 			}
 		}
-		at := len(r.Dest.Stored())
+		at := stored()
 		for _, p := range r.Silent {
 			p.SetSilent(true)
 		}
 		err := sleep(ctx, d)
-		for _, p := range r.Silent {
+		for name, p := range r.Silent {
 			p.SetSilent(false)
+			r.Extra["connections_held_"+name] = p.Held()
 		}
-		held := r.Silent["http"].Held()
-		r.Extra["connections_held_http"], r.Extra["connections_held_dynamodb"] = held, r.Silent["dynamodb"].Held()
-		faults := []string{fmt.Sprintf("HTTP destination and DynamoDB silent (accepted, never answered) at %d stored, for %v", at, d)}
-		if err == nil && held == 0 {
-			// A consumer that times out retries on a new connection; none
-			// means it waited on a silent one for the whole silence.
+		faults := []string{fmt.Sprintf("%s destination, DynamoDB and SQS silent (accepted, never answered) at %d stored, for %v", dest, at, d)}
+		if err == nil && r.Silent[dest].Held() == 0 {
 			err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
 		}
 		return faults, err

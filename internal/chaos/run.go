@@ -57,8 +57,8 @@ type Scenario struct {
 	Schema    []string
 	Statement string
 	Body      func(seq int, poison bool) string
-	// Silent puts a SilentProxy between the consumers and the HTTP
-	// destination, and one between them and DynamoDB (Run.Silent).
+	// Silent puts a SilentProxy between the consumers and the destination
+	// (HTTP, or MySQL with Sink mysql), DynamoDB and SQS (Run.Silent).
 	Silent bool
 }
 
@@ -75,8 +75,9 @@ type Run struct {
 	// SQSProxy is the consumers' SQS endpoint when the scenario asks for
 	// one (Scenario.Proxy); nil otherwise.
 	SQSProxy *SQSProxy
-	// Silent are the SilentProxy in front of the destination ("http") and
-	// DynamoDB ("dynamodb") when the scenario asks for them.
+	// Silent are the SilentProxy in front of the destination ("http" or
+	// "mysql"), DynamoDB ("dynamodb") and SQS ("sqs") when the scenario
+	// asks for them.
 	Silent map[string]*SilentProxy
 }
 
@@ -304,9 +305,11 @@ func startSQSProxy(e consumers.Env, run *Run, env map[string]string) (func(), er
 	return srv.Close, nil
 }
 
-// startSilent starts run's SilentProxy in front of the destination at
-// destURL and of DynamoDB, and points the consumers at them; it returns
-// what stops them.
+// startSilent starts run's SilentProxy in front of the destination (the
+// HTTP service at destURL, or the scenario's MariaDB), DynamoDB and SQS,
+// and points the consumers at them; it returns what stops them. The
+// MySQL DSN through the proxy has no read or write timeout, as a DSN from
+// an RDS secret has none: what bounds a silent call is the consumer's.
 func startSilent(e consumers.Env, run *Run, env map[string]string, destURL string) (func(), error) {
 	run.Silent = map[string]*SilentProxy{}
 	stop := func() {
@@ -314,7 +317,12 @@ func startSilent(e consumers.Env, run *Run, env map[string]string, destURL strin
 			p.Close()
 		}
 	}
-	for name, target := range map[string]string{"http": destURL, "dynamodb": e.AWSEndpoint} {
+	targets := map[string]string{"dynamodb": e.AWSEndpoint, "sqs": e.SQSEndpoint, "http": destURL}
+	if run.DB != nil {
+		delete(targets, "http")
+		targets["mysql"] = fmt.Sprintf("tcp://127.0.0.1:%d", run.DB.Port)
+	}
+	for name, target := range targets {
 		u, err := url.Parse(target)
 		if err != nil {
 			return stop, err
@@ -325,7 +333,12 @@ func startSilent(e consumers.Env, run *Run, env map[string]string, destURL strin
 		}
 		run.Silent[name] = p
 	}
-	env["SLUICE_HTTP_ENDPOINTS"] = "http://" + run.Silent["http"].Addr()
+	if p := run.Silent["mysql"]; p != nil {
+		env["SLUICE_MYSQL_DSN"] = "chaos:chaos@tcp(" + p.Addr() + ")/chaos"
+	} else {
+		env["SLUICE_HTTP_ENDPOINTS"] = "http://" + run.Silent["http"].Addr()
+	}
 	env["AWS_ENDPOINT_URL"] = "http://" + run.Silent["dynamodb"].Addr()
+	env["AWS_ENDPOINT_URL_SQS"] = "http://" + run.Silent["sqs"].Addr()
 	return stop, nil
 }

@@ -135,3 +135,41 @@ func TestDeadLetterKeepsAttributes(t *testing.T) {
 		t.Errorf("dead letter attributes %v; want tenant=acme, the reason and the original id", a)
 	}
 }
+
+// silentAPI is an SQS endpoint that never answers: every call waits until
+// its context ends.
+type silentAPI struct{ fakeAPI }
+
+func (*silentAPI) ChangeMessageVisibilityBatch(ctx context.Context, _ *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (*silentAPI) SendMessageBatch(ctx context.Context, _ *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestHandlerReturnsBeforeTheDeadlineWhenSQSIsSilent: with the destination
+// down and SQS silent (the visibility change and the dead-letter send never
+// answered), the handler still returns its batch item failures before the
+// invocation's deadline: a Lambda run to its deadline fails the whole
+// batch, and each of its messages spends a receive for nothing.
+func TestHandlerReturnsBeforeTheDeadlineWhenSQSIsSilent(t *testing.T) {
+	sink := memqueue.NewSink()
+	sink.SetDown(true)
+	h := handlerAt(1000, sink, nil)
+	h.API = &silentAPI{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.Handle(ctx, loadEvent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("Handle returned after the invocation's deadline (%v): the Lambda would have timed out", ctx.Err())
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		t.Errorf("no batch item failures; want the messages the destination failed back")
+	}
+}

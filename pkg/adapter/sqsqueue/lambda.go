@@ -46,7 +46,8 @@ type Handler struct {
 	// PacingMargin is kept free before the invocation's deadline for
 	// sending dead letters, setting visibilities and answering: the
 	// consumer paces and stores only within the time before it (default
-	// 2 s). The invocation never runs to its deadline.
+	// 2 s). The settling calls end a quarter of it before the deadline,
+	// answered or not: the invocation never runs to its deadline.
 	PacingMargin time.Duration
 	Log          *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format line per
@@ -89,25 +90,31 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	for i, r := range ev.Records {
 		msgs[i] = FromEvent(r)
 	}
-	pctx := ctx
+	// Processing ends PacingMargin before the deadline; the settling calls
+	// (the dead letters, the visibility changes) a quarter of it before,
+	// so that an SQS that does not answer never runs the invocation to its
+	// deadline (which would fail the whole batch).
+	pctx, sctx := ctx, ctx
 	if dl, ok := ctx.Deadline(); ok {
 		margin := defaults.Positive(h.PacingMargin, 2*time.Second)
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
-		defer cancel()
+		var cancelP, cancelS context.CancelFunc
+		pctx, cancelP = context.WithDeadline(ctx, dl.Add(-margin))
+		defer cancelP()
+		sctx, cancelS = context.WithDeadline(ctx, dl.Add(-margin/4))
+		defer cancelS()
 	}
 	paced := h.Consumer.Stats().Paced()
 	rep := h.Consumer.Process(pctx, msgs)
 	paced = h.Consumer.Stats().Paced() - paced
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
-	deadLettered, unsent := h.deadLetter(ctx, log, rep.Poison)
+	deadLettered, unsent := h.deadLetter(sctx, log, rep.Poison)
 	back = append(back, unsent...)
 	// Poison the DLQ refused comes back with the retry backoff, as a
 	// message the destination failed: a DLQ that refuses for minutes does
 	// not spend its receives before it recovers.
 	later := rep
 	later.Retry = append(append([]consume.Message{}, rep.Retry...), unsent...)
-	h.delay(ctx, log, later)
+	h.delay(sctx, log, later)
 	failures := []events.SQSBatchItemFailure{}
 	for _, m := range back {
 		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: m.ID})

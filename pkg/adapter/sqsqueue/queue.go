@@ -88,6 +88,11 @@ type Config struct {
 	// RetryBackoff sets the visibility of a message whose destination
 	// failed, by its receive count (default DefaultRetryBackoff).
 	RetryBackoff consume.Backoff
+	// CallTimeout bounds each SQS call beyond its long-poll wait (default
+	// 10 s), whatever the caller's context: on a connection that hangs
+	// without an answer (a frozen endpoint, a dead NAT entry) the call
+	// fails and the caller's retry opens a new one.
+	CallTimeout time.Duration
 }
 
 // Queue is an SQS queue as a consume.Source. Call Close when done, to stop
@@ -116,6 +121,7 @@ func New(api API, cfg Config, log *slog.Logger) *Queue {
 		cfg.WaitTime = 20 * time.Second
 	}
 	cfg.Visibility = defaults.Positive(cfg.Visibility, 30*time.Second)
+	cfg.CallTimeout = defaults.Positive(cfg.CallTimeout, 10*time.Second)
 	if cfg.RetryBackoff.Base <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff()
 	}
@@ -143,10 +149,18 @@ func (q *Queue) Held() int {
 	return len(q.held)
 }
 
-// Receive long-polls for up to max (at most 10) messages.
+// call bounds one SQS call by wait (its long poll) and CallTimeout.
+func (q *Queue) call(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, wait+q.cfg.CallTimeout)
+}
+
+// Receive long-polls for up to max (at most 10) messages. A receive that
+// gets no answer within WaitTime and CallTimeout fails.
 func (q *Queue) Receive(ctx context.Context, n int) ([]consume.Message, error) {
 	n = min(max(n, 1), 10)
-	out, err := q.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	cctx, cancel := q.call(ctx, q.cfg.WaitTime)
+	defer cancel()
+	out, err := q.api.ReceiveMessage(cctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    &q.cfg.QueueURL,
 		MaxNumberOfMessages:         int32(n),
 		WaitTimeSeconds:             int32(q.cfg.WaitTime / time.Second),
@@ -232,7 +246,9 @@ func (q *Queue) Ack(ctx context.Context, msgs []consume.Message) error {
 		for i, m := range batch {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(receipt(m))}
 		}
-		out, err := q.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
+		cctx, cancel := q.call(ctx, 0)
+		defer cancel()
+		out, err := q.api.DeleteMessageBatch(cctx, &sqs.DeleteMessageBatchInput{QueueUrl: &q.cfg.QueueURL, Entries: entries})
 		if err != nil {
 			return nil, err
 		}
@@ -270,12 +286,16 @@ func (q *Queue) Release(ctx context.Context, msgs []consume.Message) error {
 // outage does not spend maxReceiveCount faster than it lasts.
 func (q *Queue) Retry(ctx context.Context, msgs []consume.Message, _ string) error {
 	q.forget(msgs)
+	ctx, cancel := q.call(ctx, 0)
+	defer cancel()
 	return ChangeVisibility(ctx, q.api, q.cfg.QueueURL, msgs, func(m consume.Message) time.Duration {
 		return RetryVisibility(q.cfg.RetryBackoff, m)
 	})
 }
 
 func (q *Queue) changeVisibility(ctx context.Context, msgs []consume.Message, d time.Duration) error {
+	ctx, cancel := q.call(ctx, 0)
+	defer cancel()
 	return ChangeVisibility(ctx, q.api, q.cfg.QueueURL, msgs, func(consume.Message) time.Duration { return d })
 }
 
@@ -317,7 +337,9 @@ func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
 	if q.cfg.DeadLetterURL == "" {
 		return q.Release(ctx, ms)
 	}
-	sent, err := SendDeadLetters(ctx, q.api, q.cfg.DeadLetterURL, poison)
+	sctx, cancel := q.call(ctx, 0)
+	sent, err := SendDeadLetters(sctx, q.api, q.cfg.DeadLetterURL, poison)
+	cancel()
 	if len(sent) > 0 {
 		if aerr := q.Ack(ctx, sent); aerr != nil {
 			err = errors.Join(err, aerr)
@@ -391,6 +413,8 @@ func SendDeadLetters(ctx context.Context, api API, url string, poison []consume.
 
 // Depth returns the approximate number of visible messages in the queue.
 func (q *Queue) Depth(ctx context.Context) (int, error) {
+	ctx, cancel := q.call(ctx, 0)
+	defer cancel()
 	out, err := q.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       &q.cfg.QueueURL,
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
