@@ -563,3 +563,20 @@ func (c *Consumer) Run(ctx context.Context, src Source) error {
 	}
 	return nil
 }
+
+// ErrCannotProbe is returned by Consumer.Probe when the sink has no Probe
+// (it is not a Prober).
+var ErrCannotProbe = errors.New("the sink cannot probe its destination (not a consume.Prober)")
+
+// Probe checks the destination without storing anything (the sink's
+// Probe, bounded by StoreTimeout): nil when it is up. It leaves the circuit
+// breaker alone: the next batch is what closes it.
+func (c *Consumer) Probe(ctx context.Context) error {
+	p, ok := c.sink.(Prober)
+	if !ok {
+		return ErrCannotProbe
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	return p.Probe(pctx)
+}
