@@ -8,7 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // config is the function's configuration, read once from the environment:
@@ -18,6 +20,11 @@ type config struct {
 	consumerenv.Config
 	DeadLetterURL string // SLUICE_DLQ_URL: where poison messages go with their reason
 	QueueURL      string // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
+	// RetryBackoff and OpenBackoff are the first visibility of a message
+	// handed back after the destination failed it (SLUICE_RETRY_BACKOFF,
+	// default 30s) and while the circuit is open (SLUICE_OPEN_BACKOFF,
+	// default 4m); each doubles with the receive count.
+	RetryBackoff, OpenBackoff consume.Backoff
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -25,7 +32,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err != nil {
 		return config{}, err
 	}
-	return config{Config: base, DeadLetterURL: getenv("SLUICE_DLQ_URL"), QueueURL: getenv("SLUICE_QUEUE_URL")}, nil
+	c := config{Config: base, DeadLetterURL: getenv("SLUICE_DLQ_URL"), QueueURL: getenv("SLUICE_QUEUE_URL"),
+		RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff()}
+	r := envconf.New(getenv)
+	c.RetryBackoff.Base = r.Duration("SLUICE_RETRY_BACKOFF", c.RetryBackoff.Base, "30s")
+	c.OpenBackoff.Base = r.Duration("SLUICE_OPEN_BACKOFF", c.OpenBackoff.Base, "4m")
+	return c, r.Err()
 }
 
 // build wires the handler: the consumer (RATE reader, cache, sink) and SQS.
@@ -39,6 +51,8 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		API:           sqs.NewFromConfig(aws),
 		DeadLetterURL: c.DeadLetterURL,
 		QueueURL:      c.QueueURL,
+		RetryBackoff:  c.RetryBackoff,
+		OpenBackoff:   c.OpenBackoff,
 		Log:           log,
 		Metrics:       os.Stdout,
 		Loop:          c.Loop,
