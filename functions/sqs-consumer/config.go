@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -25,6 +26,9 @@ type config struct {
 	// default 30s) and while the circuit is open (SLUICE_OPEN_BACKOFF,
 	// default 4m); each doubles with the receive count.
 	RetryBackoff, OpenBackoff consume.Backoff
+	// QueueRetention (SLUICE_QUEUE_RETENTION) is the queue's retention
+	// when SQS does not report it (a stand-in such as ElasticMQ).
+	QueueRetention time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -37,6 +41,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	r := envconf.New(getenv)
 	c.RetryBackoff.Base = r.Duration("SLUICE_RETRY_BACKOFF", c.RetryBackoff.Base, "30s")
 	c.OpenBackoff.Base = r.Duration("SLUICE_OPEN_BACKOFF", c.OpenBackoff.Base, "4m")
+	c.QueueRetention = r.Duration("SLUICE_QUEUE_RETENTION", 0, "96h")
 	return c, r.Err()
 }
 
@@ -47,14 +52,15 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		return nil, nil, err
 	}
 	return &sqsqueue.Handler{
-		Consumer:      cons,
-		API:           sqs.NewFromConfig(aws),
-		DeadLetterURL: c.DeadLetterURL,
-		QueueURL:      c.QueueURL,
-		RetryBackoff:  c.RetryBackoff,
-		OpenBackoff:   c.OpenBackoff,
-		Log:           log,
-		Metrics:       os.Stdout,
-		Loop:          c.Loop,
+		Consumer:       cons,
+		API:            sqs.NewFromConfig(aws),
+		DeadLetterURL:  c.DeadLetterURL,
+		QueueURL:       c.QueueURL,
+		RetryBackoff:   c.RetryBackoff,
+		OpenBackoff:    c.OpenBackoff,
+		QueueRetention: c.QueueRetention,
+		Log:            log,
+		Metrics:        os.Stdout,
+		Loop:           c.Loop,
 	}, closer, nil
 }

@@ -52,6 +52,10 @@ type Handler struct {
 	// with GetQueueAttributes); when that cannot be read, RetryBackoff
 	// applies.
 	OpenBackoff consume.Backoff
+	// QueueRetention is the queue's retention when GetQueueAttributes
+	// does not report it (a stand-in; AWS always does): 0 then means
+	// unknown, and RetryBackoff applies.
+	QueueRetention time.Duration
 	// PacingMargin is kept free before the invocation's deadline for
 	// sending dead letters, setting visibilities and answering: the
 	// consumer paces and stores only within the time before it (default

@@ -2,6 +2,7 @@ package sqsqueue
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -35,17 +36,24 @@ type retention struct {
 	d    time.Duration // 0: unknown
 }
 
-// get reads the retention of queueURL the first time (0 when it cannot).
-func (r *retention) get(ctx context.Context, log *slog.Logger, api API, queueURL string) time.Duration {
+// get reads the retention of queueURL the first time (0 when it cannot);
+// fallback is the retention when SQS answers without it (a stand-in such
+// as ElasticMQ, which does not report it).
+func (r *retention) get(ctx context.Context, log *slog.Logger, api API, queueURL string, fallback time.Duration) time.Duration {
 	r.once.Do(func() {
+		r.d = fallback
 		out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &queueURL,
 			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod}})
-		if err != nil {
-			log.WarnContext(ctx, "read the queue's retention; messages handed back with an open circuit get the retry backoff", "err", err)
-			return
+		if err == nil {
+			secs, perr := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
+			if perr == nil && secs > 0 {
+				r.d = time.Duration(secs) * time.Second
+				return
+			}
+			err = errors.New("the queue's attributes have no MessageRetentionPeriod")
 		}
-		if secs, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)]); err == nil && secs > 0 {
-			r.d = time.Duration(secs) * time.Second
+		if r.d == 0 {
+			log.WarnContext(ctx, "the queue's retention is unknown (set SLUICE_QUEUE_RETENTION); messages handed back with an open circuit get the retry backoff", "err", err)
 		}
 	})
 	return r.d
@@ -74,7 +82,7 @@ func (h *Handler) openVisibility(ctx context.Context, log *slog.Logger, back []c
 	if b.Base <= 0 {
 		b = DefaultOpenBackoff()
 	}
-	ret := h.retention.get(ctx, log, h.API, h.QueueURL)
+	ret := h.retention.get(ctx, log, h.API, h.QueueURL, h.QueueRetention)
 	now := time.Now()
 	for _, m := range back {
 		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now)

@@ -59,11 +59,15 @@ type retentionAPI struct {
 	fakeAPI
 	retention time.Duration
 	fail      bool
+	omit      bool // answers without MessageRetentionPeriod (ElasticMQ)
 }
 
 func (r *retentionAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	if r.fail {
 		return nil, errors.New("AccessDenied")
+	}
+	if r.omit {
+		return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
 	}
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MessageRetentionPeriod": fmt.Sprint(int(r.retention.Seconds()))}}, nil
 }
@@ -80,18 +84,22 @@ func TestOpenCircuitHandsBackForMinutes(t *testing.T) {
 		name      string
 		retention time.Duration
 		fail      bool
+		omit      bool
+		fallback  time.Duration // Handler.QueueRetention
 		min, max  time.Duration
 	}{
-		{"14 days", 14 * 24 * time.Hour, false, 2 * time.Minute, 4 * time.Minute},
-		{"retention bounds it", 3 * time.Minute, false, time.Second, 2 * time.Minute},
-		{"retention unknown", 0, true, time.Second, time.Minute},
+		{"14 days", 14 * 24 * time.Hour, false, false, 0, 2 * time.Minute, 4 * time.Minute},
+		{"retention bounds it", 3 * time.Minute, false, false, 0, time.Second, 2 * time.Minute},
+		{"retention unknown", 0, true, false, 0, time.Second, time.Minute},
+		{"retention not reported", 0, false, true, 0, time.Second, time.Minute},
+		{"not reported, configured", 0, false, true, 96 * time.Hour, 2 * time.Minute, 4 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			api := &retentionAPI{retention: c.retention, fail: c.fail}
+			api := &retentionAPI{retention: c.retention, fail: c.fail, omit: c.omit}
 			sink := memqueue.NewSink()
 			sink.SetDown(true)
 			h := handlerAt(1000, sink, &api.fakeAPI)
-			h.API = api
+			h.API, h.QueueRetention = api, c.fallback
 			var vis map[string]int32
 			for i := range 5 {
 				ev := events.SQSEvent{}
