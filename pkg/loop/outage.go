@@ -37,6 +37,9 @@ const (
 	// doubles it, up to ProbeMaxTicks (16 minutes).
 	ProbeFirstTicks = 2
 	ProbeMaxTicks   = 16
+	// ProbeTimeout bounds a probe through the function (a cold start and
+	// the function's own 5 s probe); past it the probe could not be made.
+	ProbeTimeout = 15 * time.Second
 )
 
 func probeFirst(tick time.Duration) time.Duration { return ProbeFirstTicks * tick }
@@ -158,7 +161,9 @@ func (t *Ticker) probeDestination(ctx context.Context, w *due, m *MappingState, 
 		m.Probing = true
 		return
 	}
-	up, err := pr.ProbeDestination(ctx, w.params.Mapping.UUID)
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	up, err := pr.ProbeDestination(pctx, w.params.Mapping.UUID)
 	switch {
 	case err != nil:
 		r.Probe, r.ProbeErr, m.Probing = ProbeUnavailable, err.Error(), true
