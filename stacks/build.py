@@ -154,6 +154,9 @@ Outputs:
   FunctionName:
     Description: The consumer function.
     Value: !Ref SqsConsumerFunction
+  FunctionArn:
+    Description: ARN of the consumer function, for the controller stack's ManagedFunctionArns.
+    Value: !GetAtt SqsConsumerFunction.Arn
 '''
     return out
 
@@ -184,6 +187,14 @@ def controller():
       esm_uuid): their ARNs, arn:aws:lambda:REGION:ACCOUNT:event-source-mapping:UUID
       (a consumer stack's output MappingArn, or a mapping of your own
       function); empty for none.
+  ManagedFunctionArns:
+    Type: CommaDelimitedList
+    Default: ""
+    Description: >-
+      The functions of those mappings (a consumer stack's output
+      FunctionArn), which the controller invokes with a probe event while
+      it holds a mapping off for an outage of the destination; empty: it
+      probes by turning the mapping on for a tick.
 '''
     out+='\n'+rules(['ControllerSubnetsNeedGroups'])
     out+='''
@@ -192,6 +203,7 @@ Conditions:
   HasControllerVpc: !Not [!Equals [!Join ["", !Ref ControllerSubnetIds], ""]]
   HasTableName: !Not [!Equals [!Ref TableName, ""]]
   HasManagedMappings: !Not [!Equals [!Join ["", !Ref ManagedMappingArns], ""]]
+  HasManagedFunctions: !Not [!Equals [!Join ["", !Ref ManagedFunctionArns], ""]]
 
 '''
     out+=section_text('Globals')+'\nResources:\n'
@@ -210,6 +222,16 @@ Conditions:
                     - lambda:GetEventSourceMapping
                     - lambda:UpdateEventSourceMapping
                   Resource: !Ref ManagedMappingArns
+                - !Ref AWS::NoValue
+              # The outage hold's probe: the functions named in
+              # ManagedFunctionArns only.
+              - !If
+                - HasManagedFunctions
+                - Sid: ProbeMappingFunctions
+                  Effect: Allow
+                  Action:
+                    - lambda:InvokeFunction
+                  Resource: !Ref ManagedFunctionArns
                 - !Ref AWS::NoValue
 '''
     out+='\n'+role

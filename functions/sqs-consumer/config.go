@@ -4,11 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sluice-dev/sluice/functions/internal/consumerenv"
+	"github.com/sluice-dev/sluice/functions/internal/envconf"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // config is the function's configuration, read once from the environment:
@@ -18,6 +21,14 @@ type config struct {
 	consumerenv.Config
 	DeadLetterURL string // SLUICE_DLQ_URL: where poison messages go with their reason
 	QueueURL      string // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
+	// RetryBackoff and OpenBackoff are the first visibility of a message
+	// handed back after the destination failed it (SLUICE_RETRY_BACKOFF,
+	// default 30s) and while the circuit is open (SLUICE_OPEN_BACKOFF,
+	// default 4m); each doubles with the receive count.
+	RetryBackoff, OpenBackoff consume.Backoff
+	// QueueRetention (SLUICE_QUEUE_RETENTION) is the queue's retention
+	// when SQS does not report it (a stand-in such as ElasticMQ).
+	QueueRetention time.Duration
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -25,7 +36,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err != nil {
 		return config{}, err
 	}
-	return config{Config: base, DeadLetterURL: getenv("SLUICE_DLQ_URL"), QueueURL: getenv("SLUICE_QUEUE_URL")}, nil
+	c := config{Config: base, DeadLetterURL: getenv("SLUICE_DLQ_URL"), QueueURL: getenv("SLUICE_QUEUE_URL"),
+		RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff()}
+	r := envconf.New(getenv)
+	c.RetryBackoff.Base = r.Duration("SLUICE_RETRY_BACKOFF", c.RetryBackoff.Base, "30s")
+	c.OpenBackoff.Base = r.Duration("SLUICE_OPEN_BACKOFF", c.OpenBackoff.Base, "4m")
+	c.QueueRetention = r.Duration("SLUICE_QUEUE_RETENTION", 0, "96h")
+	return c, r.Err()
 }
 
 // build wires the handler: the consumer (RATE reader, cache, sink) and SQS.
@@ -35,12 +52,15 @@ func build(ctx context.Context, c config, log *slog.Logger) (*sqsqueue.Handler, 
 		return nil, nil, err
 	}
 	return &sqsqueue.Handler{
-		Consumer:      cons,
-		API:           sqs.NewFromConfig(aws),
-		DeadLetterURL: c.DeadLetterURL,
-		QueueURL:      c.QueueURL,
-		Log:           log,
-		Metrics:       os.Stdout,
-		Loop:          c.Loop,
+		Consumer:       cons,
+		API:            sqs.NewFromConfig(aws),
+		DeadLetterURL:  c.DeadLetterURL,
+		QueueURL:       c.QueueURL,
+		RetryBackoff:   c.RetryBackoff,
+		OpenBackoff:    c.OpenBackoff,
+		QueueRetention: c.QueueRetention,
+		Log:            log,
+		Metrics:        os.Stdout,
+		Loop:           c.Loop,
 	}, closer, nil
 }

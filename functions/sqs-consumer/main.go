@@ -13,5 +13,5 @@ import (
 )
 
 func main() {
-	consumerenv.Start(loadConfig, build, func(h *sqsqueue.Handler) any { return h.Handle })
+	consumerenv.Start(loadConfig, build, func(h *sqsqueue.Handler) any { return h.Invoke })
 }

@@ -103,3 +103,21 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadConfigBackoffs: the visibilities of what is handed back default
+// to 30 s (a failed store) and 4 min (an open circuit), and can be set.
+func TestLoadConfigBackoffs(t *testing.T) {
+	env := map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d"}
+	c, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil || c.RetryBackoff.Base != 30*time.Second || c.OpenBackoff.Base != 4*time.Minute {
+		t.Errorf("defaults: retry %v, open %v, %v; want 30s, 4m", c.RetryBackoff, c.OpenBackoff, err)
+	}
+	env["SLUICE_RETRY_BACKOFF"], env["SLUICE_OPEN_BACKOFF"] = "2s", "16s"
+	if c, err = loadConfig(func(k string) string { return env[k] }); err != nil || c.RetryBackoff.Base != 2*time.Second || c.OpenBackoff.Base != 16*time.Second {
+		t.Errorf("set: retry %v, open %v, %v; want 2s, 16s", c.RetryBackoff, c.OpenBackoff, err)
+	}
+	env["SLUICE_OPEN_BACKOFF"] = "-1s"
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SLUICE_OPEN_BACKOFF") {
+		t.Errorf("SLUICE_OPEN_BACKOFF=-1s: %v; want an error naming it", err)
+	}
+}

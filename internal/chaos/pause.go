@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,24 +42,6 @@ func (s Size) pauseFor(d time.Duration) time.Duration {
 	return 10 * time.Second
 }
 
-// tickFor is the controller's tick period: d at full size, 2 s in the
-// short runs (the outage hold's probes come 2, 4, 8 ticks apart).
-func (s Size) tickFor(d time.Duration) time.Duration {
-	if s.Scale >= 1 {
-		return d
-	}
-	return 5 * time.Second
-}
-
-// outageFor is how long the held outage lasts: d at full size, 30 s in
-// the short runs (long enough for the hold to engage at a 5 s tick).
-func (s Size) outageFor(d time.Duration) time.Duration {
-	if s.Scale >= 1 {
-		return d
-	}
-	return 30 * time.Second
-}
-
 // standIn is the stand-in mapping's Enabled, as the controller's tick sets
 // it (loop.MappingSwitch); its concurrency is not scaled here.
 type standIn struct {
@@ -66,7 +49,17 @@ type standIn struct {
 	win pauseWindow
 	// received counts what the mapping received inside win.
 	received atomic.Int64
+	// fn is the function under the emulator (nil until it runs); invoking
+	// is held by each invocation, the mapping's and the controller's
+	// probes (outage.go): an emulator runs one at a time.
+	fn       atomic.Pointer[localaws.RIE]
+	invoking sync.Mutex
+	// receives are the messages' receive counts.
+	receives receiveCounts
 }
+
+// function is the function the mapping invokes (nil before it runs).
+func (s *standIn) function() *localaws.RIE { return s.fn.Load() }
 
 var _ loop.MappingSwitch = (*standIn)(nil)
 
@@ -243,64 +236,4 @@ func (c countingInvoker) Invoke(ctx context.Context, payload []byte) ([]byte, er
 		c.sw.count(n)
 	}
 	return c.inner.Invoke(ctx, payload)
-}
-
-// heldOutage is mysql-down on the SQS Lambda path with the controller
-// ticking every tick (loop.Ticker on the stack's table, the consumers'
-// leases, the stand-in mapping): once rows are stored, MariaDB stops for
-// d, then starts; the fault ends when the controller has let the mapping
-// receive again. The controller holds the mapping off through the outage
-// (pkg/loop outage.go).
-func heldOutage(rows int, d, tick time.Duration) func(context.Context, *Run) ([]string, error) {
-	return func(ctx context.Context, r *Run) ([]string, error) {
-		store := ddbloop.New(r.Stack.DDB, r.Stack.Table)
-		params := map[string]any{"mode": "manual", "manual_rate": 100.0, "min_rate": 0.0, "max_rate": 1000.0,
-			"setpoint": 70.0, "kp": 1.0, "metric_dimensions": map[string]any{"DBInstanceIdentifier": r.Stack.Loop},
-			"tick_period": tick.String(), "rate_ttl": (6 * tick).String(), "esm_uuid": "chaos-" + r.Stack.Loop}
-		if err := store.WriteParams(ctx, r.Stack.Loop, params); err != nil {
-			return nil, err
-		}
-		ticker := &loop.Ticker{Store: store, Sources: metricsources.All(), Now: time.Now, Mappings: r.sw}
-		tctx, stop := context.WithCancel(ctx)
-		held := &heldCount{}
-		done := make(chan struct{})
-		go func() { defer close(done); tickEvery(tctx, ticker, r.Stack.Loop, tick, held) }()
-		faults, err := mysqlDown(rows, d)(ctx, r)
-		if err == nil {
-			err = until(ctx, func() bool { return !r.sw.off.Load() && held.last.Load() == 0 })
-		}
-		stop()
-		<-done
-		faults = append(faults, fmt.Sprintf("controller ticks: %d with the mapping held off, %d probes", held.ticks.Load(), held.probes.Load()))
-		if err == nil {
-			err = r.SetRate(ctx, 100)
-		}
-		return faults, err
-	}
-}
-
-// heldCount counts the ticks that held the mapping off and the probes;
-// last is 1 while the last tick held it.
-type heldCount struct{ ticks, probes, last atomic.Int64 }
-
-// tickEvery ticks every tick until ctx ends.
-func tickEvery(ctx context.Context, ticker *loop.Ticker, id string, tick time.Duration, held *heldCount) {
-	for ctx.Err() == nil {
-		reports, _ := ticker.Tick(ctx)
-		for _, rep := range reports {
-			if rep.Loop != id || rep.Mapping == nil || rep.Outcome != loop.OutcomeApplied {
-				continue
-			}
-			held.last.Store(0)
-			switch {
-			case rep.Mapping.Held && rep.Mapping.Probing:
-				held.probes.Add(1)
-				held.last.Store(1)
-			case rep.Mapping.Held:
-				held.ticks.Add(1)
-				held.last.Store(1)
-			}
-		}
-		_ = sleep(ctx, tick)
-	}
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -12,11 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/bench/consumers"
 	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/pkg/adapter/ddbstore"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -60,6 +64,8 @@ type Scenario struct {
 	// Silent puts a SilentProxy between the consumers and the destination
 	// (HTTP, or MySQL with Sink mysql), DynamoDB and SQS (Run.Silent).
 	Silent bool
+	// Env is added to the consumers' environment.
+	Env map[string]string
 }
 
 // Run is a scenario in progress: what a Fault may act on.
@@ -126,6 +132,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
 		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
 	}
+	maps.Copy(env, sc.Env)
 	if sc.Sink == "mysql" {
 		if run.DB, err = privateMariaDB(ctx, prefix); err != nil {
 			return err
@@ -210,6 +217,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 		if err != nil {
 			return nil, err
 		}
+		run.sw.fn.Store(&localaws.RIE{URL: fn.URL})
 		mctx, mstop := context.WithCancel(ctx)
 		m := &mapping{sqs: run.Stack.SQS, url: run.Stack.QueueURL, arn: run.Stack.QueueARN, timeout: sc.FunctionTimeout, sw: run.sw}
 		done := make(chan struct{})
@@ -220,6 +228,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 			fn.Stop()
 			r.Invocations, r.LambdaDeadlineHits = m.invocations.Load(), int(m.deadlineHits.Load())
 			pauseResult(run.sw, r)
+			run.sw.receives.record(r)
 		}, nil
 	case PathSQSWorker:
 		env["SOURCE"], env["SLUICE_HTTP_TIMEOUT"] = "sqs", "2s"
@@ -260,10 +269,16 @@ func (m *mapping) run(ctx context.Context, fn *consumers.RIE) {
 			continue
 		}
 		m.sw.count(len(msgs))
+		for _, msg := range msgs {
+			n, _ := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+			m.sw.receives.add(aws.ToString(msg.MessageId), n)
+		}
 		m.invocations.Add(1)
 		start := time.Now()
 		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.timeout+10*time.Second)
+		m.sw.invoking.Lock()
 		resp, err := fn.Invoke(ictx, ev)
+		m.sw.invoking.Unlock()
 		cancel()
 		if time.Since(start) >= m.timeout-100*time.Millisecond || (err != nil && strings.Contains(err.Error(), "timed out")) {
 			m.deadlineHits.Add(1)

@@ -563,3 +563,24 @@ func (c *Consumer) Run(ctx context.Context, src Source) error {
 	}
 	return nil
 }
+
+// ErrCannotProbe is returned by Consumer.Probe when the sink has no Probe
+// (it is not a Prober).
+var ErrCannotProbe = errors.New("the sink cannot probe its destination (not a consume.Prober)")
+
+// ProbeTimeout bounds Consumer.Probe: a destination that does not answer
+// within it is down.
+const ProbeTimeout = 5 * time.Second
+
+// Probe checks the destination without storing anything (the sink's
+// Probe, bounded by ProbeTimeout and StoreTimeout): nil when it is up. It
+// leaves the circuit breaker alone: the next batch is what closes it.
+func (c *Consumer) Probe(ctx context.Context) error {
+	p, ok := c.sink.(Prober)
+	if !ok {
+		return ErrCannotProbe
+	}
+	pctx, cancel := context.WithTimeout(ctx, min(ProbeTimeout, c.cfg.StoreTimeout))
+	defer cancel()
+	return p.Probe(pctx)
+}

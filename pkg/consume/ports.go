@@ -60,3 +60,14 @@ type Clock interface {
 	// Sleep waits d, or returns ctx.Err() when ctx ends first.
 	Sleep(ctx context.Context, d time.Duration) error
 }
+
+// Prober is the optional capability of a Sink to tell whether its
+// destination is up without storing anything (MySQL: a ping and a trivial
+// query; HTTP: a request whose answer shows the service up). The
+// controller asks for it, through the consumer function, while it holds the
+// event source mapping off for an outage, so that no message spends a
+// receive on the question.
+type Prober interface {
+	// Probe returns nil when the destination is up, why not otherwise.
+	Probe(ctx context.Context) error
+}

@@ -163,6 +163,11 @@ type MappingReport struct {
 	// destination, Probing while it is on for a probe (outage.go).
 	Held    bool `json:"held,omitempty"`
 	Probing bool `json:"probing,omitempty"`
+	// Probe is the outcome of this tick's probe of the destination
+	// through the consumer function (ProbeUp, ProbeDown, ProbeUnavailable;
+	// "" when none), ProbeErr why it could not be made.
+	Probe    string `json:"probe,omitempty"`
+	ProbeErr string `json:"probe_error,omitempty"`
 }
 
 // measureBatches folds the batch counts the peers report into the means
@@ -250,7 +255,7 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
 	// A pause turns the mapping off in every mode (pause.go), an outage
 	// of the destination outside shadow mode (outage.go).
-	held := holdForOutage(w, &m, rep, now)
+	held := t.holdForOutage(ctx, w, &m, rep, now)
 	t.switchMapping(ctx, *p, w.params.Paused || held, &m, rep, now)
 	// Shadow mode computes without acting; without a batch report there
 	// is nothing to size the mapping by; a mapping turned off keeps its

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/protocol"
@@ -36,6 +37,9 @@ const (
 	// doubles it, up to ProbeMaxTicks (16 minutes).
 	ProbeFirstTicks = 2
 	ProbeMaxTicks   = 16
+	// ProbeTimeout bounds a probe through the function (a cold start and
+	// the function's own 5 s probe); past it the probe could not be made.
+	ProbeTimeout = 15 * time.Second
 )
 
 func probeFirst(tick time.Duration) time.Duration { return ProbeFirstTicks * tick }
@@ -95,13 +99,38 @@ func stalled(peers []protocol.Peer, prev *State, now time.Time) bool {
 	return working > 0
 }
 
+// MappingProber is the optional capability of a Ticker.Mappings to probe
+// the destination of a mapping's consumer function without receiving a
+// message: it invokes the function (the mapping's FunctionArn) with a
+// protocol.ProbeEvent. pkg/adapter/lambdaesm is one.
+type MappingProber interface {
+	// ProbeDestination reports whether the function found its destination
+	// up; an error means the probe could not be made (the invocation
+	// failed, or the function does not answer probes).
+	ProbeDestination(ctx context.Context, uuid string) (up bool, err error)
+}
+
+// Outcomes of a probe of the destination (MappingReport.Probe).
+const (
+	// ProbeUp: the function found its destination up; the hold ends.
+	ProbeUp = "up"
+	// ProbeDown: it found it down; the hold stays, the wait doubles.
+	ProbeDown = "down"
+	// ProbeUnavailable: the probe could not be made; the tick probes by
+	// turning the mapping on for one tick instead.
+	ProbeUnavailable = "unavailable"
+)
+
 // holdForOutage runs the outage hold of a loop that owns a mapping and
 // reports whether the mapping is to be off for it. m carries the
-// hold's state from tick to tick; r reports it.
-func holdForOutage(w *due, m *MappingState, r *MappingReport, now time.Time) bool {
+// hold's state from tick to tick; r reports it. At a probe's time, an SQS
+// mapping whose Ticker.Mappings is a MappingProber is probed through its
+// function with the mapping off (probeDestination); otherwise, or when
+// that probe cannot be made, the mapping is on for one tick.
+func (t *Ticker) holdForOutage(ctx context.Context, w *due, m *MappingState, r *MappingReport, now time.Time) bool {
 	p := w.params
 	if p.Mapping == nil || p.Mode == ModeShadow || p.Paused {
-		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
+		*m = endHold(*m)
 		return false
 	}
 	stall := stalled(w.snap.Peers, w.snap.State, now)
@@ -110,14 +139,51 @@ func holdForOutage(w *due, m *MappingState, r *MappingReport, now time.Time) boo
 		m.Held, m.HeldSince, m.ProbeEvery = true, now, probeFirst(p.TickPeriod)
 		m.ProbeAt, m.HeldStored = now.Add(m.ProbeEvery), storedCounts(w.snap.Peers, m.HeldStored)
 	case m.Held && m.Probing && stall:
-		m.Probing, m.ProbeEvery = false, min(2*m.ProbeEvery, probeMax(p.TickPeriod))
-		m.ProbeAt, m.HeldStored = now.Add(m.ProbeEvery), storedCounts(w.snap.Peers, m.HeldStored)
+		m.Probing = false
+		m.backOff(w.snap.Peers, p.TickPeriod, now)
 	case m.Held && m.Probing:
 		// Stored again, or nothing left to receive: the outage is over.
-		m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
+		*m = endHold(*m)
 	case m.Held && !now.Before(m.ProbeAt):
-		m.Probing = true
+		t.probeDestination(ctx, w, m, r, now)
 	}
 	r.Held, r.Probing = m.Held, m.Probing
 	return m.Held && !m.Probing
+}
+
+// probeDestination is a probe of a held mapping: through its function
+// when it can (an SQS mapping, a MappingProber), which ends the hold when
+// the destination is up and doubles the wait when it is down; else, or
+// when the probe fails, the mapping is on for one tick (Probing).
+func (t *Ticker) probeDestination(ctx context.Context, w *due, m *MappingState, r *MappingReport, now time.Time) {
+	pr, ok := t.Mappings.(MappingProber)
+	if !ok || w.params.Mapping.Kind == MappingKafka {
+		m.Probing = true
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	up, err := pr.ProbeDestination(pctx, w.params.Mapping.UUID)
+	switch {
+	case err != nil:
+		r.Probe, r.ProbeErr, m.Probing = ProbeUnavailable, err.Error(), true
+	case up:
+		r.Probe, *m = ProbeUp, endHold(*m)
+	default:
+		r.Probe = ProbeDown
+		m.backOff(w.snap.Peers, w.params.TickPeriod, now)
+	}
+}
+
+// backOff doubles the wait before the next probe (up to ProbeMaxTicks)
+// and records the consumers' counts.
+func (m *MappingState) backOff(peers []protocol.Peer, tick time.Duration, now time.Time) {
+	m.ProbeEvery = min(2*m.ProbeEvery, probeMax(tick))
+	m.ProbeAt, m.HeldStored = now.Add(m.ProbeEvery), storedCounts(peers, m.HeldStored)
+}
+
+// endHold is m without an outage hold.
+func endHold(m MappingState) MappingState {
+	m.Held, m.Probing, m.HeldSince, m.ProbeAt, m.ProbeEvery, m.HeldStored = false, false, time.Time{}, time.Time{}, 0, nil
+	return m
 }

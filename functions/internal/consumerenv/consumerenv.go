@@ -37,6 +37,7 @@ type Config struct {
 	HTTPPoison     []int         // SLUICE_HTTP_POISON_STATUS: statuses that make a message poison (default 400,413,415,422)
 	HTTPEndpoints  []string      // SLUICE_HTTP_ENDPOINTS: comma-separated URLs
 	HTTPAuthSecret string        // SLUICE_HTTP_AUTH_SECRET: a Secrets Manager secret (name or ARN) holding the Authorization header
+	HTTPProbePath  string        // SLUICE_HTTP_PROBE_PATH: what a probe of the destination GETs, relative to the endpoint (default: the endpoint)
 
 	// MySQL is the MySQL sink's statement, table prefix and inbox retention
 	// (SLUICE_MYSQL_STATEMENT or SLUICE_MYSQL_STATEMENT_FILE,
@@ -56,6 +57,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RatePeriod:     r.Duration("SLUICE_RATE_PERIOD", consume.DefaultRatePeriod, "1s"),
 		Consumers:      r.Count("SLUICE_CONSUMERS", 1),
 		HTTPAuthSecret: getenv("SLUICE_HTTP_AUTH_SECRET"),
+		HTTPProbePath:  getenv("SLUICE_HTTP_PROBE_PATH"),
 	}
 	c.Report = envconf.Parse(r, "SLUICE_REPORT", consume.ParseReport)
 	c.HTTPEndpoints = envconf.Parse(r, "SLUICE_HTTP_ENDPOINTS", optional("SLUICE_HTTP_ENDPOINTS", httpsink.ParseEndpoints))
@@ -137,7 +139,7 @@ func Sink(ctx context.Context, c Config, rc *consume.RateCacheConfig, secrets ds
 			return nil, nil, err
 		}
 		rc.Weights = weights
-		hc := httpsink.Config{PoisonStatus: c.HTTPPoison}
+		hc := httpsink.Config{PoisonStatus: c.HTTPPoison, ProbePath: c.HTTPProbePath}
 		if c.HTTPAuthSecret != "" {
 			if hc.Authorizer, err = httpsink.NewSecretAuthorizer(ctx, secrets, c.HTTPAuthSecret); err != nil {
 				return nil, nil, fmt.Errorf("SLUICE_HTTP_AUTH_SECRET: %w", err)

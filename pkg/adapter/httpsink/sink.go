@@ -102,6 +102,9 @@ type Config struct {
 	// asks it once for a fresh value (the secret rotated) and retries the
 	// request at once; a second 401 is the destination's failure.
 	Authorizer Authorizer
+	// ProbePath, when set, is what Probe asks for (GET), resolved against
+	// the endpoint ("/healthz"); empty: the endpoint's URL itself.
+	ProbePath string
 }
 
 // ParseStatuses parses a comma-separated list of HTTP statuses (as in

@@ -93,3 +93,15 @@ func (s *Sink) Redelivered() int {
 	defer s.mu.Unlock()
 	return s.redelivers
 }
+
+var _ consume.Prober = (*Sink)(nil)
+
+// Probe returns ErrDown while the sink is set down (consume.Prober).
+func (s *Sink) Probe(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return ErrDown
+	}
+	return nil
+}

@@ -43,6 +43,19 @@ type Handler struct {
 	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
 	// DefaultPausedBackoff.
 	RetryBackoff, PausedBackoff consume.Backoff
+	// OpenBackoff (default DefaultOpenBackoff) is the visibility of what
+	// is handed back while the consumer's circuit is open after the batch
+	// (the destination is down): minutes, not RetryBackoff's seconds, so
+	// that an outage costs a message about two receives before the
+	// controller holds the mapping off. It is bounded by the time the
+	// message has left in the queue (its MessageRetentionPeriod, read once
+	// with GetQueueAttributes); when that cannot be read, RetryBackoff
+	// applies.
+	OpenBackoff consume.Backoff
+	// QueueRetention is the queue's retention when GetQueueAttributes
+	// does not report it (a stand-in; AWS always does): 0 then means
+	// unknown, and RetryBackoff applies.
+	QueueRetention time.Duration
 	// PacingMargin is kept free before the invocation's deadline for
 	// sending dead letters, setting visibilities and answering: the
 	// consumer paces and stores only within the time before it (default
@@ -55,6 +68,8 @@ type Handler struct {
 	Metrics   io.Writer
 	Namespace string
 	Loop      string
+
+	retention retention
 }
 
 // FromEvent converts an SQS event record to a consumer message. Handle is
@@ -189,6 +204,9 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		vis[m.ID] = max(slot, RetryVisibility(retry, m))
 	}
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
+	if h.Consumer.Breaker().State() == consume.CircuitOpen && !rep.Paused {
+		h.openVisibility(ctx, log, back, vis)
+	}
 	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
 	if err != nil {
 		log.WarnContext(ctx, "set visibility of messages handed back; they return after the queue's timeout", "err", err)

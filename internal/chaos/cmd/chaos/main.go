@@ -26,9 +26,10 @@ func main() {
 	lambdaMsgs := flag.Int("lambda-messages", chaos.Full.Lambda, "messages per run on the Lambda path")
 	workerMsgs := flag.Int("worker-messages", chaos.Full.Worker, "messages per run on the worker path")
 	scale := flag.Float64("scale", chaos.Full.Scale, "multiplies the scenarios' durations (1: the issue's)")
+	baseline := flag.Bool("baseline", false, "play mysql-down-15m as before the probes through the function (receiving probes, the retry backoff with an open circuit)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*only, *paths, chaos.Size{Lambda: *lambdaMsgs, Worker: *workerMsgs, Scale: *scale}, log); err != nil {
+	if err := run(*only, *paths, chaos.Size{Lambda: *lambdaMsgs, Worker: *workerMsgs, Scale: *scale, Baseline: *baseline}, log); err != nil {
 		log.Error("chaos", "err", err)
 		os.Exit(1)
 	}

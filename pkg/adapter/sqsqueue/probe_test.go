@@ -1,0 +1,132 @@
+package sqsqueue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// TestInvokeAnswersProbesAndSQSEvents: the function's entry point hands an
+// SQS event to Handle as before (the same response, the messages stored),
+// answers a probe by the sink's health without storing anything, and
+// refuses any other payload with ErrUnknownEvent.
+func TestInvokeAnswersProbesAndSQSEvents(t *testing.T) {
+	sink := memqueue.NewSink()
+	h := newHandler(sink)
+	raw, err := os.ReadFile("testdata/sqs-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Invoke(context.Background(), raw)
+	want, _ := os.ReadFile("testdata/response-poison-redrive.json")
+	if b, _ := json.Marshal(got); err != nil || string(b) != strings.TrimSpace(string(want)) || sink.Len() != 2 {
+		t.Errorf("Invoke(SQS event) = %s, %v, %d stored; want %s, 2 stored", b, err, sink.Len(), want)
+	}
+	probe, _ := json.Marshal(protocol.ProbeEvent{Probe: protocol.ProbeRequest{Loop: "orders", Mapping: "esm-1"}})
+	for _, down := range []bool{false, true} {
+		sink.SetDown(down)
+		got, err := h.Invoke(context.Background(), probe)
+		ans, ok := got.(protocol.ProbeAnswer)
+		if err != nil || !ok || ans.Probe.Up == down || (down && ans.Probe.Error == "") {
+			t.Errorf("sink down %v: Invoke(probe) = %#v, %v; want up %v", down, got, err, !down)
+		}
+	}
+	if sink.Len() != 2 {
+		t.Errorf("probes stored something: %d rows", sink.Len())
+	}
+	for _, bad := range []string{`{}`, `{"Records": 3}`, `[1]`, `"x"`, `not json`, `{"detail-type":"Scheduled Event"}`} {
+		if got, err := h.Invoke(context.Background(), json.RawMessage(bad)); !errors.Is(err, sqsqueue.ErrUnknownEvent) {
+			t.Errorf("Invoke(%s) = %v, %v; want ErrUnknownEvent", bad, got, err)
+		}
+	}
+}
+
+// retentionAPI is fakeAPI with a queue that keeps messages for retention.
+type retentionAPI struct {
+	fakeAPI
+	retention time.Duration
+	fail      bool
+	omit      bool // answers without MessageRetentionPeriod (ElasticMQ)
+}
+
+func (r *retentionAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	if r.fail {
+		return nil, errors.New("AccessDenied")
+	}
+	if r.omit {
+		return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
+	}
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MessageRetentionPeriod": fmt.Sprint(int(r.retention.Seconds()))}}, nil
+}
+
+// TestOpenCircuitHandsBackForMinutes: once the destination failed enough
+// batches to open the circuit, what the consumer hands back stays away for
+// minutes (OpenBackoff: 2 to 4 at the first receive), not the retry
+// backoff's seconds, so that an outage spends about two receives of a
+// message before the controller holds the mapping off; never past the
+// message's retention, and with the retry backoff when the retention
+// cannot be read.
+func TestOpenCircuitHandsBackForMinutes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		fail      bool
+		omit      bool
+		fallback  time.Duration // Handler.QueueRetention
+		min, max  time.Duration
+	}{
+		{"14 days", 14 * 24 * time.Hour, false, false, 0, 2 * time.Minute, 4 * time.Minute},
+		{"retention bounds it", 3 * time.Minute, false, false, 0, time.Second, 2 * time.Minute},
+		{"retention unknown", 0, true, false, 0, time.Second, time.Minute},
+		{"retention not reported", 0, false, true, 0, time.Second, time.Minute},
+		{"not reported, configured", 0, false, true, 96 * time.Hour, 2 * time.Minute, 4 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := &retentionAPI{retention: c.retention, fail: c.fail, omit: c.omit}
+			sink := memqueue.NewSink()
+			sink.SetDown(true)
+			h := handlerAt(1000, sink, &api.fakeAPI)
+			h.API, h.QueueRetention = api, c.fallback
+			var vis map[string]int32
+			for i := range 5 {
+				ev := events.SQSEvent{}
+				for j := range 10 {
+					ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m-%d-%d", i, j), ReceiptHandle: fmt.Sprintf("h-%d-%d", i, j),
+						Body: `{"n":1}`, Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": fmt.Sprint(time.Now().UnixMilli())}})
+				}
+				if _, err := h.Handle(context.Background(), ev); err != nil {
+					t.Fatal(err)
+				}
+				if h.Consumer.Breaker().State() != consume.CircuitOpen {
+					continue
+				}
+				vis = api.visibility
+				for j := range 10 {
+					got := time.Duration(vis[fmt.Sprintf("h-%d-%d", i, j)]) * time.Second
+					if got < c.min || got > c.max {
+						t.Errorf("batch %d message %d with the circuit open: visibility %v; want %v to %v", i, j, got, c.min, c.max)
+					}
+				}
+			}
+			if vis == nil {
+				t.Fatal("the circuit never opened")
+			}
+			if short := time.Duration(vis["h-0-0"]) * time.Second; short > time.Minute {
+				t.Errorf("the first failed batch (circuit closed) got %v; want the retry backoff's seconds", short)
+			}
+		})
+	}
+}
