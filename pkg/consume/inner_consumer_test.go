@@ -130,3 +130,17 @@ func TestConsumerInnerLoopFollowsRate(t *testing.T) {
 		t.Errorf("RATE without inner settings again: pace %v under the slower destination; want the share 100 (no cut)", low)
 	}
 }
+
+// TestConsumerInnerLoopSettlesAsRateSays runs a Consumer whose RATE carries
+// a Settle of 10 s (a loop that ticks every few seconds): it learns its
+// reference after that, not after the default 3 minutes.
+func TestConsumerInnerLoopSettlesAsRateSays(t *testing.T) {
+	c, _, rates, _, run := newInnerRig(t, nil)
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100,
+		Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second, Settle: 10 * time.Second}})
+	run(20 * time.Second)
+	l, on := c.InnerLoop()
+	if !on || l.Config.Settle != 10*time.Second || l.State.Ref == 0 {
+		t.Fatalf("after 20 s of RATE with settle 10s: inner loop %+v, %v; want it on, settle 10s, a learned reference", l, on)
+	}
+}
