@@ -297,8 +297,12 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 		g.followRate(a.Inner)
 	}
 	if g.l == nil {
+		stats.InnerLatency.Store(0)
+		stats.InnerReference.Store(0)
 		return share
 	}
+	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
+	stats.InnerReference.Store(int64(g.l.State.Ref * 1e9))
 	p := g.l.Pace(now, share)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
