@@ -40,7 +40,9 @@ func BenchmarkInnerLoop(b *testing.B) {
 
 // BenchmarkInnerStep compares what the inner loop adds to a batch (one
 // Pace and one Observe) with what the pacer does for it (one reservation
-// of 10 messages), without the rest of Process.
+// of 10 messages), without the rest of Process: while it learns (inner)
+// and while it cuts (inner-cutting: a learned reference, the latency twice
+// it). make bench reports both as ratios to the reservation.
 func BenchmarkInnerStep(b *testing.B) {
 	clk := newFakeClock()
 	b.Run("pacer", func(b *testing.B) {
@@ -61,6 +63,20 @@ func BenchmarkInnerStep(b *testing.B) {
 			l.Pace(now, 1e4)
 			l.Observe(consume.InnerSample{At: now, Messages: 10, PerMessage: 5 * time.Millisecond})
 			clk.Advance(time.Millisecond)
+		}
+	})
+	b.Run("inner-cutting", func(b *testing.B) {
+		l := consume.NewInnerLoop(consume.InnerConfig{})
+		l.State.Ref, l.State.RefShare, l.State.Latency = 0.005, 1e4, 0.01
+		b.ReportAllocs()
+		for b.Loop() {
+			now := clk.Now()
+			l.Pace(now, 1e4)
+			l.Observe(consume.InnerSample{At: now, Messages: 10, PerMessage: 10 * time.Millisecond})
+			clk.Advance(time.Millisecond)
+		}
+		if l.Fraction() >= 1 {
+			b.Fatalf("fraction %v: the inner loop does not cut", l.Fraction())
 		}
 	})
 }
