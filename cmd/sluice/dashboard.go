@@ -64,6 +64,7 @@ func parseDashboard(args []string, stderr io.Writer) (dashboardConfig, error) {
 	fs.IntVar(&c.prefill, "prefill", 120, "demo only: controller `ticks` simulated before serving, so that the charts start full")
 	fs.StringVar(&c.traffic.Scenario, "scenario", "", "demo only: traffic reference (default), idle-burst or diurnal, scaled to the demo's plant; or shared: three queues into one database (a destination and its members, weights 3:2:1)")
 	fs.Var(newProducerChangesFlag(&c.traffic.ProducerChanges), "producer-change", "demo only: producers' rate AT=RATE from the demo's start, prefill included (repeatable or comma-separated)")
+	fs.BoolVar(&c.traffic.Inner, "inner-loop", false, "demo only: the consumers run the inner loop on the destination's latency (PARAMS inner_loop), which the latency chart shows")
 	fs.Var(newBurstsFlag(&c.traffic.Bursts), "burst", "demo only: N messages enqueued at once AT=N from the demo's start, prefill included (repeatable or comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -150,6 +150,9 @@ func TestBrowserDemo(t *testing.T) {
 	if !strings.Contains(text, "setpoint") {
 		t.Errorf("page text does not contain %q:\n%s", "setpoint", text)
 	}
+	if hidden := cdpValue(t, ctx, "inner charts", chromedp.Evaluate[bool](`document.getElementById('inner-charts').hidden`)); !hidden {
+		t.Errorf("the inner loop's charts are shown for consumers that run none")
+	}
 
 	// the data moves: the newest point's time changes between two reads
 	first := cdpValue(t, ctx, "first read", chromedp.Evaluate[string](`document.getElementById('chart-cpu').dataset.last`))
@@ -193,6 +196,37 @@ func TestBrowserDemo(t *testing.T) {
 		t.Errorf("refusal message %q does not name max_rate", msg)
 	}
 	dashScreenshot(t, ctx, "dashboard-refused")
+}
+
+// With --inner-loop the demo's consumers run the inner loop: the latency
+// chart shows their store latency against its learned reference, shaded
+// where they cut (the disturbance at minute 60 of the prefill), and the
+// cut's chart the rate they withheld.
+func TestBrowserDemoInnerLoop(t *testing.T) {
+	ctx := newBrowser(t)
+	c := dashboardConfig{listen: "127.0.0.1:0", demo: true, speed: 60, prefill: 180}
+	c.traffic.Inner = true
+	url := startDashboard(t, c)
+	cdp(t, ctx, "load page", chromedp.Navigate(url), chromedp.WaitVisible(cdpCSS("#chart-latency")),
+		cdpUntil(`Number(document.getElementById('chart-latency').dataset.points) > 0`, 20*time.Second))
+	for _, id := range []string{"chart-latency", "chart-cut"} {
+		points := cdpValue(t, ctx, "points of "+id, chromedp.Evaluate[int](fmt.Sprintf(`Number(document.getElementById(%q).dataset.points)`, id)))
+		ink := cdpValue(t, ctx, "pixels of "+id, chromedp.Evaluate[int](fmt.Sprintf(`%s(%q)`, dashInkJS, id)))
+		if points < 20 || ink < 100 {
+			t.Errorf("%s: %d data points, %d coloured pixels; want >= 20 points drawn and >= 100 pixels", id, points, ink)
+		}
+	}
+	if cut := cdpValue(t, ctx, "cut ticks", chromedp.Evaluate[int](`Number(document.getElementById('chart-latency').dataset.cutting)`)); cut == 0 {
+		t.Errorf("the latency chart shades no tick where the inner loop cut; want the disturbance's")
+	}
+	series := cdpValue(t, ctx, "latency series", chromedp.Evaluate[string](`[st.points.filter(p => p.inner_latency_ms > 0).length, st.points.filter(p => p.inner_reference_ms > 0).length].join(',')`))
+	if n := strings.Split(series, ","); len(n) != 2 || n[0] == "0" || n[1] == "0" {
+		t.Errorf("points with the latency, with the reference: %s; want both", series)
+	}
+	if text := cdpValue(t, ctx, "read text", chromedp.Evaluate[string](`document.getElementById('now').innerText`)); !strings.Contains(text, "latency") {
+		t.Errorf("the header %q does not show the consumers' latency", text)
+	}
+	dashScreenshot(t, ctx, "dashboard-inner")
 }
 
 // dashMotoTable creates a fresh table with one loop's valid PARAMS and an hour

@@ -8,8 +8,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/demo"
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/internal/sim/lab"
-	"github.com/sluice-dev/sluice/pkg/control"
-	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // defaultDemoController is the loop `sluice demo` runs without
@@ -23,14 +21,9 @@ const defaultDemoController = lab.Cascade
 // consumers' report: the controller must be told what the cut withheld, or
 // it takes the cut for a plant that took less and the two loops fight.
 func withInner(cfg *demo.Config, controller string, m lab.Model) {
-	if controller != lab.Cascade || cfg.Scenario.Latency == nil || cfg.NoReport {
-		return
+	if controller == lab.Cascade {
+		demo.WithInner(cfg, m)
 	}
-	rt := lab.InnerReactionTime(control.FOPDT{Gain: m.Gain, Base: m.Base,
-		Tau: time.Duration(m.TauS * float64(time.Second)), DeadTime: time.Duration(m.DeadTimeS * float64(time.Second))})
-	cfg.Params.Inner = &loop.InnerParams{Tolerance: loop.DefaultInnerTolerance, ReactionTime: rt}
-	ic, _ := cfg.Params.InnerConfig()
-	cfg.Inner = &ic
 }
 
 // printOnset prints the disturbances' onsets apart: the seconds above

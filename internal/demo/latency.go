@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sim"
+	"github.com/sluice-dev/sluice/internal/sim/lab"
+	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/loop"
 )
 
 // concurrency is how many stores the demo's one consumer stands for at
@@ -51,4 +54,21 @@ func (w *world) recordLatency(d float64) {
 	if w.pace != nil {
 		w.series.Paced = append(w.series.Paced, w.pace())
 	}
+}
+
+// WithInner turns the consumers' inner loop on in cfg, for a destination
+// identified as m: in PARAMS (inner_loop, with the reaction time the step
+// test suggests) and in the consumer, which reads it from there. Not
+// without a latency to measure, nor without the consumers' report: the
+// controller must be told what the cut withheld, or it takes the cut for a
+// plant that took less and the two loops fight.
+func WithInner(cfg *Config, m lab.Model) {
+	if cfg.Scenario.Latency == nil || cfg.NoReport {
+		return
+	}
+	rt := lab.InnerReactionTime(control.FOPDT{Gain: m.Gain, Base: m.Base,
+		Tau: time.Duration(m.TauS * float64(time.Second)), DeadTime: time.Duration(m.DeadTimeS * float64(time.Second))})
+	cfg.Params.Inner = &loop.InnerParams{Tolerance: loop.DefaultInnerTolerance, ReactionTime: rt}
+	ic, _ := cfg.Params.InnerConfig()
+	cfg.Inner = &ic
 }

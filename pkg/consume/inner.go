@@ -297,8 +297,12 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 		g.followRate(a.Inner)
 	}
 	if g.l == nil {
+		stats.InnerLatency.Store(0)
+		stats.InnerReference.Store(0)
 		return share
 	}
+	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
+	stats.InnerReference.Store(int64(g.l.State.Ref * 1e9))
 	p := g.l.Pace(now, share)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
@@ -312,7 +316,7 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 // which do not depend on them. A RATE that is not in force (the safe rate)
 // changes nothing: the loop keeps the controller's last word.
 func (g *innerGuard) followRate(in *protocol.InnerSettings) {
-	if in != nil && (InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}).Validate() != nil {
+	if in != nil && innerConfigOf(in).Validate() != nil {
 		in = nil
 	}
 	switch {
@@ -321,12 +325,18 @@ func (g *innerGuard) followRate(in *protocol.InnerSettings) {
 		g.log.Info("inner loop off: RATE carries no usable inner settings")
 	case in == nil:
 	case g.l == nil:
-		g.l, g.settings = NewInnerLoop(InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}), *in
-		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
+		g.l, g.settings = NewInnerLoop(innerConfigOf(in)), *in
+		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime, "settle", in.Settle)
 	case *in != g.settings:
-		g.l.Config, g.settings = InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime}.withDefaults(), *in
-		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime)
+		g.l.Config, g.settings = innerConfigOf(in).withDefaults(), *in
+		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime, "settle", in.Settle)
 	}
+}
+
+// innerConfigOf is the InnerConfig of RATE's inner settings in (a Settle of
+// 0, from an older controller: the default).
+func innerConfigOf(in *protocol.InnerSettings) InnerConfig {
+	return InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime, Settle: in.Settle}
 }
 
 // observe folds one store of n messages that took d into the inner loop:

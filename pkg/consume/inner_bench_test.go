@@ -40,7 +40,9 @@ func BenchmarkInnerLoop(b *testing.B) {
 
 // BenchmarkInnerStep compares what the inner loop adds to a batch (one
 // Pace and one Observe) with what the pacer does for it (one reservation
-// of 10 messages), without the rest of Process.
+// of 10 messages), without the rest of Process: while it learns (inner)
+// and while it cuts (inner-cutting: a learned reference, the latency twice
+// it). make bench reports both as ratios to the reservation.
 func BenchmarkInnerStep(b *testing.B) {
 	clk := newFakeClock()
 	b.Run("pacer", func(b *testing.B) {
@@ -53,14 +55,24 @@ func BenchmarkInnerStep(b *testing.B) {
 			clk.Advance(time.Millisecond)
 		}
 	})
-	b.Run("inner", func(b *testing.B) {
-		l := consume.NewInnerLoop(consume.InnerConfig{})
-		b.ReportAllocs()
-		for b.Loop() {
-			now := clk.Now()
-			l.Pace(now, 1e4)
-			l.Observe(consume.InnerSample{At: now, Messages: 10, PerMessage: 5 * time.Millisecond})
-			clk.Advance(time.Millisecond)
+	// step runs one Pace and one Observe of l per iteration, at a latency
+	// per message of per.
+	step := func(l *consume.InnerLoop, per time.Duration) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				now := clk.Now()
+				l.Pace(now, 1e4)
+				l.Observe(consume.InnerSample{At: now, Messages: 10, PerMessage: per})
+				clk.Advance(time.Millisecond)
+			}
 		}
-	})
+	}
+	b.Run("inner", step(consume.NewInnerLoop(consume.InnerConfig{}), 5*time.Millisecond))
+	cutting := consume.NewInnerLoop(consume.InnerConfig{})
+	cutting.State.Ref, cutting.State.RefShare, cutting.State.Latency = 0.005, 1e4, 0.01
+	b.Run("inner-cutting", step(cutting, 10*time.Millisecond))
+	if cutting.Fraction() >= 1 {
+		b.Fatalf("fraction %v: the inner loop does not cut", cutting.Fraction())
+	}
 }

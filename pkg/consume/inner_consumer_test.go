@@ -130,3 +130,54 @@ func TestConsumerInnerLoopFollowsRate(t *testing.T) {
 		t.Errorf("RATE without inner settings again: pace %v under the slower destination; want the share 100 (no cut)", low)
 	}
 }
+
+// TestConsumerInnerLoopSettlesAsRateSays runs a Consumer whose RATE carries
+// a Settle of 10 s (a loop that ticks every few seconds): it learns its
+// reference after that, not after the default 3 minutes.
+func TestConsumerInnerLoopSettlesAsRateSays(t *testing.T) {
+	c, _, rates, _, run := newInnerRig(t, nil)
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100,
+		Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second, Settle: 10 * time.Second}})
+	run(20 * time.Second)
+	l, on := c.InnerLoop()
+	if !on || l.Config.Settle != 10*time.Second || l.State.Ref == 0 {
+		t.Fatalf("after 20 s of RATE with settle 10s: inner loop %+v, %v; want it on, settle 10s, a learned reference", l, on)
+	}
+}
+
+// lastPeer is a PeerStore that keeps the last lease reported.
+type lastPeer struct{ p protocol.Peer }
+
+func (s *lastPeer) ReportPeer(_ context.Context, p protocol.Peer) error { s.p = p; return nil }
+func (s *lastPeer) LivePeers(context.Context, string, time.Time) (int, error) {
+	return 1, nil
+}
+
+// TestLeaseCarriesTheInnerLoop: the lease of a consumer whose inner loop
+// runs reports its filtered store latency per message and, once learned,
+// its reference (the dashboard charts them); without an inner loop, none.
+func TestLeaseCarriesTheInnerLoop(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var cfg *consume.InnerConfig
+		if on {
+			cfg = &consume.InnerConfig{}
+		}
+		c, _, _, clk, run := newInnerRig(t, cfg)
+		store := &lastPeer{}
+		lease := consume.NewLease(consume.LeaseConfig{Loop: "l"}, store, c.Stats(), clk, nil)
+		run(4 * time.Minute)
+		if _, err := lease.Live(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := c.InnerLoop()
+		p := store.p
+		switch {
+		case !on && (p.InnerLatency != 0 || p.InnerReference != 0):
+			t.Errorf("without an inner loop the lease carries latency %v, reference %v; want none", p.InnerLatency, p.InnerReference)
+		case on && (p.InnerLatency <= 0 || p.InnerReference <= 0):
+			t.Errorf("with a learned inner loop the lease carries latency %v, reference %v; want both", p.InnerLatency, p.InnerReference)
+		case on && math.Abs(p.InnerReference.Seconds()-l.State.Ref) > 1e-6:
+			t.Errorf("lease reference %v; want the inner loop's %vs", p.InnerReference, l.State.Ref)
+		}
+	}
+}

@@ -133,7 +133,8 @@ func (l *Lease) report(ctx context.Context, now, expires time.Time) error {
 	p := protocol.Peer{Loop: l.cfg.Loop, Instance: l.cfg.Instance, Stored: l.stats.Stored.Load(),
 		StartedAt: l.started, ReportedAt: now, ExpiresAt: expires,
 		Batches: l.stats.Batches.Load(), BatchMessages: l.stats.BatchMessages.Load(), Working: l.stats.Working(),
-		Withheld: l.stats.Withheld.Load()}
+		Withheld: l.stats.Withheld.Load(), InnerLatency: time.Duration(l.stats.InnerLatency.Load()),
+		InnerReference: time.Duration(l.stats.InnerReference.Load())}
 	if err := l.store.ReportPeer(ctx, p); err != nil {
 		return fmt.Errorf("report lease of %s on loop %s: %w", l.cfg.Instance, l.cfg.Loop, err)
 	}

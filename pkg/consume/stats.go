@@ -40,6 +40,10 @@ type Stats struct {
 	// source mapping by the means (loop.MappingConcurrency).
 	Batches       atomic.Int64
 	BatchMessages atomic.Int64
+	// InnerLatency and InnerReference are the inner loop's filtered store
+	// latency per message and its learned reference, ns, as of the last
+	// batch (0: no inner loop, or no reference yet): the lease reports them.
+	InnerLatency, InnerReference atomic.Int64
 
 	allowed  atomic.Uint64 // float64 bits: the loop's allowed rate
 	share    atomic.Uint64 // float64 bits: this consumer's share

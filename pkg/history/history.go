@@ -65,6 +65,14 @@ type Point struct {
 	// reasons were kept.
 	Reason     string
 	ReasonText string
+	// InnerLatency is the consumers' mean store latency per message as
+	// their inner loops measure it, InnerReference the mean latency they
+	// learned at the setpoint, and Withheld the rate their cut held back
+	// below their shares since the previous tick, messages/s: zero while
+	// no consumer runs an inner loop (loop.DemandReport).
+	InnerLatency   time.Duration
+	InnerReference time.Duration
+	Withheld       float64
 }
 
 // SignalPoint is one signal of a loop with several signals at one tick.
@@ -121,7 +129,14 @@ type pointJSON struct {
 	Signals   []SignalPoint `json:"signals,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
 	Text      string        `json:"reason_text,omitempty"`
+	Latency   float64       `json:"inner_latency_ms,omitempty"`
+	Reference float64       `json:"inner_reference_ms,omitempty"`
+	Withheld  float64       `json:"withheld,omitempty"`
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fromMS(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 func num(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -147,6 +162,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		Drift:   p.ModelDrift,
 		Limited: p.Limited, Limiting: p.Limiting, Signals: p.Signals,
 		Reason: p.Reason, Text: p.ReasonText,
+		Latency: ms(p.InnerLatency), Reference: ms(p.InnerReference), Withheld: p.Withheld,
 	})
 }
 
@@ -164,6 +180,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		ModelDrift: j.Drift,
 		Limited:    j.Limited, Limiting: j.Limiting, Signals: j.Signals,
 		Reason: j.Reason, ReasonText: j.Text,
+		InnerLatency: fromMS(j.Latency), InnerReference: fromMS(j.Reference), Withheld: j.Withheld,
 	}
 	return nil
 }
@@ -183,8 +200,9 @@ func FromReport(t time.Time, r loop.Report) (Point, bool) {
 	p := Point{
 		T: t, Setpoint: r.Setpoint, Measured: r.Measured, Rate: r.Rate, Consumed: math.NaN(),
 		P: r.P, I: r.I, FF: r.FF, Saturated: r.Saturated, Stale: r.Stale, Depth: math.NaN(), Mode: string(r.Mode),
-		ModelDrift: r.ModelDrift,
-		Limited:    r.DemandLimited,
+		ModelDrift:   r.ModelDrift,
+		Limited:      r.DemandLimited,
+		InnerLatency: r.InnerLatency, InnerReference: r.InnerReference, Withheld: r.Withheld,
 	}
 	if r.ProcessedKnown {
 		p.Consumed, p.ConsumedSmoothing = r.Processed, loop.ProcessedSmoothing

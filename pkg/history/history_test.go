@@ -33,6 +33,34 @@ func TestFromReportFillsProcessedDepthAndLimited(t *testing.T) {
 	}
 }
 
+// The consumers' inner loop: the point carries their latency, its
+// reference and the rate their cut withheld, through JSON; a point without
+// them carries none.
+func TestFromReportInnerLoop(t *testing.T) {
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	r := loop.Report{Outcome: loop.OutcomeApplied, DemandReport: loop.DemandReport{Processed: 40, ProcessedKnown: true,
+		Withheld: 12.5, InnerLatency: 30 * time.Millisecond, InnerReference: 20 * time.Millisecond}}
+	p, _ := history.FromReport(at, r)
+	if p.InnerLatency != 30*time.Millisecond || p.InnerReference != 20*time.Millisecond || p.Withheld != 12.5 {
+		t.Fatalf("FromReport = %+v; want latency 30ms, reference 20ms, withheld 12.5", p)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"inner_latency_ms":30`) || !strings.Contains(string(b), `"inner_reference_ms":20`) {
+		t.Errorf("JSON %s: want inner_latency_ms 30 and inner_reference_ms 20", b)
+	}
+	var back history.Point
+	if err := json.Unmarshal(b, &back); err != nil || (back.InnerLatency != p.InnerLatency || back.InnerReference != p.InnerReference || back.Withheld != p.Withheld) {
+		t.Errorf("round trip of %s = %+v, %v", b, back, err)
+	}
+	p, _ = history.FromReport(at, loop.Report{Outcome: loop.OutcomeApplied})
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "inner_") || strings.Contains(string(b), "withheld") {
+		t.Errorf("JSON without an inner loop %s: want no inner_ or withheld field", b)
+	}
+}
+
 // A loop with several signals: the point carries which signal limited and
 // every signal's setpoint and measurement (null when stale), through JSON.
 func TestFromReportSignals(t *testing.T) {

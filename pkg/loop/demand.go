@@ -25,9 +25,10 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	d.Stored, d.ReportedAt = capBaselines(d.Stored, d.ReportedAt)
 	if d.Known {
 		in.ActualRate, in.ActualKnown = d.Processed+d.WithheldRate, true
-		r.Processed, r.ProcessedKnown = d.Processed, true
+		r.Processed, r.ProcessedKnown, r.Withheld = d.Processed, true, d.WithheldRate
 	}
 	r.LivePeers = d.Live
+	r.InnerLatency, r.InnerReference = innerOf(snap.Peers, now)
 	return d
 }
 

@@ -48,8 +48,14 @@ func (p Params) innerSettings() *protocol.InnerSettings {
 	if p.Inner == nil {
 		return nil
 	}
-	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime}
+	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime,
+		Settle: InnerSettleTicks * p.TickPeriod}
 }
+
+// InnerSettleTicks is how many of the loop's ticks the consumers' share must
+// hold steady before their inner loop learns the latency at the setpoint
+// (RATE's inner settle): the outer loop has settled by then.
+const InnerSettleTicks = 3
 
 // inner_loop true creates Params.Inner with the defaults; the other inner_*
 // attributes need it.

@@ -76,8 +76,11 @@ func TestTickRateCarriesTheInnerSettings(t *testing.T) {
 	}
 	r.params("orders", func(a map[string]any) {
 		a["inner_loop"], a["inner_tolerance"], a["inner_reaction_time"] = true, 0.3, "40s"
+		a["tick_period"] = "20s"
 	})
-	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second}
+	// Settle: the consumers wait three ticks of a settled share before they
+	// learn the latency at the setpoint.
+	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second, Settle: time.Minute}
 	if got := readInner(); got == nil || *got != want {
 		t.Errorf("RATE.Inner with inner_loop = %+v; want %+v", got, want)
 	}

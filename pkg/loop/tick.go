@@ -163,6 +163,14 @@ type DemandReport struct {
 	ProcessedKnown bool    `json:"processed_known"`
 	LivePeers      int     `json:"live_peers"`
 	DemandLimited  bool    `json:"demand_limited"`
+	// Withheld is the rate the consumers' inner loops withheld below their
+	// shares since the previous tick, messages/s (Demand.WithheldRate);
+	// InnerLatency and InnerReference the mean store latency per message
+	// and learned reference of the live leases that carry them (zero:
+	// none), which the dashboard charts (inner.go).
+	Withheld       float64       `json:"withheld,omitempty"`
+	InnerLatency   time.Duration `json:"inner_latency,omitempty"`
+	InnerReference time.Duration `json:"inner_reference,omitempty"`
 	// Depth is the queue's depth (messages visible, AWS/SQS) when
 	// DepthKnown: PARAMS depth_queue names the queue.
 	Depth      float64 `json:"depth"`

@@ -24,6 +24,12 @@ type Peer struct {
 	// below its share since StartedAt (consume.InnerLoop): the controller
 	// adds their rate to the processed one.
 	Withheld int64 `json:"withheld,omitempty"`
+	// InnerLatency is the inner loop's filtered store latency per message
+	// and InnerReference the latency it learned at the setpoint, at
+	// ReportedAt: 0 while the instance runs no inner loop (the reference
+	// also before it has learned one). The dashboard charts them.
+	InnerLatency   time.Duration `json:"inner_latency,omitempty"`
+	InnerReference time.Duration `json:"inner_reference,omitempty"`
 	// StartedAt is when the instance started counting; ReportedAt when it
 	// wrote this lease; ExpiresAt when the lease lapses unless refreshed.
 	StartedAt  time.Time `json:"started_at"`

@@ -44,6 +44,10 @@ type InnerSettings struct {
 	Tolerance float64 `json:"tolerance"`
 	// ReactionTime is the integral time of the cut.
 	ReactionTime time.Duration `json:"reaction_time"`
+	// Settle is how long the share must hold steady before the consumers
+	// learn the latency at the setpoint: three of the loop's ticks. 0 (a
+	// controller of an older release): the consumers' default.
+	Settle time.Duration `json:"settle,omitempty"`
 }
 
 // LeaseLayout is the lease layout a consumer writes and counts by when it

@@ -130,6 +130,13 @@ func main() {
 			// cost of pacing one batch at an unlimited rate relative to
 			// the same batch unpaced (the consumer's overhead)
 			"consume_paced_over_unpaced": ratio(res, "BenchmarkProcess/paced-unlimited", "BenchmarkProcess/unpaced"),
+			// the consumer's inner loop: a batch through Process with it
+			// relative to the pacer alone, and one inner-loop step (a Pace
+			// and an Observe, learning or cutting) relative to one pacer
+			// reservation of the batch
+			"consume_inner_over_pacer":            ratio(res, "BenchmarkInnerLoop/pacer+inner", "BenchmarkInnerLoop/pacer"),
+			"consume_inner_step_over_reservation": ratio(res, "BenchmarkInnerStep/inner", "BenchmarkInnerStep/pacer"),
+			"consume_inner_cut_over_reservation":  ratio(res, "BenchmarkInnerStep/inner-cutting", "BenchmarkInnerStep/pacer"),
 			// one tick of 1,000 loops relative to one tick of one loop
 			// (1000 means linear scaling)
 			"tick_1000_loops_over_1_loop": ratio(res, "BenchmarkTick/loops=1000", "BenchmarkTick/loops=1"),

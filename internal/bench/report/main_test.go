@@ -28,6 +28,10 @@ PASS
 	if v := ratio(got, "BenchmarkUpdate/pi-aw-spf-ff", "BenchmarkUpdate/pi"); v.(float64) < 80 || v.(float64) > 81 {
 		t.Errorf("ratio = %v; want 3349/41.55", v)
 	}
+	plus, _, err := parse(strings.NewReader("BenchmarkInnerLoop/pacer+inner-2   \t  20000\t  110 ns/op\nBenchmarkInnerLoop/pacer-2 \t 20000\t 220 ns/op\n"))
+	if v := ratio(plus, "BenchmarkInnerLoop/pacer+inner", "BenchmarkInnerLoop/pacer"); err != nil || v != 0.5 {
+		t.Errorf("ratio of a name with a + = %v, %v; want 0.5", v, err)
+	}
 	if v := ratio(got, "BenchmarkUpdate/missing", "BenchmarkUpdate/pi"); v != nil {
 		t.Errorf("ratio with a missing benchmark = %v; want nil", v)
 	}

@@ -19,7 +19,20 @@ const charts = {
     { key: "ff", label: "FF", color: "#667085", dash: [4, 3] } ] },
   depth: { title: "depth", series: [
     { key: "depth", label: "queue depth / lag", color: "#c11574" } ] },
+  // The consumers' inner loop (PARAMS inner_loop), shown once a point
+  // carries its latency: their store latency per message against the
+  // reference they learned at the setpoint, shaded while they cut; and the
+  // cut itself, the rate they held back below their shares.
+  latency: { title: "latency", inner: true, cutShade: true, series: [
+    { key: "inner_latency_ms", label: "consumers' store latency per message", color: "#1570ef" },
+    { key: "inner_reference_ms", label: "learned reference (latency at the setpoint)", color: "#d92d20", dash: [6, 4] } ] },
+  cut: { title: "cut", inner: true, series: [
+    { key: "withheld", label: "withheld below the allowed share by the inner loop", color: "#f79009" } ] },
 };
+
+// innerShown reports whether a point of pts carries the inner loop's
+// latency: the inner charts are shown from then on.
+function innerShown(pts) { return pts.some((p) => p.inner_latency_ms > 0); }
 
 // Signals (override control): a loop with several signals gets one chart
 // per further signal (its setpoint and measurement; the first signal is the
@@ -194,14 +207,17 @@ function draw(id, chart, pts) {
   const x = (t) => L + (t - t0) / (t1 - t0) * pw;
   const y = (v) => T + (1 - (v - lo) / (hi - lo)) * ph;
   // shading: a point's flag covers the interval since the previous point
-  let limiting = 0;
+  let limiting = 0, cutting = 0;
   for (let k = 0; k < pts.length; k++) {
     const p = pts[k];
     const lim = chart.limitName && p.limiting === chart.limitName;
+    const cut = chart.cutShade && p.withheld > 0;
     if (lim) limiting++;
-    if (!p.stale && !p.saturated && !p.limited && !lim) continue;
+    if (cut) cutting++;
+    if (!p.stale && !p.saturated && !p.limited && !lim && !cut) continue;
     const a = k > 0 ? x(pts[k - 1].t) : x(p.t) - 2, b = x(p.t) + (k === pts.length - 1 ? 2 : 0);
     if (lim) { g.fillStyle = "rgba(21,112,239,.10)"; g.fillRect(a, T, b - a, ph); }
+    if (cut) { g.fillStyle = "rgba(247,144,9,.16)"; g.fillRect(a, T, b - a, ph); }
     if (p.saturated) { g.fillStyle = "rgba(245,158,11,.22)"; g.fillRect(a, T, b - a, ph); }
     if (p.stale) { g.fillStyle = "rgba(107,114,128,.25)"; g.fillRect(a, T, b - a, ph); }
     if (p.limited) { g.fillStyle = "rgba(18,183,106,.16)"; g.fillRect(a, T, b - a, ph); }
@@ -212,7 +228,7 @@ function draw(id, chart, pts) {
   for (let k = 0; k <= 4; k++) {
     const v = lo + (hi - lo) * k / 4, yy = Math.round(y(v)) + .5;
     g.beginPath(); g.moveTo(L, yy); g.lineTo(L + pw, yy); g.stroke();
-    g.fillText(fmt(v), L - 5, yy);
+    g.fillText(fmt(v, hi - lo < 0.5 ? 3 : hi - lo < 5 ? 2 : undefined), L - 5, yy);
   }
   g.textAlign = "center"; g.textBaseline = "top";
   for (let k = 0; k <= 4; k++) {
@@ -249,13 +265,16 @@ function draw(id, chart, pts) {
   cv.dataset.reasons = String(marks);
   cv.dataset.points = String(drawn);
   cv.dataset.limiting = String(limiting);
+  cv.dataset.cutting = String(cutting);
   cv.dataset.last = String(pts[pts.length - 1].t);
 }
 
 function drawAll() {
   signalCharts();
   memberCharts();
-  for (const [id, c] of Object.entries(charts)) draw(id, c, st.points);
+  const inner = innerShown(st.points);
+  $("inner-charts").hidden = !inner;
+  for (const [id, c] of Object.entries(charts)) if (!c.inner || inner) draw(id, c, st.points);
   const p = st.points[st.points.length - 1];
   const now = $("now");
   now.textContent = "";
@@ -271,6 +290,10 @@ function drawAll() {
   else item("CPU", p.measured !== null ? fmt(p.measured) + " %" : p.stale ? "stale" : "no datapoint yet");
   item("rate", fmt(p.rate) + " msg/s");
   if (p.limiting) item("limited by", p.limiting);
+  if (p.inner_latency_ms > 0) {
+    item("latency", fmt(p.inner_latency_ms, 2) + " ms" + (p.inner_reference_ms > 0 ? " (reference " + fmt(p.inner_reference_ms, 2) + ")" : " (no reference yet)"));
+    if (p.withheld > 0) item("cut", fmt(p.withheld) + " msg/s withheld");
+  }
   if (p.reason_text) item("reason", p.reason_text);
   if (p.stale) { const b = document.createElement("span"); b.className = "badge stale"; b.textContent = "stale"; now.append(b); }
   if (p.saturated) { const b = document.createElement("span"); b.className = "badge sat"; b.textContent = "saturated"; now.append(b); }

@@ -82,13 +82,28 @@ func DefaultParams() dashboard.Params {
 }
 
 func defaultParams(s sim.Scenario) (dashboard.Params, error) {
-	c, _, err := demo.Tune(s)
+	cfg, err := demoConfig(s, false)
 	if err != nil {
 		return nil, err
 	}
+	return dashboard.Params(cfg.Params.Attrs(metricsources.All())), nil
+}
+
+// demoConfig is the demo's loop on s: the parameters tuned from a step
+// test, with the consumers' inner loop on when inner (demo.WithInner), as
+// `sluice demo` runs it.
+func demoConfig(s sim.Scenario, inner bool) (demo.Config, error) {
+	c, model, err := demo.Tune(s)
+	if err != nil {
+		return demo.Config{}, err
+	}
 	p := demo.DefaultParams(s, c)
 	p.ManualRate = 50
-	return dashboard.Params(p.Attrs(metricsources.All())), nil
+	cfg := demo.Config{Scenario: s, Params: p}
+	if inner {
+		demo.WithInner(&cfg, model)
+	}
+	return cfg, nil
 }
 
 // Demo is the simulated loop, its stores and its history.
@@ -112,21 +127,14 @@ func NewWithTraffic(start time.Time, seed uint64, tr Traffic) (*Demo, error) {
 	if err := tr.apply(&s); err != nil {
 		return nil, err
 	}
-	attrs, err := defaultParams(s)
+	cfg, err := demoConfig(s, tr.Inner)
 	if err != nil {
 		return nil, fmt.Errorf("demo parameters: %w", err)
 	}
-	c, _, err := demo.Tune(s)
-	if err != nil {
-		return nil, err
-	}
-	params := demo.DefaultParams(s, c)
-	params.ManualRate = 50
+	attrs := dashboard.Params(cfg.Params.Attrs(metricsources.All()))
 	d := &Demo{hist: ddbhistory.NewMemory(0), loops: []string{LoopID}}
-	d.sim, err = demo.Start(demo.Config{
-		Scenario: s, Params: params, Start: start, SafeRate: safeRate, Outages: outages(),
-		OnTick: d.record, NoSeries: true, BatchSize: 10,
-	})
+	cfg.Start, cfg.SafeRate, cfg.Outages, cfg.OnTick, cfg.NoSeries, cfg.BatchSize = start, safeRate, outages(), d.record, true, 10
+	d.sim, err = demo.Start(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -154,3 +154,35 @@ func TestDemoDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// With Traffic.Inner the demo's consumer runs the inner loop (PARAMS
+// inner_loop): its history
+// carries the consumers' latency and, once learned, its reference, and
+// the disturbance at minute 60 makes the inner loop cut (a withheld rate)
+// within its first minutes.
+func TestDemoChartsTheInnerLoop(t *testing.T) {
+	d, err := stepdemo.NewWithTraffic(t0, 1, stepdemo.Traffic{Inner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ps := steps(t, d, 70)
+	st, err := d.Params().Params(context.Background(), stepdemo.LoopID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Params["inner_loop"] != true {
+		t.Errorf("PARAMS inner_loop = %v; want true", st.Params["inner_loop"])
+	}
+	learned, cut := false, false
+	for _, p := range ps {
+		if p.InnerLatency <= 0 && p.T.Sub(ps[0].T) > 10*time.Minute {
+			t.Fatalf("point at %v without the consumers' latency", p.T)
+		}
+		learned = learned || p.InnerReference > 0
+		cut = cut || (p.T.Sub(ps[0].T) >= 60*time.Minute && p.Withheld > 0)
+	}
+	if !learned || !cut {
+		t.Errorf("history: reference learned %v, a cut after the disturbance %v; want both", learned, cut)
+	}
+}

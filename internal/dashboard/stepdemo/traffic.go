@@ -16,6 +16,11 @@ type Traffic struct {
 	Scenario        string
 	ProducerChanges []sim.ProducerChange
 	Bursts          []sim.Burst
+	// Inner runs the consumers' inner loop (PARAMS inner_loop), which the
+	// latency chart shows. Its stores take virtual time, and where one
+	// straddles a step depends on the goroutines' timing: a demo with it is
+	// not exactly repeatable from its seed.
+	Inner bool
 }
 
 // apply sets s's traffic. The demo's plant takes 120 msg/s at the 70 %

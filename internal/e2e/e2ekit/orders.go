@@ -54,7 +54,13 @@ WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'messages' AND ACTION
 // stored, applications beyond the first (duplicates), and ids neither
 // stored nor in skip (missing). Negative ids are not the run's messages.
 func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
-	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders WHERE order_id >= 0")
+	return OrderCountsIn(ctx, db, 0, sent, skip)
+}
+
+// OrderCountsIn is OrderCounts for the order ids [from, to): a part of the
+// run.
+func OrderCountsIn(ctx context.Context, db *sql.DB, from, to int, skip map[int]bool) (stored, duplicates, missing int, err error) {
+	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders WHERE order_id >= ? AND order_id < ?", from, to)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("count orders: %w", err)
 	}
@@ -72,7 +78,7 @@ func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (
 	if err := rows.Err(); err != nil {
 		return 0, 0, 0, err
 	}
-	for i := range sent {
+	for i := from; i < to; i++ {
 		if !seen[i] && !skip[i] {
 			missing++
 		}

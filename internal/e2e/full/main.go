@@ -123,6 +123,8 @@ type config struct {
 	phase               time.Duration
 	pid                 int
 	root                string
+	scenario            string
+	cascade             cascadeConfig
 }
 
 func main() {
@@ -132,10 +134,15 @@ func main() {
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
 	flag.IntVar(&c.pid, "mariadb-pid", 0, "pid of the MariaDB server of SLUICE_MYSQL_DSN (default: the listener on its port)")
+	flag.StringVar(&c.scenario, "scenario", "full", "full: the whole scenario (make e2e); cascade: the inner loop on and off under a load burst (make e2e-cascade, cascade.go)")
+	c.cascade.declare()
 	flag.Parse()
 	root, _ := os.Getwd()
 	c.root = root
 	r := &run{}
+	if c.scenario == "cascade" {
+		os.Exit(r.cascadeMain(c))
+	}
 	os.Exit(r.Execute("e2e", c, 25*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
 }
 
@@ -163,7 +170,8 @@ type run struct {
 	failed  atomic.Int64
 	points  atomic.Int64
 	stalls  atomic.Int64
-	marks   marks // the scenario's events, for sluice why (why.go)
+	marks   marks         // the scenario's events, for sluice why (why.go)
+	cas     CascadeResult // the cascade scenario's result (cascade.go)
 }
 
 type cpuPoint struct {
@@ -204,8 +212,13 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	// 4. Identify the database and tune the loop from the model.
-	params, err := r.tune()
+	// 4. Identify the database and tune the loop from the model (the
+	// cascade scenario: from the documented model, cascade.go).
+	tune := r.tune
+	if c.scenario == "cascade" {
+		tune = r.cascadeParams
+	}
+	params, err := tune()
 	if err != nil {
 		return err
 	}
@@ -353,7 +366,6 @@ func (r *run) now() time.Duration { return time.Since(r.Start) }
 // tune identifies the database by an open-loop step test on the workload
 // and returns the PARAMS of the lab's pi-aw-spf-ff for it.
 func (r *run) tune() (loop.Params, error) {
-	c := r.Cfg
 	fit, err := r.identify()
 	if err == nil {
 		fit, err = r.calibrate(fit)
@@ -370,6 +382,13 @@ func (r *run) tune() (loop.Params, error) {
 		r.Res.Model.RMSE = &fit.RMSE // NaN would make the JSON line unencodable
 	}
 	r.Logf("model: gain %.3f points per msg/s, tau %v, dead time %v, base %.1f %%, rmse %.2f", m.Gain, m.Tau, m.DeadTime, m.Base, fit.RMSE)
+	return r.paramsFor(m)
+}
+
+// paramsFor is the PARAMS of the lab's pi-aw-spf-ff for the model m of the
+// database, at the run's setpoint and max_rate.
+func (r *run) paramsFor(m control.FOPDT) (loop.Params, error) {
+	c := r.Cfg
 	if top := m.Output(c.MaxRate); top < c.setpoint+15 {
 		return loop.Params{}, fmt.Errorf("the setpoint %g %% is out of reach: at max_rate %g msg/s the model gives %.1f %%; raise -scan-rows", c.setpoint, c.MaxRate, top)
 	}

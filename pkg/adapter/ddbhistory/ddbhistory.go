@@ -23,6 +23,8 @@
 //	signals   S     every signal's setpoint and measurement, as JSON (absent for one signal)
 //	reason    S     what set the rate (loop.ReasonCode; absent before reasons were kept)
 //	reason_text S   the reason as a sentence
+//	inner_latency_ms, inner_reference_ms N  the consumers' inner loop: mean store latency per message and its learned reference, ms (absent: none runs)
+//	withheld  N     messages/s the inner loops' cut held back below the shares (absent: none)
 //	ttl       N     expiry, unix seconds (the table's TTL attribute)
 //
 // Store is the DynamoDB adapter; Memory is the in-memory one. Both implement
@@ -115,6 +117,8 @@ func (s *Store) Item(loopID string, p history.Point) map[string]types.AttributeV
 		Smoothing: p.ConsumedSmoothing.Seconds(), Saturated: p.Saturated, Limited: p.Limited, Stale: p.Stale, ModelDrift: p.ModelDrift,
 		Depth: nullable(p.Depth), Mode: p.Mode, Limiting: p.Limiting, Signals: signals, TTL: p.T.Add(s.retention).Unix(),
 		Reason: p.Reason, ReasonText: p.ReasonText,
+		InnerLatency: float64(p.InnerLatency) / float64(time.Millisecond), InnerReference: float64(p.InnerReference) / float64(time.Millisecond),
+		Withheld: p.Withheld,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("ddbhistory: marshal item: %v", err)) // item's fields all marshal
@@ -212,6 +216,8 @@ func decode(av map[string]types.AttributeValue) (history.Point, error) {
 		Rate: float64(it.Rate), Consumed: float64(it.Consumed), P: float64(it.P), I: float64(it.I), FF: float64(it.FF),
 		ConsumedSmoothing: time.Duration(it.Smoothing * float64(time.Second)), Saturated: it.Saturated, Limited: it.Limited, Stale: it.Stale, ModelDrift: it.ModelDrift,
 		Depth: float64(it.Depth), Mode: it.Mode, Limiting: it.Limiting, Reason: it.Reason, ReasonText: it.ReasonText,
+		InnerLatency:   time.Duration(it.InnerLatency * float64(time.Millisecond)),
+		InnerReference: time.Duration(it.InnerReference * float64(time.Millisecond)), Withheld: it.Withheld,
 	}
 	if it.Signals != "" {
 		if err := json.Unmarshal([]byte(it.Signals), &p.Signals); err != nil {

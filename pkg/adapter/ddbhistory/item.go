@@ -33,7 +33,12 @@ type item struct {
 	Signals    string   `dynamodbav:"signals,omitempty"` // JSON of history.Point.Signals
 	Reason     string   `dynamodbav:"reason,omitempty"`
 	ReasonText string   `dynamodbav:"reason_text,omitempty"`
-	TTL        int64    `dynamodbav:"ttl"`
+	// The consumers' inner loop (history.Point.InnerLatency, ...): ms, ms,
+	// messages/s; absent while none runs.
+	InnerLatency   float64 `dynamodbav:"inner_latency_ms,omitempty"`
+	InnerReference float64 `dynamodbav:"inner_reference_ms,omitempty"`
+	Withheld       float64 `dynamodbav:"withheld,omitempty"`
+	TTL            int64   `dynamodbav:"ttl"`
 }
 
 // nullable is a number that is NULL in DynamoDB when it is NaN or infinite

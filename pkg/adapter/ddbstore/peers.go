@@ -119,6 +119,12 @@ func LeaseItem(p protocol.Peer, layout int) map[string]types.AttributeValue {
 	if p.Withheld != 0 {
 		item["withheld"] = ddbitem.Integer(p.Withheld)
 	}
+	if p.InnerLatency > 0 {
+		item["inner_latency_ns"] = ddbitem.Integer(int64(p.InnerLatency))
+	}
+	if p.InnerReference > 0 {
+		item["inner_ref_ns"] = ddbitem.Integer(int64(p.InnerReference))
+	}
 	return item
 }
 

@@ -60,11 +60,13 @@ func TestPeersSkipsMalformedLease(t *testing.T) {
 
 // TestLeaseItemRoundTrip: every field a consumer reports reaches the
 // controller through the item, in both layouts (the inner loop's Withheld
-// too: without it the controller reads a cut as a plant that took less).
+// too: without it the controller reads a cut as a plant that took less;
+// and its latency and reference, which the dashboard charts).
 func TestLeaseItemRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	p := protocol.Peer{Loop: "orders", Instance: "i-1", Stored: 900, Batches: 90, BatchMessages: 900,
-		Working: 3 * time.Second, Withheld: 42, StartedAt: at, ReportedAt: at.Add(time.Minute), ExpiresAt: at.Add(time.Minute + 15*time.Second)}
+		Working: 3 * time.Second, Withheld: 42, InnerLatency: 7 * time.Millisecond, InnerReference: 5 * time.Millisecond,
+		StartedAt: at, ReportedAt: at.Add(time.Minute), ExpiresAt: at.Add(time.Minute + 15*time.Second)}
 	for _, layout := range []int{1, 2} {
 		got, err := ddbitem.DecodePeer(LeaseItem(p, layout))
 		if err != nil || got != p {

@@ -45,6 +45,9 @@ func Point(t0 time.Time, k int) history.Point {
 	if p.Stale {
 		p.Measured = math.NaN()
 	}
+	if k%3 == 1 { // consumers that run an inner loop
+		p.InnerLatency, p.InnerReference, p.Withheld = time.Duration(30+k)*time.Millisecond, 25*time.Millisecond, float64(k)/2
+	}
 	if k%2 == 1 {
 		p.Limiting = "lag"
 		p.Signals = []history.SignalPoint{{Name: "cpu", Unit: "%", Setpoint: 70, Measured: p.Measured}, {Name: "lag", Unit: "s", Setpoint: 10, Measured: math.NaN()}}
@@ -60,6 +63,7 @@ func Same(a, b history.Point) bool {
 		eq(a.Consumed, b.Consumed) && a.ConsumedSmoothing == b.ConsumedSmoothing && eq(a.P, b.P) && eq(a.I, b.I) && eq(a.FF, b.FF) &&
 		a.Saturated == b.Saturated && a.Stale == b.Stale && eq(a.Depth, b.Depth) && a.Mode == b.Mode &&
 		a.ModelDrift == b.ModelDrift && a.Limiting == b.Limiting && a.Reason == b.Reason && a.ReasonText == b.ReasonText &&
+		a.InnerLatency == b.InnerLatency && a.InnerReference == b.InnerReference && a.Withheld == b.Withheld &&
 		len(a.Signals) == len(b.Signals) &&
 		!slices.ContainsFunc(a.Signals, func(s history.SignalPoint) bool {
 			i := slices.IndexFunc(b.Signals, func(t history.SignalPoint) bool { return t.Name == s.Name })

@@ -60,6 +60,8 @@ func testRateRoundTrip(t *testing.T, newStore func(t *testing.T) RateStore) {
 			Weights: map[string]float64{"db-1": 0.5, "db-2": 0.25, "db-3": 0.25}}},
 		{"inner settings", protocol.Rate{Loop: "inner", PerSecond: 50, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 3,
 			Inner: &protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 25 * time.Second}}},
+		{"inner settings with settle", protocol.Rate{Loop: "settle", PerSecond: 50, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 3,
+			Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 2 * time.Second, Settle: 15 * time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,12 @@ func DecodePeer(item map[string]types.AttributeValue) (protocol.Peer, error) {
 	if _, ok := item["withheld"]; ok { // consumers whose inner loop cut their pace
 		p.Withheld = r.Whole("withheld")
 	}
+	if _, ok := item["inner_latency_ns"]; ok { // consumers that run an inner loop
+		p.InnerLatency = time.Duration(r.Whole("inner_latency_ns"))
+	}
+	if _, ok := item["inner_ref_ns"]; ok {
+		p.InnerReference = time.Duration(r.Whole("inner_ref_ns"))
+	}
 	return p, r.Err()
 }
 

@@ -29,10 +29,14 @@ func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
 		item["weights"] = &types.AttributeValueMemberM{Value: m}
 	}
 	if r.Inner != nil {
-		item["inner"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		m := map[string]types.AttributeValue{
 			"tolerance":        Num(r.Inner.Tolerance),
 			"reaction_time_ms": Integer(r.Inner.ReactionTime.Milliseconds()),
-		}}
+		}
+		if r.Inner.Settle > 0 {
+			m["settle_ms"] = Integer(r.Inner.Settle.Milliseconds())
+		}
+		item["inner"] = &types.AttributeValueMemberM{Value: m}
 	}
 	return item
 }
@@ -104,8 +108,14 @@ func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings,
 	if err != nil {
 		return nil, fmt.Errorf("inner: %w", err)
 	}
-	if math.IsNaN(tol) || tol < 0 || math.IsNaN(ms) || ms < 0 {
-		return nil, fmt.Errorf("inner: tolerance %v and reaction_time_ms %v must not be negative", tol, ms)
+	rd := NewReader(m.Value)
+	settle := rd.OptN("settle_ms", 0)
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("inner: %w", err)
 	}
-	return &protocol.InnerSettings{Tolerance: tol, ReactionTime: time.Duration(ms * float64(time.Millisecond))}, nil
+	if math.IsNaN(tol) || tol < 0 || math.IsNaN(ms) || ms < 0 || math.IsNaN(settle) || settle < 0 {
+		return nil, fmt.Errorf("inner: tolerance %v, reaction_time_ms %v and settle_ms %v must not be negative", tol, ms, settle)
+	}
+	return &protocol.InnerSettings{Tolerance: tol, ReactionTime: time.Duration(ms * float64(time.Millisecond)),
+		Settle: time.Duration(settle * float64(time.Millisecond))}, nil
 }
