@@ -11,7 +11,8 @@
 // within 10 % of its weighted share); the first member's weight edited from
 // 2 to 1 (followed at the destination's next tick: the members' rates 1:1);
 // the second queue's producers stop and its queue empties (its share taken
-// by the other: the first member's rate at least 95 % of the destination's);
+// by the other: the first member's rate at least 95 % of what the idle one
+// leaves of the destination's);
 // then every message is checked stored exactly once. Its last line on
 // stdout is one JSON object; it exits 1 when a check fails.
 package main
@@ -52,8 +53,9 @@ type Result struct {
 	// ShareErrorMax is the larger |stored share - weighted share| /
 	// weighted share of the two members while both were backlogged.
 	ShareErrorMax float64 `json:"share_error_max"`
-	// IdleTakenShare is the first member's rate over the destination's at
-	// the ticks while the second queue was idle (the least of them).
+	// IdleTakenShare is the first member's rate over what the second, idle,
+	// took less of the destination's rate, at the ticks while the second
+	// queue was idle (the least of them).
 	IdleTakenShare float64 `json:"idle_taken_share"`
 	// WeightEditFollowed: the first tick of the members after the weight
 	// edit carried the new weight and rates 1:1 (within 10 %);
