@@ -68,6 +68,8 @@ E2E_SHARED_FLAGS ?=
 
 .PHONY: e2e-shared
 
+TEST_E2E += e2e-shared
+
 ## e2e-shared: two queues into one MariaDB, weights 2:1, on the real consumers and controller; JSON last line (docs/controller.md).
 e2e-shared: e2e-bootstraps
 	$(GO) run ./internal/e2e/shared -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_SHARED_FLAGS)
