@@ -223,10 +223,11 @@ func TestMemberParamsSurviveSTATE(t *testing.T) {
 }
 
 // TestDestinationIsNotHeldWhileAMemberWaits: one member's queue holds 500
-// messages/s, less than its share (its claim's margin is left unused), the
-// other takes all it gets, the CPU is below the setpoint: the destination is
-// not limited by demand and raises its rate, as one loop with one busy queue
-// would (held at 1240.6 messages/s without the margin counted as taken).
+// messages/s, less than its share (its claim's margin goes to the other),
+// the other takes all it gets, the CPU is below the setpoint: the
+// destination is not limited by demand and raises its rate, as one loop
+// with one busy queue would (it was held at 1240.6 messages/s while the
+// margin was left unused and not counted as taken).
 func TestDestinationIsNotHeldWhileAMemberWaits(t *testing.T) {
 	r := newSharedRig(t)
 	r.cpu("db", 50, 30*time.Second)
