@@ -82,3 +82,20 @@ E2E_CASCADE_FLAGS ?= $(if $(E2E_CASCADE_LONG),-tick 10s -phase 60s -burst 2m -as
 e2e-cascade: e2e-bootstraps
 	$(GO) run ./internal/e2e/full -scenario cascade -setpoint 30 -max-rate 100 -consumers 8 -log-dir .cache/e2e/cascade \
 		-controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_CASCADE_FLAGS)
+# make e2e-shared: several queues into one database on the real plant: two
+# ElasticMQ queues into one MariaDB through the SQS consumer bootstraps, each
+# queue's consumers on a member loop (weights 2:1) of one destination whose
+# controller ticks on MariaDB's CPU; both backlogged (CPU in its band, stored
+# counts by weight), a weight edit, one queue idle (its share taken by the
+# other), every message stored once. About 80 s; JSON last line
+# (docs/controller.md, "Several queues into one database").
+# E2E_SHARED_FLAGS='-phase 60s -measure 120s' for the longer version.
+E2E_SHARED_FLAGS ?=
+
+.PHONY: e2e-shared
+
+TEST_E2E += e2e-shared
+
+## e2e-shared: two queues into one MariaDB, weights 2:1, on the real consumers and controller; JSON last line (docs/controller.md).
+e2e-shared: e2e-bootstraps
+	$(GO) run ./internal/e2e/shared -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_SHARED_FLAGS)

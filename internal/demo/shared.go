@@ -85,7 +85,9 @@ type SharedResult struct {
 	// FairShareErrorMax is the largest |allowed - fair share| / R over the
 	// settled ticks (shared layout only): the fair share is the split of R
 	// by the members' true demands (backlogged: any amount; otherwise their
-	// producers' rate with loop.MemberHeadroom, at least loop.MemberProbe).
+	// producers' rate with loop.MemberHeadroom, at least loop.MemberProbe,
+	// the part above the producers' rate a margin given again to the
+	// backlogged).
 	FairShareErrorMax float64 `json:"fair_share_error_max"`
 	// FairShareErrorAt and FairShareErrorMember say when (seconds) and
 	// where it was.
@@ -389,11 +391,12 @@ func (w *sharedWorld) fairShares(total float64) {
 		hungry := float64(q.queued) > rate*w.s.Tick.Seconds()
 		changed = changed || hungry != q.hungry || rate != q.rate
 		q.hungry, q.rate = hungry, rate
-		demand := math.Inf(1)
+		demand, margin := math.Inf(1), 0.0
 		if !hungry {
 			demand = max(rate*(1+loop.MemberHeadroom), loop.MemberProbe*total*q.m.Weight/weights)
+			margin = demand - rate
 		}
-		claims[i] = fairshare.Claim{Weight: q.m.Weight, Priority: q.m.Priority, Max: w.cfg.Params.MaxRate, Demand: demand}
+		claims[i] = fairshare.Claim{Weight: q.m.Weight, Priority: q.m.Priority, Max: w.cfg.Params.MaxRate, Demand: demand, Margin: margin}
 	}
 	if changed {
 		w.settled = 0

@@ -19,3 +19,15 @@ func ExampleSplit() {
 	fmt.Printf("%.0f\n", shares)
 	// Output: [450 0 150]
 }
+
+// Two queues share 600 messages/s; the first took 100 and claims 20 % more
+// to show its growth, a margin it is not expected to take: the second gets
+// what the first does not take, so that the two take the 600 between them.
+func ExampleSplit_margin() {
+	shares := fairshare.Split(600, []fairshare.Claim{
+		{Weight: 1, Demand: 120, Margin: 20},
+		{Weight: 1, Demand: math.Inf(1)},
+	})
+	fmt.Printf("%.0f\n", shares)
+	// Output: [120 500]
+}

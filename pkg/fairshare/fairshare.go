@@ -12,7 +12,12 @@
 // demands is finally given out again in the same order up to Max, so that a
 // claimant whose demand grows finds its share already there.
 //
-// The shares never sum to more than the capacity.
+// A claimant whose demand holds a margin (Claim.Margin: a headroom above
+// what it is expected to take, so that its growth shows) is not expected to
+// use that part: what the split gives it above its expected use goes again,
+// in the same order, to the claimants without a finite demand. The shares
+// less those unused margins never sum to more than the capacity; without
+// margins, the shares never do.
 package fairshare
 
 import (
@@ -32,6 +37,23 @@ type Claim struct {
 	// Demand is what the claimant can use; +Inf (or NaN) when it can use
 	// any amount.
 	Demand float64
+	// Margin is the part of a finite Demand that the claimant is not
+	// expected to take (its headroom over what it took); 0 for none.
+	Margin float64
+}
+
+// hungry reports whether the claim can use any amount.
+func (c Claim) hungry() bool {
+	return math.IsNaN(c.Demand) || c.Demand < 0 || math.IsInf(c.Demand, 1)
+}
+
+// use is what the claim is expected to take: its demand less its margin
+// (+Inf for a hungry claim).
+func (c Claim) use() float64 {
+	if c.hungry() {
+		return math.Inf(1)
+	}
+	return max(0, c.Demand-max(0, c.Margin))
 }
 
 // ceiling is the most the claim may get: Max, or unbounded.
@@ -54,7 +76,38 @@ func (c Claim) demandCap(floor float64) float64 {
 
 // Split divides capacity (>= 0) among claims and returns each claim's share,
 // in claims' order. A claim with a non-positive weight gets only its floor.
+// What a claim with a margin gets above its expected use is split again
+// among the hungry claims (Claim.Margin).
 func Split(capacity float64, claims []Claim) []float64 {
+	shares := split(capacity, claims)
+	var unused float64
+	hungry := false
+	fixed := make([]bool, len(claims))
+	for i, c := range claims {
+		hungry = hungry || (c.hungry() && c.Weight > 0)
+		if c.Margin > 0 && !c.hungry() && shares[i] > c.use() {
+			unused += shares[i] - c.use()
+			fixed[i] = true
+		}
+	}
+	if !hungry || !(unused > 0) {
+		return shares
+	}
+	// The claims given more than their use keep what they got; the others
+	// share the capacity that those margins would have left idle.
+	again := make([]Claim, len(claims))
+	for i, c := range claims {
+		if fixed[i] {
+			c.Min, c.Demand, c.Margin = shares[i], shares[i], 0
+			c.Max = shares[i] // > its use >= 0: bounded
+		}
+		again[i] = c
+	}
+	return split(capacity+unused, again)
+}
+
+// split is Split without the margins.
+func split(capacity float64, claims []Claim) []float64 {
 	shares := make([]float64, len(claims))
 	if len(claims) == 0 || !(capacity > 0) || math.IsInf(capacity, 0) {
 		return shares

@@ -24,6 +24,11 @@ func TestSplitCases(t *testing.T) {
 		{"floors above capacity scale down", 50, []Claim{{Weight: 1, Min: 60}, {Weight: 1, Min: 40}}, []float64{30, 20}},
 		{"nobody demands: given out up to max by weight", 600, []Claim{{Weight: 2, Demand: 10, Max: 1000}, {Weight: 1, Demand: 0, Max: 1000}}, []float64{400, 200}},
 		{"zero capacity", 0, []Claim{{Weight: 1, Demand: inf}}, []float64{0}},
+		{"a margin goes again to the hungry", 600, []Claim{{Weight: 1, Demand: 60, Margin: 10}, {Weight: 1, Demand: inf}}, []float64{60, 550}},
+		{"a margin goes to the higher class first", 600, []Claim{{Weight: 1, Demand: 120, Margin: 20}, {Weight: 1, Demand: inf}, {Weight: 1, Demand: inf, Priority: -1}}, []float64{120, 500, 0}},
+		{"a margin left by a capped share", 100, []Claim{{Weight: 1, Demand: 120, Margin: 20}, {Weight: 1, Demand: inf}}, []float64{50, 50}},
+		{"a margin with nobody hungry is not given twice", 600, []Claim{{Weight: 1, Demand: 60, Margin: 10, Max: 100}, {Weight: 1, Demand: 100, Max: 200}}, []float64{100, 200}},
+		{"a margin above the demand counts as the demand", 600, []Claim{{Weight: 1, Demand: 10, Margin: 30}, {Weight: 1, Demand: inf}}, []float64{10, 600}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +70,9 @@ func randomCase(rng *rand.Rand) (float64, []Claim) {
 		if rng.IntN(3) == 0 {
 			c.Max = c.Min + 1 + rng.Float64()*400
 		}
+		if !math.IsInf(c.Demand, 1) && rng.IntN(2) == 0 {
+			c.Margin = c.Demand * rng.Float64() / 2
+		}
 		claims[i] = c
 	}
 	return rng.Float64() * 1000, claims
@@ -73,17 +81,18 @@ func randomCase(rng *rand.Rand) (float64, []Claim) {
 func checkSplit(t *testing.T, n int, capacity float64, claims []Claim, shares []float64) {
 	t.Helper()
 	const eps = 1e-6
-	var sum, floors, ceilings float64
+	var sum, floors, ceilings, margins float64
 	for i, c := range claims {
 		sum += shares[i]
+		margins += max(0, shares[i]-c.use()) // what it is not expected to take
 		floors += min(c.Min, c.ceiling())
 		ceilings += c.ceiling()
 		if shares[i] < -eps || shares[i] > c.ceiling()+eps {
 			t.Fatalf("case %d: share %v of %+v outside [0, %v]", n, shares[i], c, c.ceiling())
 		}
 	}
-	if sum > capacity+eps {
-		t.Fatalf("case %d: shares %v sum to %v > capacity %v", n, shares, sum, capacity)
+	if sum-margins > capacity+eps {
+		t.Fatalf("case %d: shares %v less their unused margins %v sum to %v > capacity %v", n, shares, margins, sum-margins, capacity)
 	}
 	if want := min(capacity, ceilings); sum < want-eps*max(1, capacity) {
 		t.Fatalf("case %d: shares %v sum to %v; want %v (work-conserving)", n, shares, sum, want)
@@ -93,13 +102,13 @@ func checkSplit(t *testing.T, n int, capacity float64, claims []Claim, shares []
 	}
 	for i, a := range claims {
 		floorA := min(a.Min, a.ceiling())
-		atCapA := shares[i] >= a.demandCap(floorA)-eps
+		atCapA := satisfied(a, floorA, shares[i])
 		for j, b := range claims {
 			if i == j {
 				continue
 			}
 			floorB := min(b.Min, b.ceiling())
-			if b.Priority > a.Priority && shares[i] > floorA+eps && shares[j] < b.demandCap(floorB)-eps {
+			if b.Priority > a.Priority && shares[i] > floorA+eps && !satisfied(b, floorB, shares[j]) {
 				t.Fatalf("case %d: lower-class claim %d has %v above its floor while higher-class %d is below its demand: %v %+v", n, i, shares[i], j, shares, claims)
 			}
 			if a.Priority == b.Priority && shares[i]/a.Weight < shares[j]/b.Weight-eps && !atCapA && shares[j] > floorB+eps {
@@ -107,4 +116,11 @@ func checkSplit(t *testing.T, n int, capacity float64, claims []Claim, shares []
 			}
 		}
 	}
+}
+
+// satisfied reports whether share is all that claim c can use: its demand
+// cap, or (with a margin) what it is expected to take.
+func satisfied(c Claim, floor, share float64) bool {
+	const eps = 1e-6
+	return share >= c.demandCap(floor)-eps || (c.Margin > 0 && share >= c.use()-eps)
 }

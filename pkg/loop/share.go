@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/fairshare"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -29,10 +28,11 @@ const memberTolerance = 0.1
 
 // MemberHeadroom is what a demand-limited member claims above what its
 // consumers took: twice the growth (memberTolerance) that makes it claim its
-// whole share again. The capacity that no member claims is given out again
-// (pkg/fairshare), so a member's burst finds room there; what a claim holds
-// beyond the use is lost to the others, which the destination's controller
-// makes good by raising the rate.
+// whole share again. The member is not expected to take that margin: what
+// the split gives it there goes at once to the members that take all they
+// are given (pkg/fairshare's Claim.Margin), so that the members are
+// expected to take the destination's rate, no more; a member whose demand
+// grows takes its margin for up to a tick before it claims its whole share.
 const MemberHeadroom = 2 * memberTolerance
 
 // MemberProbe is the least a demand-limited member claims, as a fraction
@@ -84,8 +84,9 @@ func groupMembers(work []*due) (rest, orphans []*due) {
 // clearly less than its last rate (or was limited already), and no more than
 // at the tick before, claims what they took plus MemberHeadroom (at least
 // MemberProbe of its weight's part; demand_headroom 0 switches the claim
-// off); the others claim up to their max_rate. RATE is written for the
-// members when it is for the destination (not in shadow mode).
+// off), a margin that goes again to the others; the others claim up to
+// their max_rate. RATE is written for the members when it is for the
+// destination (not in shadow mode).
 func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberCommit {
 	total := dc.State.Rate
 	claims := make([]fairshare.Claim, len(w.members))
@@ -96,14 +97,16 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 	}
 	for i, m := range w.members {
 		d := m.demand
-		demand := math.Inf(1)
+		demand, margin := math.Inf(1), 0.0
 		if d.Limited {
 			probe := MemberProbe * total * m.params.Member.Weight / weights
 			demand = max(d.Processed*(1+MemberHeadroom), probe)
+			margin = demand - d.Processed
 		}
 		demands[i] = d
 		mp := m.params.Member
-		claims[i] = fairshare.Claim{Weight: mp.Weight, Priority: mp.Priority, Min: m.params.MinRate, Max: m.params.MaxRate, Demand: demand}
+		claims[i] = fairshare.Claim{Weight: mp.Weight, Priority: mp.Priority, Min: m.params.MinRate, Max: m.params.MaxRate,
+			Demand: demand, Margin: margin}
 	}
 	shares := fairshare.Split(total, claims)
 	out := make([]memberCommit, len(w.members))
@@ -137,35 +140,18 @@ func (w *due) measureMembers(now time.Time) {
 	}
 }
 
-// membersDemand is the destination's view of its members' demand. While
-// every member is limited by demand, the total processed rate is what the
-// plant took and holds the rate near it (no windup on idle queues). While a
-// member takes all it is given, what the limited ones were allowed and did
-// not use of their claims (its headroom and probes) would have gone to it: that
-// part counts as taken, so that the destination is not limited by demand
-// while a queue waits, and its controllers raise the rate to the setpoint;
-// a member's fall in use that the split has not followed yet still shows.
-func (w *due) membersDemand(in *control.Input) {
+// membersDemand measures the members' demand for the split. The
+// destination's controllers see the members' total processed rate (every
+// member's leases, groupMembers): while every member is limited by demand,
+// it holds the rate near what the plant took (no windup on idle queues);
+// while a member takes all it is given, the split gives it the margins of
+// the limited ones (shareRate), the members take the destination's rate,
+// and its controllers raise it to the setpoint as one loop's would.
+func (w *due) membersDemand() {
 	if len(w.members) == 0 {
 		return
 	}
 	w.measureMembers(w.tickAt)
-	hungry, unused := false, 0.0
-	for _, m := range w.members {
-		if !m.demand.Limited {
-			hungry = true
-			continue
-		}
-		if prev := m.snap.State; prev != nil && prev.Demand.Limited {
-			// Its rate was its claim: what it left is the claim's margin.
-			// A member that just fell in use had its share, and what it
-			// left was truly not taken.
-			unused += max(0, prev.Rate-m.demand.Processed)
-		}
-	}
-	if hungry && in.ActualKnown {
-		in.ActualRate += unused
-	}
 }
 
 // memberCommit is a member's outcome of its destination's tick.

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/sluice-dev/sluice/pkg/balance"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/metric"
 	"github.com/sluice-dev/sluice/pkg/protocol"
-	"golang.org/x/sync/errgroup"
 )
 
 // Outcome says what a tick did with one loop.
@@ -476,7 +477,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 	w.tickAt = now
-	w.membersDemand(&in)                       // a destination's members (share.go)
+	w.membersDemand()                          // a destination's members (share.go)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
 	if err := w.samples[0].Err; err != nil {
 		r.Err = err

@@ -54,13 +54,28 @@ WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'messages' AND ACTION
 // stored, applications beyond the first (duplicates), and ids neither
 // stored nor in skip (missing). Negative ids are not the run's messages.
 func OrderCounts(ctx context.Context, db *sql.DB, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
-	return OrderCountsIn(ctx, db, 0, sent, skip)
+	return orderCounts(ctx, db, "SELECT order_id, applied FROM orders WHERE order_id >= 0", 0, sent, skip)
 }
 
 // OrderCountsIn is OrderCounts for the order ids [from, to): a part of the
-// run.
+// run, skip holding order ids.
 func OrderCountsIn(ctx context.Context, db *sql.DB, from, to int, skip map[int]bool) (stored, duplicates, missing int, err error) {
-	rows, err := db.QueryContext(ctx, "SELECT order_id, applied FROM orders WHERE order_id >= ? AND order_id < ?", from, to)
+	seqs := make(map[int]bool, len(skip))
+	for id := range skip {
+		seqs[id-from] = true
+	}
+	return OrderCountsFrom(ctx, db, int64(from), to-from, seqs)
+}
+
+// OrderCountsFrom is OrderCounts for the orders of Orders whose Offset is
+// from: ids [from, from+sent), skip holding seqs (ids less from).
+func OrderCountsFrom(ctx context.Context, db *sql.DB, from int64, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
+	q := fmt.Sprintf("SELECT order_id, applied FROM orders WHERE order_id >= %d AND order_id < %d", from, from+int64(sent))
+	return orderCounts(ctx, db, q, from, sent, skip)
+}
+
+func orderCounts(ctx context.Context, db *sql.DB, query string, from int64, sent int, skip map[int]bool) (stored, duplicates, missing int, err error) {
+	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("count orders: %w", err)
 	}
@@ -73,12 +88,12 @@ func OrderCountsIn(ctx context.Context, db *sql.DB, from, to int, skip map[int]b
 		}
 		stored++
 		duplicates += applied - 1
-		seen[id] = true
+		seen[id-int(from)] = true
 	}
 	if err := rows.Err(); err != nil {
 		return 0, 0, 0, err
 	}
-	for i := from; i < to; i++ {
+	for i := range sent {
 		if !seen[i] && !skip[i] {
 			missing++
 		}
@@ -86,11 +101,15 @@ func OrderCountsIn(ctx context.Context, db *sql.DB, from, to int, skip map[int]b
 	return stored, duplicates, missing, nil
 }
 
-// Orders sends the run's orders to a queue: {"order_id":seq,"amount":seq%97}
-// with seq 0, 1, ... in the order sent.
+// Orders sends the run's orders to a queue:
+// {"order_id":Offset+seq,"amount":seq%97} with seq 0, 1, ... in the order
+// sent.
 type Orders struct {
 	API      QueueAPI
 	QueueURL string
+	// Offset is added to every order id (several queues' orders in one
+	// table).
+	Offset int64
 	// Poison, when set, says which seqs are sent as poison instead: a body
 	// that is not JSON.
 	Poison func(seq int64) bool
@@ -104,7 +123,7 @@ func (o *Orders) Send(ctx context.Context, n int) error {
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for range n {
 		seq := o.Sent.Add(1) - 1
-		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, seq, seq%97)
+		body := fmt.Sprintf(`{"order_id":%d,"amount":%d}`, o.Offset+seq, seq%97)
 		if o.Poison != nil && o.Poison(seq) {
 			body = fmt.Sprintf("poison %d: not JSON", seq)
 			o.Poisoned.Add(1)
