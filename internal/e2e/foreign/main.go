@@ -49,6 +49,7 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
 	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/loop/looptest"
 	"github.com/sluice-dev/sluice/pkg/metric"
 )
 
@@ -139,7 +140,11 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	if err := e2ekit.PutParams(r.Ctx, r.table, r.params(c.setpoint)); err != nil {
+	params := r.params(c.setpoint)
+	if err := params.Validate(looptest.Sources()); err != nil {
+		return fmt.Errorf("PARAMS: %w", err)
+	}
+	if err := e2ekit.PutParams(r.Ctx, r.table, params); err != nil {
 		return err
 	}
 	if err := r.startConsumers(rie); err != nil {
@@ -353,7 +358,8 @@ func (r *run) check(drained bool) error {
 	return nil
 }
 
-// meanCPU is the mean CPU over [from, to) since the start (NaN: none).
+// meanCPU is the mean CPU over [from, to) since the start (-1: no
+// sample, which fails the check).
 func (r *run) meanCPU(from, to time.Duration) float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -365,7 +371,7 @@ func (r *run) meanCPU(from, to time.Duration) float64 {
 		}
 	}
 	if n == 0 {
-		return math.NaN()
+		return -1
 	}
 	return s / float64(n)
 }
