@@ -58,11 +58,13 @@ const (
 type FunctionFigures struct {
 	// BatchSeconds is the mean Duration of an invocation, seconds (0:
 	// unknown); Invocations and Deleted the invocations and the deleted
-	// messages per second over the newest minute, when DeletedKnown.
+	// messages per second over the newest minute, when DeletedKnown;
+	// DeletedSince is when that minute began.
 	BatchSeconds float64
 	Invocations  float64
 	Deleted      float64
 	DeletedKnown bool
+	DeletedSince time.Time
 }
 
 // MappingQueue is the queue of a foreign consumer's mapping: esm_queue, or
@@ -150,7 +152,7 @@ func functionFigures(s []metric.Sample, now time.Time) FunctionFigures {
 		f.Invocations = perSecond(s[1])
 	}
 	if ok(s[2]) && now.Sub(s[2].Time) <= 2*time.Minute {
-		f.Deleted, f.DeletedKnown = perSecond(s[2]), true
+		f.Deleted, f.DeletedKnown, f.DeletedSince = perSecond(s[2]), true, s[2].Time
 	}
 	return f
 }
@@ -158,7 +160,9 @@ func functionFigures(s []metric.Sample, now time.Time) FunctionFigures {
 // foreignDemand tells the controller the deleted messages as the processed
 // rate of a foreign consumer; nothing while its mapping is off for the
 // floor (the queue then deletes nothing, which is not what the
-// destination can take) or the count is unknown.
+// destination can take), while the count's minute began before the tick
+// last turned the mapping off or on (part of it is the time off), or when
+// the count is unknown.
 func (w *due) foreignDemand(prev *State, d *Demand, in *control.Input, r *Report) {
 	if !w.foreign() {
 		return
@@ -166,7 +170,7 @@ func (w *due) foreignDemand(prev *State, d *Demand, in *control.Input, r *Report
 	in.ActualRate, in.ActualKnown = 0, false
 	r.Processed, r.ProcessedKnown = 0, false
 	d.Processed, d.Known = 0, false
-	if prev != nil && prev.Mapping.Floor || !w.fn.DeletedKnown {
+	if !w.fn.DeletedKnown || prev != nil && (prev.Mapping.Floor || w.fn.DeletedSince.Before(prev.Mapping.SwitchedAt)) {
 		return
 	}
 	in.ActualRate, in.ActualKnown = w.fn.Deleted, true

@@ -118,13 +118,10 @@ func TestTickForeignMappingFloorHysteresis(t *testing.T) {
 		if rep.Mapping.FloorRate != 10 {
 			t.Errorf("at %v msg/s: floor rate %v; want 10", s.rate, rep.Mapping.FloorRate)
 		}
-		// The tick that turns the mapping off still counts the interval
+		// The tick that turns the mapping off still counts the minute
 		// it was on.
-		if wasOff && rep.ProcessedKnown {
-			t.Errorf("at %v msg/s after a tick with the mapping off: processed %v known; want unknown", s.rate, rep.Processed)
-		}
-		if !wasOff && (!rep.ProcessedKnown || rep.Processed != 10) {
-			t.Errorf("at %v msg/s after a tick with the mapping on: processed %v (known %v); want 10", s.rate, rep.Processed, rep.ProcessedKnown)
+		if want := !wasOff; rep.ProcessedKnown != want || want && rep.Processed != 10 {
+			t.Errorf("at %v msg/s: processed %v (known %v); want known %v (10 msg/s)", s.rate, rep.Processed, rep.ProcessedKnown, want)
 		}
 		wasOff = s.off
 	}
@@ -134,6 +131,28 @@ func TestTickForeignMappingFloorHysteresis(t *testing.T) {
 	st, err := r.store.ReadState(context.Background(), "orders")
 	if err != nil || !st.Mapping.Disabled || !st.Mapping.Floor {
 		t.Errorf("STATE mapping %+v, %v; want off for the floor", st.Mapping, err)
+	}
+}
+
+// A deleted count whose minute began before the mapping was turned on
+// again (CloudWatch's figures arrive late) is partly the time off: the
+// controller is not told it, and is told the first minute wholly after.
+func TestTickForeignCountBeforeTheSwitchIsNotTheRate(t *testing.T) {
+	r, m := foreignRig(t)
+	r.figures(2000, 60, 600)
+	r.allowForeign(5)
+	r.tick("orders") // off: below the floor of 10 msg/s
+	r.allowForeign(20)
+	if rep := r.tick("orders"); !rep.Mapping.Switched || !m.enabled {
+		t.Fatalf("report %+v; want the mapping turned on", rep.Mapping)
+	}
+	// Each minute's count read 30 s after it ended.
+	r.metrics.setLive(loop.DeletedMetric, liveMetric{value: 600, age: 30 * time.Second})
+	if rep := r.tick("orders"); rep.ProcessedKnown {
+		t.Errorf("a minute that began 30 s before the switch: processed %v known; want unknown", rep.Processed)
+	}
+	if rep := r.tick("orders"); !rep.ProcessedKnown || rep.Processed != 10 {
+		t.Errorf("the first minute after the switch: processed %v (known %v); want 10", rep.Processed, rep.ProcessedKnown)
 	}
 }
 
