@@ -65,7 +65,7 @@ E2E_FOREIGN_FLAGS ?=
 
 .PHONY: e2e-foreign
 
-# TEST_E2E += e2e-foreign (registered once a run on this machine passes)
+TEST_E2E += e2e-foreign
 
 ## e2e-foreign: a consumer without Sluice code paced by its mapping alone on MariaDB; JSON last line (docs/controller.md).
 e2e-foreign: e2e-bootstraps
