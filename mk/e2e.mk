@@ -99,3 +99,21 @@ TEST_E2E += e2e-shared
 ## e2e-shared: two queues into one MariaDB, weights 2:1, on the real consumers and controller; JSON last line (docs/controller.md).
 e2e-shared: e2e-bootstraps
 	$(GO) run ./internal/e2e/shared -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/sqs-consumer/bootstrap $(E2E_SHARED_FLAGS)
+# make e2e-foreign: a consumer Lambda without Sluice code (aws-lambda-go
+# only, internal/e2e/foreign/consumer) under the RIE behind `sluice local
+# esm --mapping --function`, paced through its mapping alone from the
+# function's CloudWatch figures; MariaDB's CPU is the plant. About 90 s;
+# JSON last line (docs/controller.md, "Foreign consumers").
+E2E_FOREIGN_FLAGS ?=
+
+.PHONY: e2e-foreign
+
+TEST_E2E += e2e-foreign
+
+## e2e-foreign: a consumer without Sluice code paced by its mapping alone on MariaDB; JSON last line (docs/controller.md).
+e2e-foreign: e2e-bootstraps
+	mkdir -p $(E2E_BIN)/foreign
+	CGO_ENABLED=0 $(GO) build $(E2E_LAMBDA_FLAGS) -o $(E2E_BIN)/foreign/bootstrap ./internal/e2e/foreign/consumer
+	$(GO) build -o $(E2E_BIN)/sluice ./cmd/sluice
+	$(GO) run ./internal/e2e/foreign -controller $(E2E_BIN)/controller/bootstrap -consumer $(E2E_BIN)/foreign/bootstrap \
+		-sluice $(E2E_BIN)/sluice $(E2E_FOREIGN_FLAGS)

@@ -185,8 +185,9 @@ def controller():
     Description: >-
       Event source mappings the controller may read and resize (loops with
       esm_uuid): their ARNs, arn:aws:lambda:REGION:ACCOUNT:event-source-mapping:UUID
-      (a consumer stack's output MappingArn, or a mapping of your own
-      function); empty for none.
+      (a consumer stack's output MappingArn, or the mapping of an existing
+      function without Sluice code: esm_function, docs/consumers.md); empty
+      for none.
   ManagedFunctionArns:
     Type: CommaDelimitedList
     Default: ""

@@ -88,7 +88,7 @@ func runLocalScheduler(args []string, stdout, stderr io.Writer) int {
 
 func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	const name = "sluice local esm"
-	fs := newFlagSet(name, name+" --queue-url URL --rie URL[,URL...] [--batch 10] [--mapping UUID] [--memory 256]",
+	fs := newFlagSet(name, name+" --queue-url URL --rie URL[,URL...] [--batch 10] [--mapping UUID] [--function NAME] [--memory 256]",
 		"Poll an SQS queue and invoke the consumer function under the emulator with real SQS batch\n"+
 			"events, one poller per emulator (an emulator runs one invocation at a time). With --mapping,\n"+
 			"at most the mapping's ScalingConfig.MaximumConcurrency pollers run at once, read from the\n"+
@@ -99,7 +99,10 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 			"after their visibility timeout and the queue's redrive policy moves them to its dead-letter\n"+
 			"queue. One JSON line per invocation gives its billed duration (the invocation timed by the\n"+
 			"poller, rounded up to 1 ms); a summary with GB-seconds (billed s x --memory / 1024) ends the\n"+
-			"run. Uses AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL for Lambda.")
+			"run. With --function, the batches' figures are put to CloudWatch as AWS publishes them\n"+
+			"(AWS/Lambda Duration and Invocations of the function, AWS/SQS NumberOfMessagesDeleted of the\n"+
+			"queue), every 5 s. Uses AWS_ENDPOINT_URL_SQS for SQS, AWS_ENDPOINT_URL for Lambda and\n"+
+			"CloudWatch.")
 	queue := fs.String("queue-url", "", "queue URL")
 	ries := fs.String("rie", "http://127.0.0.1:9000", "comma-separated emulator URLs")
 	batch := fs.Int("batch", 10, "batch size, 1 to 10")
@@ -107,6 +110,7 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 	mapping := fs.String("mapping", "", "UUID of the event source mapping whose MaximumConcurrency limits the pollers")
 	every := fs.Duration("every", localaws.DefaultConcurrencyEvery, "how often the mapping is read")
 	memory := fs.Int("memory", 256, "the function's memory in MB (for GB-seconds)")
+	function := fs.String("function", "", "the function's name: put its and the queue's CloudWatch figures as AWS does")
 	return runStandIn(fs, args, stdout, stderr, []string{"queue-url"}, func(ctx context.Context) int {
 		cfg, err := awsconf.Load(ctx)
 		if err != nil {
@@ -123,9 +127,15 @@ func runLocalESM(args []string, stdout, stderr io.Writer) int {
 			f.Concurrency = localaws.MappingConcurrency(lambdaesm.New(lambda.NewFromConfig(cfg)), *mapping)
 			f.Enabled = localaws.MappingEnabled(lambda.NewFromConfig(cfg), *mapping)
 		}
+		var onBatch func(localaws.BatchResult)
+		if *function != "" {
+			fig := &localaws.Figures{API: cwmetric.NewClient(cfg, os.Getenv("AWS_ENDPOINT_URL")), Function: *function, Queue: localaws.QueueName(*queue), Log: log}
+			onBatch = fig.Record
+			go fig.Run(ctx)
+		}
 		for _, u := range strings.Split(*ries, ",") {
 			f.Pollers = append(f.Pollers, &localaws.Poller{API: api, Invoker: &localaws.RIE{URL: u}, QueueURL: *queue, QueueARN: arn,
-				Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log})
+				Region: cfg.Region, BatchSize: *batch, Wait: *wait, Log: log, OnBatch: onBatch})
 		}
 		f.Run(ctx)
 		return 0

@@ -50,6 +50,12 @@ type MappingConfig struct {
 	// [MinMappingConcurrency, MaxMappingConcurrency].
 	Min int `json:"min"`
 	Max int `json:"max"`
+	// Function and Queue name a foreign consumer's Lambda function and
+	// SQS queue (esm_function, esm_queue; foreign.go): without a lease
+	// that reports, their CloudWatch figures size the mapping. Queue ""
+	// is depth_queue's (Params.MappingQueue).
+	Function string `json:"function,omitempty"`
+	Queue    string `json:"queue,omitempty"`
 }
 
 // MappingConcurrency is the number of concurrent Lambda instances that
@@ -123,6 +129,10 @@ type MappingState struct {
 	// pause), since SwitchedAt, the last time it turned it off or on.
 	Disabled   bool      `json:"disabled,omitempty"`
 	SwitchedAt time.Time `json:"switched_at,omitzero"`
+	// Floor is true while the tick holds a foreign consumer's mapping off
+	// because the allowed rate is below what two instances take
+	// (foreign.go).
+	Floor bool `json:"floor,omitempty"`
 	// Held is true while the mapping is held off for an outage of the
 	// destination, since HeldSince (outage.go); Probing while it is on
 	// for a probe; ProbeAt is the next probe, ProbeEvery the wait
@@ -168,6 +178,13 @@ type MappingReport struct {
 	// "" when none), ProbeErr why it could not be made.
 	Probe    string `json:"probe,omitempty"`
 	ProbeErr string `json:"probe_error,omitempty"`
+	// Foreign is true when the means come from a foreign consumer's
+	// CloudWatch figures (foreign.go); FloorRate is then what two
+	// instances take (0: unknown), and FloorOff whether the mapping is
+	// off because the allowed rate is below it.
+	Foreign   bool    `json:"foreign,omitempty"`
+	FloorRate float64 `json:"floor_rate,omitempty"`
+	FloorOff  bool    `json:"floor_off,omitempty"`
 }
 
 // measureBatches folds the batch counts the peers report into the means
@@ -253,14 +270,23 @@ func (t *Ticker) scaleMapping(ctx context.Context, w *due, c *Commit, r *Report)
 		m.Target = min(max(MappingConcurrency(c.State.Rate, m.BatchSeconds, m.BatchSize, MappingHeadroom), p.Min), p.Max)
 	}
 	rep := &MappingReport{UUID: p.UUID, Target: m.Target, BatchSeconds: m.BatchSeconds, BatchSize: m.BatchSize}
+	floor := false
+	if w.foreign() {
+		floor = w.sizeForeign(c.State.Rate, &m, rep) // a consumer without Sluice code (foreign.go)
+	} else {
+		m.Floor = false
+	}
 	// A pause turns the mapping off in every mode (pause.go), an outage
-	// of the destination outside shadow mode (outage.go).
+	// of the destination outside shadow mode (outage.go), a foreign
+	// consumer's floor outside shadow mode.
 	held := t.holdForOutage(ctx, w, &m, rep, now)
-	t.switchMapping(ctx, *p, w.params.Paused || held, &m, rep, now)
+	off := w.params.Paused || held || floor
+	t.switchMapping(ctx, *p, off, &m, rep, now)
+	rep.FloorOff = floor && m.Disabled
 	// Shadow mode computes without acting; without a batch report there
 	// is nothing to size the mapping by; a mapping turned off keeps its
 	// size.
-	if m.Target > 0 && w.params.Mode != ModeShadow && !w.params.Paused && !held && rep.Err == "" {
+	if m.Target > 0 && w.params.Mode != ModeShadow && !off && rep.Err == "" {
 		updated, err := t.actuate(ctx, *p, &m, now)
 		rep.Updated = updated
 		if err != nil {

@@ -97,6 +97,22 @@ func esmConcurrency(f func(*MappingConfig) *int, def int) codec {
 	}
 }
 
+// esmText is a string attribute of the mapping, absent when "".
+func esmText(f func(*MappingConfig) *string) codec {
+	return codec{
+		decode: func(d *decoder, p *Params, name string) {
+			if needsMapping(d, p, name) {
+				*f(p.Mapping) = d.str(name, "")
+			}
+		},
+		encode: func(p Params, a map[string]any, name string) {
+			if p.Mapping != nil && *f(p.Mapping) != "" {
+				a[name] = *f(p.Mapping)
+			}
+		},
+	}
+}
+
 // checkMapping checks the event source mapping's settings.
 func (p Params) checkMapping(fail failFunc) {
 	m := p.Mapping

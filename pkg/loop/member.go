@@ -135,6 +135,7 @@ func (p Params) checkMember(fail failFunc) {
 	}
 	p.checkRates(fail)
 	p.checkMapping(fail)
+	p.checkForeign(fail)
 }
 
 // MembershipProblems checks the members among loops (loop id → PARAMS

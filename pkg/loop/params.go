@@ -552,6 +552,7 @@ func (p Params) check(sources metric.Sources) []FieldError {
 	p.checkStale(fail)
 	p.checkNodes(sources, fail)
 	p.checkMapping(fail)
+	p.checkForeign(fail)
 	p.checkPause(fail)
 	p.checkSignals(sources, fail)
 	p.checkExperiment(fail)

@@ -228,6 +228,8 @@ type due struct {
 	// (depth.go).
 	oldestAge time.Duration
 	ageKnown  bool
+	// fn are a foreign consumer's figures (foreign.go).
+	fn FunctionFigures
 	// report is the index of the loop's report.
 	report int
 	// members are the members of a destination that tick with it, and
@@ -269,7 +271,8 @@ func (t *Ticker) Tick(ctx context.Context) ([]Report, error) {
 		}
 	}
 	t.readMetrics(ctx, work, now)
-	t.readDepths(ctx, withMembers(work), now) // the dashboard's queue depth (depth.go)
+	t.readDepths(ctx, withMembers(work), now)    // the dashboard's queue depth (depth.go)
+	t.readFunctions(ctx, withMembers(work), now) // a foreign consumer's figures (foreign.go)
 	t.commitAll(ctx, work, statusOnly, reports, now)
 	return reports, nil
 }
@@ -476,6 +479,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	// The processed rate the consumers reported: an idle queue is not a
 	// slow destination (demand.go).
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
+	w.foreignDemand(prev, &st.Demand, &in, r) // a consumer without leases: its queue's deletes (foreign.go)
 	w.tickAt = now
 	w.membersDemand()                          // a destination's members (share.go)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)

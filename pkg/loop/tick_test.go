@@ -66,8 +66,12 @@ func (f *fakeMetrics) ReadMetrics(_ context.Context, qs []metric.Query, now time
 		if q.Source == prommetric.Name {
 			k = q.PromQL
 		}
+		named := q.Dimensions["QueueName"] != "" || q.Dimensions["FunctionName"] != ""
+		if _, ok := f.live[q.Metric]; ok && named {
+			k = q.Metric // a Lambda function's or an SQS queue's live metric, by its name
+		}
 		out[i] = f.samples[k]
-		if s, ok := f.samples[q.Metric]; ok && q.Dimensions["QueueName"] != "" {
+		if s, ok := f.samples[q.Metric]; ok && named {
 			out[i] = s // an SQS queue's metric, by its name
 		}
 		if m, ok := f.live[k]; ok {
