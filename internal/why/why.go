@@ -25,14 +25,18 @@ type Kind string
 const (
 	// SetpointEdit: the setpoint in force changed (not by an experiment).
 	SetpointEdit Kind = "setpoint edit"
-	// Disturbance: the signal rose clearly above its setpoint while the
-	// rate had not risen and the setpoint had not changed: load from
-	// elsewhere. DisturbanceOver is its mirror: the signal fell clearly
-	// below with the rate not cut.
+	// Disturbance: load from elsewhere, with the setpoint unchanged and no
+	// rate set by hand: the signal rose clearly above its setpoint while
+	// the rate had not risen, or the controller cut a steady rate by a
+	// fifth (RateCut) while the consumers kept taking what it allowed (a
+	// fast loop cuts the rate before the signal shows it for two ticks).
+	// DisturbanceOver is its end: the signal fell clearly below with the
+	// rate not cut, or the cut rate came back.
 	Disturbance     Kind = "disturbance"
 	DisturbanceOver Kind = "disturbance over"
-	// Burst: a loop held by demand (an idle queue) found the consumers
-	// taking what it allowed again.
+	// Burst: the end of an idle queue: after at least two ticks held by
+	// demand in which the consumers took at most a tenth of what they were
+	// allowed, they took at least half of it again.
 	Burst Kind = "burst"
 	// ReasonChange: the reason's code changed.
 	ReasonChange Kind = "reason"
@@ -51,27 +55,40 @@ type Event struct {
 // loop's dead time, at most about this many ticks).
 const window = 5
 
+// RateCut is the share of its steady rate that the controller must cut
+// for two ticks for a disturbance seen in the rate alone; the rate was
+// steady when it moved less than a tenth over the window before.
+const RateCut = 0.2
+
+// Idle and burst: an idle tick is held by demand with the consumers taking
+// at most IdleShare of what they were allowed; a burst ends a run of at
+// least two, within two ticks, at a tick when they take BurstShare of it.
+const (
+	IdleShare  = 0.1
+	BurstShare = 0.5
+)
+
 // Events are the events that points (oldest first) show.
 func Events(points []history.Point) []Event {
 	var out []Event
-	var run demandRun
+	var d disturbances
+	b := bursts{raw: history.RawConsumed(points)}
 	for i, p := range points {
 		if i == 0 {
-			run.add(p)
+			b.at(points, 0)
 			continue
 		}
 		q := points[i-1]
 		if p.Setpoint != q.Setpoint && finite(p.Setpoint) && finite(q.Setpoint) && p.Reason != string(loop.ReasonExperiment) {
 			out = append(out, Event{p.T, SetpointEdit, fmt.Sprintf("setpoint edit: %s -> %s", num(q.Setpoint), num(p.Setpoint))})
+			d = disturbances{} // a new regime: what was on is no longer measured against it
 		}
-		if e, ok := disturbance(points, i); ok {
+		if e, ok := d.at(points, i); ok {
 			out = append(out, e)
 		}
-		if run.burstAt(p) {
-			out = append(out, Event{p.T, Burst, fmt.Sprintf("burst: held by demand for %d ticks, the consumers took %s msg/s (from %s); now %s",
-				run.ticks, num(p.Consumed), num(q.Consumed), p.Reason)})
+		if e, ok := b.at(points, i); ok {
+			out = append(out, e)
 		}
-		run.add(p)
 		if p.Reason != q.Reason && p.Reason != "" {
 			out = append(out, Event{p.T, ReasonChange, fmt.Sprintf("reason: %s -> %s", cmpOr(q.Reason, "none"), p.Reason)})
 		}
@@ -79,72 +96,200 @@ func Events(points []history.Point) []Event {
 	return out
 }
 
-// demandRun is the run of ticks held by demand up to the current one: how
-// many, the least the consumers took in it and the most they were allowed.
-type demandRun struct {
-	ticks          int
-	least, allowed float64
+// bursts follows the idle runs: raw is what the consumers took at each
+// point (history.RawConsumed: the controller's average lags a burst by
+// its 30 s), idle the ticks of the run up to the last point, ended the
+// ticks left in which the end of a run can still show as a burst.
+type bursts struct {
+	raw         []history.Point
+	idle, ticks int
+	ended       int
 }
 
-// add counts p in the run, or ends the run when p was not held by demand.
-func (r *demandRun) add(p history.Point) {
-	if p.Reason != string(loop.ReasonDemand) {
-		*r = demandRun{}
-		return
+// at reports a burst at points[i] and counts it in the idle run.
+func (b *bursts) at(points []history.Point, i int) (Event, bool) {
+	p, took := points[i], b.raw[i].Consumed
+	allowed := p.Rate
+	if i > 0 {
+		allowed = points[i-1].Rate // what the consumers were paced to since the last tick
 	}
-	if r.ticks == 0 || p.Consumed < r.least {
-		r.least = p.Consumed
-	}
-	r.allowed = math.Max(r.allowed, p.Rate)
-	r.ticks++
-}
-
-// burstAt reports whether p ends a run that was an idle queue's: at least
-// two ticks held by demand while the consumers took at most half of what
-// they were allowed, then a tick not held (the consumers took their rate)
-// at which they took at least twice the run's least and a quarter of its
-// rate. A run held at nine tenths of the rate is no idle queue, and its end
-// is no burst.
-func (r *demandRun) burstAt(p history.Point) bool {
-	if r.ticks < 2 || p.Reason == string(loop.ReasonDemand) || p.Reason == "" || p.Stale {
-		return false
-	}
-	if !finite(p.Consumed) || !finite(r.least) || r.least > 0.5*r.allowed {
-		return false
-	}
-	return p.Consumed >= 2*r.least && p.Consumed >= 0.25*r.allowed
-}
-
-// disturbance reports a disturbance starting or ending at points[i]: the
-// signal's excess over its setpoint crossed the band (a tenth of the
-// setpoint, at least 1) at i-1 and stayed beyond it at i, with the setpoint
-// unchanged and the rate not moved the same way by more than a tenth over
-// the window before, and no rate set by hand (mode manual) in it.
-func disturbance(points []history.Point, i int) (Event, bool) {
-	if i < window+1 {
+	usable := finite(took) && finite(allowed) && allowed > 0 && !p.Stale && p.Reason != string(loop.ReasonManual)
+	if usable && p.Reason == string(loop.ReasonDemand) && took <= IdleShare*allowed {
+		b.idle++
+		b.ended = 0
 		return Event{}, false
 	}
-	p := points[i]
-	band := math.Max(1, 0.1*math.Abs(p.Setpoint))
-	x := func(k int) float64 { return points[k].Measured - points[k].Setpoint }
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := i - window; k <= i; k++ {
-		// A setpoint edit or a rate set by hand explains the move.
-		if points[k].Setpoint != p.Setpoint || points[k].Reason == string(loop.ReasonManual) || points[k].Mode == string(loop.ModeManual) {
-			return Event{}, false
-		}
-		lo, hi = math.Min(lo, points[k].Rate), math.Max(hi, points[k].Rate)
+	if b.idle >= 2 {
+		b.ended, b.ticks = 2, b.idle
+	}
+	b.idle = 0
+	if b.ended == 0 {
+		return Event{}, false
+	}
+	b.ended--
+	if !usable || took < BurstShare*allowed {
+		return Event{}, false
+	}
+	b.ended = 0
+	return Event{p.T, Burst, fmt.Sprintf("burst: held by demand for %d ticks with the queue idle, the consumers took %s of %s msg/s; now %s",
+		b.ticks, num(took), num(allowed), cmpOr(p.Reason, "no reason"))}, true
+}
+
+// disturbances is the last disturbance event named ("" for none since the
+// start or the last setpoint edit) and, after a Disturbance, the steady
+// rate before it.
+type disturbances struct {
+	last Kind
+	base float64
+}
+
+// at reports a disturbance starting or ending at points[i]: a start only
+// when the last one named is over, an end only after a start or before
+// any.
+func (d *disturbances) at(points []history.Point, i int) (Event, bool) {
+	if i < window+1 || !quiet(points, i) {
+		return Event{}, false
 	}
 	base := points[i-window].Rate
-	switch {
-	case x(i) > band && x(i-1) > band && x(i-2) <= band && hi <= 1.1*base:
-		return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
-			num(p.Measured), num(x(i)), num(p.Setpoint), num(base))}, true
-	case x(i) < -band && x(i-1) < -band && x(i-2) >= -band && lo >= base/1.1:
-		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",
-			num(p.Measured), num(-x(i)), num(p.Setpoint), num(base))}, true
+	if d.last != Disturbance {
+		e, ok := signalRise(points, i, base)
+		if !ok {
+			e, ok = rateCut(points, i)
+		}
+		if ok {
+			d.last, d.base = Disturbance, steadyRate(points, i)
+			return e, true
+		}
 	}
-	return Event{}, false
+	if d.last == DisturbanceOver {
+		return Event{}, false
+	}
+	e, ok := signalFall(points, i, base)
+	if !ok && d.last == Disturbance {
+		e, ok = rateBack(points, i, d.base)
+	}
+	if ok {
+		d.last = DisturbanceOver
+	}
+	return e, ok
+}
+
+// quiet reports whether the window up to points[i] held one setpoint and
+// no rate set by hand: nothing in it explains a move of the signal or the
+// rate but load from elsewhere.
+func quiet(points []history.Point, i int) bool {
+	for k := i - window; k <= i; k++ {
+		if points[k].Setpoint != points[i].Setpoint || points[k].Reason == string(loop.ReasonManual) || points[k].Mode == string(loop.ModeManual) {
+			return false
+		}
+	}
+	return finite(points[i].Setpoint)
+}
+
+// excess is the signal's excess over its setpoint at p, and the band
+// beyond which it is clear: a tenth of the setpoint, at least 1.
+func excess(p history.Point) (x, band float64) {
+	return p.Measured - p.Setpoint, math.Max(1, 0.1*math.Abs(p.Setpoint))
+}
+
+// signalRise: the signal's excess crossed the band at i-1 and stayed
+// beyond it at i, the rate not risen by more than a tenth of base over the
+// window.
+func signalRise(points []history.Point, i int, base float64) (Event, bool) {
+	p := points[i]
+	x, band := excess(p)
+	x1, _ := excess(points[i-1])
+	x2, _ := excess(points[i-2])
+	if !(x > band && x1 > band && x2 <= band) || rateRange(points, i-window, i).hi > 1.1*base {
+		return Event{}, false
+	}
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
+		num(p.Measured), num(x), num(p.Setpoint), num(base))}, true
+}
+
+// signalFall is signalRise's mirror: the signal fell clearly below its
+// setpoint, the rate not cut by more than a tenth.
+func signalFall(points []history.Point, i int, base float64) (Event, bool) {
+	p := points[i]
+	x, band := excess(p)
+	x1, _ := excess(points[i-1])
+	x2, _ := excess(points[i-2])
+	if !(x < -band && x1 < -band && x2 >= -band) || rateRange(points, i-window, i).lo < base/1.1 {
+		return Event{}, false
+	}
+	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",
+		num(p.Measured), num(-x), num(p.Setpoint), num(base))}, true
+}
+
+// rateCut: the rate was steady over the window before i-1 (its highest at
+// most a quarter above its lowest) and the controller cut it by RateCut
+// below its mean at i-1 and i, on its own reasons (the signal; not held by
+// demand: the consumers kept taking what it allowed), with the signal
+// above its setpoint at one of the ticks that led to the cut.
+func rateCut(points []history.Point, i int) (Event, bool) {
+	p := points[i]
+	base := steadyRate(points, i)
+	line := (1 - RateCut) * base
+	if !finite(base) || !(p.Rate <= line && points[i-1].Rate <= line) || !controlled(points[i]) || !controlled(points[i-1]) {
+		return Event{}, false
+	}
+	above := false
+	for k := i - 3; k <= i; k++ {
+		if x, _ := excess(points[k]); x > 0 {
+			above = true
+		}
+	}
+	if !above {
+		return Event{}, false
+	}
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from a steady %s to %s msg/s while the consumers took what they were allowed and the setpoint held (%s at %s)",
+		num(base), num(p.Rate), num(p.Measured), num(p.Setpoint))}, true
+}
+
+// rateBack is rateCut's end: the rate back above the cut's line at i-1
+// and i, from below it at i-2, on the controller's reasons.
+func rateBack(points []history.Point, i int, base float64) (Event, bool) {
+	p := points[i]
+	line := (1 - RateCut) * base
+	if !finite(base) || !(p.Rate > line && points[i-1].Rate > line && points[i-2].Rate <= line) || !controlled(p) || !controlled(points[i-1]) {
+		return Event{}, false
+	}
+	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back to %s msg/s (%s before the disturbance)", num(p.Rate), num(base))}, true
+}
+
+// steadyRate is the mean rate over the window before points[i-1], NaN when
+// it was not steady (its highest more than a quarter above its lowest).
+func steadyRate(points []history.Point, i int) float64 {
+	r := rateRange(points, i-window, i-2)
+	if !finite(r.mean) || r.lo <= 0 || r.hi > 1.25*r.lo {
+		return math.NaN()
+	}
+	return r.mean
+}
+
+type rates struct{ lo, hi, mean float64 }
+
+// rateRange is the lowest, highest and mean rate of points[from..to].
+func rateRange(points []history.Point, from, to int) rates {
+	r := rates{lo: math.Inf(1), hi: math.Inf(-1)}
+	var sum float64
+	for k := from; k <= to; k++ {
+		r.lo, r.hi = math.Min(r.lo, points[k].Rate), math.Max(r.hi, points[k].Rate)
+		sum += points[k].Rate
+	}
+	r.mean = sum / float64(to-from+1)
+	return r
+}
+
+// controlled reports whether the rate at p is the controller's answer to
+// its signal: limited, at min_rate, held by the slew limit or cut at the
+// ceiling; not held by demand, stale, manual or an experiment.
+func controlled(p history.Point) bool {
+	switch loop.ReasonCode(p.Reason) {
+	case loop.ReasonLimited, loop.ReasonMinRate, loop.ReasonSlew, loop.ReasonCeiling:
+		return !p.Stale
+	}
+	return false
 }
 
 // Hint is what would change a reason of code (loop.ReasonCode) on loop id.

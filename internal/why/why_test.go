@@ -3,6 +3,7 @@ package why_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,147 @@ func TestPrint(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "set by cpu") {
 		t.Errorf("Print -n 1 wrote the tick before the last:\n%s", out.String())
+	}
+}
+
+// fastLoop builds the history of a loop on 5-s ticks (the e2e's), whose
+// consumers' rate the controller averages over 30 s as it does
+// (loop.ProcessedSmoothing): add appends a tick with the raw rate the
+// consumers took since the last one.
+type fastLoop struct {
+	t0     time.Time
+	points []history.Point
+	avg    float64
+}
+
+func (l *fastLoop) add(code loop.ReasonCode, setpoint, measured, rate, took float64) {
+	n := len(l.points)
+	if n == 0 {
+		l.avg = took
+	} else {
+		a := math.Exp(-5.0 / 30)
+		l.avg = a*l.avg + (1-a)*took
+	}
+	l.points = append(l.points, history.Point{T: l.t0.Add(time.Duration(n) * 5 * time.Second), Setpoint: setpoint, Measured: measured,
+		Rate: rate, Consumed: l.avg, ConsumedSmoothing: 30 * time.Second, Reason: string(code), ReasonText: string(code)})
+}
+
+func kinds(events []why.Event, k why.Kind) []why.Event {
+	var out []why.Event
+	for _, e := range events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// steady is a settled loop: the rate wobbles by up to 8 % around 13 msg/s,
+// the signal by up to 1.5 points around its 20 % setpoint.
+func (l *fastLoop) steady(ticks int) {
+	wobble := []float64{0, 0.08, -0.05, 0.03, -0.08, 0.05}
+	for k := 0; k < ticks; k++ {
+		r := 13 * (1 + wobble[k%len(wobble)])
+		l.add(loop.ReasonLimited, 20, 20+1.5*wobble[(k+2)%len(wobble)]/0.08, r, r)
+	}
+}
+
+// TestEventsDisturbanceByTheRateCut: on a fast loop the controller cuts the
+// rate within a tick of seeing load from elsewhere, so the signal is above
+// its setpoint for one tick only; the disturbance shows in the rate, cut by
+// half while the consumers kept taking what they were allowed, and its end
+// in the rate's return.
+func TestEventsDisturbanceByTheRateCut(t *testing.T) {
+	l := &fastLoop{t0: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	l.steady(12)
+	l.add(loop.ReasonLimited, 20, 25, 13, 13) // 12: the load arrives
+	for k, r := range []float64{10, 8, 7, 6.5, 6.5, 6.6, 6.4, 6.5} {
+		l.add(loop.ReasonLimited, 20, []float64{21, 20.5, 20, 19.8, 20.2, 20, 19.9, 20.1}[k], r, r) // 13..20
+	}
+	l.add(loop.ReasonLimited, 20, 15, 6.5, 6.5) // 21: the load leaves
+	for _, r := range []float64{9, 11.5, 13, 13, 13} {
+		l.add(loop.ReasonLimited, 20, 19.5, r, r) // 22..26
+	}
+	events := why.Events(l.points)
+	d, over := kinds(events, why.Disturbance), kinds(events, why.DisturbanceOver)
+	if len(d) != 1 || !d[0].T.Equal(l.points[14].T) {
+		t.Errorf("disturbances %+v; want one at tick 14 (%v), the second tick of the cut", d, l.points[14].T)
+	}
+	if len(over) != 1 || !over[0].T.Equal(l.points[24].T) {
+		t.Errorf("disturbances over %+v; want one at tick 24 (%v), the second tick the rate is back", over, l.points[24].T)
+	}
+}
+
+// A settled loop whose rate and signal wobble, a rate cut by the consumers'
+// demand (they took less), a rate cut by a setpoint edit and a start-up
+// that overshoots and is cut back show no disturbance.
+func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	cases := map[string]func(l *fastLoop){
+		"wobble": func(l *fastLoop) { l.steady(60) },
+		"demand": func(l *fastLoop) {
+			l.steady(12)
+			for _, took := range []float64{8, 5, 4, 4, 4, 4} {
+				l.add(loop.ReasonDemand, 20, 10, took*1.5, took)
+			}
+		},
+		"setpoint edit": func(l *fastLoop) {
+			l.steady(12)
+			for _, r := range []float64{10, 8, 7, 7, 7, 7, 7, 7} {
+				l.add(loop.ReasonLimited, 12, 13, r, r)
+			}
+		},
+		"start-up overshoot": func(l *fastLoop) {
+			for _, r := range []float64{3, 6, 9, 12, 15, 16, 11, 10, 12, 13, 13, 13, 13, 13} {
+				l.add(loop.ReasonLimited, 20, 20+(r-13)/1.5, r, r)
+			}
+		},
+	}
+	for name, build := range cases {
+		l := &fastLoop{t0: t0}
+		build(l)
+		if d := kinds(why.Events(l.points), why.Disturbance); len(d) > 0 {
+			t.Errorf("%s: disturbances %+v; want none", name, d)
+		}
+	}
+}
+
+// TestEventsBurstThroughTheAverage: the queue empties and idles (the
+// consumers take nothing; the controller holds the rate by demand), then a
+// burst arrives. The controller's average of what the consumers took rises
+// over 30 s, so the tick stays held by demand for several ticks more; the
+// burst is named at the first tick the consumers took what they were
+// allowed, not when the reason changes.
+func TestEventsBurstThroughTheAverage(t *testing.T) {
+	l := &fastLoop{t0: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	l.steady(6)
+	for _, took := range []float64{9, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0} { // 6..16: the queue empties and idles
+		l.add(loop.ReasonDemand, 12, 5, 4.6, took)
+	}
+	l.add(loop.ReasonDemand, 12, 6, 4.6, 2.1) // 17: the burst arrives mid-tick
+	l.add(loop.ReasonDemand, 12, 9, 4.6, 4.6) // 18
+	for k := 0; k < 4; k++ {
+		l.add(loop.ReasonDemand, 12, 10, 4.6+float64(k), 4.6+float64(k))
+	}
+	l.add(loop.ReasonLimited, 12, 11, 9, 9)
+	b := kinds(why.Events(l.points), why.Burst)
+	if len(b) != 1 || !b[0].T.Equal(l.points[18].T) {
+		t.Errorf("bursts %+v; want one at tick 18 (%v), the first the consumers took half of what they were allowed", b, l.points[18].T)
+	}
+}
+
+// Counts that arrive in lumps (a tick with nothing, the next with two
+// ticks' worth) on a queue with a backlog are no idle queue and no burst.
+func TestEventsNoBurstFromLumpyCounts(t *testing.T) {
+	l := &fastLoop{t0: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	for k := 0; k < 40; k++ {
+		took := 0.0
+		if k%3 == 2 {
+			took = 39
+		}
+		l.add(loop.ReasonLimited, 20, 20, 13, took)
+	}
+	if b := kinds(why.Events(l.points), why.Burst); len(b) > 0 {
+		t.Errorf("bursts %+v; want none", b)
 	}
 }
