@@ -27,11 +27,12 @@ const (
 	SetpointEdit Kind = "setpoint edit"
 	// Disturbance: load from elsewhere, with the setpoint unchanged and no
 	// rate set by hand: the signal rose clearly above its setpoint while
-	// the rate had not risen, or the controller cut a steady rate by a
-	// fifth (RateCut) while the consumers kept taking what it allowed (a
-	// fast loop cuts the rate before the signal shows it for two ticks).
-	// DisturbanceOver is its end: the signal fell clearly below with the
-	// rate not cut, or the cut rate came back.
+	// the rate had not risen, or the controller cut the mean rate by a
+	// third (RateCut, RateWindow) while the consumers kept taking what it
+	// allowed, the signal above its setpoint on average (a fast loop cuts
+	// the rate before the signal shows it for two ticks). DisturbanceOver
+	// is its end: the signal fell clearly below with the rate not cut, or
+	// the mean rate came back up as much.
 	Disturbance     Kind = "disturbance"
 	DisturbanceOver Kind = "disturbance over"
 	// Burst: the end of an idle queue: after at least two ticks held by
@@ -55,10 +56,15 @@ type Event struct {
 // loop's dead time, at most about this many ticks).
 const window = 5
 
-// RateCut is the share of its steady rate that the controller must cut
-// for two ticks for a disturbance seen in the rate alone; the rate was
-// steady when it moved less than a tenth over the window before.
-const RateCut = 0.2
+// RateCut and RateWindow: a disturbance seen in the rate alone is a cut
+// of the mean allowed rate over the last RateWindow ticks to at most
+// 1-RateCut of its mean over the RateWindow ticks before (means: on a
+// noisy signal a fast loop's rate moves by a third from one tick to the
+// next).
+const (
+	RateCut    = 1.0 / 3
+	RateWindow = 6
+)
 
 // Idle and burst: an idle tick is held by demand with the consumers taking
 // at most IdleShare of what they were allowed; a burst ends a run of at
@@ -135,38 +141,30 @@ func (b *bursts) at(points []history.Point, i int) (Event, bool) {
 		b.ticks, num(took), num(allowed), cmpOr(p.Reason, "no reason"))}, true
 }
 
-// disturbances is the last disturbance event named ("" for none since the
-// start or the last setpoint edit) and, after a Disturbance, the steady
-// rate before it.
-type disturbances struct {
-	last Kind
-	base float64
-}
+// disturbances is the last disturbance event named: "" for none since
+// the start or the last setpoint edit.
+type disturbances struct{ last Kind }
 
 // at reports a disturbance starting or ending at points[i]: a start only
 // when the last one named is over, an end only after a start or before
 // any.
 func (d *disturbances) at(points []history.Point, i int) (Event, bool) {
-	if i < window+1 || !quiet(points, i) {
-		return Event{}, false
-	}
-	base := points[i-window].Rate
 	if d.last != Disturbance {
-		e, ok := signalRise(points, i, base)
+		e, ok := signalRise(points, i)
 		if !ok {
-			e, ok = rateCut(points, i)
+			e, ok = rateCut(points, i, false)
 		}
 		if ok {
-			d.last, d.base = Disturbance, steadyRate(points, i)
+			d.last = Disturbance
 			return e, true
 		}
 	}
 	if d.last == DisturbanceOver {
 		return Event{}, false
 	}
-	e, ok := signalFall(points, i, base)
+	e, ok := signalFall(points, i)
 	if !ok && d.last == Disturbance {
-		e, ok = rateBack(points, i, d.base)
+		e, ok = rateCut(points, i, true)
 	}
 	if ok {
 		d.last = DisturbanceOver
@@ -174,16 +172,25 @@ func (d *disturbances) at(points []history.Point, i int) (Event, bool) {
 	return e, ok
 }
 
-// quiet reports whether the window up to points[i] held one setpoint and
-// no rate set by hand: nothing in it explains a move of the signal or the
-// rate but load from elsewhere.
-func quiet(points []history.Point, i int) bool {
-	for k := i - window; k <= i; k++ {
-		if points[k].Setpoint != points[i].Setpoint || points[k].Reason == string(loop.ReasonManual) || points[k].Mode == string(loop.ModeManual) {
+// calm reports whether the n ticks up to points[i] held one setpoint, no
+// rate set by hand, no stale metric and no experiment: nothing in them
+// explains a move of the signal or the rate but load from elsewhere.
+func calm(points []history.Point, i, n int) bool {
+	if i < n-1 || !finite(points[i].Setpoint) {
+		return false
+	}
+	for k := i - n + 1; k <= i; k++ {
+		p := points[k]
+		switch {
+		case p.Setpoint != points[i].Setpoint, p.Stale, p.Mode == string(loop.ModeManual):
+			return false
+		}
+		switch loop.ReasonCode(p.Reason) {
+		case loop.ReasonManual, loop.ReasonExperiment, loop.ReasonStale, loop.ReasonResumed:
 			return false
 		}
 	}
-	return finite(points[i].Setpoint)
+	return true
 }
 
 // excess is the signal's excess over its setpoint at p, and the band
@@ -193,10 +200,12 @@ func excess(p history.Point) (x, band float64) {
 }
 
 // signalRise: the signal's excess crossed the band at i-1 and stayed
-// beyond it at i, the rate not risen by more than a tenth of base over the
-// window.
-func signalRise(points []history.Point, i int, base float64) (Event, bool) {
-	p := points[i]
+// beyond it at i, the rate not risen by more than a tenth over the window.
+func signalRise(points []history.Point, i int) (Event, bool) {
+	if !calm(points, i, window+1) || i < window+1 {
+		return Event{}, false
+	}
+	p, base := points[i], points[i-window].Rate
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
@@ -209,8 +218,11 @@ func signalRise(points []history.Point, i int, base float64) (Event, bool) {
 
 // signalFall is signalRise's mirror: the signal fell clearly below its
 // setpoint, the rate not cut by more than a tenth.
-func signalFall(points []history.Point, i int, base float64) (Event, bool) {
-	p := points[i]
+func signalFall(points []history.Point, i int) (Event, bool) {
+	if !calm(points, i, window+1) || i < window+1 {
+		return Event{}, false
+	}
+	p, base := points[i], points[i-window].Rate
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
@@ -221,50 +233,46 @@ func signalFall(points []history.Point, i int, base float64) (Event, bool) {
 		num(p.Measured), num(-x), num(p.Setpoint), num(base))}, true
 }
 
-// rateCut: the rate was steady over the window before i-1 (its highest at
-// most a quarter above its lowest) and the controller cut it by RateCut
-// below its mean at i-1 and i, on its own reasons (the signal; not held by
-// demand: the consumers kept taking what it allowed), with the signal
-// above its setpoint at one of the ticks that led to the cut.
-func rateCut(points []history.Point, i int) (Event, bool) {
-	p := points[i]
-	base := steadyRate(points, i)
-	line := (1 - RateCut) * base
-	if !finite(base) || !(p.Rate <= line && points[i-1].Rate <= line) || !controlled(points[i]) || !controlled(points[i-1]) {
+// rateCut: over the 2 x RateWindow ticks up to i, calm, the controller cut
+// the mean allowed rate of the last RateWindow ticks to at most 1-RateCut
+// of the mean of the RateWindow before, on its own reasons (at most half
+// of the last ticks held by demand: the consumers kept taking what it
+// allowed), with the signal above its setpoint on average. back is the
+// disturbance's end: the mean rate back up by the inverse ratio, the
+// signal below its setpoint on average.
+func rateCut(points []history.Point, i int, back bool) (Event, bool) {
+	w := RateWindow
+	if !calm(points, i, 2*w) {
 		return Event{}, false
 	}
-	above := false
-	for k := i - 3; k <= i; k++ {
-		if x, _ := excess(points[k]); x > 0 {
-			above = true
+	before, after := rateRange(points, i-2*w+1, i-w).mean, rateRange(points, i-w+1, i)
+	var x float64
+	for k := i - 2*w + 1; k <= i; k++ {
+		e, _ := excess(points[k])
+		x += e / float64(2*w)
+	}
+	demand := 0
+	for k := i - w + 1; k <= i; k++ {
+		if points[k].Reason == string(loop.ReasonDemand) {
+			demand++
 		}
 	}
-	if !above {
-		return Event{}, false
-	}
-	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from a steady %s to %s msg/s while the consumers took what they were allowed and the setpoint held (%s at %s)",
-		num(base), num(p.Rate), num(p.Measured), num(p.Setpoint))}, true
-}
-
-// rateBack is rateCut's end: the rate back above the cut's line at i-1
-// and i, from below it at i-2, on the controller's reasons.
-func rateBack(points []history.Point, i int, base float64) (Event, bool) {
 	p := points[i]
-	line := (1 - RateCut) * base
-	if !finite(base) || !(p.Rate > line && points[i-1].Rate > line && points[i-2].Rate <= line) || !controlled(p) || !controlled(points[i-1]) {
+	if !finite(before) || !finite(after.mean) || !finite(x) || before <= 0 || 2*demand > w {
 		return Event{}, false
 	}
-	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back to %s msg/s (%s before the disturbance)", num(p.Rate), num(base))}, true
-}
-
-// steadyRate is the mean rate over the window before points[i-1], NaN when
-// it was not steady (its highest more than a quarter above its lowest).
-func steadyRate(points []history.Point, i int) float64 {
-	r := rateRange(points, i-window, i-2)
-	if !finite(r.mean) || r.lo <= 0 || r.hi > 1.25*r.lo {
-		return math.NaN()
+	if back {
+		if after.mean*(1-RateCut) < before || x >= 0 {
+			return Event{}, false
+		}
+		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back up from %s to %s msg/s (means of %d ticks), the signal %s below its %s setpoint on average",
+			num(before), num(after.mean), w, num(-x), num(p.Setpoint))}, true
 	}
-	return r.mean
+	if after.mean > (1-RateCut)*before || x <= 0 {
+		return Event{}, false
+	}
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from %s to %s msg/s (means of %d ticks) while the consumers took what they were allowed and the setpoint held, the signal %s above its %s setpoint on average",
+		num(before), num(after.mean), w, num(x), num(p.Setpoint))}, true
 }
 
 type rates struct{ lo, hi, mean float64 }
@@ -279,17 +287,6 @@ func rateRange(points []history.Point, from, to int) rates {
 	}
 	r.mean = sum / float64(to-from+1)
 	return r
-}
-
-// controlled reports whether the rate at p is the controller's answer to
-// its signal: limited, at min_rate, held by the slew limit or cut at the
-// ceiling; not held by demand, stale, manual or an experiment.
-func controlled(p history.Point) bool {
-	switch loop.ReasonCode(p.Reason) {
-	case loop.ReasonLimited, loop.ReasonMinRate, loop.ReasonSlew, loop.ReasonCeiling:
-		return !p.Stale
-	}
-	return false
 }
 
 // Hint is what would change a reason of code (loop.ReasonCode) on loop id.
