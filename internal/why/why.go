@@ -141,21 +141,29 @@ func (b *bursts) at(points []history.Point, i int) (Event, bool) {
 		b.ticks, num(took), num(allowed), cmpOr(p.Reason, "no reason"))}, true
 }
 
-// disturbances is the last disturbance event named: "" for none since
-// the start or the last setpoint edit.
-type disturbances struct{ last Kind }
+// disturbances is the last disturbance event named ("" for none since
+// the start or the last setpoint edit) and the point of the last start.
+type disturbances struct {
+	last Kind
+	from int
+}
 
 // at reports a disturbance starting or ending at points[i]: a start only
-// when the last one named is over, an end only after a start or before
-// any.
+// when the last one named is over or 2 x RateWindow ticks old (the rate
+// rule, which names a start at the first tick its cut shows, no longer
+// sees that cut), an end only after a start or before any.
 func (d *disturbances) at(points []history.Point, i int) (Event, bool) {
-	if d.last != Disturbance {
+	if d.last != Disturbance || i-d.from >= 2*RateWindow {
 		e, ok := signalRise(points, i)
 		if !ok {
 			e, ok = rateCut(points, i, false)
+			if ok && i > 0 {
+				_, ok = rateCut(points, i-1, false) // named where the cut first shows
+				ok = !ok
+			}
 		}
 		if ok {
-			d.last = Disturbance
+			d.last, d.from = Disturbance, i
 			return e, true
 		}
 	}
@@ -199,8 +207,18 @@ func excess(p history.Point) (x, band float64) {
 	return p.Measured - p.Setpoint, math.Max(1, 0.1*math.Abs(p.Setpoint))
 }
 
+// steady reports whether the rate held within a tenth of base over the
+// window before the signal's move at i-1: only then is a move of the
+// signal not the rate's doing (on a noisy signal a fast loop's rate moves
+// by a third from tick to tick; its rate rule applies).
+func steady(points []history.Point, i int, base float64) bool {
+	r := rateRange(points, i-window, i-2)
+	return r.lo >= base/1.1 && r.hi <= 1.1*base
+}
+
 // signalRise: the signal's excess crossed the band at i-1 and stayed
-// beyond it at i, the rate not risen by more than a tenth over the window.
+// beyond it at i, the rate steady before and not risen by more than a
+// tenth over the window.
 func signalRise(points []history.Point, i int) (Event, bool) {
 	if !calm(points, i, window+1) || i < window+1 {
 		return Event{}, false
@@ -209,7 +227,7 @@ func signalRise(points []history.Point, i int) (Event, bool) {
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
-	if !(x > band && x1 > band && x2 <= band) || rateRange(points, i-window, i).hi > 1.1*base {
+	if !(x > band && x1 > band && x2 <= band) || !steady(points, i, base) || rateRange(points, i-window, i).hi > 1.1*base {
 		return Event{}, false
 	}
 	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
@@ -226,7 +244,7 @@ func signalFall(points []history.Point, i int) (Event, bool) {
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
-	if !(x < -band && x1 < -band && x2 >= -band) || rateRange(points, i-window, i).lo < base/1.1 {
+	if !(x < -band && x1 < -band && x2 >= -band) || !steady(points, i, base) || rateRange(points, i-window, i).lo < base/1.1 {
 		return Event{}, false
 	}
 	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",

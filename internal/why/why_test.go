@@ -259,6 +259,15 @@ func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 				}
 			}
 		},
+		"noisy spike": func(l *fastLoop) { // the signal beyond its band at two ticks: the rate's moves explain it
+			for j, r := range append(noisy, noisy...) {
+				m := 20 + float64(j%5-2)
+				if j == 37 || j == 38 {
+					m = 25
+				}
+				l.add(loop.ReasonLimited, 20, m, r, r)
+			}
+		},
 		"demand": func(l *fastLoop) {
 			l.steady(12)
 			for _, took := range []float64{8, 5, 4, 4, 4, 4} {
