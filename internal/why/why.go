@@ -27,10 +27,10 @@ const (
 	SetpointEdit Kind = "setpoint edit"
 	// Disturbance: load from elsewhere, with the setpoint unchanged and no
 	// rate set by hand: the signal rose clearly above its setpoint while
-	// the rate had not risen, or the controller cut the mean rate by a
-	// third (RateCut, RateWindow) while the consumers kept taking what it
-	// allowed, the signal above its setpoint on average (a fast loop cuts
-	// the rate before the signal shows it for two ticks). DisturbanceOver
+	// the rate had held, or the controller cut the mean rate by a third
+	// (RateCut, RateWindow) while the consumers kept taking what it
+	// allowed (a fast loop cuts the rate before the signal shows it for
+	// two ticks). DisturbanceOver
 	// is its end: the signal fell clearly below with the rate not cut, or
 	// the mean rate came back up as much.
 	Disturbance     Kind = "disturbance"
@@ -253,22 +253,18 @@ func signalFall(points []history.Point, i int) (Event, bool) {
 
 // rateCut: over the 2 x RateWindow ticks up to i, calm, the controller cut
 // the mean allowed rate of the last RateWindow ticks to at most 1-RateCut
-// of the mean of the RateWindow before, on its own reasons (at most half
-// of the last ticks held by demand: the consumers kept taking what it
-// allowed), with the signal above its setpoint on average. back is the
-// disturbance's end: the mean rate back up by the inverse ratio, the
-// signal below its setpoint on average.
+// of the mean of the RateWindow before, on its own reasons: at most half
+// of the last ticks held by demand (the consumers kept taking what it
+// allowed; a queue running dry is not load from elsewhere). With the
+// setpoint held, only the signal moves a controller's rate that way; the
+// signal itself is too noisy on such a loop to say more. back is the
+// disturbance's end: the mean rate back up by the inverse ratio.
 func rateCut(points []history.Point, i int, back bool) (Event, bool) {
 	w := RateWindow
 	if !calm(points, i, 2*w) {
 		return Event{}, false
 	}
-	before, after := rateRange(points, i-2*w+1, i-w).mean, rateRange(points, i-w+1, i)
-	var x float64
-	for k := i - 2*w + 1; k <= i; k++ {
-		e, _ := excess(points[k])
-		x += e / float64(2*w)
-	}
+	before, after := rateRange(points, i-2*w+1, i-w).mean, rateRange(points, i-w+1, i).mean
 	demand := 0
 	for k := i - w + 1; k <= i; k++ {
 		if points[k].Reason == string(loop.ReasonDemand) {
@@ -276,21 +272,21 @@ func rateCut(points []history.Point, i int, back bool) (Event, bool) {
 		}
 	}
 	p := points[i]
-	if !finite(before) || !finite(after.mean) || !finite(x) || before <= 0 || 2*demand > w {
+	if !finite(before) || !finite(after) || before <= 0 || 2*demand > w {
 		return Event{}, false
 	}
 	if back {
-		if after.mean*(1-RateCut) < before || x >= 0 {
+		if after*(1-RateCut) < before {
 			return Event{}, false
 		}
-		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back up from %s to %s msg/s (means of %d ticks), the signal %s below its %s setpoint on average",
-			num(before), num(after.mean), w, num(-x), num(p.Setpoint))}, true
+		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back up from %s to %s msg/s (means of %d ticks), the signal at %s against its %s setpoint",
+			num(before), num(after), w, num(p.Measured), num(p.Setpoint))}, true
 	}
-	if after.mean > (1-RateCut)*before || x <= 0 {
+	if after > (1-RateCut)*before {
 		return Event{}, false
 	}
-	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from %s to %s msg/s (means of %d ticks) while the consumers took what they were allowed and the setpoint held, the signal %s above its %s setpoint on average",
-		num(before), num(after.mean), w, num(x), num(p.Setpoint))}, true
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from %s to %s msg/s (means of %d ticks) while the consumers took what they were allowed and the setpoint held (the signal at %s against its %s setpoint)",
+		num(before), num(after), w, num(p.Measured), num(p.Setpoint))}, true
 }
 
 type rates struct{ lo, hi, mean float64 }
