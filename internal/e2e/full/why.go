@@ -36,6 +36,8 @@ type whyResult struct {
 	Bursts          int      `json:"bursts"`
 	Other           []string `json:"other_events,omitempty"`
 	History         string   `json:"history_file,omitempty"`
+	// Marks are the scenario's events, wall clock (the ticks' clock).
+	Marks map[string]time.Time `json:"marks"`
 }
 
 // Windows, in ticks after the scenario's event, in which `sluice why` must
@@ -78,6 +80,8 @@ func (r *run) checkWhy() {
 	r.saveHistory(points)
 	r.rateCut(points)
 	m := r.marks
+	res.Marks = map[string]time.Time{"phases": m.phases, "disturbance": m.disturbance, "disturbance_over": m.disturbanceOff,
+		"setpoint_edit": m.edit, "burst": m.burst}
 	events := why.Events(points)
 	var ok [3]bool
 	res.Disturbance, ok[0] = r.named(events, why.Disturbance, m.disturbance, disturbanceTicks)
