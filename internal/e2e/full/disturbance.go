@@ -13,10 +13,9 @@ import (
 // aggregate queries, open loop. Its CPU cost per query is measured on this
 // machine before the loop starts (probeLoad), not assumed from the
 // messages' model, and its rate is sized from the loop's own steady CPU
-// (the mean over the settled phase, above the idle CPU the probe measured):
-// it takes disturbanceShare of it, so the controller must cut the rate it
-// allows by about that share to hold the setpoint, whatever else loads the
-// machine. `sluice why` must see that cut (internal/why: a third of the
+// (the mean over the settled phase, above the idle CPU the probe
+// measured) so that the controller must cut the consumers' rate by
+// disturbanceShare to hold the setpoint, whatever else loads the machine. `sluice why` must see that cut (internal/why: a third of the
 // mean rate); the loop's min_rate (3 msg/s, about a third of its settled
 // rate) keeps it from cutting more.
 const (
@@ -102,16 +101,20 @@ func (r *run) probeLoad() error {
 }
 
 // disturbanceGenerator is the load generator sized from the settled
-// phase's mean CPU before: disturbanceShare of what the loop used above
-// the idle CPU, at the probe's cost per query.
+// phase's mean CPU before: it leaves the messages 1-disturbanceShare of
+// the CPU above idle they used then, so the controller must cut their rate
+// by disturbanceShare to hold the setpoint. A loop held below its setpoint
+// (the consumers took less than allowed) first has the room up to it
+// filled: sized on the CPU alone, the disturbance would vanish into it.
 func (r *run) disturbanceGenerator(before float64) *dbload.LoadGenerator {
 	c := r.Cfg
 	d := &r.Res.Disturb
-	used := before - d.IdleCPU
-	if math.IsNaN(used) || used < 0.5*(c.setpoint-d.IdleCPU) {
-		used = c.setpoint - d.IdleCPU // the settled phase's CPU was not the loop's: size from the setpoint
+	room := c.setpoint - d.IdleCPU
+	used := math.Min(before, c.setpoint) - d.IdleCPU
+	if math.IsNaN(used) || used <= 0 {
+		used = room // no settled CPU to size from: the setpoint's
 	}
-	d.PlannedPP = e2ekit.Round(disturbanceShare*used, 2)
+	d.PlannedPP = e2ekit.Round(room-(1-disturbanceShare)*used, 2)
 	d.QPS = e2ekit.Round(d.PlannedPP/d.QueryCost, 2)
 	return &dbload.LoadGenerator{DB: r.db, Rate: d.QPS, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: loadWorkers}
 }

@@ -567,7 +567,7 @@ func (r *run) phases() (phases, error) {
 	if err := gen.Start(r.Ctx); err != nil {
 		return phases{}, err
 	}
-	r.Logf("disturbance on: %.2f aggregate queries/s, planned %.1f points (%g of the %.1f %% settled CPU above the %.1f %% idle)",
+	r.Logf("disturbance on: %.2f aggregate queries/s, planned %.1f points (the messages' rate to be cut by %g from the %.1f %% settled CPU, %.1f %% idle)",
 		gen.Rate, r.Res.Disturb.PlannedPP, disturbanceShare, before, r.Res.Disturb.IdleCPU)
 	r.sleepUntil(at(3))
 	gen.Stop()
