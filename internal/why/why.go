@@ -216,9 +216,21 @@ func steady(points []history.Point, i int, base float64) bool {
 	return r.lo >= base/1.1 && r.hi <= 1.1*base
 }
 
+// took is how the consumers' take moved over the window up to i: the
+// controller's average at i over the one at its start (1 when either is
+// unknown). A signal that moved with it is the consumers' doing (a burst,
+// a queue running dry), not load from elsewhere.
+func took(points []history.Point, i int) float64 {
+	now, then := points[i].Consumed, points[i-window].Consumed
+	if !finite(now) || !finite(then) || (now == 0 && then == 0) {
+		return 1
+	}
+	return now / then
+}
+
 // signalRise: the signal's excess crossed the band at i-1 and stayed
 // beyond it at i, the rate steady before and not risen by more than a
-// tenth over the window.
+// tenth over the window, nor the consumers' take.
 func signalRise(points []history.Point, i int) (Event, bool) {
 	if !calm(points, i, window+1) || i < window+1 {
 		return Event{}, false
@@ -227,7 +239,7 @@ func signalRise(points []history.Point, i int) (Event, bool) {
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
-	if !(x > band && x1 > band && x2 <= band) || !steady(points, i, base) || rateRange(points, i-window, i).hi > 1.1*base {
+	if !(x > band && x1 > band && x2 <= band) || !steady(points, i, base) || rateRange(points, i-window, i).hi > 1.1*base || took(points, i) > 1.1 {
 		return Event{}, false
 	}
 	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
@@ -235,7 +247,8 @@ func signalRise(points []history.Point, i int) (Event, bool) {
 }
 
 // signalFall is signalRise's mirror: the signal fell clearly below its
-// setpoint, the rate not cut by more than a tenth.
+// setpoint, the rate not cut by more than a tenth, nor the consumers'
+// take.
 func signalFall(points []history.Point, i int) (Event, bool) {
 	if !calm(points, i, window+1) || i < window+1 {
 		return Event{}, false
@@ -244,7 +257,7 @@ func signalFall(points []history.Point, i int) (Event, bool) {
 	x, band := excess(p)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
-	if !(x < -band && x1 < -band && x2 >= -band) || !steady(points, i, base) || rateRange(points, i-window, i).lo < base/1.1 {
+	if !(x < -band && x1 < -band && x2 >= -band) || !steady(points, i, base) || rateRange(points, i-window, i).lo < base/1.1 || took(points, i) < 1/1.1 {
 		return Event{}, false
 	}
 	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",

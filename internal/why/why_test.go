@@ -245,9 +245,11 @@ func TestEventsDisturbanceOnANoisyLoop(t *testing.T) {
 	}
 }
 
-// A settled loop whose rate and signal wobble, a rate cut by the consumers'
-// demand (they took less), a rate cut by a setpoint edit and a start-up
-// that overshoots and is cut back show no disturbance.
+// A settled loop whose rate and signal wobble, a signal that moves because
+// the consumers take more (a burst) or less (the queue runs dry), a rate
+// cut by the consumers' demand (they took less), a rate cut by a setpoint
+// edit and a start-up that overshoots and is cut back show no disturbance
+// and no end of one.
 func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	cases := map[string]func(l *fastLoop){
@@ -266,6 +268,23 @@ func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 					m = 25
 				}
 				l.add(loop.ReasonLimited, 20, m, r, r)
+			}
+		},
+		"burst after idle": func(l *fastLoop) { // the signal rises because the consumers take more
+			l.steady(6)
+			for k := 0; k < 10; k++ {
+				l.add(loop.ReasonDemand, 20, 0.5, 10, 0)
+			}
+			for _, m := range []float64{26, 27, 25, 24, 22} {
+				l.add(loop.ReasonDemand, 20, m, 10, 10)
+			}
+		},
+		"queue runs dry": func(l *fastLoop) { // the signal falls because the consumers take less
+			for k := 0; k < 12; k++ {
+				l.add(loop.ReasonLimited, 20, 20, 13, 13)
+			}
+			for _, took := range []float64{4, 0, 0, 0, 0, 0, 0} {
+				l.add(loop.ReasonDemand, 20, 2, 13, took)
 			}
 		},
 		"demand": func(l *fastLoop) {
@@ -289,7 +308,8 @@ func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 	for name, build := range cases {
 		l := &fastLoop{t0: t0}
 		build(l)
-		if d := kinds(why.Events(l.points), why.Disturbance); len(d) > 0 {
+		events := why.Events(l.points)
+		if d := append(kinds(events, why.Disturbance), kinds(events, why.DisturbanceOver)...); len(d) > 0 {
 			t.Errorf("%s: disturbances %+v; want none", name, d)
 		}
 	}
