@@ -267,8 +267,10 @@ func signalFall(points []history.Point, i int) (Event, bool) {
 // rateCut: over the 2 x RateWindow ticks up to i, calm, the controller cut
 // the mean allowed rate of the last RateWindow ticks to at most 1-RateCut
 // of the mean of the RateWindow before, on its own reasons: at most half
-// of the last ticks held by demand (the consumers kept taking what it
-// allowed; a queue running dry is not load from elsewhere). With the
+// of the last ticks held by demand, and the consumers taking at least half
+// of what they were allowed in both windows (demand stayed: a queue
+// running dry, or the rate held over an idle queue that a burst ends, is
+// not load from elsewhere). With the
 // setpoint held, only the signal moves a controller's rate that way; the
 // signal itself is too noisy on such a loop to say more. back is the
 // disturbance's end: the mean rate back up by the inverse ratio.
@@ -285,7 +287,7 @@ func rateCut(points []history.Point, i int, back bool) (Event, bool) {
 		}
 	}
 	p := points[i]
-	if !finite(before) || !finite(after) || before <= 0 || 2*demand > w {
+	if !finite(before) || !finite(after) || before <= 0 || 2*demand > w || !busy(points, i-2*w+1, i-w) || !busy(points, i-w+1, i) {
 		return Event{}, false
 	}
 	if back {
@@ -300,6 +302,22 @@ func rateCut(points []history.Point, i int, back bool) (Event, bool) {
 	}
 	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from %s to %s msg/s (means of %d ticks) while the consumers took what they were allowed and the setpoint held (the signal at %s against its %s setpoint)",
 		num(before), num(after), w, num(p.Measured), num(p.Setpoint))}, true
+}
+
+// busy reports whether the consumers took at least half of the allowed
+// rate over points[from..to] (the controller's average; true when it is
+// unknown): a queue with work, not an idle one whose held rate a burst
+// ends.
+func busy(points []history.Point, from, to int) bool {
+	var took, allowed float64
+	for k := from; k <= to; k++ {
+		if !finite(points[k].Consumed) {
+			return true
+		}
+		took += points[k].Consumed
+		allowed += points[k].Rate
+	}
+	return took >= 0.5*allowed
 }
 
 type rates struct{ lo, hi, mean float64 }

@@ -279,6 +279,15 @@ func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 				l.add(loop.ReasonDemand, 20, m, 10, 10)
 			}
 		},
+		"cut after a burst": func(l *fastLoop) { // the rate held over an idle queue, then cut as the burst loads the signal
+			l.steady(6)
+			for k := 0; k < 8; k++ {
+				l.add(loop.ReasonDemand, 12, 0.5, 10.3, 0)
+			}
+			for _, r := range []float64{10.3, 7, 6, 6.5, 6.8, 6.2, 6.6, 6.4} {
+				l.add(loop.ReasonLimited, 12, 13, r, r)
+			}
+		},
 		"queue runs dry": func(l *fastLoop) { // the signal falls because the consumers take less
 			for k := 0; k < 12; k++ {
 				l.add(loop.ReasonLimited, 20, 20, 13, 13)
