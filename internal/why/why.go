@@ -207,6 +207,26 @@ func excess(p history.Point) (x, band float64) {
 	return p.Measured - p.Setpoint, math.Max(1, 0.1*math.Abs(p.Setpoint))
 }
 
+// noiseBand is the band of the signal's rules at i: excess's band, or
+// twice the signal's root-mean-square excess over the window before the
+// move when that is wider (a noisy signal crosses a tenth of its setpoint
+// every few ticks).
+func noiseBand(points []history.Point, i int) float64 {
+	_, band := excess(points[i])
+	var ss float64
+	n := 0
+	for k := i - window; k <= i-2; k++ {
+		if x, _ := excess(points[k]); finite(x) {
+			ss += x * x
+			n++
+		}
+	}
+	if n > 0 {
+		band = math.Max(band, 2*math.Sqrt(ss/float64(n)))
+	}
+	return band
+}
+
 // steady reports whether the rate held within a tenth of base over the
 // window before the signal's move at i-1: only then is a move of the
 // signal not the rate's doing (on a noisy signal a fast loop's rate moves
@@ -236,7 +256,8 @@ func signalRise(points []history.Point, i int) (Event, bool) {
 		return Event{}, false
 	}
 	p, base := points[i], points[i-window].Rate
-	x, band := excess(p)
+	x, _ := excess(p)
+	band := noiseBand(points, i)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
 	if !(x > band && x1 > band && x2 <= band) || !steady(points, i, base) || rateRange(points, i-window, i).hi > 1.1*base || took(points, i) > 1.1 {
@@ -254,7 +275,8 @@ func signalFall(points []history.Point, i int) (Event, bool) {
 		return Event{}, false
 	}
 	p, base := points[i], points[i-window].Rate
-	x, band := excess(p)
+	x, _ := excess(p)
+	band := noiseBand(points, i)
 	x1, _ := excess(points[i-1])
 	x2, _ := excess(points[i-2])
 	if !(x < -band && x1 < -band && x2 >= -band) || !steady(points, i, base) || rateRange(points, i-window, i).lo < base/1.1 || took(points, i) < 1/1.1 {

@@ -261,6 +261,11 @@ func TestEventsNoDisturbanceWithoutLoadFromElsewhere(t *testing.T) {
 				}
 			}
 		},
+		"noisy signal": func(l *fastLoop) { // a steady rate, a signal that wanders by 3 points either way
+			for j := 0; j < 60; j++ {
+				l.add(loop.ReasonLimited, 12, 12+[]float64{-3, 1.5, 2.5, -2, 3, 2, -1.5, 2.5, 3.5, 4}[j%10], 10+0.3*float64(j%3), 10)
+			}
+		},
 		"noisy spike": func(l *fastLoop) { // the signal beyond its band at two ticks: the rate's moves explain it
 			for j, r := range append(noisy, noisy...) {
 				m := 20 + float64(j%5-2)
