@@ -3,7 +3,9 @@ package why_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +368,52 @@ func TestEventsNoBurstFromLumpyCounts(t *testing.T) {
 	}
 	if b := kinds(why.Events(l.points), why.Burst); len(b) > 0 {
 		t.Errorf("bursts %+v; want none", b)
+	}
+}
+
+// TestEventsE2EHistory replays the history of a passing `make e2e` run on
+// MariaDB (testdata: its HIST items and the wall-clock times of its
+// scenario's events): sluice why names the disturbance, its end, the
+// setpoint edit and the burst each within its window after the scenario's
+// event (the e2e's: the metric's two ticks, the rule's ticks, one of
+// tolerance), and no other event of those kinds after the phases' start.
+func TestEventsE2EHistory(t *testing.T) {
+	f, err := history.ReadFile("testdata/e2e-history.json", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("testdata/e2e-marks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks map[string]time.Time
+	if err := json.Unmarshal(b, &marks); err != nil {
+		t.Fatal(err)
+	}
+	tick := 5 * time.Second
+	want := map[why.Kind]struct {
+		at    time.Time
+		ticks int
+	}{
+		why.Disturbance:     {marks["disturbance"], 2 + why.RateWindow + 1},
+		why.DisturbanceOver: {marks["disturbance_over"], 2 + why.RateWindow + 1},
+		why.SetpointEdit:    {marks["setpoint_edit"], 2},
+		why.Burst:           {marks["burst"], 3},
+	}
+	got := map[why.Kind]int{}
+	for _, e := range why.Events(f.Points) {
+		w, ok := want[e.Kind]
+		if !ok || e.T.Before(marks["phases"]) {
+			continue
+		}
+		got[e.Kind]++
+		if e.T.Before(w.at.Add(-time.Second)) || e.T.After(w.at.Add(time.Duration(w.ticks)*tick)) {
+			t.Errorf("%s at %v after the scenario's (%q); want within %d ticks", e.Kind, e.T.Sub(w.at).Round(time.Second), e.Text, w.ticks)
+		}
+	}
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("%d events %q after the phases' start; want 1", got[k], k)
+		}
 	}
 }
