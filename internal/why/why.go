@@ -27,12 +27,12 @@ const (
 	SetpointEdit Kind = "setpoint edit"
 	// Disturbance: load from elsewhere, with the setpoint unchanged and no
 	// rate set by hand: the signal rose clearly above its setpoint while
-	// the rate had held, or the controller cut the mean rate by a third
-	// (RateCut, RateWindow) while the consumers kept taking what it
-	// allowed (a fast loop cuts the rate before the signal shows it for
-	// two ticks). DisturbanceOver
-	// is its end: the signal fell clearly below with the rate not cut, or
-	// the mean rate came back up as much.
+	// the rate and the consumers' take had held, or the controller cut the
+	// mean rate by a third (RateCut, RateWindow) while the consumers kept
+	// taking what it allowed (a fast loop cuts the rate before the signal
+	// shows it for two ticks). DisturbanceOver is its end: the signal fell
+	// clearly below with the rate and the take not cut, or the mean rate
+	// came back up as much.
 	Disturbance     Kind = "disturbance"
 	DisturbanceOver Kind = "disturbance over"
 	// Burst: the end of an idle queue: after at least two ticks held by
