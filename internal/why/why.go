@@ -25,14 +25,19 @@ type Kind string
 const (
 	// SetpointEdit: the setpoint in force changed (not by an experiment).
 	SetpointEdit Kind = "setpoint edit"
-	// Disturbance: the signal rose clearly above its setpoint while the
-	// rate had not risen and the setpoint had not changed: load from
-	// elsewhere. DisturbanceOver is its mirror: the signal fell clearly
-	// below with the rate not cut.
+	// Disturbance: load from elsewhere, with the setpoint unchanged and no
+	// rate set by hand: the signal rose clearly above its setpoint while
+	// the rate and the consumers' take had held, or the controller cut the
+	// mean rate by a third (RateCut, RateWindow) while the consumers kept
+	// taking what it allowed (a fast loop cuts the rate before the signal
+	// shows it for two ticks). DisturbanceOver is its end: the signal fell
+	// clearly below with the rate and the take not cut, or the mean rate
+	// came back up as much.
 	Disturbance     Kind = "disturbance"
 	DisturbanceOver Kind = "disturbance over"
-	// Burst: a loop held by demand (an idle queue) found the consumers
-	// taking what it allowed again.
+	// Burst: the end of an idle queue: after at least two ticks held by
+	// demand in which the consumers took at most a tenth of what they were
+	// allowed, they took at least half of it again.
 	Burst Kind = "burst"
 	// ReasonChange: the reason's code changed.
 	ReasonChange Kind = "reason"
@@ -51,27 +56,45 @@ type Event struct {
 // loop's dead time, at most about this many ticks).
 const window = 5
 
+// RateCut and RateWindow: a disturbance seen in the rate alone is a cut
+// of the mean allowed rate over the last RateWindow ticks to at most
+// 1-RateCut of its mean over the RateWindow ticks before (means: on a
+// noisy signal a fast loop's rate moves by a third from one tick to the
+// next).
+const (
+	RateCut    = 1.0 / 3
+	RateWindow = 6
+)
+
+// Idle and burst: an idle tick is held by demand with the consumers taking
+// at most IdleShare of what they were allowed; a burst ends a run of at
+// least two, within two ticks, at a tick when they take BurstShare of it.
+const (
+	IdleShare  = 0.1
+	BurstShare = 0.5
+)
+
 // Events are the events that points (oldest first) show.
 func Events(points []history.Point) []Event {
 	var out []Event
-	var run demandRun
+	var d disturbances
+	b := bursts{raw: history.RawConsumed(points)}
 	for i, p := range points {
 		if i == 0 {
-			run.add(p)
+			b.at(points, 0)
 			continue
 		}
 		q := points[i-1]
 		if p.Setpoint != q.Setpoint && finite(p.Setpoint) && finite(q.Setpoint) && p.Reason != string(loop.ReasonExperiment) {
 			out = append(out, Event{p.T, SetpointEdit, fmt.Sprintf("setpoint edit: %s -> %s", num(q.Setpoint), num(p.Setpoint))})
+			d = disturbances{} // a new regime: what was on is no longer measured against it
 		}
-		if e, ok := disturbance(points, i); ok {
+		if e, ok := d.at(points, i); ok {
 			out = append(out, e)
 		}
-		if run.burstAt(p) {
-			out = append(out, Event{p.T, Burst, fmt.Sprintf("burst: held by demand for %d ticks, the consumers took %s msg/s (from %s); now %s",
-				run.ticks, num(p.Consumed), num(q.Consumed), p.Reason)})
+		if e, ok := b.at(points, i); ok {
+			out = append(out, e)
 		}
-		run.add(p)
 		if p.Reason != q.Reason && p.Reason != "" {
 			out = append(out, Event{p.T, ReasonChange, fmt.Sprintf("reason: %s -> %s", cmpOr(q.Reason, "none"), p.Reason)})
 		}
@@ -79,72 +102,258 @@ func Events(points []history.Point) []Event {
 	return out
 }
 
-// demandRun is the run of ticks held by demand up to the current one: how
-// many, the least the consumers took in it and the most they were allowed.
-type demandRun struct {
-	ticks          int
-	least, allowed float64
+// bursts follows the idle runs: raw is what the consumers took at each
+// point (history.RawConsumed: the controller's average lags a burst by
+// its 30 s), idle the ticks of the run up to the last point, ended the
+// ticks left in which the end of a run can still show as a burst.
+type bursts struct {
+	raw         []history.Point
+	idle, ticks int
+	ended       int
 }
 
-// add counts p in the run, or ends the run when p was not held by demand.
-func (r *demandRun) add(p history.Point) {
-	if p.Reason != string(loop.ReasonDemand) {
-		*r = demandRun{}
-		return
+// at reports a burst at points[i] and counts it in the idle run.
+func (b *bursts) at(points []history.Point, i int) (Event, bool) {
+	p, took := points[i], b.raw[i].Consumed
+	allowed := p.Rate
+	if i > 0 {
+		allowed = points[i-1].Rate // what the consumers were paced to since the last tick
 	}
-	if r.ticks == 0 || p.Consumed < r.least {
-		r.least = p.Consumed
-	}
-	r.allowed = math.Max(r.allowed, p.Rate)
-	r.ticks++
-}
-
-// burstAt reports whether p ends a run that was an idle queue's: at least
-// two ticks held by demand while the consumers took at most half of what
-// they were allowed, then a tick not held (the consumers took their rate)
-// at which they took at least twice the run's least and a quarter of its
-// rate. A run held at nine tenths of the rate is no idle queue, and its end
-// is no burst.
-func (r *demandRun) burstAt(p history.Point) bool {
-	if r.ticks < 2 || p.Reason == string(loop.ReasonDemand) || p.Reason == "" || p.Stale {
-		return false
-	}
-	if !finite(p.Consumed) || !finite(r.least) || r.least > 0.5*r.allowed {
-		return false
-	}
-	return p.Consumed >= 2*r.least && p.Consumed >= 0.25*r.allowed
-}
-
-// disturbance reports a disturbance starting or ending at points[i]: the
-// signal's excess over its setpoint crossed the band (a tenth of the
-// setpoint, at least 1) at i-1 and stayed beyond it at i, with the setpoint
-// unchanged and the rate not moved the same way by more than a tenth over
-// the window before, and no rate set by hand (mode manual) in it.
-func disturbance(points []history.Point, i int) (Event, bool) {
-	if i < window+1 {
+	usable := finite(took) && finite(allowed) && allowed > 0 && !p.Stale && p.Reason != string(loop.ReasonManual)
+	if usable && p.Reason == string(loop.ReasonDemand) && took <= IdleShare*allowed {
+		b.idle++
+		b.ended = 0
 		return Event{}, false
 	}
+	if b.idle >= 2 {
+		b.ended, b.ticks = 2, b.idle
+	}
+	b.idle = 0
+	if b.ended == 0 {
+		return Event{}, false
+	}
+	b.ended--
+	if !usable || took < BurstShare*allowed {
+		return Event{}, false
+	}
+	b.ended = 0
+	return Event{p.T, Burst, fmt.Sprintf("burst: held by demand for %d ticks with the queue idle, the consumers took %s of %s msg/s; now %s",
+		b.ticks, num(took), num(allowed), cmpOr(p.Reason, "no reason"))}, true
+}
+
+// disturbances is the last disturbance event named ("" for none since
+// the start or the last setpoint edit) and the point of the last start.
+type disturbances struct {
+	last Kind
+	from int
+}
+
+// at reports a disturbance starting or ending at points[i]: a start only
+// when the last one named is over or 2 x RateWindow ticks old (the rate
+// rule, which names a start at the first tick its cut shows, no longer
+// sees that cut), an end only after a start or before any.
+func (d *disturbances) at(points []history.Point, i int) (Event, bool) {
+	if d.last != Disturbance || i-d.from >= 2*RateWindow {
+		e, ok := signalRise(points, i)
+		if !ok {
+			e, ok = rateCut(points, i, false)
+			if ok && i > 0 {
+				_, ok = rateCut(points, i-1, false) // named where the cut first shows
+				ok = !ok
+			}
+		}
+		if ok {
+			d.last, d.from = Disturbance, i
+			return e, true
+		}
+	}
+	if d.last == DisturbanceOver {
+		return Event{}, false
+	}
+	e, ok := signalFall(points, i)
+	if !ok && d.last == Disturbance {
+		e, ok = rateCut(points, i, true)
+	}
+	if ok {
+		d.last = DisturbanceOver
+	}
+	return e, ok
+}
+
+// calm reports whether the n ticks up to points[i] held one setpoint, no
+// rate set by hand, no stale metric and no experiment: nothing in them
+// explains a move of the signal or the rate but load from elsewhere.
+func calm(points []history.Point, i, n int) bool {
+	if i < n-1 || !finite(points[i].Setpoint) {
+		return false
+	}
+	for k := i - n + 1; k <= i; k++ {
+		p := points[k]
+		switch {
+		case p.Setpoint != points[i].Setpoint, p.Stale, p.Mode == string(loop.ModeManual):
+			return false
+		}
+		switch loop.ReasonCode(p.Reason) {
+		case loop.ReasonManual, loop.ReasonExperiment, loop.ReasonStale, loop.ReasonResumed:
+			return false
+		}
+	}
+	return true
+}
+
+// excess is the signal's excess over its setpoint at p, and the band
+// beyond which it is clear: a tenth of the setpoint, at least 1.
+func excess(p history.Point) (x, band float64) {
+	return p.Measured - p.Setpoint, math.Max(1, 0.1*math.Abs(p.Setpoint))
+}
+
+// noiseBand is the band of the signal's rules at i: excess's band, or
+// twice the signal's root-mean-square excess over the window before the
+// move when that is wider (a noisy signal crosses a tenth of its setpoint
+// every few ticks).
+func noiseBand(points []history.Point, i int) float64 {
+	_, band := excess(points[i])
+	var ss float64
+	n := 0
+	for k := i - window; k <= i-2; k++ {
+		if x, _ := excess(points[k]); finite(x) {
+			ss += x * x
+			n++
+		}
+	}
+	if n > 0 {
+		band = math.Max(band, 2*math.Sqrt(ss/float64(n)))
+	}
+	return band
+}
+
+// steady reports whether the rate held within a tenth of base over the
+// window before the signal's move at i-1: only then is a move of the
+// signal not the rate's doing (on a noisy signal a fast loop's rate moves
+// by a third from tick to tick; its rate rule applies).
+func steady(points []history.Point, i int, base float64) bool {
+	r := rateRange(points, i-window, i-2)
+	return r.lo >= base/1.1 && r.hi <= 1.1*base
+}
+
+// took is how the consumers' take moved over the window up to i: the
+// controller's average at i over the one at its start (1 when either is
+// unknown). A signal that moved with it is the consumers' doing (a burst,
+// a queue running dry), not load from elsewhere.
+func took(points []history.Point, i int) float64 {
+	now, then := points[i].Consumed, points[i-window].Consumed
+	if !finite(now) || !finite(then) || (now == 0 && then == 0) {
+		return 1
+	}
+	return now / then
+}
+
+// signalRise: the signal's excess crossed the band at i-1 and stayed
+// beyond it at i, the rate steady before and not risen by more than a
+// tenth over the window, nor the consumers' take.
+func signalRise(points []history.Point, i int) (Event, bool) {
+	if !calm(points, i, window+1) || i < window+1 {
+		return Event{}, false
+	}
+	p, base := points[i], points[i-window].Rate
+	x, _ := excess(p)
+	band := noiseBand(points, i)
+	x1, _ := excess(points[i-1])
+	x2, _ := excess(points[i-2])
+	if !(x > band && x1 > band && x2 <= band) || !steady(points, i, base) || rateRange(points, i-window, i).hi > 1.1*base || took(points, i) > 1.1 {
+		return Event{}, false
+	}
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
+		num(p.Measured), num(x), num(p.Setpoint), num(base))}, true
+}
+
+// signalFall is signalRise's mirror: the signal fell clearly below its
+// setpoint, the rate not cut by more than a tenth, nor the consumers'
+// take.
+func signalFall(points []history.Point, i int) (Event, bool) {
+	if !calm(points, i, window+1) || i < window+1 {
+		return Event{}, false
+	}
+	p, base := points[i], points[i-window].Rate
+	x, _ := excess(p)
+	band := noiseBand(points, i)
+	x1, _ := excess(points[i-1])
+	x2, _ := excess(points[i-2])
+	if !(x < -band && x1 < -band && x2 >= -band) || !steady(points, i, base) || rateRange(points, i-window, i).lo < base/1.1 || took(points, i) < 1/1.1 {
+		return Event{}, false
+	}
+	return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",
+		num(p.Measured), num(-x), num(p.Setpoint), num(base))}, true
+}
+
+// rateCut: over the 2 x RateWindow ticks up to i, calm, the controller cut
+// the mean allowed rate of the last RateWindow ticks to at most 1-RateCut
+// of the mean of the RateWindow before, on its own reasons: at most half
+// of the last ticks held by demand, and the consumers taking at least half
+// of what they were allowed in both windows (demand stayed: a queue
+// running dry, or the rate held over an idle queue that a burst ends, is
+// not load from elsewhere). With the
+// setpoint held, only the signal moves a controller's rate that way; the
+// signal itself is too noisy on such a loop to say more. back is the
+// disturbance's end: the mean rate back up by the inverse ratio.
+func rateCut(points []history.Point, i int, back bool) (Event, bool) {
+	w := RateWindow
+	if !calm(points, i, 2*w) {
+		return Event{}, false
+	}
+	before, after := rateRange(points, i-2*w+1, i-w).mean, rateRange(points, i-w+1, i).mean
+	demand := 0
+	for k := i - w + 1; k <= i; k++ {
+		if points[k].Reason == string(loop.ReasonDemand) {
+			demand++
+		}
+	}
 	p := points[i]
-	band := math.Max(1, 0.1*math.Abs(p.Setpoint))
-	x := func(k int) float64 { return points[k].Measured - points[k].Setpoint }
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k := i - window; k <= i; k++ {
-		// A setpoint edit or a rate set by hand explains the move.
-		if points[k].Setpoint != p.Setpoint || points[k].Reason == string(loop.ReasonManual) || points[k].Mode == string(loop.ModeManual) {
+	if !finite(before) || !finite(after) || before <= 0 || 2*demand > w || !busy(points, i-2*w+1, i-w) || !busy(points, i-w+1, i) {
+		return Event{}, false
+	}
+	if back {
+		if after*(1-RateCut) < before {
 			return Event{}, false
 		}
-		lo, hi = math.Min(lo, points[k].Rate), math.Max(hi, points[k].Rate)
+		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the rate is back up from %s to %s msg/s (means of %d ticks), the signal at %s against its %s setpoint",
+			num(before), num(after), w, num(p.Measured), num(p.Setpoint))}, true
 	}
-	base := points[i-window].Rate
-	switch {
-	case x(i) > band && x(i-1) > band && x(i-2) <= band && hi <= 1.1*base:
-		return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the signal rose to %s, %s above its %s setpoint, while the rate did not rise (%s msg/s)",
-			num(p.Measured), num(x(i)), num(p.Setpoint), num(base))}, true
-	case x(i) < -band && x(i-1) < -band && x(i-2) >= -band && lo >= base/1.1:
-		return Event{p.T, DisturbanceOver, fmt.Sprintf("disturbance over: the signal fell to %s, %s below its %s setpoint, while the rate was not cut (%s msg/s)",
-			num(p.Measured), num(-x(i)), num(p.Setpoint), num(base))}, true
+	if after > (1-RateCut)*before {
+		return Event{}, false
 	}
-	return Event{}, false
+	return Event{p.T, Disturbance, fmt.Sprintf("disturbance: the rate was cut from %s to %s msg/s (means of %d ticks) while the consumers took what they were allowed and the setpoint held (the signal at %s against its %s setpoint)",
+		num(before), num(after), w, num(p.Measured), num(p.Setpoint))}, true
+}
+
+// busy reports whether the consumers took at least half of the allowed
+// rate over points[from..to] (the controller's average; true when it is
+// unknown): a queue with work, not an idle one whose held rate a burst
+// ends.
+func busy(points []history.Point, from, to int) bool {
+	var took, allowed float64
+	for k := from; k <= to; k++ {
+		if !finite(points[k].Consumed) {
+			return true
+		}
+		took += points[k].Consumed
+		allowed += points[k].Rate
+	}
+	return took >= 0.5*allowed
+}
+
+type rates struct{ lo, hi, mean float64 }
+
+// rateRange is the lowest, highest and mean rate of points[from..to].
+func rateRange(points []history.Point, from, to int) rates {
+	r := rates{lo: math.Inf(1), hi: math.Inf(-1)}
+	var sum float64
+	for k := from; k <= to; k++ {
+		r.lo, r.hi = math.Min(r.lo, points[k].Rate), math.Max(r.hi, points[k].Rate)
+		sum += points[k].Rate
+	}
+	r.mean = sum / float64(to-from+1)
+	return r
 }
 
 // Hint is what would change a reason of code (loop.ReasonCode) on loop id.

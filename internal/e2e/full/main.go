@@ -98,6 +98,8 @@ type Result struct {
 	BatchFailures         int64   `json:"batch_item_failures"`
 	Datapoints            int     `json:"cpu_datapoints"`
 	Stalls                int64   `json:"stalls"`
+	// Disturb is the disturbance as measured (disturbance.go).
+	Disturb disturbanceResult `json:"disturbance"`
 	// Why is what `sluice why` named from the loop's history (why.go).
 	Why   whyResult `json:"why"`
 	Model struct {
@@ -223,6 +225,10 @@ func (r *run) setup() error {
 		return err
 	}
 	if err := e2ekit.PutParams(r.Ctx, r.table, params); err != nil {
+		return err
+	}
+	// The disturbance's cost on this machine, before the loop runs.
+	if err := r.probeLoad(); err != nil {
 		return err
 	}
 
@@ -573,20 +579,23 @@ func (r *run) phases() (phases, error) {
 	r.sleepUntil(at(2))
 	before, _ := r.meanCPU(at(1), at(2))
 	r.Res.MeanCPUBeforeEdit = e2ekit.Round(before, 2)
-	// The disturbance: the load generator sized to add about 8 points.
-	qps := 8 / r.Res.Model.Gain
-	gen := &dbload.LoadGenerator{DB: r.db, Rate: qps, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 2}
+	// The disturbance: the load generator sized from the settled CPU
+	// (disturbance.go).
+	gen := r.disturbanceGenerator(before)
 	r.marks.disturbance = time.Now()
 	if err := gen.Start(r.Ctx); err != nil {
 		return phases{}, err
 	}
-	r.Logf("disturbance on: %.1f aggregate queries/s; mean CPU before it %.1f %%", qps, before)
+	r.Logf("disturbance on: %.2f aggregate queries/s, planned %.1f points (the messages' rate to be cut by %g from the %.1f %% settled CPU, %.1f %% idle)",
+		gen.Rate, r.Res.Disturb.PlannedPP, disturbanceShare, before, r.Res.Disturb.IdleCPU)
 	r.sleepUntil(at(3))
 	gen.Stop()
+	r.marks.disturbanceOff = time.Now()
 	dist, _ := r.meanCPU(at(2)+p/2, at(3))
 	r.Res.MeanCPUDisturbed = e2ekit.Round(dist, 2)
 	done, failed := gen.Queries()
-	r.Logf("disturbance off after %d queries (%d failed); mean CPU in its second half %.1f %%", done, failed, dist)
+	r.Res.Disturb.AchievedQPS = e2ekit.Round(float64(done)/r.marks.disturbanceOff.Sub(r.marks.disturbance).Seconds(), 2)
+	r.Logf("disturbance off after %d queries (%d failed, %.2f/s); mean CPU in its second half %.1f %%", done, failed, r.Res.Disturb.AchievedQPS, dist)
 
 	r.sleepUntil(at(3.5))
 	r.Logf("setpoint edit with aws dynamodb update-item: %g -> %g", c.setpoint, c.setpoint2)
