@@ -109,7 +109,7 @@ func TestParamsValidateFile(t *testing.T) {
 	}
 	if code, out, _ := runP(t, env, "validate", "--file", bad); code != 1 || !strings.Contains(out, "setpoint") {
 		t.Errorf("validate bad file = %d, %q", code, out)
-	}	// A foreign consumer's function without the queue whose deleted
+	} // A foreign consumer's function without the queue whose deleted
 	// messages are its processed rate.
 	foreign := filepath.Join(dir, "foreign.json")
 	os.WriteFile(foreign, []byte(`{"setpoint": 60, "kp": 1, "min_rate": 1, "max_rate": 100, "metric_source": "prometheus", "metric_promql": "max(cpu)",

@@ -69,7 +69,7 @@ func faultScenarios(s Size) []Scenario {
 		n := map[string]int{PathLambda: s.Lambda, PathSQSWorker: s.Worker}[path]
 		out = append(out, Scenario{Name: "silent-connection-mysql", Path: path, Messages: n, Rate: 100, Sink: "mysql", Silent: true,
 			FunctionTimeout: 10 * time.Second,
-			Fault: silence(n/3, max(s.d(2*time.Minute), 15*time.Second))})
+			Fault:           silence(n/3, max(s.d(2*time.Minute), 15*time.Second))})
 	}
 	for _, p := range []struct {
 		path string
