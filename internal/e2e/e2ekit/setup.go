@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
+	"github.com/sluice-dev/sluice/internal/dbload"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/e2e/verdict"
 	"github.com/sluice-dev/sluice/internal/localaws"
@@ -81,6 +82,33 @@ func RIEPath(root string) string {
 		return rie
 	}
 	return filepath.Join(root, ".cache/bin/aws-lambda-rie")
+}
+
+// OpenWorkloadDB creates the database name in the MariaDB of
+// SLUICE_MYSQL_DSN (CreateDatabase), opens it with at most maxOpen
+// connections (0: no limit; closed at the run's end) and installs the
+// workload w and the orders table. It returns the database, its DSN and
+// the server's address (for MariaDBPID).
+func (r *Run) OpenWorkloadDB(name string, keep bool, maxOpen int, w dbload.Workload) (db *sql.DB, dsn, addr string, err error) {
+	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
+	if err != nil {
+		return nil, "", "", fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
+	}
+	if dsn, err = r.CreateDatabase(cfg, name, keep); err != nil {
+		return nil, "", "", err
+	}
+	if db, err = sql.Open("mysql", dsn); err != nil {
+		return nil, "", "", err
+	}
+	db.SetMaxOpenConns(maxOpen)
+	r.Defer(func() { db.Close() })
+	if err := dbload.Install(r.Ctx, db, w); err != nil {
+		return nil, "", "", err
+	}
+	if err := InstallOrders(r.Ctx, db); err != nil {
+		return nil, "", "", err
+	}
+	return db, dsn, cfg.Addr, nil
 }
 
 // CreateDatabase creates the database name on the server of cfg and

@@ -245,22 +245,8 @@ func (r *run) setupDatabase() error {
 	c := r.Cfg
 	// 2. MariaDB: a fresh database with the workload; the process whose
 	// CPU is the plant's.
-	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
-	if err != nil {
-		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
-	}
-	if r.dsn, err = r.CreateDatabase(cfg, r.dbName, c.Keep); err != nil {
-		return err
-	}
-	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
-		return err
-	}
-	r.db.SetMaxOpenConns(16)
-	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
-		return err
-	}
-	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
+	var err error
+	if r.db, r.dsn, _, err = r.OpenWorkloadDB(r.dbName, c.Keep, 16, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
 		return err
 	}
 	if r.sampler, err = cpupub.NewSampler(0, r.mariadbPID, 0); err != nil {

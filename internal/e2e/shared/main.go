@@ -31,7 +31,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluice-dev/sluice/internal/cpupub"
 	"github.com/sluice-dev/sluice/internal/dbload"
@@ -187,25 +186,13 @@ func (r *run) setup() error {
 // orders table both queues' consumers write, and finds MariaDB's process.
 func (r *run) setupDatabase() error {
 	c := r.Cfg
-	cfg, err := mysql.ParseDSN(os.Getenv("SLUICE_MYSQL_DSN"))
+	var addr string
+	var err error
+	r.db, r.dsn, addr, err = r.OpenWorkloadDB("sluice_e2e_shared_"+r.id, c.Keep, 8, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows})
 	if err != nil {
-		return fmt.Errorf("SLUICE_MYSQL_DSN: %w", err)
-	}
-	if r.dsn, err = r.CreateDatabase(cfg, "sluice_e2e_shared_"+r.id, c.Keep); err != nil {
 		return err
 	}
-	if r.db, err = sql.Open("mysql", r.dsn); err != nil {
-		return err
-	}
-	r.db.SetMaxOpenConns(8)
-	r.Defer(func() { r.db.Close() })
-	if err := dbload.Install(r.Ctx, r.db, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
-		return err
-	}
-	if err := e2ekit.InstallOrders(r.Ctx, r.db); err != nil {
-		return err
-	}
-	pid := func() (int, error) { return e2ekit.MariaDBPID(cfg.Addr) }
+	pid := func() (int, error) { return e2ekit.MariaDBPID(addr) }
 	if r.sampler, err = cpupub.NewSampler(0, pid, 0); err != nil {
 		return err
 	}
