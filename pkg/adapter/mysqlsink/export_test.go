@@ -17,7 +17,7 @@ func NewPruner(s *Sink, cfg PruneConfig) *Pruner {
 
 // PruneOn runs one prune DELETE of at most chunk rows on conn.
 func PruneOn(ctx context.Context, s *Sink, conn *sql.Conn, chunk int) (int64, error) {
-	n, _, err := s.prune(ctx, conn, chunk, 1)
+	n, _, err := s.prune(ctx, conn, chunk, 1, nil)
 	return n, err
 }
 

@@ -179,6 +179,7 @@ type flags struct {
 	scaleList, paths, klRates, klParts *string
 	rate                               *float64
 	prefill                            *int64
+	prune                              *bool
 	cost                               consumers.CostOptions
 }
 
@@ -199,6 +200,7 @@ func parseFlags(args []string, stderr io.Writer) (f flags, ok bool) {
 	f.paths = fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
 	f.klRates = fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s (empty: none)")
 	f.klParts = fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
+	f.prune = fs.Bool("prune", true, "--sink=mysql: run the consumers' inbox pruner (false: none, to attribute a pacing error)")
 	f.prefill = fs.Int64("inbox-prefill", 0, "--sink=mysql: rows put in the inbox first, all past the retention (the pruner works on them while pacing runs)")
 	co := &f.cost
 	fs.IntVar(&co.Emulators, "cost-emulators", 30, "lambda_cost: the unpaced concurrency (one RIE each)")
@@ -303,8 +305,11 @@ func (b *bench) openSink(dsn string, stderr io.Writer) (closeSink func(), code i
 	}
 	b.db, b.pruner = db, mysqlsink.New(db)
 	b.newSink = func() consume.Sink { return mysqlsink.New(db) }
-	pruner := b.pruner.StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
-	return func() { pruner.Stop(); db.Close(); drop() }, 0
+	stop := func() {}
+	if *b.f.prune {
+		stop = b.pruner.StartPruner(mysqlsink.PruneConfig{}).Stop // the consumers' inbox pruner, as a host runs it
+	}
+	return func() { stop(); db.Close(); drop() }, 0
 }
 
 // prefill puts --inbox-prefill rows in the inbox, an hour past the
