@@ -132,6 +132,14 @@ func paceKafkaLambda(ctx context.Context, rateList, partList string, window time
 	return true
 }
 
+// inboxRow is the inbox as the pacing rows found and left it.
+type inboxRow struct {
+	Prefilled     int64 `json:"prefilled"`
+	AtPacingStart int64 `json:"at_pacing_start"`
+	AtPacingEnd   int64 `json:"at_pacing_end"`
+	PrunedPacing  int64 `json:"pruned_while_pacing"`
+}
+
 type result struct {
 	Pacing        []consumers.PacingPoint  `json:"pacing"`
 	Scaling       []consumers.ScalingPoint `json:"scaling,omitempty"`
@@ -139,9 +147,12 @@ type result struct {
 	Overhead      map[string]float64       `json:"overhead"`
 	NoLoss        []consumers.NoLoss       `json:"no_loss"`
 	LambdaCost    []consumers.CostRow      `json:"lambda_cost,omitempty"`
-	Window        string                   `json:"window"`
-	Sink          string                   `json:"sink"`
-	Errors        []string                 `json:"errors,omitempty"`
+	// Inbox is the MySQL sink's inbox around the pacing rows: its rows
+	// when they start and end, and what the pruner removed meanwhile.
+	Inbox  *inboxRow `json:"inbox,omitempty"`
+	Window string    `json:"window"`
+	Sink   string    `json:"sink"`
+	Errors []string  `json:"errors,omitempty"`
 }
 
 func ints(s string) ([]int, error) {
@@ -167,6 +178,8 @@ type flags struct {
 	rateList, consList, sinkName, only *string
 	scaleList, paths, klRates, klParts *string
 	rate                               *float64
+	prefill                            *int64
+	prune                              *bool
 	cost                               consumers.CostOptions
 }
 
@@ -185,8 +198,10 @@ func parseFlags(args []string, stderr io.Writer) (f flags, ok bool) {
 	f.scaleList = fs.String("scaling", "1,8,3", "instance counts of the scaling row's phases (live peers: each instance keeps a lease)")
 	f.rate = fs.Float64("scaling-rate", 500, "allowed aggregate rate of the scaling row, messages/s")
 	f.paths = fs.String("paths", "sqs-lambda,sqs-worker,kafka-worker,kafka-lambda", "no-loss paths to run")
-	f.klRates = fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s")
+	f.klRates = fs.String("kafka-lambda-rates", "10,100", "allowed rates of the kafka-lambda pacing rows, messages/s (empty: none)")
 	f.klParts = fs.String("kafka-lambda-partitions", "1,4", "partitions (concurrent invocations) of the kafka-lambda pacing rows")
+	f.prune = fs.Bool("prune", true, "--sink=mysql: run the consumers' inbox pruner (false: none, to attribute a pacing error)")
+	f.prefill = fs.Int64("inbox-prefill", 0, "--sink=mysql: rows put in the inbox first, all past the retention (the pruner works on them while pacing runs)")
 	co := &f.cost
 	fs.IntVar(&co.Emulators, "cost-emulators", 30, "lambda_cost: the unpaced concurrency (one RIE each)")
 	fs.DurationVar(&co.StoreLatency, "cost-latency", 500*time.Millisecond, "lambda_cost: the HTTP destination's answer time per message")
@@ -204,6 +219,8 @@ type bench struct {
 	res     result
 	newSink func() consume.Sink
 	parts   map[string]bool
+	db      *sql.DB         // the MySQL sink's database (nil: null sink)
+	pruner  *mysqlsink.Sink // the sink whose pruner runs
 }
 
 // fail logs a failed measure and records it in the result's errors.
@@ -281,9 +298,51 @@ func (b *bench) openSink(dsn string, stderr io.Writer) (closeSink func(), code i
 		return drop, 1
 	}
 	db.SetMaxOpenConns(32)
+	if err := b.prefill(db); err != nil {
+		fmt.Fprintln(stderr, err)
+		db.Close()
+		return drop, 1
+	}
+	b.db, b.pruner = db, mysqlsink.New(db)
 	b.newSink = func() consume.Sink { return mysqlsink.New(db) }
-	pruner := mysqlsink.New(db).StartPruner(mysqlsink.PruneConfig{}) // the consumers' inbox pruner, as a host runs it
-	return func() { pruner.Stop(); db.Close(); drop() }, 0
+	stop := func() {}
+	if *b.f.prune {
+		stop = b.pruner.StartPruner(mysqlsink.PruneConfig{}).Stop // the consumers' inbox pruner, as a host runs it
+	}
+	return func() { stop(); db.Close(); drop() }, 0
+}
+
+// prefill puts --inbox-prefill rows in the inbox, an hour past the
+// retention, before anything runs.
+func (b *bench) prefill(db *sql.DB) error {
+	n := *b.f.prefill
+	if n <= 0 {
+		return nil
+	}
+	b.log.Info("inbox: prefilling rows past the retention", "rows", n)
+	t0 := time.Now()
+	err := consumers.PrefillInbox(b.ctx, db, n, time.Now().Add(-mysqlsink.DefaultRetention-time.Hour), func(r int64) { b.log.Info("inbox: prefilled", "rows", r) })
+	b.res.Inbox = &inboxRow{Prefilled: n}
+	b.log.Info("inbox: prefilled", "rows", n, "took", time.Since(t0).Round(time.Second))
+	return err
+}
+
+// inboxAt counts the inbox into *at and returns the pruner's count so far
+// (nothing without the MySQL sink).
+func (b *bench) inboxAt(at *int64) int64 {
+	if b.db == nil {
+		return 0
+	}
+	if b.res.Inbox == nil {
+		b.res.Inbox = &inboxRow{}
+	}
+	n, err := consumers.InboxRows(b.ctx, b.db)
+	if err != nil {
+		b.fail("count the inbox: %v", err)
+	}
+	*at = n
+	b.log.Info("inbox", "rows", n)
+	return b.pruner.Stats().Pruned.Load()
 }
 
 // measure runs the parts --only names, in order: overhead, pacing (and
@@ -296,9 +355,15 @@ func (b *bench) measure(rates, counts []int, dsn string, stderr io.Writer) int {
 		unlimited = b.overhead()
 	}
 	if b.parts["pacing"] {
+		var start, end int64
+		pruned := b.inboxAt(&start)
 		b.pacing(rates, counts, unlimited)
+		if b.db != nil {
+			b.res.Inbox.AtPacingStart, pruned = start, b.inboxAt(&end)-pruned
+			b.res.Inbox.AtPacingEnd, b.res.Inbox.PrunedPacing = end, pruned
+		}
 	}
-	if b.parts["pacing"] && !paceKafkaLambda(b.ctx, *f.klRates, *f.klParts, *f.window, *f.windows, &b.res, b.fail) {
+	if b.parts["pacing"] && *f.klRates != "" && !paceKafkaLambda(b.ctx, *f.klRates, *f.klParts, *f.window, *f.windows, &b.res, b.fail) {
 		return 2
 	}
 	if b.parts["scaling"] {
