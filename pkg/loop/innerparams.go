@@ -73,12 +73,13 @@ var innerLoop = codec{
 }
 
 // needsInner reports whether an inner_* attribute can be read: refused
-// while the inner loop is off.
+// while the inner loop is not turned on, unless inner_loop is set to false
+// (turned off, its tuning kept in PARAMS and unused until it is on again).
 func needsInner(d *decoder, p *Params, name string) bool {
 	if p.Inner != nil {
 		return true
 	}
-	if d.present(name) {
+	if d.present(name) && !d.present(attrInnerLoop) {
 		d.fail(name, "the inner loop is off; set %s to true first", attrInnerLoop)
 	}
 	return false

@@ -89,3 +89,18 @@ func TestTickRateCarriesTheInnerSettings(t *testing.T) {
 		t.Errorf("RATE.Inner after inner_loop false = %+v; want none", got)
 	}
 }
+
+// Turning the inner loop off is an edit of inner_loop alone: the tuning
+// attributes may stay in PARAMS, unused while it is off, so that turning
+// it on again brings them back.
+func TestInnerLoopOffKeepsItsTuning(t *testing.T) {
+	p, err := loop.DecodeParams("orders", valid(func(a map[string]any) {
+		a["inner_loop"], a["inner_tolerance"], a["inner_reaction_time"] = false, 0.3, "1m"
+	}), looptest.Sources())
+	if err != nil {
+		t.Fatalf("inner_loop false with its tuning set: %v; want accepted", err)
+	}
+	if _, on := p.InnerConfig(); on {
+		t.Errorf("InnerConfig with inner_loop false: on; want off")
+	}
+}
