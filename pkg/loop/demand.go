@@ -24,8 +24,7 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	d := measureDemand(unsettled(snap.Peers, prevTick), base, prevTick, now)
 	d.Stored, d.ReportedAt = capBaselines(d.Stored, d.ReportedAt)
 	if d.Known {
-		d.Allowed = smoothAllowed(prev, base, now.Sub(prevTick))
-		in.ActualRate, in.ActualKnown = taken(d, prev), true
+		in.ActualRate, in.ActualKnown = d.Processed+d.WithheldRate, true
 		r.Processed, r.ProcessedKnown, r.Withheld = d.Processed, true, d.WithheldRate
 	}
 	r.LivePeers = d.Live
@@ -101,11 +100,6 @@ type Demand struct {
 	// is not a plant that took less (withheld.go).
 	Withheld     map[string]int64 `json:"withheld,omitempty"`
 	WithheldRate float64          `json:"withheld_rate,omitempty"`
-	// Allowed is the rate the consumers were allowed since the previous
-	// tick (the rate it computed), averaged as Processed is, messages/s (0
-	// when not known: shadow mode, a paused loop): what Processed would
-	// read had they taken all of it (taken).
-	Allowed float64 `json:"allowed,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what
@@ -119,7 +113,7 @@ type Demand struct {
 // prevTick (not the controller's capped sampling interval: after an outage
 // the counts cover the whole gap). A count below its baseline (an
 // instance id reused after a restart) counts from zero. An instance first
-// seen now counts whole (as of the tick) if it started after the previous tick; if it
+// seen now counts whole if it started after the previous tick; if it
 // started before, its share of the period is unknown and so is the figure.
 // Redelivered messages that a consumer stores again are counted again: the
 // figure is what reached the destination, which is what loads it.
@@ -137,11 +131,8 @@ func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) 
 		switch {
 		case ok && p.Stored >= base:
 			sum += asOfTick(float64(p.Stored-base), prev.ReportedAt[p.Instance], p.ReportedAt, dt)
-		case ok:
+		case ok || !p.StartedAt.Before(prevTick):
 			sum += float64(p.Stored)
-		case !p.StartedAt.Before(prevTick):
-			// Started since: what it stored as of the tick.
-			sum += asOfTick(float64(p.Stored), p.StartedAt, p.ReportedAt, now.Sub(p.StartedAt))
 		default:
 			known = false
 		}
@@ -188,59 +179,4 @@ func smoothProcessed(raw float64, prev Demand, dt time.Duration) float64 {
 	}
 	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
 	return a*prev.Processed + (1-a)*raw
-}
-
-// takenTolerance is how much less than they were allowed, over
-// ProcessedSmoothing, the consumers may have taken and still count as
-// taking all of it (batches and the time a batch takes make the two
-// differ a little).
-const takenTolerance = 0.05
-
-// taken is the rate the controller is told the plant received since the
-// previous tick: the consumers' processed rate (Processed, plus what their
-// inner loop withheld). Processed is an average over ProcessedSmoothing,
-// which lags a rate that changes: while the rate climbs it reads below the
-// rate in force although the consumers took all of it, and the controller
-// would take the gap for an idle queue (and stop integrating). So when the
-// consumers took at least 1 - takenTolerance of what they were allowed
-// over the same average (Allowed), they are told to have taken that share
-// of the rate in force now; otherwise (an idle queue, too few consumers)
-// Processed as it is.
-func taken(d Demand, prev *State) float64 {
-	got := d.Processed + d.WithheldRate
-	allowed, ok := allowedInForce(prev)
-	if !ok || d.Allowed <= 0 {
-		return got
-	}
-	share := got / d.Allowed
-	if share < 1-takenTolerance {
-		return got
-	}
-	return max(got, allowed*min(share, 1))
-}
-
-// allowedInForce is the rate the consumers were allowed since the previous
-// tick: the rate that tick computed, unless it was not applied (shadow
-// mode) or was zero.
-func allowedInForce(prev *State) (float64, bool) {
-	if prev == nil || prev.Mode == ModeShadow || prev.Rate <= 0 || math.IsNaN(prev.Rate) {
-		return 0, false
-	}
-	return prev.Rate, true
-}
-
-// smoothAllowed is the exponential average of the rate in force over dt
-// with the previous tick's figure, with Processed's time constant (the
-// rate in force itself when there is no previous figure); 0 when no rate
-// was in force.
-func smoothAllowed(prev *State, base Demand, dt time.Duration) float64 {
-	allowed, ok := allowedInForce(prev)
-	if !ok {
-		return 0
-	}
-	if !base.Known || base.Allowed <= 0 {
-		return allowed
-	}
-	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
-	return a*base.Allowed + (1-a)*allowed
 }
