@@ -275,10 +275,9 @@ func TestStoreDoesNotWaitBehindThePruner(t *testing.T) {
 // stepClock is a clock whose every reading is step after the last, and
 // whose Sleep returns at once, noting what it was asked to wait.
 type stepClock struct {
-	now    time.Time
-	step   time.Duration
-	slept  []time.Duration
-	sleeps int
+	now   time.Time
+	step  time.Duration
+	slept []time.Duration
 }
 
 func (c *stepClock) Now() time.Time { c.now = c.now.Add(c.step); return c.now }

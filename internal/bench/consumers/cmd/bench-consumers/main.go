@@ -327,22 +327,31 @@ func (b *bench) prefill(db *sql.DB) error {
 	return err
 }
 
-// inboxAt counts the inbox into *at and returns the pruner's count so far
-// (nothing without the MySQL sink).
-func (b *bench) inboxAt(at *int64) int64 {
-	if b.db == nil {
-		return 0
-	}
-	if b.res.Inbox == nil {
-		b.res.Inbox = &inboxRow{}
-	}
-	n, err := consumers.InboxRows(b.ctx, b.db)
+// inboxNow counts the inbox's rows and returns them with what the pruner
+// removed so far.
+func (b *bench) inboxNow() (rows, pruned int64) {
+	rows, err := consumers.InboxRows(b.ctx, b.db)
 	if err != nil {
 		b.fail("count the inbox: %v", err)
 	}
-	*at = n
-	b.log.Info("inbox", "rows", n)
-	return b.pruner.Stats().Pruned.Load()
+	b.log.Info("inbox", "rows", rows)
+	return rows, b.pruner.Stats().Pruned.Load()
+}
+
+// pacingInbox runs pace and, with the MySQL sink, records the inbox's
+// rows when it starts and ends and what the pruner removed meanwhile.
+func (b *bench) pacingInbox(pace func()) {
+	if b.db == nil {
+		pace()
+		return
+	}
+	start, before := b.inboxNow()
+	pace()
+	end, after := b.inboxNow()
+	if b.res.Inbox == nil {
+		b.res.Inbox = &inboxRow{}
+	}
+	b.res.Inbox.AtPacingStart, b.res.Inbox.AtPacingEnd, b.res.Inbox.PrunedPacing = start, end, after-before
 }
 
 // measure runs the parts --only names, in order: overhead, pacing (and
@@ -355,13 +364,7 @@ func (b *bench) measure(rates, counts []int, dsn string, stderr io.Writer) int {
 		unlimited = b.overhead()
 	}
 	if b.parts["pacing"] {
-		var start, end int64
-		pruned := b.inboxAt(&start)
-		b.pacing(rates, counts, unlimited)
-		if b.db != nil {
-			b.res.Inbox.AtPacingStart, pruned = start, b.inboxAt(&end)-pruned
-			b.res.Inbox.AtPacingEnd, b.res.Inbox.PrunedPacing = end, pruned
-		}
+		b.pacingInbox(func() { b.pacing(rates, counts, unlimited) })
 	}
 	if b.parts["pacing"] && *f.klRates != "" && !paceKafkaLambda(b.ctx, *f.klRates, *f.klParts, *f.window, *f.windows, &b.res, b.fail) {
 		return 2
