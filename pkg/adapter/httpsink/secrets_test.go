@@ -65,9 +65,12 @@ func TestSinkAuthorization(t *testing.T) {
 }
 
 // TestSinkPoolsConnections: batches of Parallel requests reuse pooled
-// connections: over ten batches the destination sees at most Parallel
-// new connections (the default transport keeps 2 idle per host, so about
-// Parallel-2 new handshakes per batch).
+// connections. The default transport keeps 2 idle per host, so about
+// Parallel-2 new handshakes per batch: 44 to 54 over ten batches. Pooled, the
+// destination sees about Parallel over the ten; the bound is twice that,
+// because the transport may dial a spare when a request asks for a
+// connection while another is on its way back to the pool (9 seen on a
+// busy machine), which is timing, not a lost pool.
 func TestSinkPoolsConnections(t *testing.T) {
 	var mu sync.Mutex
 	conns := 0
@@ -94,8 +97,8 @@ func TestSinkPoolsConnections(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if conns > parallel {
-		t.Errorf("%d new connections over 10 batches of %d parallel requests; want at most %d (pooled)", conns, parallel, parallel)
+	if conns > 2*parallel {
+		t.Errorf("%d new connections over 10 batches of %d parallel requests; want at most %d (pooled; unpooled: 44 to 54)", conns, parallel, 2*parallel)
 	}
 }
 
