@@ -25,10 +25,12 @@ func DefaultOpenBackoff() consume.Backoff {
 	return consume.Backoff{Base: 4 * time.Minute, Max: time.Hour}
 }
 
-// openFirst is the shortest visibility of a message handed back with the
-// circuit open: a blip of a few seconds is over by then, and the circuit's
-// probe has closed it.
-const openFirst = 30 * time.Second
+// openFirst is the share of the long backoff's first wait that is the
+// shortest visibility of a message handed back with the circuit open (30 s
+// of the default 4 min): a blip of a few seconds is over by then, and the
+// circuit's probe has closed it. A share, so that a backoff scaled down
+// (the short chaos runs) scales it alike.
+const openFirst = 8
 
 // retentionMargin is kept between a message's visibility and the end of
 // its retention, so that it is received at least once more before SQS
@@ -66,33 +68,36 @@ func (r *retention) get(ctx context.Context, log *slog.Logger, api API, queueURL
 
 // OpenVisibility is the visibility of message m handed back while the
 // circuit is open and the destination has been failing for age (the
-// outage's age, consume.Breaker.FailingFor): twice the age at the first
-// receive and four times more at each further one, at least 30 s, at most
-// b's long backoff by the receive count (b.Ceiling); then up to a quarter
-// more, drawn by b's jitter (at most b.Max), to spread the returns. It is
-// at most SQS's 12 h, and at most what m has left of retention (less
-// retentionMargin) since it was sent; never less than short (the
-// visibility it would get otherwise). A retention of 0 (unknown) gives
-// short.
+// outage's age, consume.Breaker.FailingFor): the age at the first receive
+// (an outage that has lasted a while is likely to last as long again),
+// four times more at each further one, at least an eighth of b.Base (30 s
+// by default), at most b's long backoff by the receive count (b.Ceiling);
+// then up to a quarter more, drawn by b's jitter (at most b.Max), to
+// spread the returns without shortening any. It is at most SQS's 12 h, and
+// at most what m has left of retention (less retentionMargin) since it
+// was sent; never less than short (the visibility it would get
+// otherwise). A retention of 0 (unknown) gives short.
 //
 // A blip of seconds so costs seconds: what it hands back returns within
 // about a minute. The factor per receive makes a long outage cost few
-// receives: a message received at an outage's start, by a mapping that
-// polls all along, comes back after 30 s, 2 min (received at 15 to 30 s)
-// and then 16 min: 3 receives in 15 minutes, the fourth after about 18
-// (maxReceiveCount is 5).
+// receives, by a mapping that polls all along: a message failed at an
+// outage's start (the retry backoff, 15 s at the least) is received again
+// at 15 s (1 min: 15 s x 4), at 1 min 15 s (the long backoff, 16 min),
+// and a fourth time after 17 minutes: 3 receives in a 15-minute outage,
+// where maxReceiveCount is 5.
 func OpenVisibility(b consume.Backoff, m consume.Message, short, retention time.Duration, now time.Time, age time.Duration) time.Duration {
 	if retention <= 0 {
 		return short
 	}
 	n := max(m.ReceiveCount, 1)
 	long := b.Ceiling(n)
-	d := min(2*max(age, 0), long)
+	d := min(max(age, 0), long)
 	for i := 1; i < n && d < long; i++ {
 		d = min(4*d, long)
 	}
-	d = max(d, openFirst)
-	d = min(d+spread(b, d/4), max(d, b.Ceiling(math.MaxInt32)), maxVisibility)
+	d = max(d, b.Ceiling(1)/openFirst)
+	top := b.Ceiling(math.MaxInt32) // b.Max, or its default
+	d = min(d+spread(b, d/4), max(d, top), maxVisibility)
 	if !m.SentAt.IsZero() {
 		d = min(d, retention-now.Sub(m.SentAt)-retentionMargin)
 	}

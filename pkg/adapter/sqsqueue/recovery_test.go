@@ -206,8 +206,8 @@ func TestLongOutageSpendsFewReceives(t *testing.T) {
 }
 
 // TestOpenVisibilityGrowsWithTheOutage: the visibility of a message handed
-// back with the circuit open is twice the outage's age at the first
-// receive, four times more at each further one, at least 30 s, at most the
+// back with the circuit open is the outage's age at the first receive,
+// four times more at each further one, at least 30 s, at most the
 // long backoff by the receive count, plus up to a quarter (the jitter);
 // bounded by retention and never below short.
 func TestOpenVisibilityGrowsWithTheOutage(t *testing.T) {
@@ -222,10 +222,12 @@ func TestOpenVisibilityGrowsWithTheOutage(t *testing.T) {
 	}{
 		{1, 0, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
 		{1, 10 * time.Second, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
-		{1, time.Minute, 0, 15 * time.Second, 14 * day, 2 * time.Minute, 150 * time.Second},
+		{1, time.Minute, 0, 15 * time.Second, 14 * day, time.Minute, 75 * time.Second},
+		{1, 30 * time.Second, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
 		{1, 10 * time.Minute, 0, 15 * time.Second, 14 * day, 4 * time.Minute, 5 * time.Minute},
-		{2, 30 * time.Second, 0, 30 * time.Second, 14 * day, 4 * time.Minute, 5 * time.Minute},
-		{2, 15 * time.Second, 0, 30 * time.Second, 14 * day, 2 * time.Minute, 150 * time.Second},
+		{2, 30 * time.Second, 0, 30 * time.Second, 14 * day, 2 * time.Minute, 150 * time.Second},
+		{2, 3 * time.Minute, 0, 30 * time.Second, 14 * day, 8 * time.Minute, 10 * time.Minute},
+		{2, 15 * time.Second, 0, 30 * time.Second, 14 * day, time.Minute, 75 * time.Second},
 		{3, 2 * time.Minute, 0, time.Minute, 14 * day, 16 * time.Minute, 20 * time.Minute},
 		{9, 3 * time.Hour, 0, time.Minute, 14 * day, time.Hour, time.Hour},
 		{1, 0, 0, 2 * time.Minute, 14 * day, 2 * time.Minute, 2 * time.Minute},                   // short is the floor
