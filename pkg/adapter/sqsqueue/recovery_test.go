@@ -189,7 +189,9 @@ func TestShortBlipRecoversWithinAMinute(t *testing.T) {
 // mapping polling all along (no controller holds it off) and every
 // visibility drawn at its shortest, no message is received more than 3
 // times (maxReceiveCount is 5), and after it every message is stored,
-// none dead-lettered.
+// none dead-lettered. With the mapping held off from 2 minutes into the
+// outage until 2 minutes after it (the controller), a message is received
+// at most 4 times in all.
 func TestLongOutageSpendsFewReceives(t *testing.T) {
 	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
 	s.run(t, 15*time.Minute)
@@ -202,6 +204,17 @@ func TestLongOutageSpendsFewReceives(t *testing.T) {
 	}
 	if !ok || s.deadLettered > 0 {
 		t.Errorf("after a 15-minute outage: all stored %v, %d dead-lettered; want all stored, none dead-lettered", ok, s.deadLettered)
+	}
+	// The controller holds the mapping off once it sees the stall (1 to 2
+	// ticks of a minute) and lets it receive again after a probe found the
+	// destination up (2 minutes after the outage at the latest).
+	s = newMappingSim(200, 15*time.Minute, lowest, lowest)
+	s.run(t, 2*time.Minute)
+	s.clock.Advance(15 * time.Minute)
+	s.run(t, 12*time.Hour)
+	if _, ok := s.lastStored(); !ok || s.maxReceives() > 4 || s.deadLettered > 0 {
+		t.Errorf("held off from 2 to 17 minutes: all stored %v, at most %d receives, %d dead-lettered; want all stored, at most 4 receives in all, none dead-lettered",
+			ok, s.maxReceives(), s.deadLettered)
 	}
 }
 
