@@ -21,10 +21,12 @@ type config struct {
 	consumerenv.Config
 	DeadLetterURL string // SLUICE_DLQ_URL: where poison messages go with their reason
 	QueueURL      string // SLUICE_QUEUE_URL: the mapping's queue, to set the visibility of messages handed back
-	// RetryBackoff and OpenBackoff are the first visibility of a message
-	// handed back after the destination failed it (SLUICE_RETRY_BACKOFF,
-	// default 30s) and while the circuit is open (SLUICE_OPEN_BACKOFF,
-	// default 4m); each doubles with the receive count.
+	// RetryBackoff is the first visibility of a message handed back after
+	// the destination failed it (SLUICE_RETRY_BACKOFF, default 30s),
+	// doubling with the receive count. OpenBackoff is the long backoff of
+	// one handed back while the circuit is open (SLUICE_OPEN_BACKOFF,
+	// default 4m, doubling): the visibility grows with the outage's age
+	// from 30 s and reaches it only in a long outage.
 	RetryBackoff, OpenBackoff consume.Backoff
 	// QueueRetention (SLUICE_QUEUE_RETENTION) is the queue's retention
 	// when SQS does not report it (a stand-in such as ElasticMQ).

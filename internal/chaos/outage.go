@@ -48,9 +48,7 @@ func (s Size) tickFor(d time.Duration) time.Duration {
 // same share of the short run's tick (2 s, 16 s at a 4 s tick); the
 // baseline's open-circuit visibility is the retry backoff's.
 func (s Size) outageEnv() map[string]string {
-	// ElasticMQ does not report a queue's retention; these queues have
-	// SQS's default, 4 days.
-	env := map[string]string{"SLUICE_RETRY_BACKOFF": "30s", "SLUICE_OPEN_BACKOFF": "4m", "SLUICE_QUEUE_RETENTION": "96h"}
+	env := map[string]string{"SLUICE_RETRY_BACKOFF": "30s", "SLUICE_OPEN_BACKOFF": "4m"}
 	if s.Scale < 1 {
 		env["SLUICE_RETRY_BACKOFF"], env["SLUICE_OPEN_BACKOFF"] = "2s", "16s"
 	}

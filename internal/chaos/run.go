@@ -128,10 +128,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 	}
 	defer logf.Close()
 	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}, sw: &standIn{}}
-	env := map[string]string{
-		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": srv.URL,
-		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
-	}
+	env := consumerEnv(st, srv.URL)
 	maps.Copy(env, sc.Env)
 	if sc.Sink == "mysql" {
 		if run.DB, err = privateMariaDB(ctx, prefix); err != nil {
@@ -206,6 +203,20 @@ func privateMariaDB(ctx context.Context, prefix string) (*MariaDB, error) {
 		return nil, err
 	}
 	return StartMariaDB(ctx, dir, port)
+}
+
+// consumerEnv is the environment of every SQS scenario's consumers on
+// stack st, storing to the destination at url. ElasticMQ answers
+// GetQueueAttributes without MessageRetentionPeriod (AWS always reports
+// it), so the SQS Lambda is told the retention of the stack's queues
+// (SLUICE_QUEUE_RETENTION; the worker does not read it): without it the
+// open circuit's visibility falls back to the retry backoff.
+func consumerEnv(st *consumers.Stack, url string) map[string]string {
+	return map[string]string{
+		"SLUICE_LOOP": st.Loop, "SLUICE_TABLE": st.Table, "SLUICE_SINK": "http", "SLUICE_HTTP_ENDPOINTS": url,
+		"SLUICE_DLQ_URL": st.DLQURL, "SLUICE_QUEUE_URL": st.QueueURL, "SLUICE_SAFE_RATE": "10",
+		"SLUICE_QUEUE_RETENTION": consumers.DefaultQueueRetention.String(),
+	}
 }
 
 // startPath starts the consumers of sc.Path and returns what stops them.

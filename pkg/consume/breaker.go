@@ -100,7 +100,9 @@ type Breaker struct {
 	clock Clock
 
 	mu        sync.Mutex
-	failures  int // failed batches in a row
+	failures  int       // failed batches in a row
+	since     time.Time // the first of them (zero: none)
+	lastFail  time.Time // the last of them
 	openUntil time.Time
 	window    window
 }
@@ -163,8 +165,12 @@ func (b *Breaker) Probing() bool { return b.State() == CircuitHalfOpen }
 func (b *Breaker) Success() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.failures = 0
-	b.openUntil = time.Time{}
+	b.close()
+}
+
+// close forgets the failures in a row: the destination works.
+func (b *Breaker) close() {
+	b.failures, b.openUntil, b.since, b.lastFail = 0, time.Time{}, time.Time{}, time.Time{}
 }
 
 // Failure records a batch that the destination failed as a whole and
@@ -172,8 +178,36 @@ func (b *Breaker) Success() {
 func (b *Breaker) Failure() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.failing(b.clock.Now())
 	b.failures++
 	return b.backoff()
+}
+
+// failing notes a failure at now in the outage's age. A failure long
+// after the previous one while the circuit is still closed (more than
+// twice the longest backoff: the consumer took nothing meanwhile, a quiet
+// queue) starts a new outage: a stale failure or two must not make a new
+// outage look old.
+func (b *Breaker) failing(now time.Time) {
+	stale := b.failures < b.cfg.Threshold && now.Sub(b.lastFail) > 2*b.cfg.Backoff.Max
+	if b.since.IsZero() || stale {
+		b.since = now
+	}
+	b.lastFail = now
+}
+
+// FailingFor returns how long the destination has been failing: the time
+// since the first of the batches failed in a row (the outage's age, as
+// this consumer saw it), through the open circuit and its failed probes;
+// 0 once a batch stored. The SQS Lambda grows the visibility of what it
+// hands back with it.
+func (b *Breaker) FailingFor() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.since.IsZero() {
+		return 0
+	}
+	return max(b.clock.Now().Sub(b.since), 0)
 }
 
 // backoff sets the wait after b.failures failures in a row and returns it.
@@ -195,15 +229,16 @@ func (b *Breaker) Observe(stored, failed, poison int) Trip {
 	if b.failures >= b.cfg.Threshold && stored > 0 {
 		b.window.reset()
 		b.window.add(stored, failed, poison)
-		b.failures, b.openUntil = 0, time.Time{}
+		b.close()
 		return NoTrip
 	}
 	b.window.add(stored, failed, poison)
 	trip := b.trip()
 	if trip == NoTrip {
-		b.failures, b.openUntil = 0, time.Time{}
+		b.close()
 		return NoTrip
 	}
+	b.failing(b.clock.Now())
 	b.failures = max(b.failures, b.cfg.Threshold-1) + 1
 	b.backoff()
 	return trip

@@ -17,6 +17,11 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
+// DefaultQueueRetention is the MessageRetentionPeriod of the queues
+// CreateQueues makes: SQS's default, set explicitly so that it holds on
+// any server.
+const DefaultQueueRetention = 96 * time.Hour
+
 // CreateQueues creates name-dlq and name with a redrive policy to it after
 // maxReceive receives; it returns both URLs.
 func CreateQueues(ctx context.Context, c *sqs.Client, name string, maxReceive int) (string, string, error) {
@@ -29,7 +34,8 @@ func CreateQueues(ctx context.Context, c *sqs.Client, name string, maxReceive in
 		return "", "", fmt.Errorf("DLQ arn: %w", err)
 	}
 	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": attrs.Attributes["QueueArn"], "maxReceiveCount": strconv.Itoa(maxReceive)})
-	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"RedrivePolicy": string(policy)}})
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"RedrivePolicy": string(policy),
+		"MessageRetentionPeriod": strconv.Itoa(int(DefaultQueueRetention / time.Second))}})
 	if err != nil {
 		return "", "", fmt.Errorf("create %s: %w", name, err)
 	}

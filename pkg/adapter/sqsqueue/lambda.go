@@ -43,10 +43,12 @@ type Handler struct {
 	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
 	// DefaultPausedBackoff.
 	RetryBackoff, PausedBackoff consume.Backoff
-	// OpenBackoff (default DefaultOpenBackoff) is the visibility of what
+	// OpenBackoff (default DefaultOpenBackoff) is the long backoff of what
 	// is handed back while the consumer's circuit is open after the batch
-	// (the destination is down): minutes, not RetryBackoff's seconds, so
-	// that an outage costs a message about two receives before the
+	// (the destination is down). The visibility grows with the outage's
+	// age (OpenVisibility): about 30 s in its first seconds, so that a blip
+	// recovers within a minute, and OpenBackoff's minutes once it has
+	// lasted, so that an outage costs a message few receives before the
 	// controller holds the mapping off. It is bounded by the time the
 	// message has left in the queue (its MessageRetentionPeriod, read once
 	// with GetQueueAttributes); when that cannot be read, RetryBackoff

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -14,16 +16,21 @@ import (
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
-// DefaultOpenBackoff returns the visibility of a message handed back while
-// the consumer's circuit is open: 4 minutes at the first receive, doubling
-// with the receive count (equal jitter), at most an hour. A message
-// received at an outage's start thus stays away for minutes, and the
-// controller has held the mapping off before it comes back a second time;
-// without a controller, five receives span about an hour instead of the
-// retry backoff's 8 to 15 minutes.
+// DefaultOpenBackoff returns the long backoff of a message handed back
+// while the consumer's circuit is open: 4 minutes at the first receive,
+// doubling with the receive count, at most an hour. OpenVisibility reaches
+// it only in a long outage; a message handed back in an outage's first
+// seconds stays away for about 30 s (see OpenVisibility).
 func DefaultOpenBackoff() consume.Backoff {
 	return consume.Backoff{Base: 4 * time.Minute, Max: time.Hour}
 }
+
+// openFirst is the share of the long backoff's first wait that is the
+// shortest visibility of a message handed back with the circuit open (30 s
+// of the default 4 min): a blip of a few seconds is over by then, and the
+// circuit's probe has closed it. A share, so that a backoff scaled down
+// (the short chaos runs) scales it alike.
+const openFirst = 8
 
 // retentionMargin is kept between a message's visibility and the end of
 // its retention, so that it is received at least once more before SQS
@@ -60,19 +67,49 @@ func (r *retention) get(ctx context.Context, log *slog.Logger, api API, queueURL
 }
 
 // OpenVisibility is the visibility of message m handed back while the
-// circuit is open: b by its receive count, at most SQS's 12 h, and at most
-// what m has left of retention (less retentionMargin) since it was sent;
-// never less than short (the visibility it would get otherwise). A
-// retention of 0 (unknown) gives short.
-func OpenVisibility(b consume.Backoff, m consume.Message, short, retention time.Duration, now time.Time) time.Duration {
+// circuit is open and the destination has been failing for age (the
+// outage's age, consume.Breaker.FailingFor): the age at the first receive
+// (an outage that has lasted a while is likely to last as long again),
+// four times more at each further one, at least an eighth of b.Base (30 s
+// by default), at most b's long backoff by the receive count (b.Ceiling);
+// then up to a quarter more, drawn by b's jitter (at most b.Max), to
+// spread the returns without shortening any. It is at most SQS's 12 h, and
+// at most what m has left of retention (less retentionMargin) since it
+// was sent; never less than short (the visibility it would get
+// otherwise). A retention of 0 (unknown) gives short.
+//
+// A blip of seconds so costs seconds: what it hands back returns within
+// about a minute. The factor per receive makes a long outage cost few
+// receives, by a mapping that polls all along: a message failed at an
+// outage's start (the retry backoff, 15 s at the least) is received again
+// at 15 s (1 min: 15 s x 4), at 1 min 15 s (the long backoff, 16 min),
+// and a fourth time after 17 minutes: 3 receives in a 15-minute outage,
+// where maxReceiveCount is 5.
+func OpenVisibility(b consume.Backoff, m consume.Message, short, retention time.Duration, now time.Time, age time.Duration) time.Duration {
 	if retention <= 0 {
 		return short
 	}
-	d := min(b.EqualJitter(max(m.ReceiveCount, 1)), maxVisibility)
+	n := max(m.ReceiveCount, 1)
+	long := b.Ceiling(n)
+	d := min(max(age, 0), long)
+	for i := 1; i < n && d < long; i++ {
+		d = min(4*d, long)
+	}
+	d = max(d, b.Ceiling(1)/openFirst)
+	top := b.Ceiling(math.MaxInt32) // b.Max, or its default
+	d = min(d+spread(b, d/4), max(d, top), maxVisibility)
 	if !m.SentAt.IsZero() {
 		d = min(d, retention-now.Sub(m.SentAt)-retentionMargin)
 	}
 	return max(d, short)
+}
+
+// spread returns a wait in [0, c]: b's jitter, else uniform.
+func spread(b consume.Backoff, c time.Duration) time.Duration {
+	if b.Jitter != nil {
+		return min(max(b.Jitter(c), 0), c)
+	}
+	return rand.N(c + 1)
 }
 
 // openVisibility gives the messages handed back while the circuit is open
@@ -83,8 +120,8 @@ func (h *Handler) openVisibility(ctx context.Context, log *slog.Logger, back []c
 		b = DefaultOpenBackoff()
 	}
 	ret := h.retention.get(ctx, log, h.API, h.QueueURL, h.QueueRetention)
-	now := time.Now()
+	now, age := time.Now(), h.Consumer.Breaker().FailingFor()
 	for _, m := range back {
-		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now)
+		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now, age)
 	}
 }

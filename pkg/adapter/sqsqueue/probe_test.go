@@ -72,13 +72,12 @@ func (r *retentionAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttribut
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MessageRetentionPeriod": fmt.Sprint(int(r.retention.Seconds()))}}, nil
 }
 
-// TestOpenCircuitHandsBackForMinutes: once the destination failed enough
-// batches to open the circuit, what the consumer hands back stays away for
-// minutes (OpenBackoff: 2 to 4 at the first receive), not the retry
-// backoff's seconds, so that an outage spends about two receives of a
-// message before the controller holds the mapping off; never past the
-// message's retention, and with the retry backoff when the retention
-// cannot be read.
+// TestOpenCircuitHandsBackForMinutes: what the consumer hands back with its
+// circuit open stays away by the outage's age: about 30 s in its first
+// seconds (a blip recovers fast), minutes once the destination has been
+// failing for long (OpenBackoff: 4 min at the first receive), so that a
+// long outage spends few receives; never past the message's retention,
+// and with the retry backoff when the retention cannot be read.
 func TestOpenCircuitHandsBackForMinutes(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -86,22 +85,26 @@ func TestOpenCircuitHandsBackForMinutes(t *testing.T) {
 		fail      bool
 		omit      bool
 		fallback  time.Duration // Handler.QueueRetention
-		min, max  time.Duration
+		min, max  time.Duration // 20 minutes into the outage
+		early     time.Duration // the most at its start
 	}{
-		{"14 days", 14 * 24 * time.Hour, false, false, 0, 2 * time.Minute, 4 * time.Minute},
-		{"retention bounds it", 3 * time.Minute, false, false, 0, time.Second, 2 * time.Minute},
-		{"retention unknown", 0, true, false, 0, time.Second, time.Minute},
-		{"retention not reported", 0, false, true, 0, time.Second, time.Minute},
-		{"not reported, configured", 0, false, true, 96 * time.Hour, 2 * time.Minute, 4 * time.Minute},
+		{"14 days", 14 * 24 * time.Hour, false, false, 0, 4 * time.Minute, 5 * time.Minute, 38 * time.Second},
+		{"retention bounds it", 3 * time.Minute, false, false, 0, time.Second, 2 * time.Minute, 38 * time.Second},
+		{"retention unknown", 0, true, false, 0, time.Second, time.Minute, 30 * time.Second},
+		{"retention not reported", 0, false, true, 0, time.Second, time.Minute, 30 * time.Second},
+		{"not reported, configured", 0, false, true, 96 * time.Hour, 4 * time.Minute, 5 * time.Minute, 38 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			api := &retentionAPI{retention: c.retention, fail: c.fail, omit: c.omit}
-			sink := memqueue.NewSink()
-			sink.SetDown(true)
-			h := handlerAt(1000, sink, &api.fakeAPI)
-			h.API, h.QueueRetention = api, c.fallback
-			var vis map[string]int32
+			s := newMappingSim(0, 0, nil, nil)
+			s.sink.SetDown(true)
+			h := s.h
+			h.API, h.QueueRetention, h.RetryBackoff, h.OpenBackoff = api, c.fallback, consume.Backoff{}, consume.Backoff{}
+			opened := false
 			for i := range 5 {
+				if i == 3 {
+					s.clock.Advance(20 * time.Minute)
+				}
 				ev := events.SQSEvent{}
 				for j := range 10 {
 					ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m-%d-%d", i, j), ReceiptHandle: fmt.Sprintf("h-%d-%d", i, j),
@@ -113,18 +116,23 @@ func TestOpenCircuitHandsBackForMinutes(t *testing.T) {
 				if h.Consumer.Breaker().State() != consume.CircuitOpen {
 					continue
 				}
-				vis = api.visibility
+				opened = true
+				lo, hi := c.min, c.max
+				if i < 3 {
+					lo, hi = time.Second, c.early
+				}
 				for j := range 10 {
-					got := time.Duration(vis[fmt.Sprintf("h-%d-%d", i, j)]) * time.Second
-					if got < c.min || got > c.max {
-						t.Errorf("batch %d message %d with the circuit open: visibility %v; want %v to %v", i, j, got, c.min, c.max)
+					got := time.Duration(api.visibility[fmt.Sprintf("h-%d-%d", i, j)]) * time.Second
+					if got < lo || got > hi {
+						t.Errorf("batch %d message %d with the circuit open %v: visibility %v; want %v to %v",
+							i, j, h.Consumer.Breaker().FailingFor(), got, lo, hi)
 					}
 				}
 			}
-			if vis == nil {
+			if !opened {
 				t.Fatal("the circuit never opened")
 			}
-			if short := time.Duration(vis["h-0-0"]) * time.Second; short > time.Minute {
+			if short := time.Duration(api.visibility["h-0-0"]) * time.Second; short > time.Minute {
 				t.Errorf("the first failed batch (circuit closed) got %v; want the retry backoff's seconds", short)
 			}
 		})

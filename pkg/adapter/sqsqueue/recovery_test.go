@@ -1,0 +1,265 @@
+package sqsqueue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sluice-dev/sluice/internal/testclock"
+	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
+	"github.com/sluice-dev/sluice/pkg/consume"
+	"github.com/sluice-dev/sluice/pkg/protocol"
+)
+
+// lowest and highest are Backoff jitters that draw the shortest and the
+// longest wait: the worst case for the receives a message spends, and for
+// how long it stays away after the destination is back.
+func lowest(time.Duration) time.Duration    { return 0 }
+func highest(c time.Duration) time.Duration { return c }
+
+// simMessage is a message of the simulated queue.
+type simMessage struct {
+	id        string
+	receives  int
+	visibleAt time.Time
+	storedAt  time.Time // zero: not yet
+}
+
+// mappingSim is an SQS queue with a Lambda event source mapping that keeps
+// polling (no controller holds it off: the worst case), in virtual time: an
+// invocation takes up to 10 visible messages, each receive counts, and the
+// handler's visibility of what it hands back is applied. The destination
+// is down from the start for outage.
+type mappingSim struct {
+	clock  *testclock.Clock
+	start  time.Time
+	h      *sqsqueue.Handler
+	api    *retentionAPI
+	sink   *memqueue.Sink
+	outage time.Duration
+	msgs   []*simMessage
+	// maxReceiveCount is the queue's redrive policy: a receive past it
+	// moves the message to the dead-letter queue (counted, not delivered).
+	maxReceiveCount int
+	deadLettered    int
+}
+
+// newMappingSim returns a simulation of n messages sent at the start, with
+// the Handler's backoffs drawn by jitter and the breaker's by breaker.
+func newMappingSim(n int, outage time.Duration, jitter, breaker func(time.Duration) time.Duration) *mappingSim {
+	clock := testclock.New(time.Now())
+	rates := memqueue.NewRates()
+	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
+	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, clock, nil, nil)
+	sink := memqueue.NewSink()
+	cfg := consume.Config{Breaker: consume.BreakerConfig{Backoff: consume.Backoff{Jitter: breaker}}}
+	api := &retentionAPI{retention: 14 * 24 * time.Hour}
+	h := &sqsqueue.Handler{
+		Consumer: consume.New(cfg, rc, sink, clock, nil, nil), Loop: "orders",
+		API: api, QueueURL: "http://sqs/q", DeadLetterURL: "http://sqs/dlq",
+		RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff(),
+	}
+	h.RetryBackoff.Jitter, h.OpenBackoff.Jitter = jitter, jitter
+	s := &mappingSim{clock: clock, start: clock.Now(), h: h, api: api, sink: sink, outage: outage, maxReceiveCount: 5}
+	for i := range n {
+		s.msgs = append(s.msgs, &simMessage{id: fmt.Sprintf("m-%03d", i), visibleAt: s.start})
+	}
+	return s
+}
+
+// receive takes up to 10 visible messages (none dead-lettered or stored),
+// each with one more receive, invisible for the queue's 30 s meanwhile.
+func (s *mappingSim) receive(now time.Time) ([]*simMessage, events.SQSEvent) {
+	var got []*simMessage
+	ev := events.SQSEvent{}
+	for _, m := range s.msgs {
+		if len(got) == 10 {
+			break
+		}
+		if !m.storedAt.IsZero() || m.receives > s.maxReceiveCount || now.Before(m.visibleAt) {
+			continue
+		}
+		m.receives++
+		if m.receives > s.maxReceiveCount {
+			s.deadLettered++
+			continue
+		}
+		m.visibleAt = now.Add(30 * time.Second)
+		got = append(got, m)
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.id, ReceiptHandle: fmt.Sprintf("%s#%d", m.id, m.receives), Body: `{"n":1}`,
+			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.receives), "SentTimestamp": fmt.Sprint(s.start.UnixMilli())}})
+	}
+	return got, ev
+}
+
+// run plays the simulation until until (virtual time since the start) or
+// until every message is settled.
+func (s *mappingSim) run(t *testing.T, until time.Duration) {
+	t.Helper()
+	for s.clock.Now().Sub(s.start) < until {
+		now := s.clock.Now()
+		s.sink.SetDown(now.Sub(s.start) < s.outage)
+		got, ev := s.receive(now)
+		if len(got) == 0 {
+			if s.settled() {
+				return
+			}
+			s.clock.Advance(time.Second) // the mapping's empty long poll
+			continue
+		}
+		resp, err := s.h.Handle(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			back[f.ItemIdentifier] = true
+		}
+		s.api.mu.Lock()
+		for _, m := range got {
+			if !back[m.id] {
+				m.storedAt = s.clock.Now()
+				continue
+			}
+			if v, ok := s.api.visibility[fmt.Sprintf("%s#%d", m.id, m.receives)]; ok {
+				m.visibleAt = s.clock.Now().Add(time.Duration(v) * time.Second)
+			}
+		}
+		s.api.mu.Unlock()
+		s.clock.Advance(100 * time.Millisecond) // the invocation's own time
+	}
+}
+
+// settled reports whether every message is stored or dead-lettered.
+func (s *mappingSim) settled() bool {
+	for _, m := range s.msgs {
+		if m.storedAt.IsZero() && m.receives <= s.maxReceiveCount {
+			return false
+		}
+	}
+	return true
+}
+
+// lastStored returns when the last message was stored, since the start,
+// and whether all were.
+func (s *mappingSim) lastStored() (time.Duration, bool) {
+	var last time.Duration
+	for _, m := range s.msgs {
+		if m.storedAt.IsZero() {
+			return 0, false
+		}
+		last = max(last, m.storedAt.Sub(s.start))
+	}
+	return last, true
+}
+
+// maxReceives returns the most receives any message spent.
+func (s *mappingSim) maxReceives() int {
+	n := 0
+	for _, m := range s.msgs {
+		n = max(n, m.receives)
+	}
+	return n
+}
+
+// TestShortBlipRecoversWithinAMinute: after a blip of 10 s of a destination
+// down (its circuit opens within a second), every message the Lambda handed
+// back is stored within about a minute of the blip's start, also with every
+// visibility drawn at its longest. Before, what was handed back with the
+// circuit open stayed away for OpenBackoff's minutes whatever the outage's
+// age: the last message was stored 4 minutes after a 10 s blip.
+func TestShortBlipRecoversWithinAMinute(t *testing.T) {
+	s := newMappingSim(200, 10*time.Second, highest, highest)
+	s.run(t, time.Hour)
+	last, ok := s.lastStored()
+	if !ok || s.deadLettered > 0 {
+		t.Fatalf("after a 10 s blip: all stored %v, %d dead-lettered; want all stored, none dead-lettered", ok, s.deadLettered)
+	}
+	t.Logf("10 s blip: last message stored %v after its start, at most %d receives", last, s.maxReceives())
+	if last > 70*time.Second {
+		t.Errorf("after a 10 s blip the last message was stored %v after its start; want within about a minute (70 s)", last)
+	}
+}
+
+// TestLongOutageSpendsFewReceives: through a 15-minute outage with the
+// mapping polling all along (no controller holds it off) and every
+// visibility drawn at its shortest, no message is received more than 3
+// times (maxReceiveCount is 5), and after it every message is stored,
+// none dead-lettered. With the mapping held off from 2 minutes into the
+// outage until 2 minutes after it (the controller), a message is received
+// at most 4 times in all.
+func TestLongOutageSpendsFewReceives(t *testing.T) {
+	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
+	s.run(t, 15*time.Minute)
+	during := s.maxReceives()
+	s.run(t, 12*time.Hour)
+	last, ok := s.lastStored()
+	t.Logf("15 min outage: at most %d receives of a message during it, %d after; last stored %v after its start", during, s.maxReceives(), last)
+	if during > 3 {
+		t.Errorf("a message was received %d times during a 15-minute outage; want at most 3 (well under maxReceiveCount 5)", during)
+	}
+	if !ok || s.deadLettered > 0 {
+		t.Errorf("after a 15-minute outage: all stored %v, %d dead-lettered; want all stored, none dead-lettered", ok, s.deadLettered)
+	}
+	// The controller holds the mapping off once it sees the stall (1 to 2
+	// ticks of a minute) and lets it receive again after a probe found the
+	// destination up (2 minutes after the outage at the latest).
+	s = newMappingSim(200, 15*time.Minute, lowest, lowest)
+	s.run(t, 2*time.Minute)
+	s.clock.Advance(15 * time.Minute)
+	s.run(t, 12*time.Hour)
+	if _, ok := s.lastStored(); !ok || s.maxReceives() > 4 || s.deadLettered > 0 {
+		t.Errorf("held off from 2 to 17 minutes: all stored %v, at most %d receives, %d dead-lettered; want all stored, at most 4 receives in all, none dead-lettered",
+			ok, s.maxReceives(), s.deadLettered)
+	}
+}
+
+// TestOpenVisibilityGrowsWithTheOutage: the visibility of a message handed
+// back with the circuit open is the outage's age at the first receive,
+// four times more at each further one, at least 30 s, at most the
+// long backoff by the receive count, plus up to a quarter (the jitter);
+// bounded by retention and never below short.
+func TestOpenVisibilityGrowsWithTheOutage(t *testing.T) {
+	now := time.Now()
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		receives        int
+		age, sent       time.Duration // sent: how long ago
+		short           time.Duration
+		retention       time.Duration
+		lowest, highest time.Duration
+	}{
+		{1, 0, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
+		{1, 10 * time.Second, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
+		{1, time.Minute, 0, 15 * time.Second, 14 * day, time.Minute, 75 * time.Second},
+		{1, 30 * time.Second, 0, 15 * time.Second, 14 * day, 30 * time.Second, 37500 * time.Millisecond},
+		{1, 10 * time.Minute, 0, 15 * time.Second, 14 * day, 4 * time.Minute, 5 * time.Minute},
+		{2, 30 * time.Second, 0, 30 * time.Second, 14 * day, 2 * time.Minute, 150 * time.Second},
+		{2, 3 * time.Minute, 0, 30 * time.Second, 14 * day, 8 * time.Minute, 10 * time.Minute},
+		{2, 15 * time.Second, 0, 30 * time.Second, 14 * day, time.Minute, 75 * time.Second},
+		{3, 2 * time.Minute, 0, time.Minute, 14 * day, 16 * time.Minute, 20 * time.Minute},
+		{9, 3 * time.Hour, 0, time.Minute, 14 * day, time.Hour, time.Hour},
+		{1, 0, 0, 2 * time.Minute, 14 * day, 2 * time.Minute, 2 * time.Minute},                   // short is the floor
+		{3, 2 * time.Minute, 0, time.Minute, 10 * time.Minute, 9 * time.Minute, 9 * time.Minute}, // retention
+		{3, 2 * time.Minute, 5 * time.Minute, time.Minute, 10 * time.Minute, 4 * time.Minute, 4 * time.Minute},
+		{3, 2 * time.Minute, 0, 20 * time.Second, 0, 20 * time.Second, 20 * time.Second}, // retention unknown
+	} {
+		m := consume.Message{ID: "m", ReceiveCount: c.receives, SentAt: now.Add(-c.sent)}
+		for _, j := range []struct {
+			name string
+			f    func(time.Duration) time.Duration
+			want time.Duration
+		}{{"lowest", lowest, c.lowest}, {"highest", highest, c.highest}} {
+			b := sqsqueue.DefaultOpenBackoff()
+			b.Jitter = j.f
+			if got := sqsqueue.OpenVisibility(b, m, c.short, c.retention, now, c.age); got != j.want {
+				t.Errorf("receive %d, outage %v, sent %v ago, short %v, retention %v, jitter %s: %v; want %v",
+					c.receives, c.age, c.sent, c.short, c.retention, j.name, got, j.want)
+			}
+		}
+	}
+}
