@@ -148,6 +148,14 @@ type Config struct {
 	// attempts (equal jitter; default 1 s doubling to 60 s: ten attempts
 	// span at least about 2.5 minutes).
 	RetryBackoff consume.Backoff
+	// MaxHeld bounds the records of one partition delivered and not yet
+	// committable (stored or not, behind a record neither stored nor
+	// dead-lettered): at the bound the partition is no longer fetched
+	// until its commit point moves (default 10,000). A poison record the
+	// dead-letter topic refuses, or a record retried for minutes, then
+	// stops its partition instead of growing what a crash redelivers
+	// without bound; the other partitions go on.
+	MaxHeld int
 	// Log receives the source's logs; nil discards them.
 	Log *slog.Logger
 	// Opts are extra franz-go options (timeouts, TLS, SASL), applied last.
@@ -167,6 +175,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.SessionTimeout = defaults.Positive(c.SessionTimeout, 10*time.Second)
 	c.MaxAttempts = defaults.Positive(c.MaxAttempts, 10)
+	c.MaxHeld = defaults.Positive(c.MaxHeld, 10_000)
 	if c.RetryBackoff.Base <= 0 {
 		c.RetryBackoff = consume.Backoff{Base: time.Second, Max: time.Minute}
 	}
@@ -185,6 +194,9 @@ type Stats struct {
 	// Exhausted counts records dead-lettered because they failed
 	// MaxAttempts times (part of DeadLettered once produced).
 	Exhausted atomic.Int64
+	// DeadLetterRefused counts poison records the dead-letter topic did
+	// not take (each is handed out again after a backoff): alarm on any.
+	DeadLetterRefused atomic.Int64
 	// Pauses counts the times fetching was paused for lack of budget.
 	Pauses atomic.Int64
 	// Revoked and Lost count partitions taken away by rebalances.
@@ -222,6 +234,9 @@ type Source struct {
 	parts   map[tp]*ledger
 	pending []pendingMsg // released or retried, handed out again first once due
 	paused  bool
+	// full are the partitions not fetched because they hold MaxHeld
+	// records (Config.MaxHeld).
+	full map[tp]bool
 	// lastCommit is when the last commit was sent (for CommitInterval).
 	lastCommit time.Time
 }
@@ -234,7 +249,7 @@ func New(cfg Config) (*Source, error) {
 	if len(cfg.Brokers) == 0 || len(cfg.Topics) == 0 || cfg.Group == "" {
 		return nil, fmt.Errorf("kafka source: brokers, topics and group are required (got %v, %v, %q)", cfg.Brokers, cfg.Topics, cfg.Group)
 	}
-	s := &Source{cfg: cfg, log: cfg.Log, parts: map[tp]*ledger{}}
+	s := &Source{cfg: cfg, log: cfg.Log, parts: map[tp]*ledger{}, full: map[tp]bool{}}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -363,6 +378,7 @@ func (s *Source) poll(ctx context.Context, max int) ([]consume.Message, error) {
 		}
 		out = append(out, s.message(r, led))
 	})
+	s.bound()
 	s.mu.Unlock()
 	s.log.Debug("kafka poll", "records", len(out), "polled", fs.NumRecords(), "max", max, "err", firstErr)
 	return out, firstErr
@@ -488,6 +504,18 @@ func (s *Source) resume() {
 	}
 }
 
+// Held returns how many records are delivered and not yet committable,
+// over every assigned partition (what a crash would redeliver).
+func (s *Source) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.parts {
+		n += len(l.open)
+	}
+	return n
+}
+
 // Paused reports whether fetching is paused for lack of budget.
 func (s *Source) Paused() bool {
 	s.mu.Lock()
@@ -508,7 +536,35 @@ func (s *Source) settle(msgs []consume.Message) (stale int) {
 		}
 		h.led.settle(h.rec.Offset)
 	}
+	s.bound()
 	return stale
+}
+
+// bound stops fetching the partitions that hold MaxHeld records and
+// fetches again those back under it. Records already buffered for a
+// stopped partition are dropped by the client and fetched again later.
+// s.mu is held.
+func (s *Source) bound() {
+	stop, again := map[string][]int32{}, map[string][]int32{}
+	for k, l := range s.parts {
+		switch full := len(l.open) >= s.cfg.MaxHeld; {
+		case full && !s.full[k]:
+			s.full[k] = true
+			stop[k.topic] = append(stop[k.topic], k.partition)
+		case !full && s.full[k]:
+			delete(s.full, k)
+			again[k.topic] = append(again[k.topic], k.partition)
+		}
+	}
+	if len(stop) > 0 {
+		s.cl.PauseFetchPartitions(stop)
+		s.log.Warn("partitions hold the most records not yet committable (a record neither stored nor dead-lettered holds them back); not fetching them until it settles",
+			"partitions", stop, "max_held", s.cfg.MaxHeld)
+	}
+	if len(again) > 0 {
+		s.cl.ResumeFetchPartitions(again)
+		s.log.Info("partitions fetched again: their records not yet committable are back under the bound", "partitions", again)
+	}
 }
 
 // Ack records that msgs are stored and commits every partition whose commit
@@ -603,7 +659,13 @@ func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error 
 	s.stats.DeadLettered.Add(int64(len(done)))
 	s.settle(done)
 	if len(retry) > 0 {
-		// The dead-letter topic cannot be written: try again after a pause.
+		// The dead-letter topic cannot be written (authorization, a record
+		// too large, the topic deleted): try again after a pause. The
+		// records hold their partitions' commits back, and MaxHeld bounds
+		// what piles up behind them.
+		s.stats.DeadLetterRefused.Add(int64(len(retry)))
+		s.log.Error("dead-letter topic refused records; handing them out again after a backoff, their partitions' commits held back",
+			"records", len(retry), "err", errors.Join(errs...))
 		_ = s.giveBack(retry, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(1) })
 	}
 	if err := s.Commit(ctx); err != nil {
@@ -788,10 +850,20 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 func (s *Source) forget(parts map[string][]int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	again := map[string][]int32{}
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(s.parts, tp{t, p})
+			if s.full[tp{t, p}] {
+				// A paused partition stays paused in the client across
+				// assignments: fetch it again if it comes back.
+				delete(s.full, tp{t, p})
+				again[t] = append(again[t], p)
+			}
 		}
+	}
+	if len(again) > 0 {
+		s.cl.ResumeFetchPartitions(again)
 	}
 }
 
