@@ -18,9 +18,12 @@ import (
 // (nothing is committed before it is dead-lettered), and the records
 // delivered after it, stored but not committable, stop growing at
 // MaxHeld: the partition is no longer fetched until the commit point
-// moves. Every refusal is counted for an alarm. Once the topic takes
-// writes again, the poison is dead-lettered, the rest is fetched and
-// everything is committed.
+// moves. The source tries the dead-letter send again itself, with its
+// reason: the poison is not handed out again (through the destination,
+// whose refusals would fill the consumer's mass-poison window while the
+// healthy records wait behind the bound). Every refusal is counted for an
+// alarm. Once the topic takes writes again, the poison is dead-lettered,
+// the rest is fetched and everything is committed.
 func TestDeadLetterRefusedHoldsBounded(t *testing.T) {
 	const n, maxHeld, batch = 300, 40, 10
 	c := newFake(t, "held", 1)
@@ -33,7 +36,7 @@ func TestDeadLetterRefusedHoldsBounded(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = src.Close(context.Background()) })
 	refusing := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "held.dlt", Err: kerr.TopicAuthorizationFailed, Count: -1})
-	received, heldMax := map[string]bool{}, 0
+	received, heldMax := map[string]int{}, 0
 	settle := func(ctx context.Context) {
 		msgs, err := src.Receive(ctx, batch)
 		if err != nil {
@@ -41,7 +44,7 @@ func TestDeadLetterRefusedHoldsBounded(t *testing.T) {
 		}
 		var healthy []consume.Message
 		for _, m := range msgs {
-			received[m.ID] = true
+			received[m.ID]++
 			if m.ID == "h-0" {
 				_ = src.DeadLetter(ctx, []consume.Poison{{Message: m, Reason: "bad body"}})
 				continue
@@ -87,5 +90,8 @@ func TestDeadLetterRefusedHoldsBounded(t *testing.T) {
 	}
 	if got := len(readAll(t, brokers, "held.dlt")); got != 1 {
 		t.Errorf("held.dlt holds %d records; want the poison once", got)
+	}
+	if received["h-0"] != 1 {
+		t.Errorf("the poison was handed out %d times; want once (the source retries the dead-letter send itself)", received["h-0"])
 	}
 }

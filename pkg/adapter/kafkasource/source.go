@@ -38,8 +38,13 @@
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
 //     (topic/partition/offset); only then are their offsets settled. Create
 //     the dead-letter topic with the topic (or let the broker auto-create
-//     it): while it cannot be written, poison records are handed out again
-//     and hold their partition's commit back; nothing is dropped.
+//     it): while it cannot be written (authorization, a record too large,
+//     the topic deleted), the source keeps the poison records with their
+//     reason and produces them again after a backoff growing with the
+//     refusals (not handed out again: the destination never sees them
+//     twice); they hold their partition's commit back, Config.MaxHeld
+//     bounds what piles up behind them, Stats.DeadLetterRefused counts the
+//     refusals. Nothing is dropped.
 //   - Fetching is paused while the consumer is out of budget: after a poll,
 //     if the batch needs more than PauseAfter at the consumer's pacing rate
 //     (or the rate is zero), fetching stops until the next Receive, so that
@@ -214,6 +219,19 @@ type pendingMsg struct {
 	due time.Time
 }
 
+// deadPending is a poison record the dead-letter topic refused tries
+// times, produced again at due.
+type deadPending struct {
+	p     consume.Poison
+	due   time.Time
+	tries int
+}
+
+// deadLetterRetryTimeout bounds one retry of refused dead letters inside
+// Receive: a dead-letter topic that does not answer does not stop the
+// source for longer.
+const deadLetterRetryTimeout = 10 * time.Second
+
 // handle is what a consume.Message carries back to the source: the record
 // and the ledger (one partition's assignment) it was delivered from.
 type handle struct {
@@ -232,7 +250,8 @@ type Source struct {
 
 	mu      sync.Mutex
 	parts   map[tp]*ledger
-	pending []pendingMsg // released or retried, handed out again first once due
+	pending []pendingMsg  // released or retried, handed out again first once due
+	dead    []deadPending // refused by the dead-letter topic, produced again once due
 	paused  bool
 	// full are the partitions not fetched because they hold MaxHeld
 	// records (Config.MaxHeld).
@@ -289,6 +308,7 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 	if max < 1 {
 		max = 1
 	}
+	s.retryDead(ctx)
 	if out := s.takePending(max); len(out) > 0 {
 		return out, nil
 	}
@@ -318,6 +338,7 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 		if err := s.Commit(ctx); err != nil {
 			s.log.Warn("interval commit failed; retrying at the next", "err", err)
 		}
+		s.retryDead(ctx)
 		if out := s.takePending(max); len(out) > 0 {
 			return out, nil
 		}
@@ -331,8 +352,15 @@ func (s *Source) wakeAfter() (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock.Now()
+	dues := make([]time.Time, 0, len(s.pending)+len(s.dead))
 	for _, p := range s.pending {
-		d := max(p.due.Sub(now), time.Millisecond)
+		dues = append(dues, p.due)
+	}
+	for _, p := range s.dead {
+		dues = append(dues, p.due)
+	}
+	for _, due := range dues {
+		d := max(due.Sub(now), time.Millisecond)
 		if !ok || d < wait {
 			wait, ok = d, true
 		}
@@ -633,45 +661,81 @@ func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string
 
 // DeadLetter produces the poison records to the dead-letter topic, waits for
 // the broker's acknowledgement, and only then settles their offsets and
-// commits. A record the broker did not take is released for another try.
+// commits. A record the broker did not take is kept, with its reason, and
+// produced again by a later Receive after a backoff (it is not handed out
+// again); it holds its partition's commit back meanwhile.
 func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error {
+	return s.deadLetter(ctx, poison, make([]int, len(poison)))
+}
+
+// deadLetter is DeadLetter for poison refused tries[i] times before.
+func (s *Source) deadLetter(ctx context.Context, poison []consume.Poison, tries []int) error {
 	recs := make([]*kgo.Record, 0, len(poison))
-	msgs := make([]consume.Message, 0, len(poison))
 	for _, p := range poison {
 		h, ok := p.Message.Handle.(*handle)
 		if !ok {
 			return fmt.Errorf("dead-letter message %s: not from a kafka source", p.Message.ID)
 		}
 		recs = append(recs, DeadRecord(h.rec, s.cfg.DeadLetterTopic, p.Message.ID, p.Reason))
-		msgs = append(msgs, p.Message)
 	}
 	res := s.cl.ProduceSync(ctx, recs...)
-	var done, retry []consume.Message
+	var done []consume.Message
 	var errs []error
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
 	for i, r := range res {
-		if r.Err != nil {
-			retry = append(retry, msgs[i])
-			errs = append(errs, fmt.Errorf("produce %s to %s: %w", msgs[i].ID, recs[i].Topic, r.Err))
+		if r.Err == nil {
+			done = append(done, poison[i].Message)
 			continue
 		}
-		done = append(done, msgs[i])
+		errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, r.Err))
+		s.dead = append(s.dead, deadPending{p: poison[i], tries: tries[i] + 1, due: now.Add(s.cfg.RetryBackoff.EqualJitter(tries[i] + 1))})
+	}
+	s.mu.Unlock()
+	if len(errs) > 0 {
+		// The dead-letter topic cannot be written (authorization, a record
+		// too large, the topic deleted). The records hold their partitions'
+		// commits back, and MaxHeld bounds what piles up behind them.
+		s.stats.DeadLetterRefused.Add(int64(len(errs)))
+		s.log.Error("dead-letter topic refused records; producing them again after a backoff, their partitions' commits held back",
+			"records", len(errs), "err", errors.Join(errs...))
 	}
 	s.stats.DeadLettered.Add(int64(len(done)))
 	s.settle(done)
-	if len(retry) > 0 {
-		// The dead-letter topic cannot be written (authorization, a record
-		// too large, the topic deleted): try again after a pause. The
-		// records hold their partitions' commits back, and MaxHeld bounds
-		// what piles up behind them.
-		s.stats.DeadLetterRefused.Add(int64(len(retry)))
-		s.log.Error("dead-letter topic refused records; handing them out again after a backoff, their partitions' commits held back",
-			"records", len(retry), "err", errors.Join(errs...))
-		_ = s.giveBack(retry, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(1) })
-	}
 	if err := s.Commit(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// retryDead produces again the refused dead letters that are due, of the
+// partitions still assigned (the others' new owner reads them again).
+func (s *Source) retryDead(ctx context.Context) {
+	s.mu.Lock()
+	var poison []consume.Poison
+	var tries []int
+	var keep []deadPending
+	now := s.cfg.Clock.Now()
+	for _, d := range s.dead {
+		h := d.p.Message.Handle.(*handle)
+		switch {
+		case s.parts[tp{h.rec.Topic, h.rec.Partition}] != h.led:
+		case now.Before(d.due):
+			keep = append(keep, d)
+		default:
+			poison, tries = append(poison, d.p), append(tries, d.tries)
+		}
+	}
+	s.dead = keep
+	s.mu.Unlock()
+	if len(poison) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadLetterRetryTimeout)
+	defer cancel()
+	if err := s.deadLetter(ctx, poison, tries); err != nil {
+		s.log.Warn("dead letters refused again", "records", len(poison), "err", err)
+	}
 }
 
 // DeadRecord returns the dead-letter copy of r for topic ("" means
