@@ -61,10 +61,15 @@ func (k *kafkaRun) dltRefused(ctx context.Context, sc KafkaScenario, c dlqCounts
 			return nil, err
 		}
 	}
-	refused := c.refused()
 	if err := k.refuseDLT(ctx, false); err != nil {
 		return nil, err
 	}
+	// The Lambda writes its count when the invocation ends, which may be
+	// after the refusal: wait for it as long as an invocation lasts.
+	wctx, cancel := context.WithTimeout(ctx, kafkaFunctionTimeout+5*time.Second)
+	_ = until(wctx, func() bool { return c.refused() > 0 })
+	cancel()
+	refused := c.refused()
 	k.faults = append(k.faults, fmt.Sprintf("dead-letter topic refused every write (MESSAGE_TOO_LARGE) for %v", sc.RefuseDLT))
 	extra := map[string]any{"held_max": heldMax, "dlq_refused_counted": refused}
 	bound := int(sc.Partitions) * (kafkaHeldBound + kafkaBatch)
