@@ -64,7 +64,7 @@ type counted interface {
 	// (given back for redelivery instead).
 	dlqRefused() int64
 	// held is how many received messages are not yet settled (SQS: their
-	// visibility is renewed); -1 when the source does not say.
+	// visibility is renewed; Kafka: not yet committable).
 	held() int
 }
 
@@ -80,8 +80,8 @@ type kafkaSource struct{ *kafkasource.Source }
 
 func (s kafkaSource) close(ctx context.Context) error { return s.Close(ctx) }
 func (s kafkaSource) exhausted() int64                { return s.Stats().Exhausted.Load() }
-func (s kafkaSource) dlqRefused() int64               { return 0 }
-func (s kafkaSource) held() int                       { return -1 }
+func (s kafkaSource) dlqRefused() int64               { return s.Stats().DeadLetterRefused.Load() }
+func (s kafkaSource) held() int                       { return s.Held() }
 
 // depth is the group's total lag over its topics (kafkasource.Source.Lag).
 func (s kafkaSource) depth(ctx context.Context) (int, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/functions/internal/functest"
+	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -158,4 +160,24 @@ func (f fakeCounts) held() int         { return f.heldN }
 // The worker's consumer runs the inner loop by the settings RATE carries.
 func TestWorkerInnerLoopFollowsRate(t *testing.T) {
 	functest.WantInnerLoopFollowsRate(t, consumerConfig(config{BatchSize: 10}))
+}
+
+// TestKafkaSourceCounts: on Kafka the worker exports the poison records
+// the dead-letter topic refused and the records held back from the
+// commit, as on SQS (sluice_consumer_dead_letter_refused_total,
+// sluice_consumer_held), not 0 and -1.
+func TestKafkaSourceCounts(t *testing.T) {
+	src, err := kafkasource.New(kafkasource.Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}, Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(context.Background())
+	src.Stats().DeadLetterRefused.Add(3)
+	k := kafkaSource{src}
+	if got := k.dlqRefused(); got != 3 {
+		t.Errorf("dlqRefused() = %d; want the source's 3 refused dead letters", got)
+	}
+	if got := k.held(); got != 0 {
+		t.Errorf("held() = %d; want the source's 0 records held", got)
+	}
 }

@@ -113,7 +113,7 @@ func registry(stats *consume.Stats, actual *actualRate, depth *depthGauge, src c
 	}
 	counter("sluice_consumer_dead_letter_refused_total", "Poison messages the dead-letter queue refused (KMS denied, deleted, too large): given back for redelivery; the queue's redrive policy moves them without their reason. Alarm on any.",
 		func() float64 { return float64(src.dlqRefused()) })
-	gauge("sluice_consumer_held", "Messages received and not yet settled, whose visibility the worker renews (SQS; -1 on Kafka).", func() float64 { return float64(src.held()) })
+	gauge("sluice_consumer_held", "Messages received and not yet settled, whose visibility the worker renews (SQS), or held back from the commit behind an unsettled record (Kafka).", func() float64 { return float64(src.held()) })
 	counter("sluice_consumer_paced_seconds_total", "Time spent waiting for pacing slots, including pauses at a rate of zero.", func() float64 { return stats.Paced().Seconds() })
 	gauge("sluice_consumer_circuit_state", "Circuit breaker on the destination: 0 closed, 1 open, 2 half-open.", func() float64 { return float64(stats.Circuit()) })
 	counter("sluice_consumer_rate_fallback_total", "RATE reads that fell back to the safe rate.", func() float64 { return float64(stats.RateFallbacks.Load()) })

@@ -78,8 +78,14 @@ func faultScenarios(s Size) []Scenario {
 		out = append(out, Scenario{Name: "fk-order", Path: p.path, Messages: p.n, Rate: 100, Sink: "mysql", Body: childFirst,
 			Schema: []string{fkSchema, "CREATE TABLE messages (id VARCHAR(255) PRIMARY KEY, body JSON NOT NULL)"}, Statement: fkStatement})
 	}
-	return append(out, Scenario{Name: "dlq-refuses", Path: PathSQSWorker, Messages: s.Worker, Rate: 100,
-		Proxy: true, Fault: refuseDLQ(max(s.d(2*time.Minute), 15*time.Second))})
+	for _, p := range []struct {
+		path string
+		n    int
+	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
+		out = append(out, Scenario{Name: "dlq-refuses", Path: p.path, Messages: p.n, Rate: 100,
+			Proxy: true, Fault: refuseDLQ(max(s.d(2*time.Minute), 15*time.Second))})
+	}
+	return out
 }
 
 // fkSchema and fkStatement are the fk-order scenario's tables: a row's
@@ -91,11 +97,13 @@ const (
 )
 
 // kafkaFaultScenarios are the same faults on Kafka (the worker's and the
-// Lambda's paths): brownout-90 and mass-poison.
+// Lambda's paths): brownout-90, mass-poison and dlq-refuses.
 func kafkaFaultScenarios(s Size) []KafkaScenario {
 	return []KafkaScenario{
 		{Name: "brownout-90", Messages: s.Worker, Stuck: -1, Schedule: brownout(s)},
 		{Name: "mass-poison", Messages: s.Worker, Stuck: -1, Schedule: massPoison(s)},
+		{Name: "dlq-refuses", Messages: s.Worker, Stuck: -1, RefuseDLT: max(s.d(2*time.Minute), 15*time.Second), MaxHeld: kafkaHeldBound,
+			OnFailure: true},
 	}
 }
 
@@ -107,13 +115,17 @@ const heldBound = 10
 // queue for d (KMS access denied, as for a key policy that lost the
 // consumer's role), then accept them again. Meanwhile it samples the
 // worker's held messages: more than heldBound fails the scenario, and so
-// does a refusal the worker did not count for its alarm.
+// does a refusal the consumers did not count for an alarm (the worker's
+// sluice_consumer_dead_letter_refused_total, the Lambda's EMF
+// DeadLetterRefused; the Lambda holds nothing past its invocation).
 func refuseDLQ(d time.Duration) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
 		r.SQSProxy.Refuse(r.Stack.DLQURL, true)
 		heldMax, refused := 0.0, 0.0
 		for end := time.Now().Add(d); time.Now().Before(end); {
-			if text, err := r.Worker.Scrape(ctx); err == nil {
+			if r.Worker == nil {
+				refused = float64(r.emf.refused())
+			} else if text, err := r.Worker.Scrape(ctx); err == nil {
 				heldMax = max(heldMax, metricValue(text, "sluice_consumer_held"))
 				refused = metricValue(text, "sluice_consumer_dead_letter_refused_total")
 			}
@@ -128,7 +140,7 @@ func refuseDLQ(d time.Duration) func(context.Context, *Run) ([]string, error) {
 		case heldMax > heldBound:
 			return faults, fmt.Errorf("the worker held %v messages while the DLQ refused; want at most %d", heldMax, heldBound)
 		case r.SQSProxy.Refusals() > 0 && refused == 0:
-			return faults, fmt.Errorf("the DLQ refused %d sends and sluice_consumer_dead_letter_refused_total stayed 0; want it counted", r.SQSProxy.Refusals())
+			return faults, fmt.Errorf("the DLQ refused %d sends and the consumers counted none (metric or EMF); want them counted", r.SQSProxy.Refusals())
 		}
 		return faults, nil
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -59,6 +61,14 @@ type KafkaScenario struct {
 	// Pause pauses the loop (pause.go) for this long once a third of the
 	// records are stored; 0: no pause.
 	Pause time.Duration
+	// RefuseDLT makes the broker refuse every write to the dead-letter
+	// topic from the start for this long (kafkadlq.go); 0: it takes them.
+	RefuseDLT time.Duration
+	// OnFailure gives the kafka-lambda mapping an on-failure destination:
+	// AWS then retries a failed batch 10 times and discards it.
+	OnFailure bool
+	// MaxHeld is the worker's kafkasource.Config.MaxHeld (0: its default).
+	MaxHeld int
 	// Limit bounds the scenario (default 20 min).
 	Limit time.Duration
 	// Lambda, when set, plays the scenario on the kafka-lambda path instead
@@ -78,6 +88,13 @@ type kafkaRun struct {
 	// stand-in mapping's Enabled (pause.go).
 	loops *memstore.Store
 	sw    *standIn
+	// dlq is what the consumers count of a refusing dead-letter topic,
+	// and extra what the faults measured (Result.Extra).
+	dlq   dlqCounts
+	extra map[string]any
+	// deadlineHits counts the function's invocations that ran to its
+	// deadline (kafka-lambda).
+	deadlineHits atomic.Int64
 }
 
 // PlayKafka runs sc; with a stuck record it runs it a second time without
@@ -125,7 +142,7 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	}
 	defer cl.Close()
 	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl,
-		loops: memstore.New(), sw: &standIn{}}
+		loops: memstore.New(), sw: &standIn{}, extra: map[string]any{}}
 	if sc.Down > 0 || sc.MySQL {
 		if kr.db, err = privateMariaDB(ctx, kr.topic); err != nil {
 			return r, 0, err
@@ -135,6 +152,11 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	r.Extra["sink"] = kr.sinkName()
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
 		return r, 0, fmt.Errorf("create topic %s: %w", kr.topic, err)
+	}
+	if sc.RefuseDLT > 0 {
+		if err := kr.refuseDLT(ctx, true); err != nil {
+			return r, 0, err
+		}
 	}
 	if sc.Stuck >= 0 {
 		kr.dest.FailKey(kr.id(sc.Stuck))
@@ -148,6 +170,7 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	start := time.Now()
 	took, err := kr.consume(ctx, sc, poison)
 	r.Faults = kr.faults
+	maps.Copy(r.Extra, kr.extra)
 	if err != nil {
 		return r, took, err
 	}
@@ -155,6 +178,7 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	err = kr.tally(ctx, sc, &r)
 	if sc.Lambda != nil {
 		pauseResult(kr.sw, &r)
+		r.LambdaDeadlineHits = int(kr.deadlineHits.Load())
 	}
 	return r, took, err
 }
@@ -231,12 +255,13 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 		}
 		sink = mysqlsink.New(db)
 	}
-	cons := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
+	cons := consume.New(consume.Config{BatchSize: kafkaBatch}, rc, sink, consume.WallClock{}, nil, nil)
 	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer(),
-		RetryBackoff: sc.RetryBackoff})
+		RetryBackoff: sc.RetryBackoff, MaxHeld: sc.MaxHeld})
 	if err != nil {
 		return 0, err
 	}
+	k.dlq = dlqCounts{held: src.Held, refused: src.Stats().DeadLetterRefused.Load}
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -262,6 +287,13 @@ func (k *kafkaRun) await(ctx context.Context, sc KafkaScenario, poison int, dead
 	}
 	if sc.Pause > 0 {
 		if err := k.pause(ctx, healthy/3, sc); err != nil {
+			return 0, err
+		}
+	}
+	if sc.RefuseDLT > 0 {
+		extra, err := k.dltRefused(ctx, sc, k.dlq)
+		maps.Copy(k.extra, extra)
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -379,6 +411,9 @@ func until(ctx context.Context, cond func() bool) error {
 // record after its own backoff, so the sink retries only once inline and
 // does not hold the rest of the batch.
 const KafkaHTTPAttempts = 2
+
+// kafkaBatch is the worker's consumer batch size on the Kafka path.
+const kafkaBatch = 50
 
 // KafkaScenarios returns the Kafka scenarios, sized by s.
 func KafkaScenarios(s Size) []KafkaScenario {

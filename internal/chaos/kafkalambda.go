@@ -1,12 +1,17 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -20,6 +25,9 @@ import (
 // Lambda's Kafka event source mapping (localaws.KafkaPoller), on the real
 // broker; poison records go to the dead-letter topic.
 const PathKafkaLambda = "kafka-lambda"
+
+// kafkaFunctionTimeout is the kafka-consumer function's timeout.
+const kafkaFunctionTimeout = 30 * time.Second
 
 // KafkaLambda is what the kafka-lambda path runs.
 type KafkaLambda struct {
@@ -48,24 +56,27 @@ func KafkaLambdaScenarios(s Size, l *KafkaLambda) []KafkaScenario {
 // consumeLambda runs the function under the emulator behind one mapping
 // member reading every partition, until await is satisfied.
 func (k *kafkaRun) consumeLambda(ctx context.Context, sc KafkaScenario, poison int, destURL string) (time.Duration, error) {
-	fn, url, err := k.startFunction(sc, destURL)
+	emf := &emfCounter{}
+	fn, url, err := k.startFunction(sc, destURL, emf)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { fn.Process.Kill(); fn.Wait() }()
+	k.dlq = dlqCounts{refused: emf.refused}
 	cl, err := localaws.NewKafkaClient(k.brokers, k.topic+"-g", []string{k.topic})
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	p := &localaws.KafkaPoller{Client: cl, Invoker: countingInvoker{inner: &localaws.RIE{URL: url}, sw: k.sw}, BatchSize: 100,
+	p := &localaws.KafkaPoller{Client: cl, Invoker: countingInvoker{inner: &localaws.RIE{URL: url}, sw: k.sw, hits: &k.deadlineHits}, BatchSize: 100,
 		RetryWait: 500 * time.Millisecond, Enabled: k.sw.enabled, Every: 100 * time.Millisecond}
+	ctx, discarded := k.onFailure(ctx, sc, p)
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(pctx) }()
 	defer func() { stop(); <-done }()
 	adm := kadm.NewClient(k.cl)
-	return k.await(ctx, sc, poison, func() int64 {
+	took, err := k.await(ctx, sc, poison, func() int64 {
 		ends, err := adm.ListEndOffsets(ctx, k.topic+".dlt")
 		if err != nil {
 			return 0
@@ -74,19 +85,24 @@ func (k *kafkaRun) consumeLambda(ctx context.Context, sc KafkaScenario, poison i
 		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 		return n
 	})
+	if n := discarded.Load(); n > 0 {
+		k.extra["batches_discarded"] = n
+		return took, context.Cause(ctx)
+	}
+	return took, err
 }
 
 // startFunction starts the emulator with the bootstrap, its sink the
 // scenario's destination, its rate the scenario's (the safe rate: no RATE
 // item is reachable).
-func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string) (*exec.Cmd, string, error) {
+func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string, emf *emfCounter) (*exec.Cmd, string, error) {
 	args, port, err := harness.RIEArgs(sc.Lambda.Bootstrap)
 	if err != nil {
 		return nil, "", err
 	}
 	cmd := exec.Command(sc.Lambda.RIE, args...)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_MAX_ATTEMPTS=1", "AWS_ACCESS_KEY_ID=test",
-		"AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30",
+		"AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(kafkaFunctionTimeout/time.Second)),
 		"SLUICE_SAFE_RATE="+strconv.FormatFloat(sc.Rate, 'f', -1, 64), "SLUICE_KAFKA_DLT="+k.topic+".dlt",
 		"SLUICE_KAFKA_BROKERS="+strings.Join(k.brokers, ","), "SLUICE_SINK="+k.sinkName())
 	if k.db != nil {
@@ -94,11 +110,77 @@ func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string) (*exec.Cmd, s
 	} else {
 		cmd.Env = append(cmd.Env, "SLUICE_HTTP_ENDPOINTS="+destURL)
 	}
+	cmd.Stdout = emf
 	if sc.Lambda.Log != nil {
-		cmd.Stdout, cmd.Stderr = sc.Lambda.Log, sc.Lambda.Log
+		emf.next, cmd.Stderr = sc.Lambda.Log, sc.Lambda.Log
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start %s: %w", sc.Lambda.RIE, err)
 	}
 	return cmd, "http://127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// onFailure gives the mapping an on-failure destination when sc asks for
+// one: AWS then retries a failed batch at most
+// localaws.DefaultDestinationRetries times and discards it (its records
+// gone, only their offsets sent). A discarded batch ends the run (the
+// returned context is cancelled); the count says how many were.
+func (k *kafkaRun) onFailure(ctx context.Context, sc KafkaScenario, p *localaws.KafkaPoller) (context.Context, *atomic.Int64) {
+	n := &atomic.Int64{}
+	if !sc.OnFailure {
+		return ctx, n
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	p.OnFailure = discardedBatches{}
+	p.OnBatch = func(res localaws.KafkaBatchResult) {
+		if res.Discarded {
+			n.Add(1)
+			cancel(fmt.Errorf("the mapping discarded a batch of %d records after %d invocations (%v): their records are gone", res.Records, res.Invocations, res.LastErr))
+		}
+	}
+	return ctx, n
+}
+
+// discardedBatches is an on-failure destination that takes every failure
+// (the run counts them through OnBatch).
+type discardedBatches struct{}
+
+func (discardedBatches) SendKafkaFailure(context.Context, localaws.KafkaFailure) error { return nil }
+
+// emfCounter reads a function's output: it sums DeadLetterRefused over
+// the EMF lines and passes everything on to next (nil: discarded).
+type emfCounter struct {
+	mu      sync.Mutex
+	partial []byte
+	total   int64
+	next    io.Writer
+}
+
+func (e *emfCounter) Write(b []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.partial = append(e.partial, b...)
+	for {
+		i := bytes.IndexByte(e.partial, '\n')
+		if i < 0 {
+			break
+		}
+		// The emulator may print a prefix before the function's line.
+		var line struct{ DeadLetterRefused int64 }
+		if j := bytes.IndexByte(e.partial[:i], '{'); j >= 0 && json.Unmarshal(e.partial[j:i], &line) == nil {
+			e.total += line.DeadLetterRefused
+		}
+		e.partial = e.partial[i+1:]
+	}
+	if e.next != nil {
+		return e.next.Write(b)
+	}
+	return len(b), nil
+}
+
+// refused is the sum of DeadLetterRefused so far.
+func (e *emfCounter) refused() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total
 }

@@ -76,6 +76,8 @@ type Run struct {
 	Worker *consumers.Worker // nil on the Lambda path
 	// sw is the stand-in mapping's Enabled on the Lambda path (pause.go).
 	sw *standIn
+	// emf reads the function's EMF lines on the Lambda path.
+	emf *emfCounter
 	// Extra is what the fault measured, reported in Result.Extra.
 	Extra map[string]any
 	// SQSProxy is the consumers' SQS endpoint when the scenario asks for
@@ -127,7 +129,7 @@ func play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scena
 		return err
 	}
 	defer logf.Close()
-	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}, sw: &standIn{}}
+	run := &Run{Stack: st, Dest: dest, Extra: map[string]any{}, sw: &standIn{}, emf: &emfCounter{next: logf}}
 	env := consumerEnv(st, srv.URL)
 	maps.Copy(env, sc.Env)
 	if sc.Sink == "mysql" {
@@ -224,7 +226,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 	switch sc.Path {
 	case PathLambda:
 		env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = strconv.Itoa(int(sc.FunctionTimeout / time.Second))
-		fn, err := e.StartRIE(ctx, bins["bootstrap"], env, logf)
+		fn, err := e.StartRIE(ctx, bins["bootstrap"], env, run.emf)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,10 @@ type BatchMetrics struct {
 	// DeadLettered is how many poison messages reached the dead-letter
 	// destination.
 	DeadLettered int
+	// DeadLetterRefused is how many sends of a poison message the
+	// dead-letter destination refused (KMS denied, not authorized, too
+	// large): each comes back for another try. Alarm on any.
+	DeadLetterRefused int
 	// Paced is the time spent waiting for pacing slots.
 	Paced time.Duration
 	// Stats gives the allowed rate, the circuit and the dead letters by
@@ -41,7 +45,7 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 		allowed, share = -1, -1 // unlimited; JSON has no infinity
 	}
 	rep := m.Report
-	names := []string{"Consumed", "Stored", "Failed", "Retried", "Released", "Poison", "DeadLettered", "Paused",
+	names := []string{"Consumed", "Stored", "Failed", "Retried", "Released", "Poison", "DeadLettered", "DeadLetterRefused", "Paused",
 		"CircuitOpen", "PacedSeconds", "WorkingSeconds", "AllowedRate", "ShareRate", "RateFallback"}
 	defs := make([]map[string]string, len(names))
 	for i, n := range names {
@@ -54,7 +58,8 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 		},
 		"Loop": m.Loop, "Consumed": m.Consumed, "Stored": len(rep.Stored), "Failed": len(rep.Retry) + len(rep.Deferred),
 		"Retried": len(rep.Retry), "Released": len(rep.Deferred), "Poison": len(rep.Poison), "DeadLettered": m.DeadLettered,
-		"Paused": b2i(rep.Paused), "CircuitOpen": b2i(m.Stats.Circuit() != CircuitClosed),
+		"DeadLetterRefused": m.DeadLetterRefused,
+		"Paused":            b2i(rep.Paused), "CircuitOpen": b2i(m.Stats.Circuit() != CircuitClosed),
 		"PacedSeconds": m.Paced.Seconds(), "WorkingSeconds": rep.Working.Seconds(), "DeadLetteredByReason": m.Stats.DeadLettered(),
 		"AllowedRate": allowed, "ShareRate": share, "RateFallback": b2i(fallback),
 	}

@@ -160,14 +160,15 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	rep := h.process(pctx, src, todo)
 	paced = h.Consumer.Stats().Paced() - paced
 	poison := append(undecodable, rep.Poison...)
-	sent, dlErr := h.deadLetter(ctx, log, src, poison)
+	sent, refused, dlErr := h.deadLetter(ctx, log, src, poison)
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "records", len(msgs)+len(undecodable), "stored", len(rep.Stored),
 		"already_done", already, "retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused,
-		"poison", len(poison), "dead_lettered", sent, "allowed_rate", total, "share", share, "rate_fallback", fallback)
+		"poison", len(poison), "dead_lettered", sent, "dead_letter_refused", refused, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	if h.Metrics != nil {
 		rep.Poison = poison
-		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs) + len(undecodable), Report: rep, DeadLettered: sent, Paced: paced, Stats: h.Consumer.Stats()}
+		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs) + len(undecodable), Report: rep, DeadLettered: sent, DeadLetterRefused: refused, Paced: paced,
+			Stats: h.Consumer.Stats()}
 		if err := m.WriteEMF(h.Metrics, h.Namespace); err != nil {
 			log.WarnContext(ctx, "metrics", "err", err)
 		}
@@ -278,24 +279,61 @@ func (h *LambdaHandler) pacingContext(ctx context.Context) (context.Context, con
 	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
-// deadLetter sends the poison records and returns how many went.
-func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, src string, poison []consume.Poison) (int, error) {
+// deadLetter sends the poison records and returns how many went and how
+// many sends of a record the destination refused. A refusal is tried
+// again after HoldPoll, within the invocation, until PacingMargin/4
+// before its deadline: the mapping's retries of the batch are few with
+// an on-failure destination (after them AWS skips the batch, and the
+// poison with it), so a dead-letter topic refusing for a while must not
+// spend one per refusal. Without a deadline it is tried once.
+func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, src string, poison []consume.Poison) (sent, refused int, err error) {
 	if len(poison) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	for _, p := range poison {
 		log.WarnContext(ctx, "poison record", "id", p.Message.ID, "reason", p.Reason)
 	}
 	if h.DeadLetters == nil {
-		return 0, errors.New("no dead-letter destination configured")
+		return 0, 0, errors.New("no dead-letter destination configured")
 	}
-	sent, err := h.DeadLetters.SendDeadLetters(ctx, poison)
-	h.remember(src, sent)
-	if err != nil {
-		err = fmt.Errorf("send dead letters: %w", err)
-		log.ErrorContext(ctx, "send dead letters; the batch is retried", "err", err)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-defaults.Positive(h.PacingMargin, 2*time.Second)/4))
+		defer cancel()
 	}
-	return len(sent), err
+	wait := defaults.Positive(h.HoldPoll, consume.DefaultRatePeriod)
+	for {
+		ok, serr := h.DeadLetters.SendDeadLetters(ctx, poison)
+		h.remember(src, ok)
+		sent += len(ok)
+		poison = h.notDonePoison(src, poison)
+		if len(poison) == 0 {
+			return sent, refused, nil
+		}
+		refused += len(poison)
+		err = fmt.Errorf("send dead letters: %w", errors.Join(serr, fmt.Errorf("%d not sent", len(poison))))
+		dl, has := ctx.Deadline()
+		if !has || time.Until(dl) <= wait {
+			log.ErrorContext(ctx, "dead-letter destination refused records; the batch is retried", "refused", refused, "err", err)
+			return sent, refused, err
+		}
+		log.ErrorContext(ctx, "dead-letter destination refused records; trying again within the invocation", "records", len(poison), "err", err)
+		if sleepCtx(ctx, wait) != nil {
+			return sent, refused, err
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends (then it returns ctx's error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // notDone drops the messages this instance stored or dead-lettered before

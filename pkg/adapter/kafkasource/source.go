@@ -38,8 +38,13 @@
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
 //     (topic/partition/offset); only then are their offsets settled. Create
 //     the dead-letter topic with the topic (or let the broker auto-create
-//     it): while it cannot be written, poison records are handed out again
-//     and hold their partition's commit back; nothing is dropped.
+//     it): while it cannot be written (authorization, a record too large,
+//     the topic deleted), the source keeps the poison records with their
+//     reason and produces them again after a backoff growing with the
+//     refusals (not handed out again: the destination never sees them
+//     twice); they hold their partition's commit back, Config.MaxHeld
+//     bounds what piles up behind them, Stats.DeadLetterRefused counts the
+//     refusals. Nothing is dropped.
 //   - Fetching is paused while the consumer is out of budget: after a poll,
 //     if the batch needs more than PauseAfter at the consumer's pacing rate
 //     (or the rate is zero), fetching stops until the next Receive, so that
@@ -148,6 +153,14 @@ type Config struct {
 	// attempts (equal jitter; default 1 s doubling to 60 s: ten attempts
 	// span at least about 2.5 minutes).
 	RetryBackoff consume.Backoff
+	// MaxHeld bounds the records of one partition delivered and not yet
+	// committable (stored or not, behind a record neither stored nor
+	// dead-lettered): at the bound the partition is no longer fetched
+	// until its commit point moves (default 10,000). A poison record the
+	// dead-letter topic refuses, or a record retried for minutes, then
+	// stops its partition instead of growing what a crash redelivers
+	// without bound; the other partitions go on.
+	MaxHeld int
 	// Log receives the source's logs; nil discards them.
 	Log *slog.Logger
 	// Opts are extra franz-go options (timeouts, TLS, SASL), applied last.
@@ -167,6 +180,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.SessionTimeout = defaults.Positive(c.SessionTimeout, 10*time.Second)
 	c.MaxAttempts = defaults.Positive(c.MaxAttempts, 10)
+	c.MaxHeld = defaults.Positive(c.MaxHeld, 10_000)
 	if c.RetryBackoff.Base <= 0 {
 		c.RetryBackoff = consume.Backoff{Base: time.Second, Max: time.Minute}
 	}
@@ -185,6 +199,9 @@ type Stats struct {
 	// Exhausted counts records dead-lettered because they failed
 	// MaxAttempts times (part of DeadLettered once produced).
 	Exhausted atomic.Int64
+	// DeadLetterRefused counts poison records the dead-letter topic did
+	// not take (each is handed out again after a backoff): alarm on any.
+	DeadLetterRefused atomic.Int64
 	// Pauses counts the times fetching was paused for lack of budget.
 	Pauses atomic.Int64
 	// Revoked and Lost count partitions taken away by rebalances.
@@ -201,6 +218,19 @@ type pendingMsg struct {
 	m   consume.Message
 	due time.Time
 }
+
+// deadPending is a poison record the dead-letter topic refused tries
+// times, produced again at due.
+type deadPending struct {
+	p     consume.Poison
+	due   time.Time
+	tries int
+}
+
+// deadLetterRetryTimeout bounds one retry of refused dead letters inside
+// Receive: a dead-letter topic that does not answer does not stop the
+// source for longer.
+const deadLetterRetryTimeout = 10 * time.Second
 
 // handle is what a consume.Message carries back to the source: the record
 // and the ledger (one partition's assignment) it was delivered from.
@@ -220,8 +250,12 @@ type Source struct {
 
 	mu      sync.Mutex
 	parts   map[tp]*ledger
-	pending []pendingMsg // released or retried, handed out again first once due
+	pending []pendingMsg  // released or retried, handed out again first once due
+	dead    []deadPending // refused by the dead-letter topic, produced again once due
 	paused  bool
+	// full are the partitions not fetched because they hold MaxHeld
+	// records (Config.MaxHeld).
+	full map[tp]bool
 	// lastCommit is when the last commit was sent (for CommitInterval).
 	lastCommit time.Time
 }
@@ -234,7 +268,7 @@ func New(cfg Config) (*Source, error) {
 	if len(cfg.Brokers) == 0 || len(cfg.Topics) == 0 || cfg.Group == "" {
 		return nil, fmt.Errorf("kafka source: brokers, topics and group are required (got %v, %v, %q)", cfg.Brokers, cfg.Topics, cfg.Group)
 	}
-	s := &Source{cfg: cfg, log: cfg.Log, parts: map[tp]*ledger{}}
+	s := &Source{cfg: cfg, log: cfg.Log, parts: map[tp]*ledger{}, full: map[tp]bool{}}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -274,6 +308,7 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 	if max < 1 {
 		max = 1
 	}
+	s.retryDead(ctx)
 	if out := s.takePending(max); len(out) > 0 {
 		return out, nil
 	}
@@ -303,6 +338,7 @@ func (s *Source) Receive(ctx context.Context, max int) ([]consume.Message, error
 		if err := s.Commit(ctx); err != nil {
 			s.log.Warn("interval commit failed; retrying at the next", "err", err)
 		}
+		s.retryDead(ctx)
 		if out := s.takePending(max); len(out) > 0 {
 			return out, nil
 		}
@@ -316,8 +352,15 @@ func (s *Source) wakeAfter() (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock.Now()
+	dues := make([]time.Time, 0, len(s.pending)+len(s.dead))
 	for _, p := range s.pending {
-		d := max(p.due.Sub(now), time.Millisecond)
+		dues = append(dues, p.due)
+	}
+	for _, p := range s.dead {
+		dues = append(dues, p.due)
+	}
+	for _, due := range dues {
+		d := max(due.Sub(now), time.Millisecond)
 		if !ok || d < wait {
 			wait, ok = d, true
 		}
@@ -363,6 +406,7 @@ func (s *Source) poll(ctx context.Context, max int) ([]consume.Message, error) {
 		}
 		out = append(out, s.message(r, led))
 	})
+	s.bound()
 	s.mu.Unlock()
 	s.log.Debug("kafka poll", "records", len(out), "polled", fs.NumRecords(), "max", max, "err", firstErr)
 	return out, firstErr
@@ -488,6 +532,18 @@ func (s *Source) resume() {
 	}
 }
 
+// Held returns how many records are delivered and not yet committable,
+// over every assigned partition (what a crash would redeliver).
+func (s *Source) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.parts {
+		n += len(l.open)
+	}
+	return n
+}
+
 // Paused reports whether fetching is paused for lack of budget.
 func (s *Source) Paused() bool {
 	s.mu.Lock()
@@ -508,7 +564,35 @@ func (s *Source) settle(msgs []consume.Message) (stale int) {
 		}
 		h.led.settle(h.rec.Offset)
 	}
+	s.bound()
 	return stale
+}
+
+// bound stops fetching the partitions that hold MaxHeld records and
+// fetches again those back under it. Records already buffered for a
+// stopped partition are dropped by the client and fetched again later.
+// s.mu is held.
+func (s *Source) bound() {
+	stop, again := map[string][]int32{}, map[string][]int32{}
+	for k, l := range s.parts {
+		switch full := len(l.open) >= s.cfg.MaxHeld; {
+		case full && !s.full[k]:
+			s.full[k] = true
+			stop[k.topic] = append(stop[k.topic], k.partition)
+		case !full && s.full[k]:
+			delete(s.full, k)
+			again[k.topic] = append(again[k.topic], k.partition)
+		}
+	}
+	if len(stop) > 0 {
+		s.cl.PauseFetchPartitions(stop)
+		s.log.Warn("partitions hold the most records not yet committable (a record neither stored nor dead-lettered holds them back); not fetching them until it settles",
+			"partitions", stop, "max_held", s.cfg.MaxHeld)
+	}
+	if len(again) > 0 {
+		s.cl.ResumeFetchPartitions(again)
+		s.log.Info("partitions fetched again: their records not yet committable are back under the bound", "partitions", again)
+	}
 }
 
 // Ack records that msgs are stored and commits every partition whose commit
@@ -577,39 +661,81 @@ func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string
 
 // DeadLetter produces the poison records to the dead-letter topic, waits for
 // the broker's acknowledgement, and only then settles their offsets and
-// commits. A record the broker did not take is released for another try.
+// commits. A record the broker did not take is kept, with its reason, and
+// produced again by a later Receive after a backoff (it is not handed out
+// again); it holds its partition's commit back meanwhile.
 func (s *Source) DeadLetter(ctx context.Context, poison []consume.Poison) error {
+	return s.deadLetter(ctx, poison, make([]int, len(poison)))
+}
+
+// deadLetter is DeadLetter for poison refused tries[i] times before.
+func (s *Source) deadLetter(ctx context.Context, poison []consume.Poison, tries []int) error {
 	recs := make([]*kgo.Record, 0, len(poison))
-	msgs := make([]consume.Message, 0, len(poison))
 	for _, p := range poison {
 		h, ok := p.Message.Handle.(*handle)
 		if !ok {
 			return fmt.Errorf("dead-letter message %s: not from a kafka source", p.Message.ID)
 		}
 		recs = append(recs, DeadRecord(h.rec, s.cfg.DeadLetterTopic, p.Message.ID, p.Reason))
-		msgs = append(msgs, p.Message)
 	}
 	res := s.cl.ProduceSync(ctx, recs...)
-	var done, retry []consume.Message
+	var done []consume.Message
 	var errs []error
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
 	for i, r := range res {
-		if r.Err != nil {
-			retry = append(retry, msgs[i])
-			errs = append(errs, fmt.Errorf("produce %s to %s: %w", msgs[i].ID, recs[i].Topic, r.Err))
+		if r.Err == nil {
+			done = append(done, poison[i].Message)
 			continue
 		}
-		done = append(done, msgs[i])
+		errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, r.Err))
+		s.dead = append(s.dead, deadPending{p: poison[i], tries: tries[i] + 1, due: now.Add(s.cfg.RetryBackoff.EqualJitter(tries[i] + 1))})
+	}
+	s.mu.Unlock()
+	if len(errs) > 0 {
+		// The dead-letter topic cannot be written (authorization, a record
+		// too large, the topic deleted). The records hold their partitions'
+		// commits back, and MaxHeld bounds what piles up behind them.
+		s.stats.DeadLetterRefused.Add(int64(len(errs)))
+		s.log.Error("dead-letter topic refused records; producing them again after a backoff, their partitions' commits held back",
+			"records", len(errs), "err", errors.Join(errs...))
 	}
 	s.stats.DeadLettered.Add(int64(len(done)))
 	s.settle(done)
-	if len(retry) > 0 {
-		// The dead-letter topic cannot be written: try again after a pause.
-		_ = s.giveBack(retry, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(1) })
-	}
 	if err := s.Commit(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// retryDead produces again the refused dead letters that are due, of the
+// partitions still assigned (the others' new owner reads them again).
+func (s *Source) retryDead(ctx context.Context) {
+	s.mu.Lock()
+	var poison []consume.Poison
+	var tries []int
+	var keep []deadPending
+	now := s.cfg.Clock.Now()
+	for _, d := range s.dead {
+		h := d.p.Message.Handle.(*handle)
+		switch {
+		case s.parts[tp{h.rec.Topic, h.rec.Partition}] != h.led:
+		case now.Before(d.due):
+			keep = append(keep, d)
+		default:
+			poison, tries = append(poison, d.p), append(tries, d.tries)
+		}
+	}
+	s.dead = keep
+	s.mu.Unlock()
+	if len(poison) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadLetterRetryTimeout)
+	defer cancel()
+	if err := s.deadLetter(ctx, poison, tries); err != nil {
+		s.log.Warn("dead letters refused again", "records", len(poison), "err", err)
+	}
 }
 
 // DeadRecord returns the dead-letter copy of r for topic ("" means
@@ -788,10 +914,20 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 func (s *Source) forget(parts map[string][]int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	again := map[string][]int32{}
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(s.parts, tp{t, p})
+			if s.full[tp{t, p}] {
+				// A paused partition stays paused in the client across
+				// assignments: fetch it again if it comes back.
+				delete(s.full, tp{t, p})
+				again[t] = append(again[t], p)
+			}
 		}
+	}
+	if len(again) > 0 {
+		s.cl.ResumeFetchPartitions(again)
 	}
 }
 

@@ -1,7 +1,9 @@
 package sqsqueue_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -120,5 +122,27 @@ func TestHandlerDeadLetterRefusedBacksOff(t *testing.T) {
 	}
 	if v := api.visibility[poison.ReceiptHandle]; v < 15 {
 		t.Errorf("visibility of the poison the DLQ refused = %d s; want the retry backoff (>= 15 s at the first receive)", v)
+	}
+}
+
+// TestHandlerDeadLetterRefusedCounted: the Lambda counts the poison the
+// DLQ refused in its EMF line (DeadLetterRefused) and its batch log line,
+// for an alarm: the poison the redrive policy moves later arrives without
+// its reason.
+func TestHandlerDeadLetterRefusedCounted(t *testing.T) {
+	api := &refusingAPI{}
+	h := handlerAt(1000, memqueue.NewSink(), &api.fakeAPI)
+	h.API = api
+	var emf bytes.Buffer
+	h.Metrics = &emf
+	if _, err := h.Handle(context.Background(), loadEvent(t)); err != nil {
+		t.Fatal(err)
+	}
+	var line struct{ Poison, DeadLettered, DeadLetterRefused int }
+	if err := json.Unmarshal(emf.Bytes(), &line); err != nil {
+		t.Fatalf("EMF line %q: %v", emf.Bytes(), err)
+	}
+	if line.Poison != 1 || line.DeadLettered != 0 || line.DeadLetterRefused != 1 {
+		t.Errorf("EMF Poison %d, DeadLettered %d, DeadLetterRefused %d; want 1, 0, 1 (the refusal counted)", line.Poison, line.DeadLettered, line.DeadLetterRefused)
 	}
 }

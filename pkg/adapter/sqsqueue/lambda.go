@@ -126,6 +126,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
 	deadLettered, unsent := h.deadLetter(sctx, log, rep.Poison)
 	back = append(back, unsent...)
+	refused := 0 // poison the DLQ refused, counted for an alarm
+	if h.DeadLetterURL != "" && h.API != nil {
+		refused = len(unsent)
+	}
 	// Poison the DLQ refused comes back with the retry backoff, as a
 	// message the destination failed: a DLQ that refuses for minutes does
 	// not spend its receives before it recovers.
@@ -139,9 +143,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "messages", len(msgs), "stored", len(rep.Stored),
 		"retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused, "poison", len(rep.Poison),
-		"dead_lettered", deadLettered, "allowed_rate", total, "share", share, "rate_fallback", fallback)
+		"dead_lettered", deadLettered, "dead_letter_refused", refused, "allowed_rate", total, "share", share, "rate_fallback", fallback)
 	if h.Metrics != nil {
-		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs), Report: rep, DeadLettered: deadLettered, Paced: paced, Stats: h.Consumer.Stats()}
+		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs), Report: rep, DeadLettered: deadLettered, DeadLetterRefused: refused, Paced: paced,
+			Stats: h.Consumer.Stats()}
 		if err := m.WriteEMF(h.Metrics, h.Namespace); err != nil {
 			log.WarnContext(ctx, "metrics", "err", err)
 		}
