@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/fairshare"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -147,11 +148,28 @@ func (w *due) measureMembers(now time.Time) {
 // while a member takes all it is given, the split gives it the margins of
 // the limited ones (shareRate), the members take the destination's rate,
 // and its controllers raise it to the setpoint as one loop's would.
-func (w *due) membersDemand() {
+//
+// The total is averaged over ProcessedSmoothing (the counts' lumps), and
+// an average lags a rise. The split moves whole shares at a tick (a lower
+// class given what an idle queue leaves, a queue that bursts), so the
+// total steps up where one loop's rate would climb: when the members' own
+// figures of this tick (not averaged) sum to more, the controllers are told
+// that sum, and the delay-aware history holds what the database received.
+func (w *due) membersDemand(in *control.Input) {
 	if len(w.members) == 0 {
 		return
 	}
 	w.measureMembers(w.tickAt)
+	var sum float64
+	for _, m := range w.members {
+		if !m.demand.Known {
+			return
+		}
+		sum += m.demand.Processed + m.demand.WithheldRate
+	}
+	if in.ActualKnown && sum > in.ActualRate {
+		in.ActualRate = sum
+	}
 }
 
 // memberCommit is a member's outcome of its destination's tick.

@@ -262,3 +262,54 @@ func TestDestinationIsNotHeldWhileAMemberWaits(t *testing.T) {
 		t.Errorf("destination rate %v -> %v (limited %v); want it raised toward the setpoint, not held", first["db"].Rate, last["db"].Rate, last["db"].DemandLimited)
 	}
 }
+
+// TestDestinationHistoryHoldsWhatTheMembersTook: a's queue holds 500
+// messages/s, b is idle, c (a lower class) has a backlog. At the first tick
+// no member's demand is known and c gets nothing; from the second, c takes
+// what a and b leave, and the members' total steps from 500 to the whole
+// rate. The destination's delay-aware history must hold that total for the
+// interval (what the database received), not the processed rate averaged
+// over ProcessedSmoothing, which lags the step (1,101 of 1,200 messages/s
+// on the shared demo): the prediction then expects less CPU than the
+// database shows, and the controller cut its rate for minutes after.
+func TestDestinationHistoryHoldsWhatTheMembersTook(t *testing.T) {
+	r := newSharedRig(t)
+	r.params("db", func(a map[string]any) {
+		a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"] = 0.05, 10.0, "15s", "5s"
+		a["kp"], a["ki"], a["max_rate"], a["min_rate"], a["delay_aware"] = 2.0, 0.001, 6000.0, 0.0, true
+	})
+	var took float64
+	for i := range 3 {
+		reps := r.tickAll("a", "b", "c") // their consumers below
+		took = math.Min(reps["a"].Rate, 500) + reps["c"].Rate
+		r.stored["a"] += int64(math.Min(reps["a"].Rate, 500) * 60)
+		r.stored["c"] += int64(reps["c"].Rate * 60)
+		for _, id := range []string{"a", "c"} {
+			r.report(id, "i-1", r.stored[id], r.start)
+		}
+		if i == 0 && reps["c"].Rate != 0 {
+			t.Fatalf("first tick: c got %v; want nothing (no member's demand known, c a lower class)", reps["c"].Rate)
+		}
+	}
+	// The tick after the step: its history's last segment covers the
+	// minute in which the members took took.
+	r.clock.now = r.clock.now.Add(time.Minute)
+	if _, err := r.ticker.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := r.state("db")
+	if len(st.Signals) == 0 {
+		t.Fatal("destination STATE has no signal")
+	}
+	cs := st.Signals[0].Controller
+	h := cs.Applied
+	var held float64
+	for _, s := range h {
+		if s.At <= cs.Clock-time.Minute { // the segment of the minute before the tick
+			held = s.Value
+		}
+	}
+	if held < 0.98*took {
+		t.Errorf("history holds %.1f messages/s for the minute the members took %.1f (history %+v); want what they took", held, took, h)
+	}
+}
