@@ -135,7 +135,30 @@ func (w *due) measureMembers(now time.Time) {
 		raw := base
 		raw.Known = false
 		d := measureDemand(m.snap.Peers, raw, prevTick, now)
-		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
+		// Clearly less: this tick's figure, and the part of the allowed
+		// rate taken averaged over ProcessedSmoothing. At ticks of a few
+		// seconds the counts arrive in lumps, and one low tick of a member
+		// that takes all it is allowed is no queue that ran dry; at a
+		// one-minute tick the average is mostly this tick's.
+		// The average starts from all taken; a part is counted up to
+		// twice the allowed rate (a lump after a low tick, not a rate of
+		// nothing that a burst multiplied).
+		prevTaken := 1.0
+		if base.Known && base.Taken != nil {
+			prevTaken = *base.Taken
+		}
+		taken := prevTaken
+		if d.Known {
+			part := 1.0 // took all of nothing
+			if prevRate > 0 {
+				part = min(d.Processed/prevRate, 2)
+			}
+			a := math.Exp(-now.Sub(prevTick).Seconds() / ProcessedSmoothing.Seconds())
+			taken = a*prevTaken + (1-a)*part
+			d.Taken = &taken
+		}
+		less := d.Processed < prevRate*(1-memberTolerance) && taken < 1-memberTolerance
+		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (less || base.Limited) &&
 			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
 		m.demand = d
 	}

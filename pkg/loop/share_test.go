@@ -100,14 +100,8 @@ func newSharedRig(t *testing.T) *sharedRig {
 // rate (nothing for the idle ones), and returns the reports by loop.
 func (r *sharedRig) tickAll(idle ...string) map[string]loop.Report {
 	r.t.Helper()
-	r.clock.now = r.clock.now.Add(time.Minute)
-	reports, err := r.ticker.Tick(context.Background())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	out := map[string]loop.Report{}
-	for _, rep := range reports {
-		out[rep.Loop] = rep
+	out := r.tickBy(time.Minute)
+	for _, rep := range out {
 		if rep.Err != nil || rep.Outcome != loop.OutcomeApplied {
 			r.t.Fatalf("tick: %s: %s %v", rep.Loop, rep.Outcome, rep.Err)
 		}
@@ -159,6 +153,22 @@ func TestTickSharesTheDestinationRateByWeightAndDemand(t *testing.T) {
 	if a, b := reps["a"], reps["b"]; math.Abs(a.Rate-b.Rate) > 0.01*reps["db"].Rate || a.Member.Weight != 2 {
 		t.Errorf("after the weight edit: a %v (weight %v), b %v; want 1:1", a.Rate, a.Member.Weight, b.Rate)
 	}
+}
+
+// tickBy advances the clock by d, ticks, and returns the reports by loop,
+// whatever their outcome.
+func (r *sharedRig) tickBy(d time.Duration) map[string]loop.Report {
+	r.t.Helper()
+	r.clock.now = r.clock.now.Add(d)
+	reports, err := r.ticker.Tick(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	reps := map[string]loop.Report{}
+	for _, rep := range reports {
+		reps[rep.Loop] = rep
+	}
+	return reps
 }
 
 // checkSum fails unless what the members are expected to take (their
@@ -236,15 +246,7 @@ func TestDestinationIsNotHeldWhileAMemberWaits(t *testing.T) {
 	}
 	var first, last map[string]loop.Report
 	for i := range 8 {
-		r.clock.now = r.clock.now.Add(time.Minute)
-		reports, err := r.ticker.Tick(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		reps := map[string]loop.Report{}
-		for _, rep := range reports {
-			reps[rep.Loop] = rep
-		}
+		reps := r.tickBy(time.Minute)
 		r.stored["a"] += int64(math.Min(reps["a"].Rate, 500) * 60) // a's queue holds 500 msg/s
 		r.stored["b"] += int64(reps["b"].Rate * 60)
 		for _, id := range []string{"a", "b"} {
@@ -311,5 +313,54 @@ func TestDestinationHistoryHoldsWhatTheMembersTook(t *testing.T) {
 	}
 	if held < 0.98*took {
 		t.Errorf("history holds %.1f messages/s for the minute the members took %.1f (history %+v); want what they took", held, took, h)
+	}
+}
+
+// TestMembersAtShortTicksReadTheirLumpsAsTaken: at 5-second ticks, a
+// member's count arrives in lumps (a lease refreshed every 2 s, batches):
+// one tick reads 60 % of its rate, the next 140 %, while its consumers take
+// all they are allowed. Neither member may read as limited by demand, and
+// the rate stays split 3:2 (on make e2e-shared a backlogged member read as
+// limited at one tick in three, and its share went to the other).
+func TestMembersAtShortTicksReadTheirLumpsAsTaken(t *testing.T) {
+	r := newSharedRig(t)
+	r.params("db", func(a map[string]any) {
+		a["ff_gain"], a["ff_base"], a["tick_period"], a["rate_ttl"] = 0.05, 10.0, "5s", "30s"
+		a["kp"], a["ki"], a["max_rate"], a["min_rate"] = 2.0, 0.001, 6000.0, 0.0
+	})
+	r.cpu("db", 70, 10*time.Second)
+	allowed := map[string]float64{}
+	for i := range 24 {
+		reps := r.tickBy(5 * time.Second)
+		if i >= 3 {
+			a, b := reps["a"], reps["b"]
+			if a.DemandLimited || b.DemandLimited {
+				t.Errorf("tick %d: a limited %v (took %.0f of %.0f), b limited %v (took %.0f of %.0f); want neither: they take all they are allowed",
+					i, a.DemandLimited, a.Processed, allowed["a"], b.DemandLimited, b.Processed, allowed["b"])
+			}
+			if got := b.Rate / (a.Rate + b.Rate); math.Abs(got-0.4) > 0.01 {
+				t.Errorf("tick %d: a %.1f, b %.1f; want 3:2", i, a.Rate, b.Rate)
+			}
+		}
+		for j, id := range []string{"a", "b"} {
+			lump := 0.6
+			if (i+j)%2 == 1 {
+				lump = 1.4
+			}
+			allowed[id] = reps[id].Rate
+			r.stored[id] += int64(reps[id].Rate * 5 * lump)
+			r.report(id, "i-1", r.stored[id], r.start)
+		}
+	}
+	// b's queue runs dry: within two ticks it gives its share up to a.
+	var reps map[string]loop.Report
+	for range 2 {
+		reps = r.tickBy(5 * time.Second)
+		r.stored["a"] += int64(reps["a"].Rate * 5)
+		r.report("a", "i-1", r.stored["a"], r.start)
+		r.report("b", "i-1", r.stored["b"], r.start)
+	}
+	if a, b := reps["a"], reps["b"]; !b.DemandLimited || a.Rate < 0.95*reps["db"].Rate {
+		t.Errorf("b idle for two ticks: b limited %v, a %.1f of %.1f; want b limited and a given the rest", b.DemandLimited, a.Rate, reps["db"].Rate)
 	}
 }
