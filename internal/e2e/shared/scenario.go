@@ -86,11 +86,13 @@ func (r *run) bothBacklogged(na, nb int, cpu float64) {
 // weightEdit edits a's weight to b's with the aws CLI: the members' first
 // tick after it must carry the new weight and split the rate 1:1.
 func (r *run) weightEdit(a, b *member) error {
-	edit := time.Now()
 	r.Logf("weight edit with aws dynamodb update-item: %s %g -> %g", a.loop, a.weight, b.weight)
 	if err := e2ekit.SetParam(r.Ctx, r.table, a.loop, loop.AttrWeight, fmt.Sprintf(`{"N":"%g"}`, b.weight)); err != nil {
 		return err
 	}
+	// The first tick that began after the write returned read it (a
+	// tick that began while the CLI ran may not have).
+	edit := time.Now()
 	a.weight = b.weight
 	deadline := time.Now().Add(4 * r.Cfg.Tick)
 	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
@@ -115,7 +117,8 @@ func (r *run) weightEdit(a, b *member) error {
 		r.Res.WeightEditFollowed = sa.Params != nil && sa.Params.Member != nil && sa.Params.Member.Weight == b.weight && math.Abs(ratio-1) <= 0.1
 		r.Logf("the first tick after the edit: %s %.2f msg/s, %s %.2f msg/s (new weight carried: %v)", a.loop, sa.Rate, b.loop, sb.Rate, r.Res.WeightEditFollowed)
 		if !r.Res.WeightEditFollowed {
-			r.Fail("the weight edit was not followed at the next tick: rates %.2f and %.2f (ratio %.3f)", sa.Rate, sb.Rate, ratio)
+			r.Fail("the weight edit was not followed at the next tick: rates %.2f and %.2f (ratio %.3f; took %.2f and %.2f, limited by demand %v and %v)",
+				sa.Rate, sb.Rate, ratio, sa.Demand.Processed, sb.Demand.Processed, sa.Demand.Limited, sb.Demand.Limited)
 		}
 		return nil
 	}
