@@ -100,6 +100,12 @@ type Demand struct {
 	// is not a plant that took less (withheld.go).
 	Withheld     map[string]int64 `json:"withheld,omitempty"`
 	WithheldRate float64          `json:"withheld_rate,omitempty"`
+	// Taken is, for a member of a destination, the part of its allowed
+	// rate that its consumers took (Processed over the rate of the tick
+	// before), averaged over ProcessedSmoothing; nil for a loop that is no
+	// member. With it a member's one low tick among lumpy counts does not
+	// read as limited by demand (share.go).
+	Taken *float64 `json:"taken,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluice-dev/sluice/pkg/control"
 	"github.com/sluice-dev/sluice/pkg/fairshare"
 	"github.com/sluice-dev/sluice/pkg/protocol"
 )
@@ -134,7 +135,30 @@ func (w *due) measureMembers(now time.Time) {
 		raw := base
 		raw.Known = false
 		d := measureDemand(m.snap.Peers, raw, prevTick, now)
-		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (d.Processed < prevRate*(1-memberTolerance) || base.Limited) &&
+		// Clearly less: this tick's figure, and the part of the allowed
+		// rate taken averaged over ProcessedSmoothing. At ticks of a few
+		// seconds the counts arrive in lumps, and one low tick of a member
+		// that takes all it is allowed is no queue that ran dry; at a
+		// one-minute tick the average is mostly this tick's.
+		// The average starts from all taken; a part is counted up to
+		// twice the allowed rate (a lump after a low tick, not a rate of
+		// nothing that a burst multiplied).
+		prevTaken := 1.0
+		if base.Known && base.Taken != nil {
+			prevTaken = *base.Taken
+		}
+		taken := prevTaken
+		if d.Known {
+			part := 1.0 // took all of nothing
+			if prevRate > 0 {
+				part = min(d.Processed/prevRate, 2)
+			}
+			a := math.Exp(-now.Sub(prevTick).Seconds() / ProcessedSmoothing.Seconds())
+			taken = a*prevTaken + (1-a)*part
+			d.Taken = &taken
+		}
+		less := d.Processed < prevRate*(1-memberTolerance) && taken < 1-memberTolerance
+		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (less || base.Limited) &&
 			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
 		m.demand = d
 	}
@@ -147,11 +171,28 @@ func (w *due) measureMembers(now time.Time) {
 // while a member takes all it is given, the split gives it the margins of
 // the limited ones (shareRate), the members take the destination's rate,
 // and its controllers raise it to the setpoint as one loop's would.
-func (w *due) membersDemand() {
+//
+// The total is averaged over ProcessedSmoothing (the counts' lumps), and
+// an average lags a rise. The split moves whole shares at a tick (a lower
+// class given what an idle queue leaves, a queue that bursts), so the
+// total steps up where one loop's rate would climb: when the members' own
+// figures of this tick (not averaged) sum to more, the controllers are told
+// that sum, and the delay-aware history holds what the database received.
+func (w *due) membersDemand(in *control.Input) {
 	if len(w.members) == 0 {
 		return
 	}
 	w.measureMembers(w.tickAt)
+	var sum float64
+	for _, m := range w.members {
+		if !m.demand.Known {
+			return
+		}
+		sum += m.demand.Processed + m.demand.WithheldRate
+	}
+	if in.ActualKnown && sum > in.ActualRate {
+		in.ActualRate = sum
+	}
 }
 
 // memberCommit is a member's outcome of its destination's tick.

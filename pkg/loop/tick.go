@@ -481,7 +481,7 @@ func (t *Ticker) compute(w *due, now time.Time, r *Report) Commit {
 	st.Demand = observeDemand(w.snap, prev, now, &in, r)
 	w.foreignDemand(prev, &st.Demand, &in, r) // a consumer without leases: its queue's deletes (foreign.go)
 	w.tickAt = now
-	w.membersDemand()                          // a destination's members (share.go)
+	w.membersDemand(&in)                       // a destination's members (share.go)
 	out := w.tickSignals(tc, &ctrl, in, fresh) // every signal alike (signals_tick.go)
 	if err := w.samples[0].Err; err != nil {
 		r.Err = err

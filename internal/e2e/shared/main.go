@@ -6,7 +6,8 @@
 // internal/cpupub as AWS/RDS CPUUtilization, as in `make e2e`) and splits
 // its rate among the members by weighted max-min fair share by demand.
 //
-// Phases: both queues backlogged (settle for -phase, then measure for -measure:
+// Phases: both queues backlogged (settle for -phase and until two ticks in a
+// row find neither member limited by demand, then measure for -measure:
 // the CPU within -band points of its setpoint, each member's stored count
 // within 10 % of its weighted share); the first member's weight edited from
 // 2 to 1 (followed at the destination's next tick: the members' rates 1:1);
