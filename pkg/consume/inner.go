@@ -105,6 +105,8 @@ type InnerState struct {
 	// none yet); RefShare the share it was learned at.
 	Ref      float64 `json:"ref"`
 	RefShare float64 `json:"ref_share"`
+	// RefTotal is the loop's allowed rate the reference was learned at.
+	RefTotal float64 `json:"ref_total,omitempty"`
 	// Latency is the filtered latency per message, seconds.
 	Latency float64 `json:"latency"`
 	// Cut is the log of the fraction of the share let through (0: none);
@@ -118,9 +120,11 @@ type InnerState struct {
 	EngagedAt time.Time `json:"engaged_at"`
 	Peak      float64   `json:"peak"`
 	Responded bool      `json:"responded"`
-	// Share is the share in force, SteadySince since when it held within
-	// tolerance; Taken counts the messages observed since then.
+	// Share is the share in force and Total the loop's allowed rate it is
+	// part of; SteadySince is since when Total held within tolerance;
+	// Taken counts the messages observed since then (at Share).
 	Share       float64   `json:"share"`
+	Total       float64   `json:"total,omitempty"`
 	SteadySince time.Time `json:"steady_since"`
 	Taken       float64   `json:"taken"`
 	// Last is the time of the last sample; HoldUntil ends a pause after
@@ -145,25 +149,50 @@ func NewInnerLoop(c InnerConfig) *InnerLoop { return &InnerLoop{Config: c.withDe
 // [Floor, 1].
 func (l *InnerLoop) Fraction() float64 { return math.Exp(l.State.Cut) }
 
-// Pace is the pace for share: share x Fraction, never above share. A change
-// of the share by more than the tolerance is an edit of the outer loop: it
-// restarts the wait for a settled share, and a rise beyond the share the
-// reference was learned at makes the reference stale (a higher rate is
-// expected to be slower), so the inner loop lets go until it has learned
-// again.
-func (l *InnerLoop) Pace(now time.Time, share float64) float64 {
+// Pace is the pace for share when this consumer is the loop's only one:
+// PaceShare(now, share, share).
+func (l *InnerLoop) Pace(now time.Time, share float64) float64 { return l.PaceShare(now, share, share) }
+
+// PaceShare is the pace for share, this consumer's part of the loop's
+// allowed rate total: share x Fraction, never above share. A change of total
+// by more than the tolerance is an edit of the outer loop: it restarts the
+// wait for a settled share, and a rise beyond the total the reference was
+// learned at makes the reference stale (a higher rate is expected to be
+// slower), so the inner loop lets go until it has learned again. A change
+// of the share alone is a change of the peers that share total (a consumer
+// started, a lease lapsed): the destination's load is the same, so the
+// reference and the wait stand; the messages taken count on at the new
+// share. A total that is not a positive finite rate is taken as share.
+func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	s, tol := &l.State, l.Config.Tolerance
 	if math.IsNaN(share) || share <= 0 || math.IsInf(share, 1) {
-		s.Share, s.Cut, s.Integral, s.Engaged = share, 0, 0, false
+		// No share to cut: the next one starts a new wait.
+		s.Share, s.Total, s.Cut, s.Integral, s.Engaged = 0, 0, 0, 0, false
 		return share
 	}
-	if s.Share <= 0 || math.Abs(share-s.Share) > tol*s.Share {
-		s.Share, s.SteadySince, s.Taken = share, now, 0
-		if s.Ref > 0 && share > s.RefShare*(1+tol) {
+	if math.IsNaN(total) || total <= 0 || math.IsInf(total, 1) {
+		total = share
+	}
+	switch {
+	case s.Share <= 0 || s.Total <= 0 || math.Abs(total-s.Total) > tol*s.Total:
+		s.Share, s.Total, s.SteadySince, s.Taken = share, total, now, 0
+		if s.Ref > 0 && total > s.refTotal()*(1+tol) {
 			s.Ref, s.Cut, s.Integral, s.Engaged = 0, 0, 0, false
 		}
+	case math.Abs(share-s.Share) > tol*s.Share:
+		s.Taken *= share / s.Share
+		s.Share = share
 	}
 	return share * l.Fraction()
+}
+
+// refTotal is the total the reference was learned at (a state saved before
+// RefTotal was kept: the share it was learned at).
+func (s *InnerState) refTotal() float64 {
+	if s.RefTotal > 0 {
+		return s.RefTotal
+	}
+	return s.RefShare
 }
 
 // Observe folds one store into the inner loop: it filters the latency,
@@ -208,12 +237,13 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 		return
 	}
 	if s.Ref <= 0 {
-		s.Ref, s.RefShare = s.Latency, s.Share
+		s.Ref, s.RefShare, s.RefTotal = s.Latency, s.Share, s.Total
 		return
 	}
 	a := math.Exp(-dt / c.Learn.Seconds())
 	s.Ref = a*s.Ref + (1-a)*s.Latency
 	s.RefShare = a*s.RefShare + (1-a)*s.Share
+	s.RefTotal = a*s.RefTotal + (1-a)*s.Total
 }
 
 // regulate is the cut's control law on the log of the latency ratio
@@ -303,7 +333,7 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 	}
 	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
 	stats.InnerReference.Store(int64(g.l.State.Ref * 1e9))
-	p := g.l.Pace(now, share)
+	p := g.l.PaceShare(now, share, a.Total)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
 	}

@@ -180,3 +180,46 @@ func ExampleInnerLoop() {
 	fmt.Printf("reference %v, pace %.0f of a share of 100\n", time.Duration(l.State.Ref*1e9).Round(100*time.Microsecond), l.Pace(t0.Add(600*time.Second), 100))
 	// Output: reference 6.7ms, pace 50 of a share of 100
 }
+
+// The share of one consumer changes with the number of its peers (a
+// consumer starting, a lease lapsing) while the loop's allowed rate, which
+// is what loads the destination, stays: that is not an edit of the outer
+// loop, so the inner loop keeps its reference and still cuts when the
+// latency then rises.
+func TestInnerLoopPeerChangeIsNotAnEdit(t *testing.T) {
+	l := consume.NewInnerLoop(consume.InnerConfig{})
+	t0 := time.Unix(1_700_000_000, 0)
+	step := func(at time.Duration, share, total float64, latency time.Duration) float64 {
+		now := t0.Add(at)
+		p := l.PaceShare(now, share, total)
+		l.Observe(consume.InnerSample{At: now, Messages: max(int(p), 1), PerMessage: latency})
+		return p
+	}
+	at := time.Duration(0)
+	for ; at < 4*time.Minute; at += time.Second {
+		step(at, 800.0/9, 800, 40*time.Millisecond) // 9 leases live
+	}
+	ref := l.State.Ref
+	if ref == 0 {
+		t.Fatal("no reference after a settled share")
+	}
+	for end := at + 30*time.Second; at < end; at += time.Second {
+		step(at, 800.0/7, 800, 40*time.Millisecond) // two lapsed: 7, the share 29 % up
+	}
+	if l.State.Ref == 0 {
+		t.Fatalf("reference forgotten when the peers went from 9 to 7 at the same allowed rate; want it kept")
+	}
+	low := math.Inf(1)
+	for end := at + 20*time.Second; at < end; at += time.Second {
+		low = math.Min(low, step(at, 800.0/7, 800, 200*time.Millisecond))
+	}
+	if low > 0.5*800/7 {
+		t.Errorf("lowest pace %.1f with the latency 5 x its reference; want a cut below half the share %.1f", low, 800.0/7)
+	}
+	// The outer loop raising the allowed rate is an edit: the reference
+	// goes until the rate has settled again.
+	step(at, 1000.0/7, 1000, 40*time.Millisecond)
+	if l.State.Ref != 0 {
+		t.Errorf("reference %v kept after the allowed rate rose beyond it; want it forgotten", l.State.Ref)
+	}
+}
