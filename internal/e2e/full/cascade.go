@@ -32,12 +32,15 @@ import (
 type cascadeConfig struct {
 	burst       time.Duration
 	points      float64
+	tolerance   float64
 	assertRatio bool
 }
 
 func (c *cascadeConfig) declare() {
 	flag.DurationVar(&c.burst, "burst", 15*time.Second, "cascade: how long the external load lasts")
 	flag.Float64Var(&c.points, "burst-points", 25, "cascade: the CPU points the external load adds")
+	flag.Float64Var(&c.tolerance, "inner-tolerance", loop.DefaultInnerTolerance,
+		"cascade: PARAMS inner_tolerance (the share's steadiness band, the latency's rise that cuts, the allowed rate's rise that drops the reference)")
 	flag.BoolVar(&c.assertRatio, "assert-ratio", false,
 		"cascade: fail unless the run with the inner loop spends at least 5 times fewer seconds above setpoint + 5 than the run without (the long run)")
 }
@@ -107,10 +110,11 @@ func (r *run) cascadeMain(c config) int {
 }
 
 // cascadeParams are the PARAMS of the loop tuned from the documented model
-// (no step test: the run is short), with the inner loop on at its defaults.
+// (no step test: the run is short), with the inner loop on at the run's
+// tolerance (-inner-tolerance) and the default reaction time.
 func (r *run) cascadeParams() (loop.Params, error) {
 	p, err := r.paramsFor(documentedModel)
-	p.Inner = &loop.InnerParams{Tolerance: loop.DefaultInnerTolerance, ReactionTime: loop.DefaultInnerReactionTime}
+	p.Inner = &loop.InnerParams{Tolerance: r.Cfg.cascade.tolerance, ReactionTime: loop.DefaultInnerReactionTime}
 	return p, err
 }
 
