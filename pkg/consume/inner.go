@@ -127,6 +127,10 @@ type InnerState struct {
 	Total       float64   `json:"total,omitempty"`
 	SteadySince time.Time `json:"steady_since"`
 	Taken       float64   `json:"taken"`
+	// Paced is the share of the last pace: the rate may drift within the
+	// tolerance below Share, and a consumer that takes all of a lower share
+	// is not demand-limited.
+	Paced float64 `json:"paced,omitempty"`
 	// Last is the time of the last sample; HoldUntil ends a pause after
 	// a probe showed the latency does not respond.
 	Last      time.Time `json:"last"`
@@ -183,6 +187,7 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 		s.Taken *= share / s.Share
 		s.Share = share
 	}
+	s.Paced = share
 	return share * l.Fraction()
 }
 
@@ -233,7 +238,11 @@ func (l *InnerLoop) Observe(x InnerSample) {
 func (l *InnerLoop) learn(now time.Time, dt float64) {
 	s, c := &l.State, &l.Config
 	held := now.Sub(s.SteadySince)
-	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*s.Share*held.Seconds() {
+	busy := s.Share
+	if s.Paced > 0 {
+		busy = math.Min(busy, s.Paced)
+	}
+	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*busy*held.Seconds() {
 		return
 	}
 	if s.Ref <= 0 {

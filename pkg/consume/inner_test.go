@@ -223,3 +223,16 @@ func TestInnerLoopPeerChangeIsNotAnEdit(t *testing.T) {
 		t.Errorf("reference %v kept after the allowed rate rose beyond it; want it forgotten", l.State.Ref)
 	}
 }
+
+// The allowed rate may drift within the tolerance below the share at which
+// it settled (the outer loop trims it tick by tick): a consumer that takes
+// all of the lower share is not demand-limited and learns its reference.
+func TestInnerLoopLearnsWhileTheShareDriftsDown(t *testing.T) {
+	r := newInnerRun(consume.InnerConfig{}, 600)
+	r.run(time.Second, constLatency(5*time.Millisecond))
+	r.share = 500 // 17 % down: within the tolerance, no edit
+	r.run(5*time.Minute, constLatency(5*time.Millisecond))
+	if r.l.State.Ref == 0 {
+		t.Errorf("no reference after 5 minutes taking all of a share that drifted from 600 to 500; want one learned")
+	}
+}
