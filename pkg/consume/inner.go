@@ -252,6 +252,9 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 	a := math.Exp(-dt / c.Learn.Seconds())
 	s.Ref = a*s.Ref + (1-a)*s.Latency
 	s.RefShare = a*s.RefShare + (1-a)*s.Share
+	if s.RefTotal <= 0 { // a state saved before RefTotal was kept
+		s.RefTotal = s.Total
+	}
 	s.RefTotal = a*s.RefTotal + (1-a)*s.Total
 }
 
