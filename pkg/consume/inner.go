@@ -106,7 +106,12 @@ type InnerState struct {
 	Ref      float64 `json:"ref"`
 	RefShare float64 `json:"ref_share"`
 	// RefTotal is the loop's allowed rate the reference was learned at.
-	RefTotal float64 `json:"ref_total,omitempty"`
+	// Suspended is true while the allowed rate is above it by more than
+	// the tolerance: the reference is not in force (a higher rate is
+	// expected to be slower) until the rate comes back, and is learned
+	// anew once the higher rate has settled.
+	RefTotal  float64 `json:"ref_total,omitempty"`
+	Suspended bool    `json:"suspended,omitempty"`
 	// Latency is the filtered latency per message, seconds.
 	Latency float64 `json:"latency"`
 	// Cut is the log of the fraction of the share let through (0: none);
@@ -149,6 +154,15 @@ type InnerLoop struct {
 // NewInnerLoop returns an inner loop with c's defaults filled in.
 func NewInnerLoop(c InnerConfig) *InnerLoop { return &InnerLoop{Config: c.withDefaults()} }
 
+// Reference is the learned latency per message in force, seconds: 0 before
+// one is learned and while it is suspended.
+func (l *InnerLoop) Reference() float64 {
+	if l.State.Suspended {
+		return 0
+	}
+	return l.State.Ref
+}
+
 // Fraction is the part of the share the inner loop lets through, in
 // [Floor, 1].
 func (l *InnerLoop) Fraction() float64 { return math.Exp(l.State.Cut) }
@@ -161,8 +175,10 @@ func (l *InnerLoop) Pace(now time.Time, share float64) float64 { return l.PaceSh
 // allowed rate total: share x Fraction, never above share. A change of total
 // by more than the tolerance is an edit of the outer loop: it restarts the
 // wait for a settled share, and a rise beyond the total the reference was
-// learned at makes the reference stale (a higher rate is expected to be
-// slower), so the inner loop lets go until it has learned again. A change
+// learned at suspends the reference (a higher rate is expected to be
+// slower), so the inner loop lets go; it takes the reference back when the
+// rate comes back within the tolerance (the outer loop's answer to one
+// noisy reading), and learns anew once the higher rate has settled. A change
 // of the share alone is a change of the peers that share total (a consumer
 // started, a lease lapsed): the destination's load is the same, so the
 // reference and the wait stand; the messages taken count on at the new
@@ -180,8 +196,9 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	switch {
 	case s.Share <= 0 || s.Total <= 0 || math.Abs(total-s.Total) > tol*s.Total:
 		s.Share, s.Total, s.SteadySince, s.Taken = share, total, now, 0
-		if s.Ref > 0 && total > s.refTotal()*(1+tol) {
-			s.Ref, s.Cut, s.Integral, s.Engaged = 0, 0, 0, false
+		s.Suspended = s.Ref > 0 && total > s.refTotal()*(1+tol)
+		if s.Suspended {
+			s.Cut, s.Integral, s.Engaged = 0, 0, false
 		}
 	case math.Abs(share-s.Share) > tol*s.Share:
 		s.Taken *= share / s.Share
@@ -224,10 +241,10 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	if x.At.Before(s.HoldUntil) {
 		return
 	}
-	if s.Ref <= 0 || (!s.Engaged && s.Cut == 0) {
+	if s.Ref <= 0 || s.Suspended || (!s.Engaged && s.Cut == 0) {
 		l.learn(x.At, dt)
 	}
-	if s.Ref > 0 {
+	if s.Ref > 0 && !s.Suspended {
 		l.regulate(x, dt)
 	}
 }
@@ -245,8 +262,8 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*busy*held.Seconds() {
 		return
 	}
-	if s.Ref <= 0 {
-		s.Ref, s.RefShare, s.RefTotal = s.Latency, s.Share, s.Total
+	if s.Ref <= 0 || s.Suspended {
+		s.Ref, s.RefShare, s.RefTotal, s.Suspended = s.Latency, s.Share, s.Total, false
 		return
 	}
 	a := math.Exp(-dt / c.Learn.Seconds())
@@ -282,7 +299,7 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s.Peak = math.Max(s.Peak, s.Latency)
 	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
 	if x.At.Sub(s.EngagedAt) > c.Probe && !s.Responded {
-		s.Cut, s.Integral, s.Engaged, s.Ref = 0, 0, false, 0
+		s.Cut, s.Integral, s.Engaged, s.Ref, s.Suspended = 0, 0, false, 0, false
 		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
 		return
 	}
@@ -344,7 +361,7 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 		return share
 	}
 	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
-	stats.InnerReference.Store(int64(g.l.State.Ref * 1e9))
+	stats.InnerReference.Store(int64(g.l.Reference() * 1e9))
 	p := g.l.PaceShare(now, share, a.Total)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
