@@ -72,9 +72,11 @@ e2e-tune: e2e-bootstraps
 #                    inner_tolerance). Not in make test: on this shared
 #                    2-core machine the store latency does respond to the
 #                    burst (5 x), but the outer loop's rate moves by 20-50 %
-#                    per tick on MariaDB's noisy CPU, which drops the inner
-#                    loops' references before the burst, and the short run
-#                    does not even learn them reliably (docs/consumers.md,
+#                    per tick on MariaDB's noisy CPU (neighbours on the
+#                    host), which took the inner loops' references away
+#                    before the burst (they are now suspended and given
+#                    back; no passing run yet), and the short run takes
+#                    over 3 minutes to learn them (docs/consumers.md,
 #                    "On MariaDB").
 #                    E2E_CASCADE_LONG=1: 10 s ticks and 2-minute bursts
 #                    (about 9 minutes), and it also asserts 5 times fewer
