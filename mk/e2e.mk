@@ -66,10 +66,18 @@ e2e-tune: e2e-bootstraps
 #                    behaviour: the inner loop learns and cuts, the run
 #                    without it withholds nothing, steady CPU within 5
 #                    points of the setpoint, nothing lost or applied twice.
-#                    Not in make test yet: on this 2-core MariaDB a burst to
-#                    about 50 % CPU barely moves the store latency, so the
-#                    inner loop hardly cuts, and the run after the first
-#                    burst has not settled back within the band.
+#                    Each run waits for the CPU to settle within 2.5 points
+#                    of the setpoint before its burst, and traces the leases
+#                    through the burst (-inner-tolerance sets PARAMS
+#                    inner_tolerance). Not in make test: on this shared
+#                    2-core machine the store latency does respond to the
+#                    burst (5 x), but the outer loop's rate moves by 20-50 %
+#                    per tick on MariaDB's noisy CPU (neighbours on the
+#                    host), which took the inner loops' references away
+#                    before the burst (they are now suspended and given
+#                    back; no passing run yet), and the short run takes
+#                    over 3 minutes to learn them (docs/consumers.md,
+#                    "On MariaDB").
 #                    E2E_CASCADE_LONG=1: 10 s ticks and 2-minute bursts
 #                    (about 9 minutes), and it also asserts 5 times fewer
 #                    seconds above setpoint + 5 with the inner loop.

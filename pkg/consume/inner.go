@@ -105,6 +105,13 @@ type InnerState struct {
 	// none yet); RefShare the share it was learned at.
 	Ref      float64 `json:"ref"`
 	RefShare float64 `json:"ref_share"`
+	// RefTotal is the loop's allowed rate the reference was learned at.
+	// Suspended is true while the allowed rate is above it by more than
+	// the tolerance: the reference is not in force (a higher rate is
+	// expected to be slower) until the rate comes back, and is learned
+	// anew once the higher rate has settled.
+	RefTotal  float64 `json:"ref_total,omitempty"`
+	Suspended bool    `json:"suspended,omitempty"`
 	// Latency is the filtered latency per message, seconds.
 	Latency float64 `json:"latency"`
 	// Cut is the log of the fraction of the share let through (0: none);
@@ -118,11 +125,17 @@ type InnerState struct {
 	EngagedAt time.Time `json:"engaged_at"`
 	Peak      float64   `json:"peak"`
 	Responded bool      `json:"responded"`
-	// Share is the share in force, SteadySince since when it held within
-	// tolerance; Taken counts the messages observed since then.
+	// Share is the share in force and Total the loop's allowed rate it is
+	// part of; SteadySince is since when Total held within tolerance;
+	// Taken counts the messages observed since then (at Share).
 	Share       float64   `json:"share"`
+	Total       float64   `json:"total,omitempty"`
 	SteadySince time.Time `json:"steady_since"`
 	Taken       float64   `json:"taken"`
+	// Paced is the share of the last pace: the rate may drift within the
+	// tolerance below Share, and a consumer that takes all of a lower share
+	// is not demand-limited.
+	Paced float64 `json:"paced,omitempty"`
 	// Last is the time of the last sample; HoldUntil ends a pause after
 	// a probe showed the latency does not respond.
 	Last      time.Time `json:"last"`
@@ -141,29 +154,67 @@ type InnerLoop struct {
 // NewInnerLoop returns an inner loop with c's defaults filled in.
 func NewInnerLoop(c InnerConfig) *InnerLoop { return &InnerLoop{Config: c.withDefaults()} }
 
+// Reference is the learned latency per message in force, seconds: 0 before
+// one is learned and while it is suspended.
+func (l *InnerLoop) Reference() float64 {
+	if l.State.Suspended {
+		return 0
+	}
+	return l.State.Ref
+}
+
 // Fraction is the part of the share the inner loop lets through, in
 // [Floor, 1].
 func (l *InnerLoop) Fraction() float64 { return math.Exp(l.State.Cut) }
 
-// Pace is the pace for share: share x Fraction, never above share. A change
-// of the share by more than the tolerance is an edit of the outer loop: it
-// restarts the wait for a settled share, and a rise beyond the share the
-// reference was learned at makes the reference stale (a higher rate is
-// expected to be slower), so the inner loop lets go until it has learned
-// again.
-func (l *InnerLoop) Pace(now time.Time, share float64) float64 {
+// Pace is the pace for share when this consumer is the loop's only one:
+// PaceShare(now, share, share).
+func (l *InnerLoop) Pace(now time.Time, share float64) float64 { return l.PaceShare(now, share, share) }
+
+// PaceShare is the pace for share, this consumer's part of the loop's
+// allowed rate total: share x Fraction, never above share. A change of total
+// by more than the tolerance is an edit of the outer loop: it restarts the
+// wait for a settled share, and a rise beyond the total the reference was
+// learned at suspends the reference (a higher rate is expected to be
+// slower), so the inner loop lets go; it takes the reference back when the
+// rate comes back within the tolerance (the outer loop's answer to one
+// noisy reading), and learns anew once the higher rate has settled. A change
+// of the share alone is a change of the peers that share total (a consumer
+// started, a lease lapsed): the destination's load is the same, so the
+// reference and the wait stand; the messages taken count on at the new
+// share. A total that is not a positive finite rate is taken as share.
+func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	s, tol := &l.State, l.Config.Tolerance
 	if math.IsNaN(share) || share <= 0 || math.IsInf(share, 1) {
-		s.Share, s.Cut, s.Integral, s.Engaged = share, 0, 0, false
+		// No share to cut: the next one starts a new wait.
+		s.Share, s.Total, s.Cut, s.Integral, s.Engaged = 0, 0, 0, 0, false
 		return share
 	}
-	if s.Share <= 0 || math.Abs(share-s.Share) > tol*s.Share {
-		s.Share, s.SteadySince, s.Taken = share, now, 0
-		if s.Ref > 0 && share > s.RefShare*(1+tol) {
-			s.Ref, s.Cut, s.Integral, s.Engaged = 0, 0, 0, false
-		}
+	if math.IsNaN(total) || total <= 0 || math.IsInf(total, 1) {
+		total = share
 	}
+	switch {
+	case s.Share <= 0 || s.Total <= 0 || math.Abs(total-s.Total) > tol*s.Total:
+		s.Share, s.Total, s.SteadySince, s.Taken = share, total, now, 0
+		s.Suspended = s.Ref > 0 && total > s.refTotal()*(1+tol)
+		if s.Suspended {
+			s.Cut, s.Integral, s.Engaged = 0, 0, false
+		}
+	case math.Abs(share-s.Share) > tol*s.Share:
+		s.Taken *= share / s.Share
+		s.Share = share
+	}
+	s.Paced = share
 	return share * l.Fraction()
+}
+
+// refTotal is the total the reference was learned at (a state saved before
+// RefTotal was kept: the share it was learned at).
+func (s *InnerState) refTotal() float64 {
+	if s.RefTotal > 0 {
+		return s.RefTotal
+	}
+	return s.RefShare
 }
 
 // Observe folds one store into the inner loop: it filters the latency,
@@ -190,10 +241,10 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	if x.At.Before(s.HoldUntil) {
 		return
 	}
-	if s.Ref <= 0 || (!s.Engaged && s.Cut == 0) {
+	if s.Ref <= 0 || s.Suspended || (!s.Engaged && s.Cut == 0) {
 		l.learn(x.At, dt)
 	}
-	if s.Ref > 0 {
+	if s.Ref > 0 && !s.Suspended {
 		l.regulate(x, dt)
 	}
 }
@@ -204,16 +255,24 @@ func (l *InnerLoop) Observe(x InnerSample) {
 func (l *InnerLoop) learn(now time.Time, dt float64) {
 	s, c := &l.State, &l.Config
 	held := now.Sub(s.SteadySince)
-	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*s.Share*held.Seconds() {
+	busy := s.Share
+	if s.Paced > 0 {
+		busy = math.Min(busy, s.Paced)
+	}
+	if s.Share <= 0 || held < c.Settle || s.Taken < 0.9*busy*held.Seconds() {
 		return
 	}
-	if s.Ref <= 0 {
-		s.Ref, s.RefShare = s.Latency, s.Share
+	if s.Ref <= 0 || s.Suspended {
+		s.Ref, s.RefShare, s.RefTotal, s.Suspended = s.Latency, s.Share, s.Total, false
 		return
 	}
 	a := math.Exp(-dt / c.Learn.Seconds())
 	s.Ref = a*s.Ref + (1-a)*s.Latency
 	s.RefShare = a*s.RefShare + (1-a)*s.Share
+	if s.RefTotal <= 0 { // a state saved before RefTotal was kept
+		s.RefTotal = s.Total
+	}
+	s.RefTotal = a*s.RefTotal + (1-a)*s.Total
 }
 
 // regulate is the cut's control law on the log of the latency ratio
@@ -240,7 +299,7 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s.Peak = math.Max(s.Peak, s.Latency)
 	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
 	if x.At.Sub(s.EngagedAt) > c.Probe && !s.Responded {
-		s.Cut, s.Integral, s.Engaged, s.Ref = 0, 0, false, 0
+		s.Cut, s.Integral, s.Engaged, s.Ref, s.Suspended = 0, 0, false, 0, false
 		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
 		return
 	}
@@ -302,8 +361,8 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 		return share
 	}
 	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
-	stats.InnerReference.Store(int64(g.l.State.Ref * 1e9))
-	p := g.l.Pace(now, share)
+	stats.InnerReference.Store(int64(g.l.Reference() * 1e9))
+	p := g.l.PaceShare(now, share, a.Total)
 	if p < share && !math.IsInf(share, 1) {
 		g.withheld = share - p
 	}

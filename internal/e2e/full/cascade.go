@@ -32,12 +32,15 @@ import (
 type cascadeConfig struct {
 	burst       time.Duration
 	points      float64
+	tolerance   float64
 	assertRatio bool
 }
 
 func (c *cascadeConfig) declare() {
 	flag.DurationVar(&c.burst, "burst", 15*time.Second, "cascade: how long the external load lasts")
 	flag.Float64Var(&c.points, "burst-points", 25, "cascade: the CPU points the external load adds")
+	flag.Float64Var(&c.tolerance, "inner-tolerance", loop.DefaultInnerTolerance,
+		"cascade: PARAMS inner_tolerance (the share's steadiness band, the latency's rise that cuts, the allowed rate's rise that drops the reference)")
 	flag.BoolVar(&c.assertRatio, "assert-ratio", false,
 		"cascade: fail unless the run with the inner loop spends at least 5 times fewer seconds above setpoint + 5 than the run without (the long run)")
 }
@@ -64,6 +67,14 @@ type CascadeRun struct {
 	// burst (the leases; 0 without the inner loop).
 	ReferenceMS   float64 `json:"reference_ms"`
 	PeakLatencyMS float64 `json:"peak_latency_ms"`
+	// LearnedAtPeak is how many live leases carried a reference when
+	// their mean latency peaked (of Live): a consumer without one cannot
+	// cut. SettleS is how long the run waited, after its wait, for the CPU's
+	// mean over a phase to come within 2.5 points of the setpoint
+	// (waitSettled).
+	LearnedAtPeak int     `json:"learned_at_peak"`
+	LiveAtPeak    int     `json:"live_at_peak"`
+	SettleS       float64 `json:"settle_s"`
 	// Orders [first, end) are this run's.
 	First, End int `json:"-"`
 	Stored     int `json:"stored"`
@@ -99,10 +110,11 @@ func (r *run) cascadeMain(c config) int {
 }
 
 // cascadeParams are the PARAMS of the loop tuned from the documented model
-// (no step test: the run is short), with the inner loop on at its defaults.
+// (no step test: the run is short), with the inner loop on at the run's
+// tolerance (-inner-tolerance) and the default reaction time.
 func (r *run) cascadeParams() (loop.Params, error) {
 	p, err := r.paramsFor(documentedModel)
-	p.Inner = &loop.InnerParams{Tolerance: loop.DefaultInnerTolerance, ReactionTime: loop.DefaultInnerReactionTime}
+	p.Inner = &loop.InnerParams{Tolerance: r.Cfg.cascade.tolerance, ReactionTime: loop.DefaultInnerReactionTime}
 	return p, err
 }
 
@@ -171,6 +183,7 @@ func (r *run) cascadeRun(cr *CascadeRun, wait time.Duration) (burstRun, error) {
 	}
 	cr.ReferenceMS = e2ekit.Round(ref.Seconds()*1000, 2)
 	r.sleepUntil(max(r.now(), begin+wait))
+	cr.SettleS = e2ekit.Round(r.waitSettled(8*c.phase).Seconds(), 1)
 	b := burstRun{cr: cr, onset: r.now()}
 	steady, _ := r.meanCPU(b.onset-c.phase, b.onset)
 	cr.SteadyCPU = e2ekit.Round(steady, 2)
@@ -193,7 +206,7 @@ func (r *run) cascadeRun(cr *CascadeRun, wait time.Duration) (burstRun, error) {
 	if err := gen.Start(r.Ctx); err != nil {
 		return b, err
 	}
-	cr.PeakLatencyMS = r.peakLatency(b.onset + c.cascade.burst)
+	cr.PeakLatencyMS, cr.LearnedAtPeak, cr.LiveAtPeak = r.peakLatency(b.onset + c.cascade.burst)
 	gen.Stop()
 	b.end = r.now()
 	return b, nil
@@ -272,7 +285,7 @@ func (r *run) innerLeases() (leaseSum, []protocol.Peer, error) {
 // carries no inner settings and no live lease a latency).
 func (r *run) waitInner(on bool, within time.Duration) (time.Duration, error) {
 	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) && r.Ctx.Err() == nil {
+	for n := 0; time.Now().Before(deadline) && r.Ctx.Err() == nil; {
 		s, _, err := r.innerLeases()
 		if err != nil {
 			return 0, err
@@ -287,6 +300,9 @@ func (r *run) waitInner(on bool, within time.Duration) (time.Duration, error) {
 				return 0, nil
 			}
 		}
+		if n++; n%10 == 0 {
+			r.Logf("waiting for the inner loop %v: %d live leases, %d with a reference", on, s.live, s.learned)
+		}
 		r.Sleep(time.Second)
 	}
 	if on {
@@ -295,17 +311,38 @@ func (r *run) waitInner(on bool, within time.Duration) (time.Duration, error) {
 	return 0, fmt.Errorf("the consumers' inner loops did not stop within %v of inner_loop false", within)
 }
 
-// peakLatency samples the leases' mean latency every second until the run's
-// time until, and returns the highest, ms.
-func (r *run) peakLatency(until time.Duration) float64 {
+// peakLatency samples the leases every second until the run's time until,
+// logs what they say, and returns their highest mean latency (ms) with how
+// many of the live leases carried a reference then, of how many.
+func (r *run) peakLatency(until time.Duration) (ms float64, learned, live int) {
 	peak := 0.0
 	for r.now() < until && r.Ctx.Err() == nil {
 		if s, _, err := r.innerLeases(); err == nil {
-			peak = math.Max(peak, s.latency.Seconds()*1000)
+			ms := s.latency.Seconds() * 1000
+			r.Logf("in the burst: %d live leases, %d with a reference (mean %.1f ms), mean latency %.1f ms, %d withheld in all",
+				s.live, s.learned, s.reference.Seconds()*1000, ms, s.withheld)
+			if ms > peak {
+				peak, learned, live = ms, s.learned, s.live
+			}
 		}
 		r.Sleep(min(time.Second, until-r.now()))
 	}
-	return e2ekit.Round(peak, 2)
+	return e2ekit.Round(peak, 2), learned, live
+}
+
+// waitSettled waits, at most within, until the CPU's mean over the last
+// phase is within 2.5 points of the setpoint (the checks want 5), and
+// returns how long it waited: the run after a burst starts from a loop
+// that has recovered, not from the burst's aftermath.
+func (r *run) waitSettled(within time.Duration) time.Duration {
+	c, start := r.Cfg, r.now()
+	for r.now()-start < within && r.Ctx.Err() == nil {
+		if m, n := r.meanCPU(r.now()-c.phase, r.now()); n > 0 && math.Abs(m-c.setpoint) <= 2.5 {
+			break
+		}
+		r.Sleep(time.Second)
+	}
+	return r.now() - start
 }
 
 // secondsAbove counts the seconds in [from, to) at which the mean CPU over
