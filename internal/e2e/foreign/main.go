@@ -86,11 +86,7 @@ func main() {
 	flag.DurationVar(&c.phase, "phase", 35*time.Second, "length of each phase")
 	flag.DurationVar(&c.settle, "settle", 15*time.Second, "the start of phase one left out of its mean")
 	flag.IntVar(&c.workMS, "work-ms", 1000, "what each batch waits on the consumer's own slow dependency, ms")
-	// Six, not four: at four the emulators' batches (1 s of WORK_MS plus the
-	// inserts, 2 to 4 s on a busy 2-core machine) cap what the function
-	// takes near the model's 20.6 msg/s for setpoint 30, and the loop sits
-	// at the concurrency ceiling below its setpoint.
-	flag.IntVar(&c.rieInstances, "instances", 6, "consumer emulators (the most instances the mapping can run)")
+	flag.IntVar(&c.rieInstances, "instances", 4, "consumer emulators (the most instances the mapping can run)")
 	flag.Parse()
 	r := &run{}
 	os.Exit(r.Execute("e2e-foreign", c, 5*time.Minute, r.setup, r.scenario, &r.Res.Verdict))
