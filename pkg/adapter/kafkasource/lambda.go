@@ -318,21 +318,9 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, src st
 			return sent, refused, err
 		}
 		log.ErrorContext(ctx, "dead-letter destination refused records; trying again within the invocation", "records", len(poison), "err", err)
-		if sleepCtx(ctx, wait) != nil {
+		if (consume.WallClock{}).Sleep(ctx, wait) != nil {
 			return sent, refused, err
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends (then it returns ctx's error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
