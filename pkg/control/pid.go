@@ -257,6 +257,14 @@ type Input struct {
 	// Astrom & Hagglund 2006, sec. 3.5).
 	ActualRate  float64
 	ActualKnown bool
+	// ActualAllowed, when positive, is the rate the plant was allowed over
+	// the same window and with the same averaging as ActualRate (an
+	// exponential average of the outputs in force): what ActualRate would
+	// read had the plant taken all of it. The limited test then compares
+	// like with like: an average lags a rate that climbs, and a plant that
+	// takes all of a rising rate is not limited by something else. Zero
+	// compares ActualRate with the last output.
+	ActualAllowed float64
 	// Feedforward, when FeedforwardKnown and the controller has no model
 	// (Config.Feedforward nil), is a measured feedforward added to the
 	// output: the rate that holds the measurement steady as measured now,
@@ -420,7 +428,11 @@ func (c *Controller) start(in Input, valid bool) {
 func (c *Controller) trackActual(in Input) bool {
 	cfg, s := &c.Config, &c.State
 	dt := in.SamplingInterval
-	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < s.Output*(1-actualTolerance)-cfg.Slew
+	allowed := s.Output
+	if in.ActualAllowed > 0 && !math.IsInf(in.ActualAllowed, 0) {
+		allowed = math.Min(allowed, in.ActualAllowed)
+	}
+	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < allowed*(1-actualTolerance)-cfg.Slew
 	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
 		actual := math.Max(0, in.ActualRate)
 		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {

@@ -24,7 +24,8 @@ func observeDemand(snap Snapshot, prev *State, now time.Time, in *control.Input,
 	d := measureDemand(unsettled(snap.Peers, prevTick), base, prevTick, now)
 	d.Stored, d.ReportedAt = capBaselines(d.Stored, d.ReportedAt)
 	if d.Known {
-		in.ActualRate, in.ActualKnown = d.Processed+d.WithheldRate, true
+		d.Allowed = smoothAllowed(prev, base, now.Sub(prevTick))
+		in.ActualRate, in.ActualKnown, in.ActualAllowed = d.Processed+d.WithheldRate, true, d.Allowed
 		r.Processed, r.ProcessedKnown, r.Withheld = d.Processed, true, d.WithheldRate
 	}
 	r.LivePeers = d.Live
@@ -100,6 +101,14 @@ type Demand struct {
 	// is not a plant that took less (withheld.go).
 	Withheld     map[string]int64 `json:"withheld,omitempty"`
 	WithheldRate float64          `json:"withheld_rate,omitempty"`
+	// Allowed is the rate the consumers were allowed since the previous
+	// tick (the rate that tick computed), averaged as Processed is,
+	// messages/s: what Processed would read had they taken all of it (0
+	// when not known: shadow mode, a paused loop). The controller compares
+	// the two (control.Input.ActualAllowed), so that a rate that climbs,
+	// which the average of what was taken lags, is not read as a queue
+	// that ran dry.
+	Allowed float64 `json:"allowed,omitempty"`
 	// Taken is, for a member of a destination, the part of its allowed
 	// rate that its consumers took (Processed over the rate of the tick
 	// before), averaged over ProcessedSmoothing; nil for a loop that is no
@@ -119,7 +128,8 @@ type Demand struct {
 // prevTick (not the controller's capped sampling interval: after an outage
 // the counts cover the whole gap). A count below its baseline (an
 // instance id reused after a restart) counts from zero. An instance first
-// seen now counts whole if it started after the previous tick; if it
+// seen now counts whole (as of the tick) if it started after the previous
+// tick; if it
 // started before, its share of the period is unknown and so is the figure.
 // Redelivered messages that a consumer stores again are counted again: the
 // figure is what reached the destination, which is what loads it.
@@ -137,8 +147,11 @@ func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) 
 		switch {
 		case ok && p.Stored >= base:
 			sum += asOfTick(float64(p.Stored-base), prev.ReportedAt[p.Instance], p.ReportedAt, dt)
-		case ok || !p.StartedAt.Before(prevTick):
+		case ok:
 			sum += float64(p.Stored)
+		case !p.StartedAt.Before(prevTick):
+			// Started since: what it stored as of the tick.
+			sum += asOfTick(float64(p.Stored), p.StartedAt, p.ReportedAt, now.Sub(p.StartedAt))
 		default:
 			known = false
 		}
@@ -185,4 +198,30 @@ func smoothProcessed(raw float64, prev Demand, dt time.Duration) float64 {
 	}
 	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
 	return a*prev.Processed + (1-a)*raw
+}
+
+// allowedInForce is the rate the consumers were allowed since the previous
+// tick: the rate that tick computed, unless it was not applied (shadow
+// mode) or was zero.
+func allowedInForce(prev *State) (float64, bool) {
+	if prev == nil || prev.Mode == ModeShadow || prev.Rate <= 0 || math.IsNaN(prev.Rate) || math.IsInf(prev.Rate, 0) {
+		return 0, false
+	}
+	return prev.Rate, true
+}
+
+// smoothAllowed is the exponential average of the rate in force over dt
+// with the previous tick's figure, with Processed's time constant (the
+// rate in force itself when there is no previous figure); 0 when no rate
+// was in force.
+func smoothAllowed(prev *State, base Demand, dt time.Duration) float64 {
+	allowed, ok := allowedInForce(prev)
+	if !ok {
+		return 0
+	}
+	if !base.Known || base.Allowed <= 0 {
+		return allowed
+	}
+	a := math.Exp(-dt.Seconds() / ProcessedSmoothing.Seconds())
+	return a*base.Allowed + (1-a)*allowed
 }

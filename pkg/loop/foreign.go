@@ -167,7 +167,7 @@ func (w *due) foreignDemand(prev *State, d *Demand, in *control.Input, r *Report
 	if !w.foreign() {
 		return
 	}
-	in.ActualRate, in.ActualKnown = 0, false
+	in.ActualRate, in.ActualKnown, in.ActualAllowed = 0, false, 0
 	r.Processed, r.ProcessedKnown = 0, false
 	d.Processed, d.Known = 0, false
 	if !w.fn.DeletedKnown || prev != nil && (prev.Mapping.Floor || w.fn.DeletedSince.Before(prev.Mapping.SwitchedAt)) {
