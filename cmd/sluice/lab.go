@@ -14,6 +14,7 @@ func labCommands() []command {
 		{name: "balance", summary: "PID load balancing over nodes of different capacity vs round-robin", run: runLabBalance},
 		{name: "compare", summary: "identify, tune and compare controllers in closed loop on the simulated plant", run: runLabCompare},
 		{name: "step-mariadb", summary: "open-loop step test on the real MariaDB plant (same as step --plant mariadb)", run: runLabStepMariaDB},
+		{name: "latency-mariadb", summary: "the consumers' store latency against the real MariaDB's CPU under external loads", run: runLabLatencyMariaDB},
 		{name: "compare-mariadb", summary: "controllers in closed loop on the real MariaDB plant with a real disturbance", run: runLabCompareMariaDB},
 	}
 }
