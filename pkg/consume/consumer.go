@@ -160,6 +160,9 @@ func (c *Consumer) Breaker() *Breaker { return c.breaker }
 // Stats returns the consumer's counters.
 func (c *Consumer) Stats() *Stats { return c.stats }
 
+// Clock returns the clock the consumer runs on.
+func (c *Consumer) Clock() Clock { return c.clock }
+
 // Pacer returns the consumer's pacer.
 func (c *Consumer) Pacer() *Pacer { return c.pacer }
 

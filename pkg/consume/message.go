@@ -17,6 +17,11 @@ type Message struct {
 	ReceiveCount int
 	// SentAt is when the producer sent the message (zero when unknown).
 	SentAt time.Time
+	// FirstReceivedAt is when the source first delivered the message (SQS
+	// ApproximateFirstReceiveTimestamp; zero when unknown). On a later
+	// delivery it tells how long the message has been waiting to be
+	// stored, which an instance that started since does not know.
+	FirstReceivedAt time.Time
 	// Handle is opaque to this package: the Source that produced the message
 	// reads it back in Ack, Release and DeadLetter (an SQS receipt handle, a
 	// Kafka record).

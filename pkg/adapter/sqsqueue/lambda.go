@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -72,6 +73,8 @@ type Handler struct {
 	Loop      string
 
 	retention retention
+	start     sync.Once
+	started   time.Time // this instance's first invocation
 }
 
 // FromEvent converts an SQS event record to a consumer message. Handle is
@@ -83,6 +86,9 @@ func FromEvent(r events.SQSMessage) consume.Message {
 	}
 	if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
 		m.SentAt = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(r.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64); err == nil {
+		m.FirstReceivedAt = time.UnixMilli(ms)
 	}
 	if len(r.MessageAttributes) > 0 {
 		m.Attributes = map[string]string{}
@@ -120,6 +126,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		sctx, cancelS = context.WithDeadline(ctx, dl.Add(-margin/4))
 		defer cancelS()
 	}
+	h.start.Do(func() { h.started = h.Consumer.Clock().Now() })
 	paced := h.Consumer.Stats().Paced()
 	rep := h.Consumer.Process(pctx, msgs)
 	paced = h.Consumer.Stats().Paced() - paced
@@ -183,6 +190,25 @@ func (h *Handler) deadLetter(ctx context.Context, log *slog.Logger, poison []con
 	return len(sent), unsent
 }
 
+// failedWhole reports whether the destination failed the batch: nothing
+// stored or refused, some handed back to retry (the others deferred: a
+// consumer stops a batch at the destination's failure).
+func failedWhole(rep consume.Report) bool {
+	return len(rep.Retry) > 0 && len(rep.Stored) == 0 && len(rep.Poison) == 0
+}
+
+// redelivered returns the messages of msgs first received before this
+// instance's first invocation (Handler.waited).
+func (h *Handler) redelivered(msgs []consume.Message, now time.Time) []consume.Message {
+	var out []consume.Message
+	for _, m := range msgs {
+		if h.waited(m, now) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // delay sets the visibility of the messages handed back (when QueueURL is
 // set): Retry by RetryBackoff and their receive count; Deferred at a rate
 // of zero by PausedBackoff; other Deferred at their expected pacing slot,
@@ -211,8 +237,15 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		vis[m.ID] = max(slot, RetryVisibility(retry, m))
 	}
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
-	if h.Consumer.Breaker().State() == consume.CircuitOpen && !rep.Paused {
+	switch {
+	case h.Consumer.Breaker().State() == consume.CircuitOpen && !rep.Paused:
 		h.openVisibility(ctx, log, back, vis)
+	case failedWhole(rep):
+		// The destination failed the whole batch and this instance's
+		// circuit is not open yet: for the messages first received
+		// before it started (an instance started during an outage),
+		// their wait says how long the outage has lasted.
+		h.openVisibility(ctx, log, h.redelivered(back, h.Consumer.Clock().Now()), vis)
 	}
 	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
 	if err != nil {

@@ -120,8 +120,24 @@ func (h *Handler) openVisibility(ctx context.Context, log *slog.Logger, back []c
 		b = DefaultOpenBackoff()
 	}
 	ret := h.retention.get(ctx, log, h.API, h.QueueURL, h.QueueRetention)
-	now, age := time.Now(), h.Consumer.Breaker().FailingFor()
+	now, age := h.Consumer.Clock().Now(), h.Consumer.Breaker().FailingFor()
 	for _, m := range back {
-		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now, age)
+		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now, max(age, h.waited(m, now)))
 	}
+}
+
+// waited is how long m has waited since its first receive when that was
+// before this instance's first invocation (0 otherwise): what the instance
+// cannot know of the outage from its own failures. A Lambda instance
+// started during an outage (the mapping scales and recycles its instances)
+// sees the destination fail from its first batch on, and would take the
+// outage for one that has just begun. The wait overstates an outage's age
+// for a message that was received and deferred for its pacing slot before
+// the outage began; it then stays away longer (at most the long backoff by
+// its receive count), which costs time, not the message.
+func (h *Handler) waited(m consume.Message, now time.Time) time.Duration {
+	if m.ReceiveCount < 2 || m.FirstReceivedAt.IsZero() || !m.FirstReceivedAt.Before(h.started) {
+		return 0
+	}
+	return max(now.Sub(m.FirstReceivedAt), 0)
 }

@@ -198,6 +198,9 @@ func FromSQS(m types.Message) consume.Message {
 	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
 		cm.SentAt = time.UnixMilli(ms)
 	}
+	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64); err == nil {
+		cm.FirstReceivedAt = time.UnixMilli(ms)
+	}
 	if len(m.MessageAttributes) > 0 {
 		cm.Attributes = map[string]string{}
 		for k, v := range m.MessageAttributes {

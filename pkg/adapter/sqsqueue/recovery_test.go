@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/internal/testclock"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
@@ -25,6 +27,7 @@ func highest(c time.Duration) time.Duration { return c }
 type simMessage struct {
 	id        string
 	receives  int
+	firstAt   time.Time // the first receive (zero: not yet)
 	visibleAt time.Time
 	storedAt  time.Time // zero: not yet
 }
@@ -46,6 +49,10 @@ type mappingSim struct {
 	// moves the message to the dead-letter queue (counted, not delivered).
 	maxReceiveCount int
 	deadLettered    int
+	// fresh, when set, makes a new Handler (a new consumer and breaker)
+	// for every invocation: the Lambda instances of a mapping that scales
+	// and recycles them, each of which sees the outage anew.
+	fresh func() *sqsqueue.Handler
 }
 
 // newMappingSim returns a simulation of n messages sent at the start, with
@@ -54,17 +61,21 @@ func newMappingSim(n int, outage time.Duration, jitter, breaker func(time.Durati
 	clock := testclock.New(time.Now())
 	rates := memqueue.NewRates()
 	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
-	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, clock, nil, nil)
 	sink := memqueue.NewSink()
-	cfg := consume.Config{Breaker: consume.BreakerConfig{Backoff: consume.Backoff{Jitter: breaker}}}
 	api := &retentionAPI{retention: 14 * 24 * time.Hour}
-	h := &sqsqueue.Handler{
-		Consumer: consume.New(cfg, rc, sink, clock, nil, nil), Loop: "orders",
-		API: api, QueueURL: "http://sqs/q", DeadLetterURL: "http://sqs/dlq",
-		RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff(),
+	handler := func() *sqsqueue.Handler {
+		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, clock, nil, nil)
+		cfg := consume.Config{Breaker: consume.BreakerConfig{Backoff: consume.Backoff{Jitter: breaker}}}
+		h := &sqsqueue.Handler{
+			Consumer: consume.New(cfg, rc, sink, clock, nil, nil), Loop: "orders",
+			API: api, QueueURL: "http://sqs/q", DeadLetterURL: "http://sqs/dlq",
+			RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff(),
+		}
+		h.RetryBackoff.Jitter, h.OpenBackoff.Jitter = jitter, jitter
+		return h
 	}
-	h.RetryBackoff.Jitter, h.OpenBackoff.Jitter = jitter, jitter
-	s := &mappingSim{clock: clock, start: clock.Now(), h: h, api: api, sink: sink, outage: outage, maxReceiveCount: 5}
+	s := &mappingSim{clock: clock, start: clock.Now(), h: handler(), api: api, sink: sink, outage: outage, maxReceiveCount: 5}
+	s.fresh = handler
 	for i := range n {
 		s.msgs = append(s.msgs, &simMessage{id: fmt.Sprintf("m-%03d", i), visibleAt: s.start})
 	}
@@ -88,17 +99,21 @@ func (s *mappingSim) receive(now time.Time) ([]*simMessage, events.SQSEvent) {
 			s.deadLettered++
 			continue
 		}
+		if m.firstAt.IsZero() {
+			m.firstAt = now
+		}
 		m.visibleAt = now.Add(30 * time.Second)
 		got = append(got, m)
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.id, ReceiptHandle: fmt.Sprintf("%s#%d", m.id, m.receives), Body: `{"n":1}`,
-			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.receives), "SentTimestamp": fmt.Sprint(s.start.UnixMilli())}})
+			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.receives), "SentTimestamp": fmt.Sprint(s.start.UnixMilli()),
+				"ApproximateFirstReceiveTimestamp": fmt.Sprint(m.firstAt.UnixMilli())}})
 	}
 	return got, ev
 }
 
 // run plays the simulation until until (virtual time since the start) or
 // until every message is settled.
-func (s *mappingSim) run(t *testing.T, until time.Duration) {
+func (s *mappingSim) run(t *testing.T, until time.Duration, freshInstances bool) {
 	t.Helper()
 	for s.clock.Now().Sub(s.start) < until {
 		now := s.clock.Now()
@@ -110,6 +125,9 @@ func (s *mappingSim) run(t *testing.T, until time.Duration) {
 			}
 			s.clock.Advance(time.Second) // the mapping's empty long poll
 			continue
+		}
+		if freshInstances {
+			s.h = s.fresh()
 		}
 		resp, err := s.h.Handle(context.Background(), ev)
 		if err != nil {
@@ -174,7 +192,7 @@ func (s *mappingSim) maxReceives() int {
 // age: the last message was stored 4 minutes after a 10 s blip.
 func TestShortBlipRecoversWithinAMinute(t *testing.T) {
 	s := newMappingSim(200, 10*time.Second, highest, highest)
-	s.run(t, time.Hour)
+	s.run(t, time.Hour, false)
 	last, ok := s.lastStored()
 	if !ok || s.deadLettered > 0 {
 		t.Fatalf("after a 10 s blip: all stored %v, %d dead-lettered; want all stored, none dead-lettered", ok, s.deadLettered)
@@ -194,9 +212,9 @@ func TestShortBlipRecoversWithinAMinute(t *testing.T) {
 // at most 4 times in all.
 func TestLongOutageSpendsFewReceives(t *testing.T) {
 	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
-	s.run(t, 15*time.Minute)
+	s.run(t, 15*time.Minute, false)
 	during := s.maxReceives()
-	s.run(t, 12*time.Hour)
+	s.run(t, 12*time.Hour, false)
 	last, ok := s.lastStored()
 	t.Logf("15 min outage: at most %d receives of a message during it, %d after; last stored %v after its start", during, s.maxReceives(), last)
 	if during > 3 {
@@ -209,12 +227,32 @@ func TestLongOutageSpendsFewReceives(t *testing.T) {
 	// ticks of a minute) and lets it receive again after a probe found the
 	// destination up (2 minutes after the outage at the latest).
 	s = newMappingSim(200, 15*time.Minute, lowest, lowest)
-	s.run(t, 2*time.Minute)
+	s.run(t, 2*time.Minute, false)
 	s.clock.Advance(15 * time.Minute)
-	s.run(t, 12*time.Hour)
+	s.run(t, 12*time.Hour, false)
 	if _, ok := s.lastStored(); !ok || s.maxReceives() > 4 || s.deadLettered > 0 {
 		t.Errorf("held off from 2 to 17 minutes: all stored %v, at most %d receives, %d dead-lettered; want all stored, at most 4 receives in all, none dead-lettered",
 			ok, s.maxReceives(), s.deadLettered)
+	}
+}
+
+// TestLongOutageOnFreshInstances: the same 15-minute outage when every
+// invocation runs on a Lambda instance that has not seen the outage before
+// (a mapping that scales its instances, or recycles them): no message is
+// received more than 4 times during it, none is dead-lettered, all are
+// stored after it. An instance's own breaker knows only how long it has
+// seen the destination fail; the message tells how long it has waited
+// since its first receive (ApproximateFirstReceiveTimestamp).
+func TestLongOutageOnFreshInstances(t *testing.T) {
+	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
+	s.run(t, 15*time.Minute, true)
+	during := s.maxReceives()
+	s.run(t, 12*time.Hour, true)
+	last, ok := s.lastStored()
+	t.Logf("15 min outage, a fresh instance each invocation: at most %d receives during it, %d after; last stored %v after its start", during, s.maxReceives(), last)
+	if during > 4 || !ok || s.deadLettered > 0 {
+		t.Errorf("15 min outage on fresh instances: at most %d receives during it, all stored %v, %d dead-lettered; want at most 4, all stored, none dead-lettered",
+			during, ok, s.deadLettered)
 	}
 }
 
@@ -261,5 +299,23 @@ func TestOpenVisibilityGrowsWithTheOutage(t *testing.T) {
 					c.receives, c.age, c.sent, c.short, c.retention, j.name, got, j.want)
 			}
 		}
+	}
+}
+
+// Both conversions carry the message's first receive, which
+// OpenVisibility takes for the outage's age on an instance that has not
+// seen it fail.
+func TestMessageTellsItsFirstReceive(t *testing.T) {
+	attrs := map[string]string{"ApproximateReceiveCount": "3", "SentTimestamp": "1796280318223", "ApproximateFirstReceiveTimestamp": "1796280318599"}
+	want := time.UnixMilli(1796280318599)
+	ev := sqsqueue.FromEvent(events.SQSMessage{MessageId: "m", Attributes: attrs})
+	sdk := sqsqueue.FromSQS(sqstypes.Message{MessageId: aws.String("m"), Attributes: attrs})
+	for name, m := range map[string]consume.Message{"FromEvent": ev, "FromSQS": sdk} {
+		if !m.FirstReceivedAt.Equal(want) || m.ReceiveCount != 3 || !m.SentAt.Equal(time.UnixMilli(1796280318223)) {
+			t.Errorf("%s: first receive %v, receives %d, sent %v; want %v, 3, the sent time", name, m.FirstReceivedAt, m.ReceiveCount, m.SentAt, want)
+		}
+	}
+	if m := sqsqueue.FromEvent(events.SQSMessage{MessageId: "m"}); !m.FirstReceivedAt.IsZero() {
+		t.Errorf("no attribute: first receive %v; want zero", m.FirstReceivedAt)
 	}
 }
