@@ -196,10 +196,19 @@ func (b *Breaker) failing(now time.Time) {
 	b.lastFail = now
 }
 
+// Failing reports whether the destination is failing, as FailingFor
+// counts it: a batch failed since the destination last worked well.
+func (b *Breaker) Failing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.since.IsZero()
+}
+
 // FailingFor returns how long the destination has been failing: the time
 // since the first of the batches failed in a row (the outage's age, as
 // this consumer saw it), through the open circuit and its failed probes;
-// 0 once a batch stored. The SQS Lambda grows the visibility of what it
+// 0 once the destination works well again (Success, or Observe's window:
+// closeAfter). The SQS Lambda grows the visibility of what it
 // hands back with it.
 func (b *Breaker) FailingFor() time.Duration {
 	b.mu.Lock()
@@ -220,28 +229,57 @@ func (b *Breaker) backoff() time.Duration {
 // Observe records a batch the destination answered, counted per message
 // (stored, failed transiently, refused as poison), and returns the ratio
 // rule that opened the circuit, if any. A batch that opens nothing closes
-// the circuit, as Success does. A half-open probe that stores closes the
-// circuit and starts the window over, so that the failures from before the
-// circuit opened do not open it again at once.
+// the circuit, as Success does, but the outage's age goes on until the
+// window shows the destination well (closeAfter). A half-open probe that stores
+// closes the circuit and starts the window over, so that the failures from
+// before the circuit opened do not open it again at once.
 func (b *Breaker) Observe(stored, failed, poison int) Trip {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.clock.Now()
 	if b.failures >= b.cfg.Threshold && stored > 0 {
 		b.window.reset()
 		b.window.add(stored, failed, poison)
-		b.close()
+		b.closeAfter(now)
 		return NoTrip
 	}
 	b.window.add(stored, failed, poison)
 	trip := b.trip()
 	if trip == NoTrip {
-		b.close()
+		b.closeAfter(now)
 		return NoTrip
 	}
 	b.failing(b.clock.Now())
 	b.failures = max(b.failures, b.cfg.Threshold-1) + 1
 	b.backoff()
 	return trip
+}
+
+// closeAfter closes the circuit after a batch the destination answered.
+// The outage's age (FailingFor) ends with it only once the window shows a
+// destination that works: at least MinResults messages, at most half of
+// FailureRatio of them failed transiently. Until then (a probe that
+// stored one message in a brownout, the next batches that fail most) the
+// age goes on: a brownout is one outage, however often its probes store.
+// A window that fails more than FailureRatio starts one, however few
+// messages it holds (the first batches of an instance that started in a
+// brownout): too few to open the circuit, enough to hand back what failed
+// as in an outage.
+func (b *Breaker) closeAfter(now time.Time) {
+	since := b.since
+	w := &b.window
+	failed := float64(w.count[Retryable])
+	well := w.n >= b.cfg.MinResults && failed <= b.cfg.FailureRatio/2*float64(w.n)
+	b.close()
+	if well {
+		return
+	}
+	if since.IsZero() && failed > b.cfg.FailureRatio*float64(w.n) {
+		since = now
+	}
+	if !since.IsZero() {
+		b.since, b.lastFail = since, now
+	}
 }
 
 // Note adds the messages of a batch failed as a whole to the window

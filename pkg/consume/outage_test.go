@@ -10,7 +10,9 @@ import (
 // TestBreakerFailingFor: the breaker tells how long the destination has
 // been failing (the outage's age, which the SQS Lambda's visibility of
 // what it hands back grows with): from the first failed batch in a row,
-// through the open circuit and its failed probes, until a batch stores; a
+// through the open circuit and its failed probes, until a batch stores
+// (Success) or the window of recent messages shows the destination well
+// again (Observe: a brownout's probe that stores does not end it); a
 // failure or two long after the previous ones (the circuit closed) start a
 // new outage instead of continuing an old one.
 func TestBreakerFailingFor(t *testing.T) {
@@ -53,7 +55,22 @@ func TestBreakerFailingFor(t *testing.T) {
 		t.Errorf("5 s after the failure ratio opened the circuit: FailingFor %v; want 5s", got)
 	}
 	b.Observe(1, 0, 0) // a probe that stores
-	if got := b.FailingFor(); got != 0 {
-		t.Errorf("after a probe stored: FailingFor %v; want 0", got)
+	if got, st := b.FailingFor(), b.State(); got != 5*time.Second || !b.Failing() || st != consume.CircuitClosed {
+		t.Errorf("after a probe stored: FailingFor %v, failing %v, circuit %v; want 5s, true, closed: one message stored says little of a brownout", got, b.Failing(), st)
+	}
+	clk.Advance(time.Second)
+	b.Observe(1, 9, 0) // most fail, the window too short to trip
+	if got := b.FailingFor(); got != 6*time.Second {
+		t.Errorf("a batch of which 9 of 10 failed after the probe: FailingFor %v; want 6s, the same outage", got)
+	}
+	b.Observe(10, 0, 0)
+	b.Observe(10, 0, 0) // 21 in the window, 9 failed: more than a quarter
+	if got := b.FailingFor(); got == 0 {
+		t.Error("a window of 21 of which 9 failed: FailingFor 0; want the outage to go on")
+	}
+	b.Observe(10, 0, 0)
+	b.Observe(10, 0, 0) // 41, 9 failed: the destination works
+	if got := b.FailingFor(); got != 0 || b.Failing() {
+		t.Errorf("a window of 41 of which 9 failed: FailingFor %v, failing %v; want 0, false", got, b.Failing())
 	}
 }

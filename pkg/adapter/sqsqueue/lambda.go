@@ -190,25 +190,6 @@ func (h *Handler) deadLetter(ctx context.Context, log *slog.Logger, poison []con
 	return len(sent), unsent
 }
 
-// failedWhole reports whether the destination failed the batch: nothing
-// stored or refused, some handed back to retry (the others deferred: a
-// consumer stops a batch at the destination's failure).
-func failedWhole(rep consume.Report) bool {
-	return len(rep.Retry) > 0 && len(rep.Stored) == 0 && len(rep.Poison) == 0
-}
-
-// redelivered returns the messages of msgs first received before this
-// instance's first invocation (Handler.waited).
-func (h *Handler) redelivered(msgs []consume.Message, now time.Time) []consume.Message {
-	var out []consume.Message
-	for _, m := range msgs {
-		if h.waited(m, now) > 0 {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // delay sets the visibility of the messages handed back (when QueueURL is
 // set): Retry by RetryBackoff and their receive count; Deferred at a rate
 // of zero by PausedBackoff; other Deferred at their expected pacing slot,
@@ -237,15 +218,10 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		vis[m.ID] = max(slot, RetryVisibility(retry, m))
 	}
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
-	switch {
-	case h.Consumer.Breaker().State() == consume.CircuitOpen && !rep.Paused:
+	if br := h.Consumer.Breaker(); !rep.Paused && (br.State() == consume.CircuitOpen || br.Failing()) {
+		// The destination is failing: its circuit open, or a batch failed
+		// whole, or a brownout that fails most messages.
 		h.openVisibility(ctx, log, back, vis)
-	case failedWhole(rep):
-		// The destination failed the whole batch and this instance's
-		// circuit is not open yet: for the messages first received
-		// before it started (an instance started during an outage),
-		// their wait says how long the outage has lasted.
-		h.openVisibility(ctx, log, h.redelivered(back, h.Consumer.Clock().Now()), vis)
 	}
 	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
 	if err != nil {

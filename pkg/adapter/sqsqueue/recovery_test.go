@@ -3,6 +3,7 @@ package sqsqueue_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ type mappingSim struct {
 	// moves the message to the dead-letter queue (counted, not delivered).
 	maxReceiveCount int
 	deadLettered    int
+	// brownout, when set, is the destination's failing share from the
+	// start (each message failed transiently with it: throttles, 503s).
+	brownout *brownoutSink
 	// fresh, when set, makes a new Handler (a new consumer and breaker)
 	// for every invocation: the Lambda instances of a mapping that scales
 	// and recycles them, each of which sees the outage anew.
@@ -63,23 +67,60 @@ func newMappingSim(n int, outage time.Duration, jitter, breaker func(time.Durati
 	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
 	sink := memqueue.NewSink()
 	api := &retentionAPI{retention: 14 * 24 * time.Hour}
+	s := &mappingSim{clock: clock, api: api, sink: sink, outage: outage, maxReceiveCount: 5}
+	s.brownout = &brownoutSink{Sink: sink, clock: clock, start: clock.Now(), rng: rand.New(rand.NewPCG(1, 2))}
 	handler := func() *sqsqueue.Handler {
 		rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "orders", SafeRate: 1}, rates, nil, clock, nil, nil)
 		cfg := consume.Config{Breaker: consume.BreakerConfig{Backoff: consume.Backoff{Jitter: breaker}}}
 		h := &sqsqueue.Handler{
-			Consumer: consume.New(cfg, rc, sink, clock, nil, nil), Loop: "orders",
+			Consumer: consume.New(cfg, rc, s.brownout, clock, nil, nil), Loop: "orders",
 			API: api, QueueURL: "http://sqs/q", DeadLetterURL: "http://sqs/dlq",
 			RetryBackoff: sqsqueue.DefaultRetryBackoff(), OpenBackoff: sqsqueue.DefaultOpenBackoff(),
 		}
 		h.RetryBackoff.Jitter, h.OpenBackoff.Jitter = jitter, jitter
 		return h
 	}
-	s := &mappingSim{clock: clock, start: clock.Now(), h: handler(), api: api, sink: sink, outage: outage, maxReceiveCount: 5}
-	s.fresh = handler
+	s.start, s.h, s.fresh = clock.Now(), handler(), handler
 	for i := range n {
 		s.msgs = append(s.msgs, &simMessage{id: fmt.Sprintf("m-%03d", i), visibleAt: s.start})
 	}
 	return s
+}
+
+// brownoutSink fails each message transiently with the share of Fail
+// (none when Fail is zero) for the first For of the simulation, and
+// stores the others in Sink.
+type brownoutSink struct {
+	*memqueue.Sink
+	clock *testclock.Clock
+	start time.Time
+	rng   *rand.Rand
+	Fail  float64
+	For   time.Duration
+}
+
+func (b *brownoutSink) Store(ctx context.Context, msgs []consume.Message) ([]consume.Result, error) {
+	if b.Fail <= 0 || b.clock.Now().Sub(b.start) >= b.For {
+		return b.Sink.Store(ctx, msgs)
+	}
+	res := make([]consume.Result, len(msgs))
+	var pass []consume.Message
+	var at []int
+	for i, m := range msgs {
+		if b.rng.Float64() < b.Fail {
+			res[i] = consume.Result{Outcome: consume.Retryable, Reason: "HTTP 503"}
+			continue
+		}
+		pass, at = append(pass, m), append(at, i)
+	}
+	got, err := b.Sink.Store(ctx, pass)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		res[i] = got[j]
+	}
+	return res, nil
 }
 
 // receive takes up to 10 visible messages (none dead-lettered or stored),
@@ -253,6 +294,27 @@ func TestLongOutageOnFreshInstances(t *testing.T) {
 	if during > 4 || !ok || s.deadLettered > 0 {
 		t.Errorf("15 min outage on fresh instances: at most %d receives during it, all stored %v, %d dead-lettered; want at most 4, all stored, none dead-lettered",
 			during, ok, s.deadLettered)
+	}
+}
+
+// TestLongBrownoutSpendsFewReceives: a destination that fails 90 % of
+// the messages for 10 minutes (brownout-90: throttles and 503s, the other
+// 10 % stored) with the mapping polling all along: no healthy message is
+// dead-lettered and every one is stored after it, on one instance and on a
+// fresh instance for every invocation.
+func TestLongBrownoutSpendsFewReceives(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		s := newMappingSim(200, 0, lowest, lowest)
+		s.brownout.Fail, s.brownout.For = 0.9, 10*time.Minute
+		s.run(t, 10*time.Minute, fresh)
+		during := s.maxReceives()
+		s.run(t, 12*time.Hour, fresh)
+		last, ok := s.lastStored()
+		t.Logf("10 min brownout at 90 %%, fresh instances %v: at most %d receives during it, %d in all, %d dead-lettered; last stored %v after its start",
+			fresh, during, s.maxReceives(), s.deadLettered, last)
+		if !ok || s.deadLettered > 0 {
+			t.Errorf("10 min brownout, fresh instances %v: all stored %v, %d dead-lettered; want all stored, none dead-lettered", fresh, ok, s.deadLettered)
+		}
 	}
 }
 
