@@ -94,6 +94,11 @@ type Report struct {
 	Poison []Poison
 	// Cause is the destination's failure behind Retry ("" when none).
 	Cause string
+	// Outage is true when the Retry messages failed while the destination
+	// failed as a whole (Breaker.Failing after the batch: an outage, a
+	// brownout), not for a fault of their own: a source that bounds each
+	// message's attempts does not count these (OutageRetrier).
+	Outage bool
 	// Paused is true when the rate was zero.
 	Paused bool
 	// DeferFor is how long until the Deferred messages may have a slot at
@@ -234,6 +239,7 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 			}
 		}
 	}
+	rep.Outage = len(rep.Retry) > 0 && c.breaker.Failing()
 	c.stats.count(rep)
 	rep.Working = max(c.clock.Now().Sub(start)-paced, 0)
 	if settled := len(msgs) - len(rep.Deferred); settled > 0 {
@@ -492,11 +498,10 @@ func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 		}
 	}
 	if len(rep.Retry) > 0 {
-		if r, ok := src.(Retrier); ok {
-			if err := r.Retry(sctx, rep.Retry, rep.Cause); err != nil {
-				errs = append(errs, fmt.Errorf("retry %d messages later: %w", len(rep.Retry), err))
-			}
-		} else {
+		if err := retry(sctx, src, rep); err != nil {
+			errs = append(errs, fmt.Errorf("retry %d messages later: %w", len(rep.Retry), err))
+		}
+		if _, ok := src.(Retrier); !ok {
 			release = append(release, rep.Retry...)
 		}
 	}
@@ -506,6 +511,19 @@ func (c *Consumer) Settle(ctx context.Context, src Source, rep Report) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// retry gives rep.Retry back to src with its backoff: RetryOutage when
+// they failed with the whole destination and src tells those apart, else
+// Retry; nothing when src is no Retrier (the caller releases them).
+func retry(ctx context.Context, src Source, rep Report) error {
+	if o, ok := src.(OutageRetrier); ok && rep.Outage {
+		return o.RetryOutage(ctx, rep.Retry, rep.Cause)
+	}
+	if r, ok := src.(Retrier); ok {
+		return r.Retry(ctx, rep.Retry, rep.Cause)
+	}
+	return nil
 }
 
 // paused waits one rate period without receiving while the allowed rate

@@ -39,6 +39,18 @@ type Retrier interface {
 	Retry(ctx context.Context, msgs []Message, cause string) error
 }
 
+// OutageRetrier is the optional capability of a Retrier that bounds each
+// message's attempts (Kafka: the dead-letter topic after MaxAttempts) to
+// take back messages that failed while the whole destination was failing
+// (Report.Outage: an outage, a brownout), with the same backoff but
+// without counting the failure against that bound: a record is exhausted
+// by failures of its own, while the destination takes others, not by a
+// brownout that fails every record alike.
+type OutageRetrier interface {
+	Retrier
+	RetryOutage(ctx context.Context, msgs []Message, cause string) error
+}
+
 // Sink stores messages at the destination (MySQL, an HTTP service).
 type Sink interface {
 	// Store stores msgs and returns one Result per message, in order. A
