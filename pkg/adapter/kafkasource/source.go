@@ -32,7 +32,10 @@
 //     the reason "retries exhausted after N attempts: <last failure>", so
 //     that one stuck record never stalls its partition's commits for ever.
 //     While the whole destination is down the consumer's circuit breaker
-//     stops taking records, which spends no attempts.
+//     stops taking records, which spends no attempts; what fails while the
+//     destination fails as a whole (a brownout: consume.Report.Outage)
+//     comes back through RetryOutage and does not count against
+//     MaxAttempts.
 //   - Poison records are produced synchronously to the dead-letter topic
 //     (Config.DeadLetterTopic, default "<topic>.dlt") with the reason in the
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
@@ -82,9 +85,10 @@ import (
 )
 
 var (
-	_ consume.Source       = (*Source)(nil)
-	_ consume.DeadLetterer = (*Source)(nil)
-	_ consume.Retrier      = (*Source)(nil)
+	_ consume.Source        = (*Source)(nil)
+	_ consume.DeadLetterer  = (*Source)(nil)
+	_ consume.Retrier       = (*Source)(nil)
+	_ consume.OutageRetrier = (*Source)(nil)
 )
 
 // Header names set on dead-lettered records.
@@ -237,6 +241,9 @@ const deadLetterRetryTimeout = 10 * time.Second
 type handle struct {
 	rec *kgo.Record
 	led *ledger
+	// outages counts the record's deliveries that failed with the whole
+	// destination (RetryOutage): they do not count against MaxAttempts.
+	outages int
 }
 
 // Source is a Kafka consumer-group member serving consume.Source. It is safe
@@ -638,14 +645,15 @@ func (s *Source) giveBack(msgs []consume.Message, wait func(consume.Message) tim
 
 // Retry gives back records the destination failed: each is handed out
 // again after RetryBackoff for its attempts (ReceiveCount), and one that has
-// had MaxAttempts goes to the dead-letter topic with the reason "retries
-// exhausted after N attempts: cause".
+// had MaxAttempts of its own (not counting those that failed with the
+// whole destination: RetryOutage) goes to the dead-letter topic with the
+// reason "retries exhausted after N attempts: cause".
 func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string) error {
 	var again []consume.Message
 	var spent []consume.Poison
 	for _, m := range msgs {
-		if m.ReceiveCount >= s.cfg.MaxAttempts {
-			spent = append(spent, consume.Poison{Message: m, Reason: fmt.Sprintf("retries exhausted after %d attempts: %s", m.ReceiveCount, cause)})
+		if own := s.ownAttempts(m); own >= s.cfg.MaxAttempts {
+			spent = append(spent, consume.Poison{Message: m, Reason: fmt.Sprintf("retries exhausted after %d attempts: %s", own, cause)})
 			continue
 		}
 		again = append(again, m)
@@ -657,6 +665,33 @@ func (s *Source) Retry(ctx context.Context, msgs []consume.Message, cause string
 		err = errors.Join(err, s.DeadLetter(ctx, spent))
 	}
 	return err
+}
+
+// RetryOutage gives back records that failed while the whole destination
+// was failing (consume.Report.Outage: an outage, a brownout): handed out
+// again after RetryBackoff for their deliveries, as Retry does, but the
+// failure does not count against MaxAttempts, so that a brownout that
+// fails every record alike exhausts none (consume.OutageRetrier).
+func (s *Source) RetryOutage(_ context.Context, msgs []consume.Message, _ string) error {
+	s.mu.Lock()
+	for _, m := range msgs {
+		if h, ok := m.Handle.(*handle); ok {
+			h.outages++
+		}
+	}
+	s.mu.Unlock()
+	return s.giveBack(msgs, func(m consume.Message) time.Duration { return s.cfg.RetryBackoff.EqualJitter(max(m.ReceiveCount, 1)) })
+}
+
+// ownAttempts is how often m was tried and failed for its own sake: its
+// deliveries less those that failed with the whole destination.
+func (s *Source) ownAttempts(m consume.Message) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := m.Handle.(*handle); ok {
+		return m.ReceiveCount - h.outages
+	}
+	return m.ReceiveCount
 }
 
 // DeadLetter produces the poison records to the dead-letter topic, waits for
