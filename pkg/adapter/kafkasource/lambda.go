@@ -190,12 +190,19 @@ func (h *LambdaHandler) process(ctx context.Context, src string, msgs []consume.
 		r := h.Consumer.Process(ctx, msgs[:n])
 		h.remember(src, r.Stored)
 		rep.Stored = append(rep.Stored, r.Stored...)
-		rep.Retry = append(rep.Retry, r.Retry...)
 		rep.Poison = append(rep.Poison, r.Poison...)
 		rep.Paused = rep.Paused || r.Paused
 		if r.Cause != "" {
 			rep.Cause = r.Cause
 		}
+		if len(r.Retry) > 0 && r.Outage && h.hold(ctx, r) {
+			// The destination fails as a whole (an outage, a brownout):
+			// each failed invocation is a retry of the mapping, so the
+			// chunk is tried again within this one.
+			msgs = append(append(append([]consume.Message{}, r.Retry...), r.Deferred...), msgs[n:]...)
+			continue
+		}
+		rep.Retry = append(rep.Retry, r.Retry...)
 		if len(r.Deferred) > 0 && h.hold(ctx, r) {
 			// Waiting is safe: the chunk is tried again, still within the
 			// invocation's deadline.
@@ -212,19 +219,26 @@ func (h *LambdaHandler) process(ctx context.Context, src string, msgs []consume.
 	return rep
 }
 
-// hold waits before a deferred chunk of r is tried again, and reports
-// whether it should be: only when the rate is zero or the circuit is open
-// (a deferral for want of time is final) and ctx has a deadline, for
-// HoldPoll or the circuit's remaining wait, and never past ctx.
+// hold waits before a chunk of r is tried again, and reports whether it
+// should be: only when the rate is zero, the circuit is open or the chunk
+// failed with the whole destination (r.Outage; a deferral for want of time
+// is final) and ctx has a deadline, for HoldPoll or the circuit's
+// remaining wait (at least the breaker's backoff after a failure), and
+// never past ctx.
 func (h *LambdaHandler) hold(ctx context.Context, r consume.Report) bool {
-	open := h.Consumer.Breaker().State() == consume.CircuitOpen
+	br := h.Consumer.Breaker()
+	open := br.State() == consume.CircuitOpen
+	outage := r.Outage && len(r.Retry) > 0
 	dl, ok := ctx.Deadline()
-	if !ok || (!r.Paused && !open) {
+	if !ok || (!r.Paused && !open && !outage) {
 		return false // without a deadline, nothing bounds the hold
 	}
 	wait := defaults.Positive(h.HoldPoll, consume.DefaultRatePeriod)
 	if open && r.DeferFor > 0 {
 		wait = min(wait, r.DeferFor)
+	}
+	if outage {
+		wait = max(wait, br.Wait())
 	}
 	if time.Until(dl) <= wait {
 		return false

@@ -320,3 +320,26 @@ func TestLambdaHandlerRememberedPerSource(t *testing.T) {
 		t.Errorf("retried record: Handle = %v, %d stores; want nil and 0 (remembered)", err, stores)
 	}
 }
+
+// TestLambdaHandlerHoldsThroughAnOutage: a destination that fails as a
+// whole and comes back within the invocation's deadline costs no failed
+// invocation (each one is a retry of the mapping, and with an on-failure
+// destination AWS skips the batch after the last): the handler tries the
+// failed records again within the invocation and stores them. Without a
+// deadline it fails at once, as before (TestLambdaHandlerDestinationDown).
+func TestLambdaHandlerHoldsThroughAnOutage(t *testing.T) {
+	sink, dl := memqueue.NewSink(), &fakeDeadLetters{}
+	h := lambdaHandler(1000, sink, dl)
+	h.PacingMargin, h.HoldPoll = 100*time.Millisecond, 20*time.Millisecond
+	sink.SetDown(true)
+	timer := time.AfterFunc(500*time.Millisecond, func() { sink.SetDown(false) })
+	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.Handle(ctx, goldenEvent(t)); err != nil {
+		t.Fatalf("Handle through an outage shorter than the deadline = %v; want nil (held)", err)
+	}
+	if sink.Len() != 2 || len(dl.sent) != 1 {
+		t.Errorf("stored %d, dead-lettered %d; want 2, 1", sink.Len(), len(dl.sent))
+	}
+}
