@@ -81,7 +81,7 @@ func newBrowser(t *testing.T) context.Context {
 		acancel()
 		t.Fatalf("start chromium %s: %v", bin, err)
 	}
-	ctx, tcancel := context.WithTimeout(bctx, 120*time.Second)
+	ctx, tcancel := context.WithTimeout(bctx, 10*time.Minute) // bounds a failure, not a pass
 	t.Cleanup(func() { tcancel(); cancel(); acancel() })
 	return ctx
 }
@@ -104,9 +104,17 @@ func cdpValue[T any](t *testing.T, ctx context.Context, what string, a chromedp.
 	return v
 }
 
-// until polls a JavaScript predicate.
+// cdpPatience is the least a poll waits before it fails: a page's round
+// trip through the dashboard to moto takes well under a second on a quiet
+// machine and took more than 10 s on a busy one (a CI run beside chaos
+// scenarios). The poll returns as soon as its predicate holds, so the
+// patience only bounds a failure.
+const cdpPatience = time.Minute
+
+// until polls a JavaScript predicate for at least cdpPatience (d, when
+// longer).
 func cdpUntil(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d))
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(max(d, cdpPatience)))
 }
 
 func cdpCSS(s string) chromedp.CSS { return chromedp.CSS(s) }
