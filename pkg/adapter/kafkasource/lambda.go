@@ -432,11 +432,20 @@ func (s *recentSet) add(k string) {
 
 // TopicDeadLetters produces poison records to a dead-letter topic with
 // their reason, origin and id in headers (see DeadRecord), and waits for the
-// broker's acknowledgement.
+// broker's acknowledgement. A dead letter the topic refuses as too large is
+// sent again with its value cut (CutDeadRecord), as by Source.
 type TopicDeadLetters struct {
 	Client *kgo.Client
 	// Topic is the dead-letter topic; "" means "<record's topic>.dlt".
 	Topic string
+	// Timeout bounds one send (default 10 s): franz-go retries retriable
+	// refusals without limit, and the handler, which tries a refused send
+	// again within the invocation, counts each timeout as a refusal (franz-go
+	// fails a record only when it tries it again, after a metadata
+	// refresh, at most every 5 s by default).
+	Timeout time.Duration
+	// Log receives a warning for each dead letter sent cut; nil discards.
+	Log *slog.Logger
 }
 
 var _ DeadLetterSender = TopicDeadLetters{}
@@ -454,10 +463,14 @@ func (t TopicDeadLetters) SendDeadLetters(ctx context.Context, poison []consume.
 	}
 	var sent []consume.Message
 	var errs []error
-	for i, res := range t.Client.ProduceSync(ctx, recs...) {
-		if res.Err != nil {
-			errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, res.Err))
+	for i, res := range produceDead(ctx, t.Client, defaults.Positive(t.Timeout, 10*time.Second), recs) {
+		if res.err != nil {
+			errs = append(errs, fmt.Errorf("produce %s to %s (%s): %w", poison[i].Message.ID, recs[i].Topic, deadLetterKind(res.err), res.err))
 			continue
+		}
+		if res.cut > 0 && t.Log != nil {
+			t.Log.WarnContext(ctx, "dead letter too large for the dead-letter topic; sent with its value cut (the whole record stays at its origin until retention)",
+				"id", poison[i].Message.ID, "topic", recs[i].Topic, "value_bytes", res.cut, "kept_bytes", TruncatedValueBytes)
 		}
 		sent = append(sent, poison[i].Message)
 	}

@@ -41,13 +41,20 @@
 //     header "sluice-dlt-reason" and their origin in "sluice-dlt-origin"
 //     (topic/partition/offset); only then are their offsets settled. Create
 //     the dead-letter topic with the topic (or let the broker auto-create
-//     it): while it cannot be written (authorization, a record too large,
-//     the topic deleted), the source keeps the poison records with their
-//     reason and produces them again after a backoff growing with the
-//     refusals (not handed out again: the destination never sees them
-//     twice); they hold their partition's commit back, Config.MaxHeld
-//     bounds what piles up behind them, Stats.DeadLetterRefused counts the
-//     refusals. Nothing is dropped.
+//     it). One produce waits at most Config.DeadLetterTimeout (franz-go
+//     retries retriable errors without limit). A dead letter too large for
+//     the topic is produced again with its value cut to
+//     TruncatedValueBytes (header "sluice-dlt-truncated"): a refusal that
+//     can never succeed does not hold the partition. While the topic
+//     cannot be written otherwise (authorization, the topic missing, a
+//     retriable error past the timeout), the source keeps the poison
+//     records with their reason and produces them again after a backoff
+//     growing with the refusals (not handed out again: the destination
+//     never sees them twice); they hold their partition's commit back,
+//     Config.MaxHeld bounds what piles up behind them,
+//     Stats.DeadLetterRefused counts the refusals, and each refused record
+//     is logged at error level with the kind of refusal. Nothing is
+//     dropped.
 //   - Fetching is paused while the consumer is out of budget: after a poll,
 //     if the batch needs more than PauseAfter at the consumer's pacing rate
 //     (or the rate is zero), fetching stops until the next Receive, so that
@@ -99,7 +106,15 @@ const (
 	HeaderOrigin = "sluice-dlt-origin"
 	// HeaderID carries the consumer's message id of a dead-lettered record.
 	HeaderID = "sluice-dlt-id"
+	// HeaderTruncated is set on a dead letter whose value was cut because
+	// the dead-letter topic refused it as too large: "value cut from N to
+	// M bytes".
+	HeaderTruncated = "sluice-dlt-truncated"
 )
+
+// TruncatedValueBytes is how much of a record's value a dead letter keeps
+// when the dead-letter topic refused the whole of it as too large.
+const TruncatedValueBytes = 1024
 
 // ErrClosed is returned by Receive after Close.
 var ErrClosed = errors.New("kafka source closed")
@@ -149,6 +164,16 @@ type Config struct {
 	// move on; default 10 s (Kafka's client default is 45 s). Heartbeats run
 	// in the background, so a slow batch does not count against it.
 	SessionTimeout time.Duration
+	// DeadLetterTimeout bounds one produce of dead letters (default 10 s):
+	// franz-go retries retriable refusals (NOT_ENOUGH_REPLICAS,
+	// LEADER_NOT_AVAILABLE, REQUEST_TIMED_OUT) without limit, and the
+	// consumer would wait on them, with all its partitions, for as long as
+	// the context of DeadLetter allows (its StoreTimeout, 30 s). At the
+	// timeout the refusal is counted and the source produces the dead
+	// letter again after a backoff. franz-go fails a record only when it
+	// tries it again (after a metadata refresh, at most every 5 s by
+	// default), so a refusal may take up to that much longer to count.
+	DeadLetterTimeout time.Duration
 	// MaxAttempts bounds the tries of a record the destination keeps
 	// failing: then it goes to the dead-letter topic with the reason
 	// (default 10).
@@ -184,6 +209,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.SessionTimeout = defaults.Positive(c.SessionTimeout, 10*time.Second)
 	c.MaxAttempts = defaults.Positive(c.MaxAttempts, 10)
+	c.DeadLetterTimeout = defaults.Positive(c.DeadLetterTimeout, 10*time.Second)
 	c.MaxHeld = defaults.Positive(c.MaxHeld, 10_000)
 	if c.RetryBackoff.Base <= 0 {
 		c.RetryBackoff = consume.Backoff{Base: time.Second, Max: time.Minute}
@@ -203,9 +229,15 @@ type Stats struct {
 	// Exhausted counts records dead-lettered because they failed
 	// MaxAttempts times (part of DeadLettered once produced).
 	Exhausted atomic.Int64
-	// DeadLetterRefused counts poison records the dead-letter topic did
-	// not take (each is handed out again after a backoff): alarm on any.
+	// DeadLetterRefused counts the refusals of poison records by the
+	// dead-letter topic (each record is produced again after a backoff,
+	// and counted again if refused again): alarm on any.
 	DeadLetterRefused atomic.Int64
+	// DeadLetterTruncated counts dead letters sent with their value cut
+	// to TruncatedValueBytes because the dead-letter topic refused them as
+	// too large (part of DeadLettered; the refusal that led to the cut is
+	// not in DeadLetterRefused).
+	DeadLetterTruncated atomic.Int64
 	// Pauses counts the times fetching was paused for lack of budget.
 	Pauses atomic.Int64
 	// Revoked and Lost count partitions taken away by rebalances.
@@ -230,11 +262,6 @@ type deadPending struct {
 	due   time.Time
 	tries int
 }
-
-// deadLetterRetryTimeout bounds one retry of refused dead letters inside
-// Receive: a dead-letter topic that does not answer does not stop the
-// source for longer.
-const deadLetterRetryTimeout = 10 * time.Second
 
 // handle is what a consume.Message carries back to the source: the record
 // and the ledger (one partition's assignment) it was delivered from.
@@ -713,34 +740,51 @@ func (s *Source) deadLetter(ctx context.Context, poison []consume.Poison, tries 
 		}
 		recs = append(recs, DeadRecord(h.rec, s.cfg.DeadLetterTopic, p.Message.ID, p.Reason))
 	}
-	res := s.cl.ProduceSync(ctx, recs...)
+	res := produceDead(ctx, s.cl, s.cfg.DeadLetterTimeout, recs)
 	var done []consume.Message
 	var errs []error
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	for i, r := range res {
-		if r.Err == nil {
+		if r.err == nil {
 			done = append(done, poison[i].Message)
 			continue
 		}
-		errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, r.Err))
+		errs = append(errs, fmt.Errorf("produce %s to %s: %w", poison[i].Message.ID, recs[i].Topic, r.err))
 		s.dead = append(s.dead, deadPending{p: poison[i], tries: tries[i] + 1, due: now.Add(s.cfg.RetryBackoff.EqualJitter(tries[i] + 1))})
 	}
 	s.mu.Unlock()
-	if len(errs) > 0 {
-		// The dead-letter topic cannot be written (authorization, a record
-		// too large, the topic deleted). The records hold their partitions'
-		// commits back, and MaxHeld bounds what piles up behind them.
-		s.stats.DeadLetterRefused.Add(int64(len(errs)))
-		s.log.Error("dead-letter topic refused records; producing them again after a backoff, their partitions' commits held back",
-			"records", len(errs), "err", errors.Join(errs...))
-	}
+	s.logDead(poison, recs, res, tries)
+	// A refused record holds its partition's commit back, and MaxHeld
+	// bounds what piles up behind it.
+	s.stats.DeadLetterRefused.Add(int64(len(errs)))
 	s.stats.DeadLettered.Add(int64(len(done)))
 	s.settle(done)
 	if err := s.Commit(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// logDead logs what became of dead letters: each cut one, each refused
+// one the first time it is refused (with the kind of refusal; later
+// refusals are counted, and logged once per retry by retryDead), and each
+// taken after refusals.
+func (s *Source) logDead(poison []consume.Poison, recs []*kgo.Record, res []producedDead, tries []int) {
+	for i, r := range res {
+		id, origin := poison[i].Message.ID, poison[i].Message.Handle.(*handle).rec
+		switch {
+		case r.err != nil && tries[i] == 0:
+			s.log.Error("dead-letter topic refused a record; it holds its partition's commit back, Stats.DeadLetterRefused counts the refusals",
+				"id", id, "origin", Origin(origin), "topic", recs[i].Topic, "reason", poison[i].Reason, "refusal", deadLetterKind(r.err), "err", r.err)
+		case r.err == nil && r.cut > 0:
+			s.stats.DeadLetterTruncated.Add(1)
+			s.log.Warn("dead letter too large for the dead-letter topic; sent with its value cut (the whole record stays at its origin until retention)",
+				"id", id, "origin", Origin(origin), "topic", recs[i].Topic, "value_bytes", r.cut, "kept_bytes", TruncatedValueBytes)
+		case r.err == nil && tries[i] > 0:
+			s.log.Info("dead-letter topic took a record it had refused", "id", id, "origin", Origin(origin), "refusals", tries[i])
+		}
+	}
 }
 
 // retryDead produces again the refused dead letters that are due, of the
@@ -766,8 +810,6 @@ func (s *Source) retryDead(ctx context.Context) {
 	if len(poison) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, deadLetterRetryTimeout)
-	defer cancel()
 	if err := s.deadLetter(ctx, poison, tries); err != nil {
 		s.log.Warn("dead letters refused again", "records", len(poison), "err", err)
 	}
@@ -783,7 +825,7 @@ func DeadRecord(r *kgo.Record, topic, id, reason string) *kgo.Record {
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+3)
 	for _, h := range r.Headers {
 		switch h.Key {
-		case HeaderReason, HeaderOrigin, HeaderID:
+		case HeaderReason, HeaderOrigin, HeaderID, HeaderTruncated:
 		default:
 			hs = append(hs, h)
 		}
