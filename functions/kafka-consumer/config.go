@@ -77,6 +77,6 @@ func build(ctx context.Context, c config, log *slog.Logger) (*kafkasource.Lambda
 		closeSink()
 		return nil, nil, fmt.Errorf("kafka client for %s: %w", c.DeadLetterTopic, err)
 	}
-	h.DeadLetters = kafkasource.TopicDeadLetters{Client: cl, Topic: c.DeadLetterTopic}
+	h.DeadLetters = kafkasource.TopicDeadLetters{Client: cl, Topic: c.DeadLetterTopic, Log: log}
 	return h, func() { cl.Close(); closeSink() }, nil
 }

@@ -16,8 +16,9 @@ const kafkaHeldBound = 20
 
 // refuseDLT makes the broker refuse every write to the run's dead-letter
 // topic: its max.message.bytes set to 1, so that each produce is
-// answered MESSAGE_TOO_LARGE (as a dead letter over the topic's limit
-// is; a lost ACL answers TOPIC_AUTHORIZATION_FAILED, which the client
+// answered MESSAGE_TOO_LARGE, also the dead letter sent again with its
+// value cut (kafkasource.CutDeadRecord keeps 1,024 bytes): the poison is
+// held as with a lost ACL (TOPIC_AUTHORIZATION_FAILED, which the client
 // fails alike, at once). on false deletes the setting: the broker's
 // default takes writes again.
 func (k *kafkaRun) refuseDLT(ctx context.Context, on bool) error {
