@@ -257,8 +257,9 @@ func (b *Breaker) Observe(stored, failed, poison int) Trip {
 
 // closeAfter closes the circuit after a batch the destination answered.
 // The outage's age (FailingFor) ends with it only once the window shows a
-// destination that works: at least MinResults messages, at most half of
-// FailureRatio of them failed transiently. Until then (a probe that
+// destination that works: at least half of MinResults messages (a batch
+// after the probe), at most half of FailureRatio of them failed
+// transiently. Until then (a probe that
 // stored one message in a brownout, the next batches that fail most) the
 // age goes on: a brownout is one outage, however often its probes store.
 // A window that fails more than FailureRatio starts one, however few
@@ -269,7 +270,7 @@ func (b *Breaker) closeAfter(now time.Time) {
 	since := b.since
 	w := &b.window
 	failed := float64(w.count[Retryable])
-	well := w.n >= b.cfg.MinResults && failed <= b.cfg.FailureRatio/2*float64(w.n)
+	well := w.n >= max(b.cfg.MinResults/2, 1) && failed <= b.cfg.FailureRatio/2*float64(w.n)
 	b.close()
 	if well {
 		return

@@ -63,7 +63,6 @@ func TestBreakerFailingFor(t *testing.T) {
 	if got := b.FailingFor(); got != 6*time.Second {
 		t.Errorf("a batch of which 9 of 10 failed after the probe: FailingFor %v; want 6s, the same outage", got)
 	}
-	b.Observe(10, 0, 0)
 	b.Observe(10, 0, 0) // 21 in the window, 9 failed: more than a quarter
 	if got := b.FailingFor(); got == 0 {
 		t.Error("a window of 21 of which 9 failed: FailingFor 0; want the outage to go on")
@@ -72,5 +71,15 @@ func TestBreakerFailingFor(t *testing.T) {
 	b.Observe(10, 0, 0) // 41, 9 failed: the destination works
 	if got := b.FailingFor(); got != 0 || b.Failing() {
 		t.Errorf("a window of 41 of which 9 failed: FailingFor %v, failing %v; want 0, false", got, b.Failing())
+	}
+	// After a blip, the probe and one batch that stores all end it.
+	b.Failure()
+	b.Failure()
+	b.Failure()
+	clk.Advance(b.Wait())
+	b.Observe(1, 0, 0)
+	b.Observe(10, 0, 0)
+	if b.Failing() {
+		t.Error("a probe and a batch of 10 stored after an outage: still failing; want the outage over")
 	}
 }

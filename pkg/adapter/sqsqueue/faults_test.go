@@ -2,6 +2,7 @@ package sqsqueue_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,13 @@ type fakeAPI struct {
 	mu         sync.Mutex
 	visibility map[string]int32 // receipt handle -> seconds
 	sent       []types.SendMessageBatchRequestEntry
+}
+
+// GetQueueAttributes answers as a role without sqs:GetQueueAttributes
+// would: the retention is unknown, and what is handed back while the
+// destination fails keeps the retry backoff.
+func (f *fakeAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return nil, errors.New("AccessDenied: not granted to this test's role")
 }
 
 func (f *fakeAPI) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
