@@ -51,7 +51,10 @@ func faultScenarios(s Size) []Scenario {
 		n    int
 	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
 		out = append(out,
-			Scenario{Name: "brownout-90", Path: p.path, Messages: p.n, Rate: 100, Schedule: brownout(s)},
+			// 75 minutes: what the Lambda hands back late in a 10-minute
+			// brownout stays away by the outage's age, up to the long
+			// backoff of its receive count (32 min at the fourth).
+			Scenario{Name: "brownout-90", Path: p.path, Messages: p.n, Rate: 100, Schedule: brownout(s), Limit: 75 * time.Minute},
 			Scenario{Name: "mass-poison", Path: p.path, Messages: p.n, Rate: 100, Fault: refuseAll(p.n/3, max(s.d(2*time.Minute), 10*time.Second))},
 			// A function timeout shorter than the silence: a call that
 			// waits for a silent connection runs the Lambda to its deadline.
