@@ -22,9 +22,9 @@ import (
 // the consumers (QPS 0 with no workers: none; QPS +Inf: as fast as the
 // workers go).
 type LatencyLoad struct {
-	Name    string  `json:"name"`
-	QPS     float64 `json:"-"`
-	Workers int     `json:"workers"`
+	Name    string
+	QPS     float64
+	Workers int
 }
 
 // DefaultLatencyLoads are the phases `sluice lab latency-mariadb` runs: none,
@@ -60,7 +60,7 @@ type LatencyRow struct {
 // LatencyProbe measures the consumers' store latency per message against
 // the database's CPU under external loads of different shapes: Consumers
 // goroutines store batches of 10 through mysqlsink at MsgRate in total on
-// rp's workload, and each of Loads runs for Phase beside them (after 3 s
+// Plant's workload, and each of Loads runs for Phase beside them (after 3 s
 // for its queue to form). It is what the inner loop of pkg/consume reads,
 // measured on the real database (docs/consumers.md, "On MariaDB").
 type LatencyProbe struct {
