@@ -115,16 +115,18 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 }
 
 // memberClaim is member m's demand and margin for the split (shareRate),
-// given the destination's rate total, its probe and tick period: limited by demand
-// (measureMembers), what its consumers took plus MemberHeadroom, at least
-// the probe; otherwise any amount (+Inf). When its queue's depth is known
-// (depth_queue), the claim is at most what the queue holds for the next
-// tick (memberNeed) plus MemberHeadroom (a queue that holds the whole
-// rate claims any amount, as one that takes all it is given): a member whose queue ran dry
-// claims its producers' rate, not what it took while it drained; at the
-// first tick, an empty queue claims its probe and a backlog what it holds;
-// a member that takes all it is given while its depth falls claims what is
-// left, so that what it no longer takes goes to the others at once.
+// given the destination's rate total, its probe and tick period: limited by
+// demand (measureMembers), what its consumers took plus MemberHeadroom, at
+// least the probe; otherwise any amount (+Inf). When its queue's depth is
+// known (depth_queue), at the first tick, when it is limited, or when its
+// depth moved (a figure read again, not a stale one), the claim is at most
+// what the queue holds for the next tick (memberNeed): a backlog exactly
+// that, no margin (its consumers take all they are given until it runs dry,
+// at the tick's end); a queue without one that plus MemberHeadroom. A queue
+// that holds the whole rate claims any amount. So an empty queue claims its
+// probe at the first tick, a queue about to run dry leaves the rest to the
+// others, and one that ran dry claims its producers' rate, not what it took
+// while it drained.
 func (m *due) memberClaim(total, probe float64, period time.Duration, now time.Time) (demand, margin float64) {
 	d := m.demand
 	demand, use := math.Inf(1), math.Inf(1)
@@ -134,13 +136,20 @@ func (m *due) memberClaim(total, probe float64, period time.Duration, now time.T
 	need, changed, ok := m.memberNeed(period, now)
 	first := m.snap.State == nil
 	capped := ok && (d.Limited || first || changed)
+	// A backlog claims what drains it over the tick, no headroom: its
+	// consumers take all they are given until it ran dry.
+	backlog := m.depth > need*period.Seconds()*memberTolerance
 	if capped {
-		if c := max(need*(1+MemberHeadroom), probe); c < demand && c < total {
-			demand = c
+		c := max(need*(1+MemberHeadroom), probe)
+		if backlog {
+			c = max(need, probe)
 		}
 		use = min(use, need)
-		if first || m.depth > need*period.Seconds()*memberTolerance {
-			use = demand // takes all its claim while its backlog lasts
+		if c < demand && c < total {
+			demand = c
+			if first || backlog {
+				use = demand
+			}
 		}
 	}
 	if math.IsInf(demand, 1) {
