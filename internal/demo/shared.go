@@ -63,9 +63,10 @@ type SharedConfig struct {
 	// WeightChanges edit a member's weight during the run.
 	WeightChanges []WeightChange
 	Layout        SharedLayout
-	// Depth, when set, names each member's queue in its PARAMS
-	// (depth_queue): the split reads the queues' depth at the tick.
-	Depth bool
+	// NoDepth, when set, names no member's queue in its PARAMS: by
+	// default each member's depth_queue is its name, and the split reads
+	// the queues' depth at the tick (ReadMetrics).
+	NoDepth bool
 	// Start is the virtual wall-clock time of the run's start (default
 	// 2026-01-01 UTC).
 	Start time.Time
@@ -275,7 +276,7 @@ func newSharedWorld(cfg SharedConfig) (*sharedWorld, error) {
 		case LayoutShared:
 			attrs := map[string]any{loop.AttrDestination: DestinationID, loop.AttrWeight: m.Weight,
 				loop.AttrPriority: float64(m.Priority), "min_rate": 0.0, "max_rate": cfg.Params.MaxRate}
-			if cfg.Depth {
+			if !cfg.NoDepth {
 				attrs["depth_queue"] = m.Name
 			}
 			if err := w.store.WriteParams(ctx, m.Name, attrs); err != nil {
