@@ -105,6 +105,7 @@ type sharedFlags struct {
 	s       sim.Scenario
 	asJSON  bool
 	histOut string
+	depth   bool
 }
 
 const sharedHelp = "Several queues into one database (--scenario shared): one destination loop holds the controller,\n" +
@@ -143,6 +144,7 @@ func parseShared(name string, args []string, stderr io.Writer) (f sharedFlags, c
 	fs.Var(newSetpointChangesFlag(&f.s.SetpointChanges), "setpoint-change",
 		"edit of the destination's setpoint AT=VALUE, e.g. 120m=50 (repeatable or comma-separated; 'none' for none)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&f.depth, "depth", true, "name each member's queue (depth_queue): the split reads the queues' depth at each tick\n(--depth=false: the split reads the consumers' counts alone)")
 	fs.StringVar(&f.histOut, "history-out", "", "write the destination's history (one point per tick; the consumed rate is the members' total) to this JSON `file`, for sluice tune --from-history")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -195,7 +197,7 @@ func (f sharedFlags) runShared(layouts ...demo.SharedLayout) ([]demo.SharedResul
 	params := demo.DefaultParams(f.s, ctrl)
 	var out []demo.SharedResult
 	for _, l := range layouts {
-		cfg := demo.SharedConfig{Scenario: f.s, Params: params, Members: f.members, WeightChanges: f.changes, Layout: l}
+		cfg := demo.SharedConfig{Scenario: f.s, Params: params, Members: f.members, WeightChanges: f.changes, Layout: l, NoDepth: !f.depth}
 		if l == demo.LayoutShared && f.histOut != "" {
 			cfg.OnTick = func(t demo.Tick) { rec.record(destinationOnly(t)) }
 		}

@@ -63,6 +63,10 @@ type SharedConfig struct {
 	// WeightChanges edit a member's weight during the run.
 	WeightChanges []WeightChange
 	Layout        SharedLayout
+	// NoDepth, when set, names no member's queue in its PARAMS: by
+	// default each member's depth_queue is its name, and the split reads
+	// the queues' depth at the tick (ReadMetrics).
+	NoDepth bool
 	// Start is the virtual wall-clock time of the run's start (default
 	// 2026-01-01 UTC).
 	Start time.Time
@@ -272,6 +276,9 @@ func newSharedWorld(cfg SharedConfig) (*sharedWorld, error) {
 		case LayoutShared:
 			attrs := map[string]any{loop.AttrDestination: DestinationID, loop.AttrWeight: m.Weight,
 				loop.AttrPriority: float64(m.Priority), "min_rate": 0.0, "max_rate": cfg.Params.MaxRate}
+			if !cfg.NoDepth {
+				attrs["depth_queue"] = m.Name
+			}
 			if err := w.store.WriteParams(ctx, m.Name, attrs); err != nil {
 				return nil, err
 			}
@@ -590,11 +597,22 @@ func perSecond(running []float64) []float64 {
 }
 
 // ReadMetrics returns the newest published datapoint for every query
-// (metric.Reader): every loop reads the one database's CPU.
+// (metric.Reader): every loop reads the one database's CPU; a member's
+// queue depth (depth_queue, its name) is its queue's at the tick, and its
+// oldest message's age is not known.
 func (w *sharedWorld) ReadMetrics(_ context.Context, queries []metric.Query, _ time.Time) ([]metric.Sample, error) {
 	out := make([]metric.Sample, len(queries))
-	if dp, ok := w.pipe.Latest(); ok {
-		for i := range out {
+	dp, ok := w.pipe.Latest()
+	for i, q := range queries {
+		if queue := q.Dimensions[loop.DepthDimension]; q.Namespace == loop.DepthNamespace {
+			for _, sq := range w.qs {
+				if sq.m.Name == queue && q.Metric == loop.DepthMetric {
+					out[i] = metric.Sample{Value: float64(sq.queued), Time: w.clock(), Found: true}
+				}
+			}
+			continue
+		}
+		if ok {
 			out[i] = metric.Sample{Value: dp.Value, Time: w.start.Add(dp.Start), Found: true}
 		}
 	}

@@ -115,6 +115,10 @@ type Demand struct {
 	// member. With it a member's one low tick among lumpy counts does not
 	// read as limited by demand (share.go).
 	Taken *float64 `json:"taken,omitempty"`
+	// Depth is, for a member of a destination whose queue's depth was read
+	// (depth_queue), that depth at this tick, messages: with the next
+	// tick's, the member's producers' rate (share.go); nil otherwise.
+	Depth *float64 `json:"depth,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what

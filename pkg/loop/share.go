@@ -98,12 +98,8 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 	}
 	for i, m := range w.members {
 		d := m.demand
-		demand, margin := math.Inf(1), 0.0
-		if d.Limited {
-			probe := MemberProbe * total * m.params.Member.Weight / weights
-			demand = max(d.Processed*(1+MemberHeadroom), probe)
-			margin = demand - d.Processed
-		}
+		probe := MemberProbe * total * m.params.Member.Weight / weights
+		demand, margin := m.memberClaim(total, probe, w.params.TickPeriod, now)
 		demands[i] = d
 		mp := m.params.Member
 		claims[i] = fairshare.Claim{Weight: mp.Weight, Priority: mp.Priority, Min: m.params.MinRate, Max: m.params.MaxRate,
@@ -116,6 +112,73 @@ func (w *due) shareRate(dc Commit, now time.Time, reports []Report) []memberComm
 		out[i] = memberCommit{w: m, r: r, c: m.memberCommit(dc, shares[i], demands[i], now, r)}
 	}
 	return out
+}
+
+// memberClaim is member m's demand and margin for the split (shareRate),
+// given the destination's rate total, its probe and tick period: limited by
+// demand (measureMembers), what its consumers took plus MemberHeadroom, at
+// least the probe; otherwise any amount (+Inf). When its queue's depth is
+// known (depth_queue), at the first tick, when it is limited, or when its
+// depth moved (a figure read again, not a stale one), the claim is at most
+// what the queue holds for the next tick (memberNeed): a backlog exactly
+// that, no margin (its consumers take all they are given until it runs dry,
+// at the tick's end); a queue without one that plus MemberHeadroom. A queue
+// that holds the whole rate claims any amount. So an empty queue claims its
+// probe at the first tick, a queue about to run dry leaves the rest to the
+// others, and one that ran dry claims its producers' rate, not what it took
+// while it drained.
+func (m *due) memberClaim(total, probe float64, period time.Duration, now time.Time) (demand, margin float64) {
+	d := m.demand
+	demand, use := math.Inf(1), math.Inf(1)
+	if d.Limited {
+		demand, use = max(d.Processed*(1+MemberHeadroom), probe), d.Processed
+	}
+	need, changed, ok := m.memberNeed(period, now)
+	first := m.snap.State == nil
+	capped := ok && (d.Limited || first || changed)
+	// A backlog claims what drains it over the tick, no headroom: its
+	// consumers take all they are given until it ran dry.
+	backlog := m.depth > need*period.Seconds()*memberTolerance
+	if capped {
+		c := max(need*(1+MemberHeadroom), probe)
+		if backlog {
+			c = max(need, probe)
+		}
+		use = min(use, need)
+		if c < demand && c < total {
+			demand = c
+			if first || backlog {
+				use = demand
+			}
+		}
+	}
+	if math.IsInf(demand, 1) {
+		return demand, 0
+	}
+	return demand, max(demand-use, 0)
+}
+
+// memberNeed is what member m's queue holds for the next tick (period),
+// messages/s: its depth over the period plus its producers' rate, which is
+// what its consumers took since the previous tick plus the depth's change
+// over that time to now (0 when not known, at the first tick); changed
+// reports whether the depth moved since the previous tick (a figure read
+// again, not a stale one); ok is false when the
+// depth is not known (no depth_queue, demand_headroom 0, not read).
+func (m *due) memberNeed(period time.Duration, now time.Time) (need float64, changed, ok bool) {
+	d := m.demand
+	if !m.depthKnown || m.params.DemandHeadroom <= 0 || period <= 0 {
+		return 0, false, false
+	}
+	var arrival float64
+	if prev := m.snap.State; d.Known && prev != nil {
+		arrival = d.Processed
+		if p := prev.Demand.Depth; p != nil && now.After(prev.TickAt) {
+			arrival += (m.depth - *p) / now.Sub(prev.TickAt).Seconds()
+			changed = m.depth != *p
+		}
+	}
+	return m.depth/period.Seconds() + max(arrival, 0), changed, true
 }
 
 // measureMembers measures what each member's consumers took since the
@@ -160,6 +223,10 @@ func (w *due) measureMembers(now time.Time) {
 		less := d.Processed < prevRate*(1-memberTolerance) && taken < 1-memberTolerance
 		d.Limited = d.Known && m.params.DemandHeadroom > 0 && (less || base.Limited) &&
 			(!base.Known || d.Processed <= base.Processed*(1+memberTolerance))
+		if m.depthKnown {
+			depth := m.depth
+			d.Depth = &depth
+		}
 		m.demand = d
 	}
 }

@@ -1,0 +1,105 @@
+package loop_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/pkg/adapter/cwmetric"
+	"github.com/sluice-dev/sluice/pkg/loop"
+	"github.com/sluice-dev/sluice/pkg/metric"
+)
+
+// depthReader answers the members' queue depth queries (by QueueName) from
+// depths and every other query from next.
+type depthReader struct {
+	next   metric.Reader
+	depths map[string]float64
+}
+
+func (d *depthReader) ReadMetrics(ctx context.Context, qs []metric.Query, now time.Time) ([]metric.Sample, error) {
+	out, err := d.next.ReadMetrics(ctx, qs, now)
+	for i, q := range qs {
+		if v, ok := d.depths[q.Dimensions[loop.DepthDimension]]; ok && q.Metric == loop.DepthMetric {
+			out[i] = metric.Sample{Value: v, Time: now.Add(-time.Minute), Found: true}
+		}
+	}
+	return out, err
+}
+
+// sharedQueues is each member's queue: what it holds and its producers'
+// rate, messages/s.
+type sharedQueues struct {
+	queued, arrival map[string]float64
+}
+
+// take lets each member's consumer take a minute at its rate from its
+// queue, reports its count, and returns what all of them took, messages/s.
+func (q sharedQueues) take(r *sharedRig, reps map[string]loop.Report) float64 {
+	var sum float64
+	for id, queued := range q.queued {
+		n := math.Min(reps[id].Rate*60, queued+q.arrival[id]*60)
+		q.queued[id] = queued + q.arrival[id]*60 - n
+		r.stored[id] += int64(n)
+		sum += n / 60
+	}
+	return sum
+}
+
+// TestMembersWithDepthShareWhatTheirQueuesHold: a's queue holds 500
+// messages/s and nothing queued, b a backlog of 30,000 on top of 200/s (it
+// drains within a few ticks), c (a lower class) a backfill. Read from their
+// consumers' counts alone, the first tick gives a and b the whole rate (c,
+// with the backlog, nothing) and the tick after b ran dry still gives b
+// what it took while it drained: the database receives less than the
+// destination's rate. With each member's queue depth (depth_queue), a
+// member claims what its queue holds for the next tick: a its probe at the
+// first tick, c the rest, b its producers' rate once it ran dry, and the
+// members take the destination's rate at every tick (a backlog claims what
+// drains it over the tick, no headroom that would leave c short).
+func TestMembersWithDepthShareWhatTheirQueuesHold(t *testing.T) {
+	r := newSharedRig(t)
+	q := sharedQueues{queued: map[string]float64{"a": 0, "b": 30_000, "c": 5e6}, arrival: map[string]float64{"a": 500, "b": 200, "c": 0}}
+	r.ticker.Metrics[cwmetric.Name] = &depthReader{next: r.metrics, depths: q.queued}
+	for id, attrs := range map[string]map[string]any{
+		"a": member("db", 3, nil), "b": member("db", 2, nil),
+		"c": member("db", 1, func(a map[string]any) { a["priority"] = -1.0 }),
+	} {
+		attrs["depth_queue"] = id
+		if err := r.store.WriteParams(context.Background(), id, attrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var trace string
+	drained := false
+	for i := range 8 {
+		reps := r.tickBy(time.Minute)
+		a, b, c, R := reps["a"].Rate, reps["b"].Rate, reps["c"].Rate, reps["db"].Rate
+		trace += fmt.Sprintf("\ntick %d: rate %.0f: a %.0f (queued %.0f), b %.0f (%.0f), c %.0f", i, R, a, q.queued["a"], b, q.queued["b"], c)
+		if i == 0 && (a > 0.1*R || c < 0.4*R) {
+			t.Fatalf("first tick: a (an empty queue) %.0f, c (a backfill) %.0f of %.0f; want a its probe, c the rest:%s", a, c, R, trace)
+		}
+		if q.queued["b"] == 0 && !drained {
+			drained = true
+			if b > q.arrival["b"]*(1+loop.MemberHeadroom)*1.01 {
+				t.Fatalf("b ran dry: %.0f; want its producers' %.0f plus headroom, not what it took while it drained:%s", b, q.arrival["b"], trace)
+			}
+		}
+		if i == 0 {
+			r.start = r.clock.now // the consumers start with the first tick
+		}
+		took := q.take(r, reps)
+		for id := range q.queued {
+			r.report(id, "i-1", r.stored[id], r.start)
+		}
+		trace += fmt.Sprintf(": took %.0f", took)
+		if took > 1.02*R || took < 0.98*R {
+			t.Fatalf("the members took %.0f of the destination's %.0f messages/s; want it all, no more:%s", took, R, trace)
+		}
+	}
+	if !drained {
+		t.Fatalf("b never ran dry:%s", trace)
+	}
+}
