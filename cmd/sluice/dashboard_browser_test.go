@@ -375,7 +375,7 @@ func TestBrowserMoto(t *testing.T) {
 			t.Fatalf("controller tick: %v", err)
 		}
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
-		cdp(t, ctx, "load", chromedp.Navigate(url+"#broken"),
+		cdp(t, ctx, "load", chromedp.Navigate(url+"#broken"), chromedp.WaitReady(cdpCSS("#params-refusal")),
 			cdpUntil(`!document.getElementById('params-refusal').hidden`, 10*time.Second))
 		msg := cdpValue(t, ctx, "read refusal", chromedp.Text(cdpCSS("#params-refusal")))
 		if !strings.Contains(msg, "kp") {
@@ -479,7 +479,10 @@ func TestBrowserSharedDemo(t *testing.T) {
 	dashScreenshot(t, ctx, "dashboard-shared")
 	// A member's header names its destination for the CPU: it has no
 	// signal of its own, which is not a stale one.
-	cdp(t, ctx, "member page", chromedp.Navigate("about:blank"), chromedp.Navigate(url+"#orders"),
+	// WaitVisible before the poll: a poll right after a navigation can
+	// run in the old document's context as it goes ("Cannot find context
+	// with specified id", seen in CI).
+	cdp(t, ctx, "member page", chromedp.Navigate("about:blank"), chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#now")),
 		cdpUntil(`document.getElementById('now').innerText.includes('at db')`, 20*time.Second))
 	if now := cdpValue(t, ctx, "member header", chromedp.Evaluate[string](`document.getElementById('now').innerText`)); strings.Contains(now, "stale") {
 		t.Errorf("member orders' header %q says stale; want its CPU at its destination db", now)
