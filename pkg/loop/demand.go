@@ -133,8 +133,8 @@ type Demand struct {
 // the counts cover the whole gap). A count below its baseline (an
 // instance id reused after a restart) counts from zero. An instance first
 // seen now counts whole (as of the tick) if it started after the previous
-// tick; if it
-// started before, its share of the period is unknown and so is the figure.
+// tick; if it started before, its share of the period is unknown and so is
+// the figure.
 // Redelivered messages that a consumer stores again are counted again: the
 // figure is what reached the destination, which is what loads it.
 func measureDemand(peers []protocol.Peer, prev Demand, prevTick, now time.Time) Demand {
