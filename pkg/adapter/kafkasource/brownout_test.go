@@ -9,7 +9,6 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // brownoutSink fails nine records in ten transiently until end (a
@@ -58,36 +57,19 @@ func TestBrownoutExhaustsNoRecord(t *testing.T) {
 	brokers := c.ListenAddrs()
 	produce(t, brokers, topic, "b", 0, 200, nil)
 	sink := &brownoutSink{Sink: memqueue.NewSink(), end: time.Now().Add(5 * time.Second)}
-	rates := memqueue.NewRates()
-	rates.Put(protocol.Rate{Loop: "kafka", PerSecond: 1e6})
-	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "kafka", SafeRate: 1e6}, rates, nil, consume.WallClock{}, nil, nil)
 	breaker := consume.BreakerConfig{Backoff: consume.Backoff{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond}}
-	cons := consume.New(consume.Config{BatchSize: 20, Breaker: breaker}, rc, sink, consume.WallClock{}, nil, nil)
-	src, err := kafkasource.New(kafkasource.Config{
-		Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: cons.Pacer(), Opts: fastGroup, CommitInterval: -1,
+	w := startWorkerWith(t, sink, 1e6, consume.Config{BatchSize: 20, Breaker: breaker}, kafkasource.Config{
+		Brokers: brokers, Topics: []string{topic}, Group: group, CommitInterval: -1,
 		MaxAttempts: 4, RetryBackoff: consume.Backoff{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { cons.Run(ctx, src); close(done) }()
 	waitFor(t, 60*time.Second, "200 records stored or dead-lettered", func() bool {
-		return int64(sink.Len())+src.Stats().DeadLettered.Load() >= 200
+		return int64(sink.Len())+w.src.Stats().DeadLettered.Load() >= 200
 	})
-	cancel()
-	<-done
-	_ = src.Close(context.Background())
-	if n := src.Stats().Exhausted.Load(); n != 0 || sink.Len() != 200 {
+	w.stop()
+	if n := w.src.Stats().Exhausted.Load(); n != 0 || sink.Len() != 200 {
 		t.Errorf("after a 5 s brownout: %d stored, %d exhausted and dead-lettered (%d tries); want 200 stored, none exhausted", sink.Len(), n, sink.seen)
 	}
-	offs := committed(t, brokers, group, topic)
-	var total int64
-	for _, o := range offs {
-		total += o
-	}
-	if total != 200 {
+	if total, offs := committedTotal(t, brokers, group, topic); total != 200 {
 		t.Errorf("committed offsets %v sum to %d; want 200", offs, total)
 	}
 }

@@ -85,9 +85,20 @@ func bigPoison(t *testing.T, brokers []string, topic string, size, n int) []stri
 	return produce(t, brokers, topic, "h", 1, n, nil)
 }
 
-// drive runs src as the consumer settles it, with "big" as the poison and
-// every other record stored, until ctx ends; it counts what it received.
-func drive(ctx context.Context, t *testing.T, src *kafkasource.Source, received map[string]int) {
+// drive runs src in the background as the consumer settles it, with "big"
+// as the poison and every other record stored, until stop is called; stop
+// waits for it to end (again: nothing), and received, what it received by
+// id, is read after stop.
+func drive(t *testing.T, src *kafkasource.Source) (received map[string]int, stop func()) {
+	received = map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); settle(ctx, t, src, received) }()
+	return received, func() { cancel(); <-done }
+}
+
+// settle is drive's loop, until ctx ends.
+func settle(ctx context.Context, t *testing.T, src *kafkasource.Source, received map[string]int) {
 	for ctx.Err() == nil {
 		msgs, err := src.Receive(ctx, 10)
 		if err != nil && ctx.Err() == nil {
@@ -143,16 +154,12 @@ func TestBrokerDeadLetterTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close(context.Background()) })
-	received := map[string]int{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); drive(ctx, t, src, received) }()
+	received, stop := drive(t, src)
 	deadline := time.Now().Add(20 * time.Second)
 	for committed(t, brokers, group, topic)[0] != n+1 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	cancel()
-	<-done
+	stop()
 	if got := committed(t, brokers, group, topic)[0]; got != n+1 {
 		t.Fatalf("committed offset %d, DeadLetterRefused %d: the poison whose dead letter is too large holds the partition; want %d",
 			got, src.Stats().DeadLetterRefused.Load(), n+1)

@@ -39,11 +39,8 @@ func TestDeadLetterRetriableResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close(context.Background()) })
-	received := map[string]int{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); drive(ctx, t, src, received) }()
-	defer func() { cancel(); <-done }()
+	received, stop := drive(t, src)
+	defer stop()
 	refused := func() bool { return src.Stats().DeadLetterRefused.Load() > 0 }
 	start := time.Now()
 	for deadline := start.Add(10 * time.Second); !refused() && time.Now().Before(deadline); {
@@ -58,8 +55,7 @@ func TestDeadLetterRetriableResolves(t *testing.T) {
 	}
 	refusing.Remove()
 	waitFor(t, 20*time.Second, "the group committed past the poison once the topic took writes", func() bool { return committed(t, brokers, "g", "slow")[0] == n+1 })
-	cancel()
-	<-done
+	stop()
 	if h, _ := deadHeaders(t, brokers, "slow.dlt"); h[kafkasource.HeaderID] != "big" {
 		t.Errorf("dead letter id %q; want the poison's", h[kafkasource.HeaderID])
 	}

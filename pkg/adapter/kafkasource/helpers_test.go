@@ -102,14 +102,19 @@ type worker struct {
 // startWorker starts a consumer at the allowed rate (messages/s).
 func startWorker(t *testing.T, brokers []string, topic, group string, sink consume.Sink, rate float64) *worker {
 	t.Helper()
+	return startWorkerWith(t, sink, rate, consume.Config{BatchSize: 50}, kafkasource.Config{Brokers: brokers, Topics: []string{topic}, Group: group})
+}
+
+// startWorkerWith starts a consumer with cc at the allowed rate on a source
+// with sc, its Pacer, Opts and Log filled in.
+func startWorkerWith(t *testing.T, sink consume.Sink, rate float64, cc consume.Config, sc kafkasource.Config) *worker {
+	t.Helper()
 	rates := memqueue.NewRates()
 	rates.Put(protocol.Rate{Loop: "kafka", PerSecond: rate})
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "kafka", SafeRate: 1e6}, rates, nil, consume.WallClock{}, nil, nil)
-	c := consume.New(consume.Config{BatchSize: 50}, rc, sink, consume.WallClock{}, nil, nil)
-	src, err := kafkasource.New(kafkasource.Config{
-		Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: c.Pacer(),
-		Opts: fastGroup, Log: testLog,
-	})
+	c := consume.New(cc, rc, sink, consume.WallClock{}, nil, nil)
+	sc.Pacer, sc.Opts, sc.Log = c.Pacer(), fastGroup, testLog
+	src, err := kafkasource.New(sc)
 	if err != nil {
 		t.Fatalf("kafkasource.New: %v", err)
 	}
@@ -164,6 +169,17 @@ func committed(t *testing.T, brokers []string, group, topic string) map[int32]in
 		}
 	})
 	return out
+}
+
+// committedTotal is the sum of the group's committed offsets for topic.
+func committedTotal(t *testing.T, brokers []string, group, topic string) (int64, map[int32]int64) {
+	t.Helper()
+	offs := committed(t, brokers, group, topic)
+	var total int64
+	for _, o := range offs {
+		total += o
+	}
+	return total, offs
 }
 
 // readAll reads topic from the start up to its current end.

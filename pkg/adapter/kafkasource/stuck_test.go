@@ -10,7 +10,6 @@ import (
 	"github.com/sluice-dev/sluice/pkg/adapter/kafkasource"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/consume"
-	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // stuckSink fails one id with a retryable error on every try and counts
@@ -54,26 +53,14 @@ func TestStuckRecordRetriedThenDeadLettered(t *testing.T) {
 	brokers := c.ListenAddrs()
 	ids := produce(t, brokers, topic, "s", 0, 200, nil)
 	sink := &stuckSink{Sink: memqueue.NewSink(), stuck: ids[17]}
-	rates := memqueue.NewRates()
-	rates.Put(protocol.Rate{Loop: "kafka", PerSecond: 1e6})
-	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "kafka", SafeRate: 1e6}, rates, nil, consume.WallClock{}, nil, nil)
-	cons := consume.New(consume.Config{BatchSize: 20}, rc, sink, consume.WallClock{}, nil, nil)
-	src, err := kafkasource.New(kafkasource.Config{
-		Brokers: brokers, Topics: []string{topic}, Group: group, Pacer: cons.Pacer(), Opts: fastGroup, CommitInterval: -1,
+	w := startWorkerWith(t, sink, 1e6, consume.Config{BatchSize: 20}, kafkasource.Config{
+		Brokers: brokers, Topics: []string{topic}, Group: group, CommitInterval: -1,
 		MaxAttempts: 4, RetryBackoff: consume.Backoff{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { cons.Run(ctx, src); close(done) }()
 	waitFor(t, 30*time.Second, "199 stored and the stuck record dead-lettered", func() bool {
-		return sink.Len() == 199 && src.Stats().DeadLettered.Load() == 1
+		return sink.Len() == 199 && w.src.Stats().DeadLettered.Load() == 1
 	})
-	cancel()
-	<-done
-	_ = src.Close(context.Background())
+	w.stop()
 	if sink.attempts != 4 {
 		t.Errorf("stuck record tried %d times; want MaxAttempts 4", sink.attempts)
 	}
@@ -86,12 +73,7 @@ func TestStuckRecordRetriedThenDeadLettered(t *testing.T) {
 			t.Errorf("reason %q; want retries exhausted", h.Value)
 		}
 	}
-	offs := committed(t, brokers, group, topic)
-	var total int64
-	for _, o := range offs {
-		total += o
-	}
-	if total != 200 {
+	if total, offs := committedTotal(t, brokers, group, topic); total != 200 {
 		t.Errorf("committed offsets %v sum to %d; want 200 (past the dead-lettered record)", offs, total)
 	}
 }

@@ -216,6 +216,19 @@ func (s *mappingSim) lastStored() (time.Duration, bool) {
 	return last, true
 }
 
+// playFault runs the simulation through a fault of length d (fresh: a
+// new instance for every invocation), then until every message is settled
+// (12 h at most), and returns the most receives a message spent during the
+// fault, when the last message was stored and whether all were.
+func (s *mappingSim) playFault(t *testing.T, d time.Duration, fresh bool) (during int, last time.Duration, ok bool) {
+	t.Helper()
+	s.run(t, d, fresh)
+	during = s.maxReceives()
+	s.run(t, 12*time.Hour, fresh)
+	last, ok = s.lastStored()
+	return during, last, ok
+}
+
 // maxReceives returns the most receives any message spent.
 func (s *mappingSim) maxReceives() int {
 	n := 0
@@ -253,10 +266,7 @@ func TestShortBlipRecoversWithinAMinute(t *testing.T) {
 // at most 4 times in all.
 func TestLongOutageSpendsFewReceives(t *testing.T) {
 	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
-	s.run(t, 15*time.Minute, false)
-	during := s.maxReceives()
-	s.run(t, 12*time.Hour, false)
-	last, ok := s.lastStored()
+	during, last, ok := s.playFault(t, 15*time.Minute, false)
 	t.Logf("15 min outage: at most %d receives of a message during it, %d after; last stored %v after its start", during, s.maxReceives(), last)
 	if during > 3 {
 		t.Errorf("a message was received %d times during a 15-minute outage; want at most 3 (well under maxReceiveCount 5)", during)
@@ -286,10 +296,7 @@ func TestLongOutageSpendsFewReceives(t *testing.T) {
 // since its first receive (ApproximateFirstReceiveTimestamp).
 func TestLongOutageOnFreshInstances(t *testing.T) {
 	s := newMappingSim(200, 15*time.Minute, lowest, lowest)
-	s.run(t, 15*time.Minute, true)
-	during := s.maxReceives()
-	s.run(t, 12*time.Hour, true)
-	last, ok := s.lastStored()
+	during, last, ok := s.playFault(t, 15*time.Minute, true)
 	t.Logf("15 min outage, a fresh instance each invocation: at most %d receives during it, %d after; last stored %v after its start", during, s.maxReceives(), last)
 	if during > 4 || !ok || s.deadLettered > 0 {
 		t.Errorf("15 min outage on fresh instances: at most %d receives during it, all stored %v, %d dead-lettered; want at most 4, all stored, none dead-lettered",
@@ -306,10 +313,7 @@ func TestLongBrownoutSpendsFewReceives(t *testing.T) {
 	for _, fresh := range []bool{false, true} {
 		s := newMappingSim(200, 0, lowest, lowest)
 		s.brownout.Fail, s.brownout.For = 0.9, 10*time.Minute
-		s.run(t, 10*time.Minute, fresh)
-		during := s.maxReceives()
-		s.run(t, 12*time.Hour, fresh)
-		last, ok := s.lastStored()
+		during, last, ok := s.playFault(t, 10*time.Minute, fresh)
 		t.Logf("10 min brownout at 90 %%, fresh instances %v: at most %d receives during it, %d in all, %d dead-lettered; last stored %v after its start",
 			fresh, during, s.maxReceives(), s.deadLettered, last)
 		if !ok || s.deadLettered > 0 {
