@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sys/unix"
+
 	"github.com/sluice-dev/sluice/internal/testenv"
 )
 
@@ -164,5 +168,58 @@ func TestRound(t *testing.T) {
 				t.Errorf("Round(%v, %d) = %v; want %v (math.Round(x*unit)/unit)", x, d, got, want)
 			}
 		}
+	}
+}
+
+func TestParseCPUs(t *testing.T) {
+	for list, want := range map[string][]int{"": nil, "1": {1}, "0,2": {0, 2}, "2-3,5": {2, 3, 5}, " 1 , 3-3": {1, 3}} {
+		got, err := ParseCPUs(list)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseCPUs(%q) = %v, %v; want %v", list, got, err, want)
+		}
+	}
+	for _, bad := range []string{"a", "3-1", "-1", "1-x"} {
+		if _, err := ParseCPUs(bad); err == nil {
+			t.Errorf("ParseCPUs(%q): no error", bad)
+		}
+	}
+}
+
+func TestPinDatabase(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	affinity := func(pid int) unix.CPUSet {
+		var s unix.CPUSet
+		if err := unix.SchedGetaffinity(pid, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before, self := affinity(cmd.Process.Pid), affinity(0)
+	if self.Count() < 2 || !self.IsSet(1) {
+		t.Skip("needs CPUs 0 and 1")
+	}
+	restore, err := PinDatabase(cmd.Process.Pid, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db := affinity(cmd.Process.Pid); db.Count() != 1 || !db.IsSet(1) {
+		t.Errorf("the database's affinity: %d CPUs, CPU 1 %v; want CPU 1 alone", db.Count(), db.IsSet(1))
+	}
+	if s := affinity(0); s.IsSet(1) || s.Count() == 0 {
+		t.Errorf("this process still may use CPU 1 (or none): %d CPUs", s.Count())
+	}
+	restore()
+	if affinity(cmd.Process.Pid) != before || affinity(0) != self {
+		t.Error("restore did not give the former affinities back")
+	}
+	if _, err := PinDatabase(cmd.Process.Pid, []int{1000}); err == nil {
+		t.Error("a CPU the machine does not have: no error")
+	}
+	if affinity(cmd.Process.Pid) != before || affinity(0) != self {
+		t.Error("a refused pin changed the affinities")
 	}
 }

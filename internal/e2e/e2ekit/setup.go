@@ -191,11 +191,11 @@ func Manual(ctx context.Context, table, loopID string, rate float64) error {
 }
 
 // PublishCPU publishes s's CPU to CloudWatch as instance's AWS/RDS
-// CPUUtilization every period until the run ends; onDatapoint (may be
-// nil) sees every datapoint.
-func (r *Run) PublishCPU(awsCfg aws.Config, s *cpupub.Sampler, instance string, period time.Duration, onDatapoint func(cpupub.Datapoint)) {
+// CPUUtilization every period, each datapoint delay after its period ends,
+// until the run ends; onDatapoint (may be nil) sees every datapoint.
+func (r *Run) PublishCPU(awsCfg aws.Config, s *cpupub.Sampler, instance string, period, delay time.Duration, onDatapoint func(cpupub.Datapoint)) {
 	pub := &cpupub.Publisher{CPU: s, API: cwmetric.NewClient(awsCfg, awsconf.Endpoint()), Instance: instance,
-		Period: period, Clock: consume.WallClock{}, OnDatapoint: onDatapoint}
+		Period: period, Delay: delay, Clock: consume.WallClock{}, OnDatapoint: onDatapoint}
 	r.Go(func(ctx context.Context) { pub.Run(ctx) })
 }
 

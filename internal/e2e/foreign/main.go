@@ -154,7 +154,7 @@ func (r *run) setup() error {
 		Env: []string{"SLUICE_TABLE=" + r.table, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}, Tick: c.Tick, SQS: r.sqs}); err != nil {
 		return err
 	}
-	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, nil)
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, 0, nil)
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
 		r.mu.Lock()
 		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})

@@ -124,6 +124,8 @@ type config struct {
 	setpoint, setpoint2 float64
 	phase               time.Duration
 	pid                 int
+	mariadbCPUs         string
+	metricDelay         time.Duration
 	root                string
 	scenario            string
 	cascade             cascadeConfig
@@ -136,6 +138,8 @@ func main() {
 	flag.Float64Var(&c.setpoint2, "setpoint2", 12, "setpoint after the mid-run edit")
 	flag.DurationVar(&c.phase, "phase", 50*time.Second, "length of each phase (settle, disturbance, after the edit)")
 	flag.IntVar(&c.pid, "mariadb-pid", 0, "pid of the MariaDB server of SLUICE_MYSQL_DSN (default: the listener on its port)")
+	flag.StringVar(&c.mariadbCPUs, "mariadb-cpus", "", "CPUs the MariaDB server has to itself for the run, as taskset lists them (1, 2-3): its threads on those, this run on the others; its CPU figure is then of those CPUs (default: as it runs)")
+	flag.DurationVar(&c.metricDelay, "metric-delay", 0, "how long after its period ends each CPU datapoint is published (RDS's CPUUtilization arrives a minute or more late)")
 	flag.StringVar(&c.scenario, "scenario", "full", "full: the whole scenario (make e2e); cascade: the inner loop on and off under a load burst (make e2e-cascade, cascade.go)")
 	c.cascade.declare()
 	flag.Parse()
@@ -220,6 +224,11 @@ func (r *run) setup() error {
 	if c.scenario == "cascade" {
 		tune = r.cascadeParams
 	}
+	if c.scenario == "cascade" {
+		if err := r.cascadeCalibrate(); err != nil {
+			return err
+		}
+	}
 	params, err := tune()
 	if err != nil {
 		return err
@@ -228,8 +237,10 @@ func (r *run) setup() error {
 		return err
 	}
 	// The disturbance's cost on this machine, before the loop runs.
-	if err := r.probeLoad(); err != nil {
-		return err
+	if c.scenario != "cascade" {
+		if err := r.probeLoad(); err != nil {
+			return err
+		}
 	}
 
 	if err := r.startFunctions(rie, awsCfg); err != nil {
@@ -247,6 +258,9 @@ func (r *run) setupDatabase() error {
 	// CPU is the plant's.
 	var err error
 	if r.db, r.dsn, _, err = r.OpenWorkloadDB(r.dbName, c.Keep, 16, dbload.Workload{DataRows: c.DataRows, ScanRows: c.ScanRows}); err != nil {
+		return err
+	}
+	if err := r.pinDatabase(); err != nil {
 		return err
 	}
 	if r.sampler, err = cpupub.NewSampler(0, r.mariadbPID, 0); err != nil {
@@ -311,7 +325,7 @@ func (r *run) startFunctions(rie string, awsCfg aws.Config) error {
 func (r *run) recordCPU(awsCfg aws.Config) {
 	c := r.Cfg
 	// 6. The CPU publisher, and the 1-s CPU record the checks use.
-	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.points.Add(1) })
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, c.metricDelay, func(cpupub.Datapoint) { r.points.Add(1) })
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
 		r.mu.Lock()
 		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})
@@ -320,6 +334,26 @@ func (r *run) recordCPU(awsCfg aws.Config) {
 		r.stalls.Add(1)
 		r.Logf("stall: this process was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
 	})
+}
+
+// pinDatabase gives MariaDB the CPUs of -mariadb-cpus to itself for the
+// run (e2ekit.PinDatabase); their former affinity is given back at the end.
+func (r *run) pinDatabase() error {
+	cpus, err := e2ekit.ParseCPUs(r.Cfg.mariadbCPUs)
+	if err != nil || len(cpus) == 0 {
+		return err
+	}
+	pid, err := r.mariadbPID()
+	if err != nil {
+		return err
+	}
+	restore, err := e2ekit.PinDatabase(pid, cpus)
+	if err != nil {
+		return err
+	}
+	r.Defer(restore)
+	r.Logf("MariaDB pid %d on CPUs %v, this run on the others", pid, cpus)
+	return nil
 }
 
 // mariadbPID returns the pid of the MariaDB server whose CPU is the plant's:
@@ -386,7 +420,7 @@ func (r *run) paramsFor(m control.FOPDT) (loop.Params, error) {
 	}
 	// The loop as the lab sees it: the controller reads a datapoint of one
 	// tick's period, published at the period's end, at a tick.
-	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick, Tick: c.Tick, Setpoint: c.setpoint, MaxRate: c.MaxRate}
+	s := sim.Scenario{Plant: m, MetricPeriod: c.Tick, MetricDelay: c.Tick + c.metricDelay, Tick: c.Tick, Setpoint: c.setpoint, MaxRate: c.MaxRate}
 	loopModel := tuning.LoopModel(m, s.PipelineDelay())
 	g, err := tuning.Tune(loopModel, tuning.SIMC, tuning.Options{Form: tuning.PI})
 	if err != nil {

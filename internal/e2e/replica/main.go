@@ -616,7 +616,7 @@ func (r *run) startLoop() error {
 	if err != nil {
 		return err
 	}
-	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, nil)
+	r.PublishCPU(awsCfg, r.sampler, r.instance, c.Tick, 0, nil)
 	r.Go(r.recordState)
 	return nil
 }

@@ -127,7 +127,7 @@ func (r *run) startFunctions(rie string, awsCfg aws.Config) error {
 // recordCPU starts the CPU publisher (the destination's signal) and the
 // 1-s CPU record the checks use.
 func (r *run) recordCPU(awsCfg aws.Config) {
-	r.PublishCPU(awsCfg, r.sampler, r.instance, r.Cfg.Tick, nil)
+	r.PublishCPU(awsCfg, r.sampler, r.instance, r.Cfg.Tick, 0, nil)
 	r.RecordCPU(r.sampler, func(at time.Time, u float64) {
 		r.mu.Lock()
 		r.cpu = append(r.cpu, cpuPoint{t: at.Sub(r.Start), cpu: u})

@@ -158,7 +158,7 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	r.PublishCPU(awsCfg, sampler, r.instance, c.Tick, func(cpupub.Datapoint) { r.published.Add(1) })
+	r.PublishCPU(awsCfg, sampler, r.instance, c.Tick, 0, func(cpupub.Datapoint) { r.published.Add(1) })
 	r.Logf("up: table %s, database %s, controller and %d consumers (logs in %s)", r.table, r.dbName, c.Consumers, logDir)
 	return nil
 }
