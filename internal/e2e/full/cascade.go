@@ -140,6 +140,8 @@ func (r *run) cascadeCalibrate() error {
 			return err
 		}
 		c.ScanRows = scan
+		// The last probe's queries still running would count as idle.
+		r.Sleep(probeIdle)
 		if err := r.probeLoad(); err != nil {
 			return err
 		}
