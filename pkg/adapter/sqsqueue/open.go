@@ -65,7 +65,7 @@ func (a *queueAttributes) get(ctx context.Context, log *slog.Logger, api API, qu
 			err = errors.New("the queue's attributes have no MessageRetentionPeriod")
 		}
 		if a.retention == 0 {
-			log.WarnContext(ctx, "the queue's retention is unknown (set SLUICE_QUEUE_RETENTION); messages handed back with an open circuit get the retry backoff, and none is kept from its last receive", "err", err)
+			log.WarnContext(ctx, "the queue's retention is unknown (set SLUICE_QUEUE_RETENTION); messages handed back with an open circuit get the retry backoff, and the one before a last receive is not kept away longer", "err", err)
 		}
 	})
 	return a.retention, a.maxReceive
@@ -79,7 +79,7 @@ func (a *queueAttributes) readMaxReceive(ctx context.Context, log *slog.Logger, 
 	}
 	n, err := MaxReceiveCount(policy)
 	if err != nil {
-		log.WarnContext(ctx, "the queue's redrive policy cannot be read; no message is kept from its last receive", "policy", policy, "err", err)
+		log.WarnContext(ctx, "the queue's redrive policy cannot be read; its maxReceiveCount is taken for no cap, and no message's last receive is kept", "policy", policy, "err", err)
 	}
 	return n
 }
