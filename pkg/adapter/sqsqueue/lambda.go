@@ -46,10 +46,11 @@ type Handler struct {
 	// per instance) and keeps a message's last receive, which a hand-back
 	// would spend (SQS moves the message to the dead-letter queue at the
 	// receive after it): a message on its last receive is stored whatever
-	// the pacing (consume.Consumer.ProcessNow); one whose next receive is
-	// its last, handed back while the destination fails or the rate is
-	// zero, stays away as long as SQS allows (LastVisibility: 12 h, within
-	// the retention), so that its last receive comes after the fault.
+	// the pacing (consume.Consumer.ProcessNow), and with the circuit open
+	// so is one whose next receive is its last (a probe); such a message
+	// handed back because the destination fails stays away as long as SQS
+	// allows (LastVisibility: 12 h, within the retention), so that its
+	// last receive comes after the fault.
 	QueueURL string
 	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
 	// DefaultPausedBackoff.
@@ -236,7 +237,7 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		h.openVisibility(ctx, log, back, vis)
 	}
 	if spent := h.keepLastReceives(ctx, log, rep, failing, vis); spent > 0 {
-		log.WarnContext(ctx, "messages on their last receive handed back (the rate is zero or the destination fails): kept invisible as long as SQS allows; the next receive moves them to the dead-letter queue unless maxReceiveCount is raised meanwhile",
+		log.WarnContext(ctx, "messages on their last receive handed back (the destination fails): kept invisible as long as SQS allows; the next receive moves them to the dead-letter queue unless maxReceiveCount is raised meanwhile",
 			"messages", spent)
 	}
 	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })

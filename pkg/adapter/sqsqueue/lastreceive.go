@@ -28,14 +28,23 @@ func (h *Handler) queueLimits(ctx context.Context, log *slog.Logger) (time.Durat
 // back, they would move to the dead-letter queue at their next receive)
 // go first and without waiting for their pacing slots
 // (consume.Consumer.ProcessNow), so that a pacing deferral never spends a
-// last receive. At a rate of zero or with the circuit open they are
-// deferred all the same; delay then hands them back for as long as SQS
-// allows (LastVisibility).
+// last receive; with the circuit open, the ones before their last go
+// too, as its probe. At a rate of zero they are deferred all the same;
+// failed, delay hands them back for as long as SQS allows
+// (LastVisibility).
 func (h *Handler) process(ctx context.Context, log *slog.Logger, msgs []consume.Message) consume.Report {
 	_, maxReceive := h.queueLimits(ctx, log)
+	// With the circuit open the one before the last goes now too, as a
+	// probe: deferred untried it would be kept away for 12 h although the
+	// destination may be well again (the circuit waits for its probe).
+	// Not when that is every message's first or second receive.
+	now := maxReceive
+	if maxReceive >= 3 && h.Consumer.Breaker().State() == consume.CircuitOpen {
+		now = maxReceive - 1
+	}
 	var last, rest []consume.Message
 	for _, m := range msgs {
-		if maxReceive > 0 && m.ReceiveCount >= maxReceive {
+		if maxReceive > 0 && m.ReceiveCount >= now {
 			last = append(last, m)
 		} else {
 			rest = append(rest, m)
@@ -80,31 +89,35 @@ func LastVisibility(m consume.Message, short, retention time.Duration, now time.
 	return max(min(maxVisibility, retention-now.Sub(m.SentAt)-retentionMargin), short)
 }
 
-// keepLastReceives gives the messages handed back whose next receive is
-// their last (or who are on it) their LastVisibility in vis, but for a
-// message deferred only for its pacing slot while the destination is
-// well (paced false): its last receive is stored whatever the pacing
-// (process). It returns how many were on their last receive, spent.
+// keepLastReceives gives the messages handed back because the destination
+// failed (Retry, and Deferred while it fails) whose next receive is their
+// last, or who are on it, their LastVisibility in vis. It returns how many
+// were on their last receive, spent.
+//
+// A message deferred for its pacing slot keeps its slot: its last receive
+// is stored whatever the pacing (process). So does one handed back at a
+// rate of zero (the paused backoff): an operator's pause goes through the
+// controller, which turns the event source mapping off, so that no
+// receive is spent while paused; a bare RATE 0 with the mapping on keeps
+// the paused backoff's bound (DefaultPausedBackoff), not 12 h.
 func (h *Handler) keepLastReceives(ctx context.Context, log *slog.Logger, rep consume.Report, failing bool, vis map[string]time.Duration) int {
 	ret, maxReceive := h.queueLimits(ctx, log)
 	if maxReceive == 0 {
 		return 0
 	}
 	now, spent := h.Consumer.Clock().Now(), 0
-	keep := func(m consume.Message, paced bool) {
-		if m.ReceiveCount < maxReceive-1 || (paced && m.ReceiveCount < maxReceive) {
-			return
+	back := rep.Retry
+	if failing && !rep.Paused {
+		back = append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
+	}
+	for _, m := range back {
+		if m.ReceiveCount < maxReceive-1 {
+			continue
 		}
 		vis[m.ID] = LastVisibility(m, vis[m.ID], ret, now)
 		if m.ReceiveCount >= maxReceive {
 			spent++
 		}
-	}
-	for _, m := range rep.Retry {
-		keep(m, false)
-	}
-	for _, m := range rep.Deferred {
-		keep(m, !rep.Paused && !failing)
 	}
 	return spent
 }

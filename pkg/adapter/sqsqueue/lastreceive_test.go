@@ -96,37 +96,42 @@ func TestPacingDeferralKeepsTheLastReceive(t *testing.T) {
 	}
 }
 
-// TestPauseKeepsTheLastReceive: at a rate of zero the batch is handed back
-// untried; a message whose next receive is its last (4 of maxReceiveCount
-// 5, as a number or a string in the RedrivePolicy) and one on its last
-// stay away as long as SQS allows (12 h), the others for the paused
-// backoff (minutes); without a redrive policy there is no last receive.
-// The queue's attributes are read once.
-func TestPauseKeepsTheLastReceive(t *testing.T) {
+// TestFailingDestinationKeepsTheLastReceive: with the destination down,
+// a message whose next receive is its last (4 of maxReceiveCount 5, as a
+// number or a string in the RedrivePolicy) and one on its last stay away
+// as long as SQS allows (12 h), the others for minutes; without a redrive
+// policy there is no last receive. At a rate of zero the paused backoff
+// stays (minutes: an operator's pause turns the mapping off). The queue's
+// attributes are read once.
+func TestFailingDestinationKeepsTheLastReceive(t *testing.T) {
 	const arn = `"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q-dlq"`
 	for _, c := range []struct {
 		name    string
 		redrive string
+		rate    float64
 		long    bool
 	}{
-		{"maxReceiveCount a string", `{` + arn + `,"maxReceiveCount":"5"}`, true},
-		{"maxReceiveCount a number", `{` + arn + `,"maxReceiveCount":5}`, true},
-		{"no redrive policy", "", false},
+		{"maxReceiveCount a string", `{` + arn + `,"maxReceiveCount":"5"}`, 1000, true},
+		{"maxReceiveCount a number", `{` + arn + `,"maxReceiveCount":5}`, 1000, true},
+		{"no redrive policy", "", 1000, false},
+		{"rate zero", `{` + arn + `,"maxReceiveCount":5}`, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h, api, _, clock := lastReceiveHandler(0, c.redrive)
-			for range 2 {
+			h, api, sink, clock := lastReceiveHandler(c.rate, c.redrive)
+			sink.SetDown(true)
+			for range 4 { // the circuit opens on the way
 				ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Second))
 				_, err := h.Handle(ctx, receivedEvent("m", 10, map[int]int{7: 3, 8: 4, 9: 5}))
 				cancel()
 				if err != nil {
 					t.Fatal(err)
 				}
+				clock.Advance(time.Minute)
 			}
 			vis := func(h string) time.Duration { return time.Duration(api.visibility[h]) * time.Second }
-			t.Logf("visibility at receive 3: %v, 4: %v, 5: %v", vis("h-m-7"), vis("h-m-8"), vis("h-m-9"))
-			if vis("h-m-7") > 8*time.Minute {
-				t.Errorf("receive 3 of 5: visibility %v; want the paused backoff (at most 8 min)", vis("h-m-7"))
+			t.Logf("circuit %v; visibility at receive 3: %v, 4: %v, 5: %v", h.Consumer.Breaker().State(), vis("h-m-7"), vis("h-m-8"), vis("h-m-9"))
+			if vis("h-m-7") >= time.Hour {
+				t.Errorf("receive 3 of 5: visibility %v; want minutes", vis("h-m-7"))
 			}
 			for _, m := range []string{"h-m-8", "h-m-9"} {
 				if long := vis(m) >= 12*time.Hour; long != c.long {

@@ -46,11 +46,9 @@ func DefaultRetryBackoff() consume.Backoff {
 // DefaultPausedBackoff returns the visibility of a message handed back untried
 // while the rate is zero, by its receive count: 30-60 s after the first
 // receive, 240-480 s after the fourth. With a maxReceiveCount of 5 a pause of
-// up to 450 s (7.5 minutes) never dead-letters a healthy message. The
-// Lambda's Handler, knowing the queue's maxReceiveCount and retention,
-// hands a message back for 12 h before its last receive instead
-// (LastVisibility): a pause of up to 12 h then dead-letters nothing; for
-// longer ones disable the event source mapping.
+// up to 450 s (7.5 minutes) never dead-letters a healthy message; for longer
+// pauses disable the event source mapping (the controller does on an
+// operator's pause) or raise maxReceiveCount.
 func DefaultPausedBackoff() consume.Backoff {
 	return consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
 }
