@@ -218,7 +218,7 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	valid := c.validate(msgs, &rep)
 	switch {
 	case len(valid) == 0:
-	case c.breaker.State() == CircuitOpen:
+	case c.breaker.State() == CircuitOpen && !isNow(ctx):
 		// The lease stays live (the rate's read renews it): leases at
 		// work that store nothing tell the controller of an outage.
 		c.refresh(ctx)
@@ -249,6 +249,29 @@ func (c *Consumer) Process(ctx context.Context, msgs []Message) Report {
 	return rep
 }
 
+// nowKey marks the context of ProcessNow.
+type nowKey struct{}
+
+// ProcessNow is Process without waiting for the batch's pacing slots: they
+// are reserved at once (the batches after it wait for them, so the rate
+// holds over time) and the batch is stored at once, before ctx's deadline
+// or not, and also while the circuit is open: the batch is then a probe
+// (stored, it closes the circuit; failed, it counts as a failure). At a
+// rate of zero the batch is deferred as by Process. The SQS Lambda uses
+// it for the messages a deferral would dead-letter, those on their last
+// receives (the queue's maxReceiveCount): a few messages stored ahead of
+// the rate cost the destination less than a healthy message lost to the
+// dead-letter queue.
+func (c *Consumer) ProcessNow(ctx context.Context, msgs []Message) Report {
+	return c.Process(context.WithValue(ctx, nowKey{}, true), msgs)
+}
+
+// isNow reports whether ctx is ProcessNow's.
+func isNow(ctx context.Context) bool {
+	now, _ := ctx.Value(nowKey{}).(bool)
+	return now
+}
+
 // validate moves malformed messages to rep.Poison and returns the others.
 func (c *Consumer) validate(msgs []Message, rep *Report) []Message {
 	valid := make([]Message, 0, len(msgs))
@@ -268,6 +291,18 @@ func (c *Consumer) validate(msgs []Message, rep *Report) []Message {
 // before ctx's deadline.
 func (c *Consumer) pace(ctx context.Context, n int, rep *Report) (int, error) {
 	if unpaced.From(ctx) {
+		return n, nil
+	}
+	if isNow(ctx) {
+		c.refresh(ctx)
+		_, err := c.pacer.Delay(n)
+		if errors.Is(err, ErrPaused) {
+			rep.Paused = true
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
 		return n, nil
 	}
 	start := c.clock.Now()

@@ -40,6 +40,17 @@ type Handler struct {
 	// destination failed (RetryBackoff) or the rate is zero
 	// (PausedBackoff), their pacing slot when only the deadline was short.
 	// When empty they come back after the queue's visibility timeout.
+	//
+	// With QueueURL the handler also reads the queue's redrive policy
+	// (maxReceiveCount, with the retention in one GetQueueAttributes call
+	// per instance) and keeps a message's last receive, which a hand-back
+	// would spend (SQS moves the message to the dead-letter queue at the
+	// receive after it): a message on its last receive is stored whatever
+	// the pacing (consume.Consumer.ProcessNow), and with the circuit open
+	// so is one whose next receive is its last (a probe); such a message
+	// handed back because the destination fails stays away as long as SQS
+	// allows (LastVisibility: 12 h, within the retention), so that its
+	// last receive comes after the fault.
 	QueueURL string
 	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
 	// DefaultPausedBackoff.
@@ -72,9 +83,9 @@ type Handler struct {
 	Namespace string
 	Loop      string
 
-	retention retention
-	start     sync.Once
-	started   time.Time // this instance's first invocation
+	attrs   queueAttributes
+	start   sync.Once
+	started time.Time // this instance's first invocation
 }
 
 // FromEvent converts an SQS event record to a consumer message. Handle is
@@ -128,7 +139,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	h.start.Do(func() { h.started = h.Consumer.Clock().Now() })
 	paced := h.Consumer.Stats().Paced()
-	rep := h.Consumer.Process(pctx, msgs)
+	rep := h.process(pctx, log, msgs)
 	paced = h.Consumer.Stats().Paced() - paced
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
 	deadLettered, unsent := h.deadLetter(sctx, log, rep.Poison)
@@ -218,10 +229,16 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		vis[m.ID] = max(slot, RetryVisibility(retry, m))
 	}
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
-	if br := h.Consumer.Breaker(); !rep.Paused && (br.State() == consume.CircuitOpen || br.Failing()) {
+	br := h.Consumer.Breaker()
+	failing := br.State() == consume.CircuitOpen || br.Failing()
+	if !rep.Paused && failing {
 		// The destination is failing: its circuit open, or a batch failed
 		// whole, or a brownout that fails most messages.
 		h.openVisibility(ctx, log, back, vis)
+	}
+	if spent := h.keepLastReceives(ctx, log, rep, failing, vis); spent > 0 {
+		log.WarnContext(ctx, "messages on their last receive handed back (the destination fails): kept invisible as long as SQS allows; the next receive moves them to the dead-letter queue unless maxReceiveCount is raised meanwhile",
+			"messages", spent)
 	}
 	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
 	if err != nil {

@@ -2,7 +2,9 @@ package sqsqueue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -37,33 +39,71 @@ const openFirst = 8
 // deletes it.
 const retentionMargin = time.Minute
 
-// retention is the queue's MessageRetentionPeriod, read once.
-type retention struct {
-	once sync.Once
-	d    time.Duration // 0: unknown
+// queueAttributes are the queue's MessageRetentionPeriod and its redrive
+// policy's maxReceiveCount, read once with one GetQueueAttributes call.
+type queueAttributes struct {
+	once       sync.Once
+	retention  time.Duration // 0: unknown
+	maxReceive int           // 0: no redrive policy, or unknown: no cap
 }
 
-// get reads the retention of queueURL the first time (0 when it cannot);
-// fallback is the retention when SQS answers without it (a stand-in such
-// as ElasticMQ, which does not report it).
-func (r *retention) get(ctx context.Context, log *slog.Logger, api API, queueURL string, fallback time.Duration) time.Duration {
-	r.once.Do(func() {
-		r.d = fallback
+// get reads the attributes of queueURL the first time (the retention 0
+// and no cap when it cannot); fallback is the retention when SQS answers
+// without it (a stand-in such as ElasticMQ, which does not report it).
+func (a *queueAttributes) get(ctx context.Context, log *slog.Logger, api API, queueURL string, fallback time.Duration) (time.Duration, int) {
+	a.once.Do(func() {
+		a.retention = fallback
 		out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &queueURL,
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod}})
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod, types.QueueAttributeNameRedrivePolicy}})
 		if err == nil {
+			a.maxReceive = a.readMaxReceive(ctx, log, out.Attributes[string(types.QueueAttributeNameRedrivePolicy)])
 			secs, perr := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
 			if perr == nil && secs > 0 {
-				r.d = time.Duration(secs) * time.Second
+				a.retention = time.Duration(secs) * time.Second
 				return
 			}
 			err = errors.New("the queue's attributes have no MessageRetentionPeriod")
 		}
-		if r.d == 0 {
-			log.WarnContext(ctx, "the queue's retention is unknown (set SLUICE_QUEUE_RETENTION); messages handed back with an open circuit get the retry backoff", "err", err)
+		if a.retention == 0 {
+			log.WarnContext(ctx, "the queue's retention is unknown (set SLUICE_QUEUE_RETENTION); messages handed back with an open circuit get the retry backoff, and the one before a last receive is not kept away longer", "err", err)
 		}
 	})
-	return r.d
+	return a.retention, a.maxReceive
+}
+
+// readMaxReceive returns the maxReceiveCount of a RedrivePolicy ("" for
+// none: 0), logging a policy it cannot read.
+func (a *queueAttributes) readMaxReceive(ctx context.Context, log *slog.Logger, policy string) int {
+	if policy == "" {
+		return 0
+	}
+	n, err := MaxReceiveCount(policy)
+	if err != nil {
+		log.WarnContext(ctx, "the queue's redrive policy cannot be read; its maxReceiveCount is taken for no cap, and no message's last receive is kept", "policy", policy, "err", err)
+	}
+	return n
+}
+
+// MaxReceiveCount returns the maxReceiveCount of a queue's RedrivePolicy
+// attribute, the JSON string GetQueueAttributes answers
+// ({"deadLetterTargetArn":"...","maxReceiveCount":5}); AWS has answered the
+// count as a number and as a string, and both are read.
+func MaxReceiveCount(policy string) (int, error) {
+	var p struct {
+		MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(policy), &p); err != nil {
+		return 0, fmt.Errorf("redrive policy: %w", err)
+	}
+	raw := p.MaxReceiveCount
+	if len(raw) > 1 && raw[0] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("redrive policy: maxReceiveCount %s: want a positive integer", p.MaxReceiveCount)
+	}
+	return n, nil
 }
 
 // OpenVisibility is the visibility of message m handed back while the
@@ -119,7 +159,7 @@ func (h *Handler) openVisibility(ctx context.Context, log *slog.Logger, back []c
 	if b.Base <= 0 {
 		b = DefaultOpenBackoff()
 	}
-	ret := h.retention.get(ctx, log, h.API, h.QueueURL, h.QueueRetention)
+	ret, _ := h.queueLimits(ctx, log)
 	now, age := h.Consumer.Clock().Now(), h.Consumer.Breaker().FailingFor()
 	for _, m := range back {
 		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now, max(age, h.waited(m, now)))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -54,22 +55,42 @@ func TestInvokeAnswersProbesAndSQSEvents(t *testing.T) {
 	}
 }
 
-// retentionAPI is fakeAPI with a queue that keeps messages for retention.
+// retentionAPI is fakeAPI with a queue that keeps messages for retention
+// and, when redrive is set, has that RedrivePolicy (the JSON string AWS
+// answers). It answers the attributes asked for, as AWS does.
 type retentionAPI struct {
 	fakeAPI
 	retention time.Duration
+	redrive   string
 	fail      bool
 	omit      bool // answers without MessageRetentionPeriod (ElasticMQ)
+	reads     int  // GetQueueAttributes calls
 }
 
-func (r *retentionAPI) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+func (r *retentionAPI) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	r.mu.Lock()
+	r.reads++
+	r.mu.Unlock()
 	if r.fail {
 		return nil, errors.New("AccessDenied")
 	}
-	if r.omit {
-		return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"VisibilityTimeout": "30"}}, nil
+	all := map[string]string{"VisibilityTimeout": "30"}
+	if !r.omit {
+		all["MessageRetentionPeriod"] = fmt.Sprint(int(r.retention.Seconds()))
 	}
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MessageRetentionPeriod": fmt.Sprint(int(r.retention.Seconds()))}}, nil
+	if r.redrive != "" {
+		all["RedrivePolicy"] = r.redrive
+	}
+	out := map[string]string{}
+	for _, n := range in.AttributeNames {
+		if n == sqstypes.QueueAttributeNameAll {
+			return &sqs.GetQueueAttributesOutput{Attributes: all}, nil
+		}
+		if v, ok := all[string(n)]; ok {
+			out[string(n)] = v
+		}
+	}
+	return &sqs.GetQueueAttributesOutput{Attributes: out}, nil
 }
 
 // TestOpenCircuitHandsBackForMinutes: what the consumer hands back with its

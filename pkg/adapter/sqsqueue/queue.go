@@ -36,7 +36,9 @@ var (
 // at least 225 s (the sum of the first four visibilities at their least)
 // even when it is received as often as it becomes visible, as a Lambda's
 // event source mapping does; the worker's circuit breaker receives far
-// less.
+// less. The Lambda's Handler hands a message back for longer while the
+// destination fails (OpenVisibility), and for 12 h before its last
+// receive (LastVisibility).
 func DefaultRetryBackoff() consume.Backoff {
 	return consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
 }
@@ -45,7 +47,8 @@ func DefaultRetryBackoff() consume.Backoff {
 // while the rate is zero, by its receive count: 30-60 s after the first
 // receive, 240-480 s after the fourth. With a maxReceiveCount of 5 a pause of
 // up to 450 s (7.5 minutes) never dead-letters a healthy message; for longer
-// pauses raise maxReceiveCount or disable the event source mapping.
+// pauses disable the event source mapping (the controller does on an
+// operator's pause) or raise maxReceiveCount.
 func DefaultPausedBackoff() consume.Backoff {
 	return consume.Backoff{Base: time.Minute, Max: 15 * time.Minute}
 }

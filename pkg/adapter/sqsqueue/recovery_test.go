@@ -66,7 +66,7 @@ func newMappingSim(n int, outage time.Duration, jitter, breaker func(time.Durati
 	rates := memqueue.NewRates()
 	rates.Put(protocol.Rate{Loop: "orders", PerSecond: 1000})
 	sink := memqueue.NewSink()
-	api := &retentionAPI{retention: 14 * 24 * time.Hour}
+	api := &retentionAPI{retention: 14 * 24 * time.Hour, redrive: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q-dlq","maxReceiveCount":"5"}`}
 	s := &mappingSim{clock: clock, api: api, sink: sink, outage: outage, maxReceiveCount: 5}
 	s.brownout = &brownoutSink{Sink: sink, clock: clock, start: clock.Now(), rng: rand.New(rand.NewPCG(1, 2))}
 	handler := func() *sqsqueue.Handler {
@@ -218,15 +218,28 @@ func (s *mappingSim) lastStored() (time.Duration, bool) {
 
 // playFault runs the simulation through a fault of length d (fresh: a
 // new instance for every invocation), then until every message is settled
-// (12 h at most), and returns the most receives a message spent during the
+// (36 h at most: what is kept from its last receive returns after 12 h),
+// and returns the most receives a message spent during the
 // fault, when the last message was stored and whether all were.
 func (s *mappingSim) playFault(t *testing.T, d time.Duration, fresh bool) (during int, last time.Duration, ok bool) {
 	t.Helper()
 	s.run(t, d, fresh)
 	during = s.maxReceives()
-	s.run(t, 12*time.Hour, fresh)
+	s.run(t, 36*time.Hour, fresh)
 	last, ok = s.lastStored()
 	return during, last, ok
+}
+
+// storedAfter returns how many messages were stored later than d after
+// the start.
+func (s *mappingSim) storedAfter(d time.Duration) int {
+	n := 0
+	for _, m := range s.msgs {
+		if m.storedAt.Sub(s.start) > d {
+			n++
+		}
+	}
+	return n
 }
 
 // maxReceives returns the most receives any message spent.
@@ -314,8 +327,8 @@ func TestLongBrownoutSpendsFewReceives(t *testing.T) {
 		s := newMappingSim(200, 0, lowest, lowest)
 		s.brownout.Fail, s.brownout.For = 0.9, 10*time.Minute
 		during, last, ok := s.playFault(t, 10*time.Minute, fresh)
-		t.Logf("10 min brownout at 90 %%, fresh instances %v: at most %d receives during it, %d in all, %d dead-lettered; last stored %v after its start",
-			fresh, during, s.maxReceives(), s.deadLettered, last)
+		t.Logf("10 min brownout at 90 %%, fresh instances %v: at most %d receives during it, %d in all, %d dead-lettered; last stored %v after its start, %d after 12 h",
+			fresh, during, s.maxReceives(), s.deadLettered, last, s.storedAfter(12*time.Hour))
 		if !ok || s.deadLettered > 0 {
 			t.Errorf("10 min brownout, fresh instances %v: all stored %v, %d dead-lettered; want all stored, none dead-lettered", fresh, ok, s.deadLettered)
 		}
