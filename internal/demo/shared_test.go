@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestSharedScenario runs the default shared scenario, the single loop that
@@ -49,5 +50,38 @@ func TestSharedScenario(t *testing.T) {
 	}
 	if naive.Metrics.IAE <= shared.Metrics.IAE {
 		t.Errorf("naive IAE %.0f <= shared %.0f; want the naive layout worse", naive.Metrics.IAE, shared.Metrics.IAE)
+	}
+}
+
+// TestSharedLeaseStampsWhatItCounted: a simulated consumer's lease carries
+// its count with the time up to which it counted. A second's step drains the
+// queue over that second, so a lease refreshed after the step at t counts up
+// to t + 1 s; stamped t, its count read a second older than it is, and the
+// split, which carries each member's count from its lease to the tick
+// (pkg/loop's Demand.Unreported), added a second too many.
+func TestSharedLeaseStampsWhatItCounted(t *testing.T) {
+	s, _, _ := SharedScenario()
+	ctrl, _, err := Tune(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := []SharedMember{{Name: "orders", Weight: 1, Backlog: 1_000_000}}
+	sm, err := StartShared(SharedConfig{Scenario: s, Params: DefaultParams(s, ctrl), Members: members, Layout: LayoutShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Advance(context.Background(), time.Second); err != nil { // the step at 0 s: a lease refreshed
+		t.Fatal(err)
+	}
+	snaps, err := sm.Store().LoadLoops(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, snap := range snaps {
+		for _, p := range snap.Peers {
+			if p.Stored > 0 && !p.ReportedAt.After(sm.w.start) {
+				t.Errorf("%s: lease counts %d messages stamped %v, the start of the second that drained them; want its end", p.Instance, p.Stored, p.ReportedAt.Sub(sm.w.start))
+			}
+		}
 	}
 }
