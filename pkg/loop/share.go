@@ -244,7 +244,10 @@ func (w *due) measureMembers(now time.Time) {
 // class given what an idle queue leaves, a queue that bursts), so the
 // total steps up where one loop's rate would climb: when the members' own
 // figures of this tick (not averaged) sum to more, the controllers are told
-// that sum, and the delay-aware history holds what the database received.
+// that sum. They are told that sum as counted too (control.Input's
+// ActualCounted): when the members took more than the rates in force (a
+// limited member's margin, taken at a burst before the next tick claims its
+// share) or less, the delay-aware history holds what the database received.
 func (w *due) membersDemand(in *control.Input) {
 	if len(w.members) == 0 {
 		return
@@ -259,6 +262,9 @@ func (w *due) membersDemand(in *control.Input) {
 	}
 	if in.ActualKnown && sum > in.ActualRate {
 		in.ActualRate = sum
+	}
+	if in.ActualKnown {
+		in.ActualCounted = sum
 	}
 }
 
