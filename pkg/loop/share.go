@@ -198,6 +198,12 @@ func (w *due) measureMembers(now time.Time) {
 		raw := base
 		raw.Known = false
 		d := measureDemand(m.snap.Peers, raw, prevTick, now)
+		// From the previous tick to this one, not from report to report:
+		// the interval over which the queue's depth moved (memberNeed).
+		if d.Known {
+			d.Unreported = unreported(d, min(prevRate, d.Processed), now, now.Sub(prevTick))
+			d.Processed = max(0, d.Processed+(d.Unreported-base.Unreported)/now.Sub(prevTick).Seconds())
+		}
 		// Clearly less: this tick's figure, and the part of the allowed
 		// rate taken averaged over ProcessedSmoothing. At ticks of a few
 		// seconds the counts arrive in lumps, and one low tick of a member
@@ -229,6 +235,25 @@ func (w *due) measureMembers(now time.Time) {
 		}
 		m.demand = d
 	}
+}
+
+// unreported is what a member's consumers took between their last reports
+// (d.ReportedAt) and the tick at now, at rate (messages/s, shared alike by
+// the reporting instances): each instance's time since it reported, when
+// that is at most a quarter of the tick period dt (a lease refreshed every
+// few seconds; a report older than that is a consumer that stopped, not
+// one whose count lags), times its part of the rate.
+func unreported(d Demand, rate float64, now time.Time, dt time.Duration) float64 {
+	if len(d.ReportedAt) == 0 || !(rate > 0) {
+		return 0
+	}
+	var lag time.Duration
+	for _, at := range d.ReportedAt {
+		if age := now.Sub(at); age > 0 && age <= dt/4 {
+			lag += age
+		}
+	}
+	return rate * lag.Seconds() / float64(len(d.ReportedAt))
 }
 
 // membersDemand measures the members' demand for the split. The
