@@ -36,14 +36,15 @@ func TestSharedScenario(t *testing.T) {
 	if shared.Lost != 0 || shared.MaxCPU > shared.Series.Setpoint[0]+10 {
 		t.Errorf("lost %d, max CPU %.1f; want nothing lost and the CPU within 10 points of the setpoint", shared.Lost, shared.MaxCPU)
 	}
-	// Each member's queue that runs dry costs the destination up to a tick
-	// of load (the split follows at the next tick), and the first tick
-	// knows no member's demand, which one loop with one queue never loses:
-	// the IAE is a few times the single loop's, far below the naive
-	// layout's. Billing's burst puts the CPU no longer above setpoint + 5
-	// than one loop's run is (there, only the setpoint's step down).
-	if r := shared.Metrics.IAE / single.Metrics.IAE; r > 4.5 {
-		t.Errorf("IAE shared %.0f / single %.0f = %.3f; want <= 4.5", shared.Metrics.IAE, single.Metrics.IAE, r)
+	// The members name their queues (depth_queue): a queue that runs dry
+	// leaves its rate to the others at the tick, and what a split by tick
+	// cannot know (the first tick, a burst between two ticks) costs little:
+	// the IAE within 10 % of the single loop's (issue 28's acceptance), far
+	// below the naive layout's. Billing's burst puts the CPU no longer above
+	// setpoint + 5 than one loop's run is (there, only the setpoint's step
+	// down).
+	if r := shared.Metrics.IAE / single.Metrics.IAE; r > 1.10 {
+		t.Errorf("IAE shared %.0f / single %.0f = %.3f; want <= 1.10", shared.Metrics.IAE, single.Metrics.IAE, r)
 	}
 	if shared.SecondsAboveSP5 > single.SecondsAboveSP5 {
 		t.Errorf("%.0f s above setpoint + 5; want at most one loop's %.0f s", shared.SecondsAboveSP5, single.SecondsAboveSP5)
