@@ -201,8 +201,7 @@ func (w *due) measureMembers(now time.Time) {
 		// From the previous tick to this one, not from report to report:
 		// the interval over which the queue's depth moved (memberNeed).
 		if d.Known {
-			d.Unreported = unreported(d, min(prevRate, d.Processed), now, now.Sub(prevTick))
-			d.Processed = max(0, d.Processed+(d.Unreported-base.Unreported)/now.Sub(prevTick).Seconds())
+			d.Processed = carried(&d, base, min(prevRate, d.Processed), prevTick, now)
 		}
 		// Clearly less: this tick's figure, and the part of the allowed
 		// rate taken averaged over ProcessedSmoothing. At ticks of a few
@@ -237,23 +236,38 @@ func (w *due) measureMembers(now time.Time) {
 	}
 }
 
-// unreported is what a member's consumers took between their last reports
-// (d.ReportedAt) and the tick at now, at rate (messages/s, shared alike by
-// the reporting instances): each instance's time since it reported, when
-// that is at most a quarter of the tick period dt (a lease refreshed every
-// few seconds; a report older than that is a consumer that stopped, not
-// one whose count lags), times its part of the rate.
-func unreported(d Demand, rate float64, now time.Time, dt time.Duration) float64 {
-	if len(d.ReportedAt) == 0 || !(rate > 0) {
+// carried is a member's processed rate d.Processed, counted from report
+// to report, carried to the interval from the previous tick at prevTick to
+// this one at now: it sets d.Unreported, what its consumers took between
+// their last reports and now at rate, and adds it less the previous tick's
+// (base). The counts are scaled to the tick's length already (asOfTick), so
+// the reports' ages are not counted twice: the change of their mean age
+// times the counted rate is taken out again. At a steady rate the figure is
+// as counted; over ticks the messages sum as counted (each unreported part
+// is counted at the tick after).
+func carried(d *Demand, base Demand, rate float64, prevTick, now time.Time) float64 {
+	dt := now.Sub(prevTick)
+	lag := reportAge(d.ReportedAt, now, dt)
+	d.Unreported = max(rate, 0) * lag
+	shift := d.Processed * (lag - reportAge(base.ReportedAt, prevTick, dt))
+	return max(0, d.Processed+(d.Unreported-base.Unreported-shift)/dt.Seconds())
+}
+
+// reportAge is the mean time, seconds, from the reports (reportedAt) to
+// the tick at at, over the reporting instances; a report older than a
+// quarter of the tick period dt counts 0 (a lease is refreshed every few
+// seconds: an older one is a consumer that stopped, not a count that lags).
+func reportAge(reportedAt map[string]time.Time, at time.Time, dt time.Duration) float64 {
+	if len(reportedAt) == 0 {
 		return 0
 	}
 	var lag time.Duration
-	for _, at := range d.ReportedAt {
-		if age := now.Sub(at); age > 0 && age <= dt/4 {
+	for _, r := range reportedAt {
+		if age := at.Sub(r); age > 0 && age <= dt/4 {
 			lag += age
 		}
 	}
-	return rate * lag.Seconds() / float64(len(d.ReportedAt))
+	return lag.Seconds() / float64(len(reportedAt))
 }
 
 // membersDemand measures the members' demand for the split. The

@@ -162,3 +162,36 @@ func TestMemberCountsAsOfTheTick(t *testing.T) {
 		t.Log(trace)
 	}
 }
+
+// TestMemberCountsAtShortTicks: at a 5 s tick a's consumer takes 100
+// messages/s and refreshes its lease every 2 s, so that its last report is 0
+// or 1 s old at one tick and the other at the next. The processed rate
+// carried to the tick must read the 100 it takes at every tick: the counts
+// from report to report are already scaled to the tick's length, and
+// carrying them to the tick must not count the reports' ages twice.
+func TestMemberCountsAtShortTicks(t *testing.T) {
+	r := newSharedRig(t)
+	r.params("db", func(a map[string]any) {
+		a["ff_gain"], a["ff_base"], a["tick_period"] = 0.05, 10.0, "5s"
+		a["kp"], a["ki"], a["max_rate"], a["min_rate"] = 2.0, 0.001, 6000.0, 0.0
+	})
+	var stored int64
+	var sec int
+	for i := range 12 {
+		reps := r.tickBy(5 * time.Second)
+		if i >= 3 {
+			if p := reps["a"].Processed; !reps["a"].ProcessedKnown || math.Abs(p-100) > 2 {
+				t.Errorf("tick %d: a's processed rate %.1f (known %v); want the 100 messages/s it takes", i, p, reps["a"].ProcessedKnown)
+			}
+		}
+		tick := r.clock.now
+		for s := range 5 {
+			stored += 100
+			if sec++; sec%2 == 0 { // the lease refreshed after the second
+				r.clock.now = tick.Add(time.Duration(s+1) * time.Second)
+				r.report("a", "i-1", stored, r.start)
+			}
+		}
+		r.clock.now = tick
+	}
+}
