@@ -121,7 +121,7 @@ type Demand struct {
 	Depth *float64 `json:"depth,omitempty"`
 	// Unreported is, for a member of a destination, what its consumers
 	// took between their last reports and this tick, messages (the
-	// member's rate times the reports' age, share.go's unreported): its
+	// member's rate times the reports' age, share.go's carried): its
 	// processed rate counts from the previous tick to this one, the
 	// interval over which its queue's depth changed, not from report to
 	// report.
