@@ -494,9 +494,11 @@ func (w *sharedWorld) consume() float64 {
 	return float64(done)
 }
 
-// reportLeases refreshes every consumer's lease with its running count.
+// reportLeases refreshes every consumer's lease with its running count,
+// stamped with the end of the second just integrated (the count holds that
+// second's messages).
 func (w *sharedWorld) reportLeases(ctx context.Context) error {
-	now := w.clock()
+	now := w.clock().Add(time.Second)
 	peer := func(id, instance string, stored int64) error {
 		return w.store.ReportPeer(ctx, protocol.Peer{Loop: id, Instance: instance, Stored: stored,
 			StartedAt: w.start, ReportedAt: now, ExpiresAt: now.Add(90 * time.Second)})

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestSharedScenario runs the default shared scenario, the single loop that
@@ -35,19 +36,53 @@ func TestSharedScenario(t *testing.T) {
 	if shared.Lost != 0 || shared.MaxCPU > shared.Series.Setpoint[0]+10 {
 		t.Errorf("lost %d, max CPU %.1f; want nothing lost and the CPU within 10 points of the setpoint", shared.Lost, shared.MaxCPU)
 	}
-	// Each member's queue that runs dry costs the destination up to a tick
-	// of load (the split follows at the next tick), and the first tick
-	// knows no member's demand, which one loop with one queue never loses:
-	// the IAE is a few times the single loop's, far below the naive
-	// layout's. Billing's burst puts the CPU no longer above setpoint + 5
-	// than one loop's run is (there, only the setpoint's step down).
-	if r := shared.Metrics.IAE / single.Metrics.IAE; r > 4.5 {
-		t.Errorf("IAE shared %.0f / single %.0f = %.3f; want <= 4.5", shared.Metrics.IAE, single.Metrics.IAE, r)
+	// The members name their queues (depth_queue): a queue that runs dry
+	// leaves its rate to the others at the tick, and what a split by tick
+	// cannot know (the first tick, a burst between two ticks) costs little:
+	// the IAE within 10 % of the single loop's (issue 28's acceptance), far
+	// below the naive layout's. Billing's burst puts the CPU no longer above
+	// setpoint + 5 than one loop's run is (there, only the setpoint's step
+	// down).
+	if r := shared.Metrics.IAE / single.Metrics.IAE; r > 1.10 {
+		t.Errorf("IAE shared %.0f / single %.0f = %.3f; want <= 1.10", shared.Metrics.IAE, single.Metrics.IAE, r)
 	}
 	if shared.SecondsAboveSP5 > single.SecondsAboveSP5 {
 		t.Errorf("%.0f s above setpoint + 5; want at most one loop's %.0f s", shared.SecondsAboveSP5, single.SecondsAboveSP5)
 	}
 	if naive.Metrics.IAE <= shared.Metrics.IAE {
 		t.Errorf("naive IAE %.0f <= shared %.0f; want the naive layout worse", naive.Metrics.IAE, shared.Metrics.IAE)
+	}
+}
+
+// TestSharedLeaseStampsWhatItCounted: a simulated consumer's lease carries
+// its count with the time up to which it counted. A second's step drains the
+// queue over that second, so a lease refreshed after the step at t counts up
+// to t + 1 s; stamped t, its count read a second older than it is, and the
+// split, which carries each member's count from its lease to the tick
+// (pkg/loop's Demand.Unreported), added a second too many.
+func TestSharedLeaseStampsWhatItCounted(t *testing.T) {
+	s, _, _ := SharedScenario()
+	ctrl, _, err := Tune(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := []SharedMember{{Name: "orders", Weight: 1, Backlog: 1_000_000}}
+	sm, err := StartShared(SharedConfig{Scenario: s, Params: DefaultParams(s, ctrl), Members: members, Layout: LayoutShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Advance(context.Background(), time.Second); err != nil { // the step at 0 s: a lease refreshed
+		t.Fatal(err)
+	}
+	snaps, err := sm.Store().LoadLoops(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, snap := range snaps {
+		for _, p := range snap.Peers {
+			if p.Stored > 0 && !p.ReportedAt.After(sm.w.start) {
+				t.Errorf("%s: lease counts %d messages stamped %v, the start of the second that drained them; want its end", p.Instance, p.Stored, p.ReportedAt.Sub(sm.w.start))
+			}
+		}
 	}
 }

@@ -274,6 +274,18 @@ type Input struct {
 	// integrator keeps only what the measure misses.
 	Feedforward      float64
 	FeedforwardKnown bool
+	// ActualCounted, when positive, is the rate the plant took over this
+	// interval alone, as counted (not averaged as ActualRate may be), for a
+	// plant whose input is not the output alone: a destination's members
+	// (pkg/loop), whose split gives out margins that a member whose demand
+	// grows takes for a tick, and whose estimates of their queues' needs
+	// err at a tick after their shares moved. When it lies outside the
+	// rates in force over the interval (above both the last output and
+	// ActualAllowed, or below the lesser of them: a rate that moved, which
+	// counts lag, is not a plant that took more or less), the delay-aware
+	// prediction uses it for the interval, what the plant received. Zero
+	// for none.
+	ActualCounted float64
 }
 
 // Output is one update's result, with the terms that make it up.
@@ -420,7 +432,9 @@ func (c *Controller) start(in Input, valid bool) {
 
 // trackActual reports whether the plant received less than the last output
 // since the last update (Input.ActualRate), and then corrects the history
-// the delay-aware prediction runs on. Under a slew limit the plant may take
+// the delay-aware prediction runs on: with what it received, or with the
+// rate counted over the interval when that lies outside the rates in force
+// (Input.ActualCounted). Under a slew limit the plant may take
 // one slew step less: consumers that pick up a new rate during the interval
 // took partly the output before, which the slew limit keeps at most one step
 // below the last one, and a climb at the slew limit is not a plant that
@@ -433,8 +447,13 @@ func (c *Controller) trackActual(in Input) bool {
 		allowed = math.Min(allowed, in.ActualAllowed)
 	}
 	limited := in.ActualKnown && !math.IsNaN(in.ActualRate) && in.ActualRate < allowed*(1-actualTolerance)-cfg.Slew
-	if limited && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
+	counted := in.ActualCounted
+	outside := !limited && counted > 0 && !math.IsInf(counted, 1) && (counted > math.Max(s.Output, in.ActualAllowed) || counted < allowed)
+	if (limited || outside) && cfg.DelayAware && len(s.Applied) > 0 && dt > 0 {
 		actual := math.Max(0, in.ActualRate)
+		if outside {
+			actual = counted
+		}
 		if n := len(s.Applied); s.Applied[n-1].At >= s.Clock-dt {
 			s.Applied[n-1].Value = actual
 		} else {

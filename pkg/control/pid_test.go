@@ -616,3 +616,46 @@ func TestConditionalBoundsEditedWhileSaturated(t *testing.T) {
 		})
 	}
 }
+
+// appliedOver returns the delay-aware history's value for the interval
+// before the last update.
+func appliedOver(c *Controller, dt time.Duration) float64 {
+	var v float64
+	for _, s := range c.State.Applied {
+		if s.At <= c.State.Clock-dt {
+			v = s.Value
+		}
+	}
+	return v
+}
+
+// TestHistoryHoldsTheRateCountedOutsideTheRatesInForce: a plant that took
+// more than the output over an interval (Input.ActualCounted, a
+// destination's members taking a margin) is given that in the delay-aware
+// history; one that took a figure between the output and the averaged rate
+// allowed (a rate stepped down, which the counts lag) keeps the output.
+func TestHistoryHoldsTheRateCountedOutsideTheRatesInForce(t *testing.T) {
+	ff := testModel
+	c := Controller{Config: Config{Kp: 1, Ki: 0.01, Min: 0, Max: 3000, AntiWindup: AntiWindupConditional,
+		Feedforward: &ff, DelayAware: true}}
+	steady := Input{Setpoint: 70, Measurement: 70, SamplingInterval: time.Minute}
+	for range 5 {
+		c.Update(steady)
+	}
+	out := c.State.Output
+	in := steady
+	in.ActualRate, in.ActualKnown, in.ActualAllowed, in.ActualCounted = out, true, out, out+20
+	c.Update(in)
+	if got := appliedOver(&c, time.Minute); math.Abs(got-(out+20)) > 1e-9 {
+		t.Errorf("history %v for the interval the plant took %v (output %v); want what it took", got, out+20, out)
+	}
+	// A setpoint stepped down: the counts and the average lag the new rate.
+	in = Input{Setpoint: 50, Measurement: 70, SamplingInterval: time.Minute}
+	c.Update(in)
+	lower := c.State.Output
+	in.ActualRate, in.ActualKnown, in.ActualAllowed, in.ActualCounted = lower+10, true, lower+50, lower+10
+	c.Update(in)
+	if got := appliedOver(&c, time.Minute); math.Abs(got-lower) > 1e-9 {
+		t.Errorf("history %v after the output stepped down to %v (counted %v, allowed on average %v); want the output", got, lower, lower+10, lower+50)
+	}
+}

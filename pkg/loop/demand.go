@@ -119,6 +119,13 @@ type Demand struct {
 	// (depth_queue), that depth at this tick, messages: with the next
 	// tick's, the member's producers' rate (share.go); nil otherwise.
 	Depth *float64 `json:"depth,omitempty"`
+	// Unreported is, for a member of a destination, what its consumers
+	// took between their last reports and this tick, messages (the
+	// member's rate times the reports' age, share.go's carried): its
+	// processed rate counts from the previous tick to this one, the
+	// interval over which its queue's depth changed, not from report to
+	// report.
+	Unreported float64 `json:"unreported,omitempty"`
 	// Limited is true when the loop was limited by demand at this tick:
 	// the consumers took clearly less than the rate allowed (the queue ran
 	// dry, too few consumers), and the controller held the rate near what

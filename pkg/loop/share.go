@@ -198,6 +198,11 @@ func (w *due) measureMembers(now time.Time) {
 		raw := base
 		raw.Known = false
 		d := measureDemand(m.snap.Peers, raw, prevTick, now)
+		// From the previous tick to this one, not from report to report:
+		// the interval over which the queue's depth moved (memberNeed).
+		if d.Known {
+			d.Processed = carried(&d, base, min(prevRate, d.Processed), prevTick, now)
+		}
 		// Clearly less: this tick's figure, and the part of the allowed
 		// rate taken averaged over ProcessedSmoothing. At ticks of a few
 		// seconds the counts arrive in lumps, and one low tick of a member
@@ -231,6 +236,40 @@ func (w *due) measureMembers(now time.Time) {
 	}
 }
 
+// carried is a member's processed rate d.Processed, counted from report
+// to report, carried to the interval from the previous tick at prevTick to
+// this one at now: it sets d.Unreported, what its consumers took between
+// their last reports and now at rate, and adds it less the previous tick's
+// (base). The counts are scaled to the tick's length already (asOfTick), so
+// the reports' ages are not counted twice: the change of their mean age
+// times the counted rate is taken out again. At a steady rate the figure is
+// as counted; over ticks the messages sum as counted (each unreported part
+// is counted at the tick after).
+func carried(d *Demand, base Demand, rate float64, prevTick, now time.Time) float64 {
+	dt := now.Sub(prevTick)
+	lag := reportAge(d.ReportedAt, now, dt)
+	d.Unreported = max(rate, 0) * lag
+	shift := d.Processed * (lag - reportAge(base.ReportedAt, prevTick, dt))
+	return max(0, d.Processed+(d.Unreported-base.Unreported-shift)/dt.Seconds())
+}
+
+// reportAge is the mean time, seconds, from the reports (reportedAt) to
+// the tick at at, over the reporting instances; a report older than a
+// quarter of the tick period dt counts 0 (a lease is refreshed every few
+// seconds: an older one is a consumer that stopped, not a count that lags).
+func reportAge(reportedAt map[string]time.Time, at time.Time, dt time.Duration) float64 {
+	if len(reportedAt) == 0 {
+		return 0
+	}
+	var lag time.Duration
+	for _, r := range reportedAt {
+		if age := at.Sub(r); age > 0 && age <= dt/4 {
+			lag += age
+		}
+	}
+	return lag.Seconds() / float64(len(reportedAt))
+}
+
 // membersDemand measures the members' demand for the split. The
 // destination's controllers see the members' total processed rate (every
 // member's leases, groupMembers): while every member is limited by demand,
@@ -244,7 +283,10 @@ func (w *due) measureMembers(now time.Time) {
 // class given what an idle queue leaves, a queue that bursts), so the
 // total steps up where one loop's rate would climb: when the members' own
 // figures of this tick (not averaged) sum to more, the controllers are told
-// that sum, and the delay-aware history holds what the database received.
+// that sum. They are told that sum as counted too (control.Input's
+// ActualCounted): when the members took more than the rates in force (a
+// limited member's margin, taken at a burst before the next tick claims its
+// share) or less, the delay-aware history holds what the database received.
 func (w *due) membersDemand(in *control.Input) {
 	if len(w.members) == 0 {
 		return
@@ -259,6 +301,9 @@ func (w *due) membersDemand(in *control.Input) {
 	}
 	if in.ActualKnown && sum > in.ActualRate {
 		in.ActualRate = sum
+	}
+	if in.ActualKnown {
+		in.ActualCounted = sum
 	}
 }
 

@@ -364,3 +364,56 @@ func TestMembersAtShortTicksReadTheirLumpsAsTaken(t *testing.T) {
 		t.Errorf("b idle for two ticks: b limited %v, a %.1f of %.1f; want b limited and a given the rest", b.DemandLimited, a.Rate, reps["db"].Rate)
 	}
 }
+
+// TestDestinationHistoryHoldsMoreThanItsRate: a takes 500 messages/s, b is
+// idle and limited to its probe (a margin that the split gives again to c,
+// a backfill in a lower class), so that the members are expected to take the
+// destination's rate. Then b's queue bursts: for a tick it takes all of its
+// probe on top, and the members take more than the destination's rate. The
+// destination's delay-aware history must hold what they took for that
+// minute (what the database received), not the rate: the prediction then
+// expects the CPU that the database shows, and the controller does not cut
+// its rate for minutes after, as it did on the shared demo (R 1,188.5 two
+// ticks after billing's burst, an undershoot of 58 point-s).
+func TestDestinationHistoryHoldsMoreThanItsRate(t *testing.T) {
+	r := newSharedRig(t)
+	r.params("db", func(a map[string]any) {
+		a["ff_gain"], a["ff_base"], a["ff_tau"], a["ff_dead_time"] = 0.05, 10.0, "15s", "5s"
+		a["kp"], a["ki"], a["max_rate"], a["min_rate"], a["delay_aware"] = 2.0, 0.001, 6000.0, 0.0, true
+	})
+	var took, rate float64
+	for i := range 6 {
+		reps := r.tickBy(time.Minute)
+		burst := i == 5
+		took, rate = 0, reps["db"].Rate
+		for _, id := range []string{"a", "b", "c"} {
+			n := reps[id].Rate
+			switch {
+			case id == "a":
+				n = math.Min(n, 500)
+			case id == "b" && !burst:
+				n = 0
+			}
+			took += n
+			r.stored[id] += int64(n * 60)
+			r.report(id, "i-1", r.stored[id], r.start)
+		}
+	}
+	if took < 1.01*rate {
+		t.Fatalf("the members took %.1f of %.1f messages/s at b's burst; want b's probe on top", took, rate)
+	}
+	r.clock.now = r.clock.now.Add(time.Minute)
+	if _, err := r.ticker.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cs := r.state("db").Signals[0].Controller
+	var held float64
+	for _, s := range cs.Applied {
+		if s.At <= cs.Clock-time.Minute { // the segment of the minute before the tick
+			held = s.Value
+		}
+	}
+	if math.Abs(held-took) > 0.002*took {
+		t.Errorf("history holds %.1f messages/s for the minute the members took %.1f (the rate %.1f); want what they took", held, took, rate)
+	}
+}
