@@ -297,6 +297,19 @@ func storedSetpoint(t *testing.T, client *dynamodb.Client, table string) string 
 	return n.Value
 }
 
+// clickPause clicks the pause button and waits until it reads want, or
+// until the page says why the write failed (the pause message, which the
+// failure then quotes).
+func clickPause(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	cdp(t, ctx, "click the pause button for "+want, chromedp.Click(cdpCSS("#pause")),
+		cdpUntil(fmt.Sprintf(`document.getElementById('pause').textContent === %q || document.getElementById('pause-message').className.includes('bad')`, want), 10*time.Second))
+	if got := cdpValue(t, ctx, "pause button", chromedp.Evaluate[string](`document.getElementById('pause').textContent`)); got != want {
+		msg := cdpValue(t, ctx, "pause message", chromedp.Evaluate[string](`document.getElementById('pause-message').textContent`))
+		t.Fatalf("after the click the pause button reads %q, want %q: %s", got, want, msg)
+	}
+}
+
 func TestBrowserMoto(t *testing.T) {
 	client, table := dashMotoTable(t)
 	ctx := newBrowser(t)
@@ -347,15 +360,18 @@ func TestBrowserMoto(t *testing.T) {
 	t.Run("the pause button pauses and resumes the loop", func(t *testing.T) {
 		store := ddbloop.New(client, table)
 		url := startDashboard(t, dashboardConfig{listen: "127.0.0.1:0", table: table})
+		// The click waits for the page to settle: the signal charts the
+		// first poll inserts above the parameters (below the charts in a
+		// narrow window) move the button, and a click at its former place
+		// misses it (the step failed so now and then, with any patience).
 		cdp(t, ctx, "load", chromedp.Navigate(url+"#orders"), chromedp.WaitVisible(cdpCSS("#f-setpoint")),
-			cdpUntil(`document.getElementById('pause').textContent === 'Pause'`, 10*time.Second))
-		cdp(t, ctx, "pause", chromedp.Click(cdpCSS("#pause")),
-			cdpUntil(`document.getElementById('pause').textContent === 'Resume'`, 10*time.Second))
+			cdpUntil(`document.getElementById('pause').textContent === 'Pause'`, 10*time.Second),
+			cdpUntil(`document.getElementById('chart-sig-lag') !== null && Number(document.getElementById('chart-sig-lag').dataset.points) >= 100`, 10*time.Second))
+		clickPause(t, ctx, "Resume")
 		if attrs, err := store.ReadParams(context.Background(), "orders"); err != nil || attrs[loop.AttrPaused] != true {
 			t.Fatalf("after Pause: PARAMS %v, %v; want paused true", attrs, err)
 		}
-		cdp(t, ctx, "resume", chromedp.Click(cdpCSS("#pause")),
-			cdpUntil(`document.getElementById('pause').textContent === 'Pause'`, 10*time.Second))
+		clickPause(t, ctx, "Pause")
 		if attrs, err := store.ReadParams(context.Background(), "orders"); err != nil || attrs[loop.AttrPaused] != nil {
 			t.Errorf("after Resume: PARAMS %v, %v; want no paused attribute", attrs, err)
 		}
