@@ -39,7 +39,8 @@ func TestSharedScenario(t *testing.T) {
 	// The members name their queues (depth_queue): a queue that runs dry
 	// leaves its rate to the others at the tick, and what a split by tick
 	// cannot know (the first tick, a burst between two ticks) costs little:
-	// the IAE within 10 % of the single loop's (issue 28's acceptance), far
+	// the IAE within 10 % of the single loop's (what a destination promises
+	// against one loop carrying the same total), far
 	// below the naive layout's. Billing's burst puts the CPU no longer above
 	// setpoint + 5 than one loop's run is (there, only the setpoint's step
 	// down).

@@ -62,16 +62,7 @@ func (q sharedQueues) take(r *sharedRig, reps map[string]loop.Report) float64 {
 func TestMembersWithDepthShareWhatTheirQueuesHold(t *testing.T) {
 	r := newSharedRig(t)
 	q := sharedQueues{queued: map[string]float64{"a": 0, "b": 30_000, "c": 5e6}, arrival: map[string]float64{"a": 500, "b": 200, "c": 0}}
-	r.ticker.Metrics[cwmetric.Name] = &depthReader{next: r.metrics, depths: q.queued}
-	for id, attrs := range map[string]map[string]any{
-		"a": member("db", 3, nil), "b": member("db", 2, nil),
-		"c": member("db", 1, func(a map[string]any) { a["priority"] = -1.0 }),
-	} {
-		attrs["depth_queue"] = id
-		if err := r.store.WriteParams(context.Background(), id, attrs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.depthMembers(t, q)
 	var trace string
 	drained := false
 	for i := range 8 {
@@ -118,16 +109,7 @@ func TestMembersWithDepthShareWhatTheirQueuesHold(t *testing.T) {
 func TestMemberCountsAsOfTheTick(t *testing.T) {
 	r := newSharedRig(t)
 	q := sharedQueues{queued: map[string]float64{"a": 0, "b": 0, "c": 5e6}, arrival: map[string]float64{"a": 500, "b": 0, "c": 0}}
-	r.ticker.Metrics[cwmetric.Name] = &depthReader{next: r.metrics, depths: q.queued}
-	for id, attrs := range map[string]map[string]any{
-		"a": member("db", 3, nil), "b": member("db", 2, nil),
-		"c": member("db", 1, func(a map[string]any) { a["priority"] = -1.0 }),
-	} {
-		attrs["depth_queue"] = id
-		if err := r.store.WriteParams(context.Background(), id, attrs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.depthMembers(t, q)
 	var trace string
 	for i := range 8 {
 		reps := r.tickBy(time.Minute)
@@ -193,5 +175,21 @@ func TestMemberCountsAtShortTicks(t *testing.T) {
 			}
 		}
 		r.clock.now = tick
+	}
+}
+
+// depthMembers makes a, b and c members of db with weights 3:2:1 (c in a
+// lower class), each naming its queue (depth_queue), whose depths q holds.
+func (r *sharedRig) depthMembers(t *testing.T, q sharedQueues) {
+	t.Helper()
+	r.ticker.Metrics[cwmetric.Name] = &depthReader{next: r.metrics, depths: q.queued}
+	for id, attrs := range map[string]map[string]any{
+		"a": member("db", 3, nil), "b": member("db", 2, nil),
+		"c": member("db", 1, func(a map[string]any) { a["priority"] = -1.0 }),
+	} {
+		attrs["depth_queue"] = id
+		if err := r.store.WriteParams(context.Background(), id, attrs); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
