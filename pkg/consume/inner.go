@@ -37,7 +37,9 @@ type InnerConfig struct {
 	// Probe is how long a cut may last without the latency ever falling
 	// by a tolerance below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
-	// and lets go for Settle (default ReactionTime / 2).
+	// and lets go for Settle (default ReactionTime / 2). A probe also spans
+	// at least probeSamples stores after the cut began, so that a consumer
+	// that stores a batch every few seconds sees the latency answer.
 	Probe time.Duration `json:"probe,omitempty"`
 }
 
@@ -80,6 +82,11 @@ func (c InnerConfig) Validate() error {
 // innerKp is the proportional gain of the cut on the log latency ratio.
 const innerKp = 1.5
 
+// probeSamples is the fewest stores after a cut began over which a probe
+// judges whether the latency answers it: the batches already in flight
+// and the peers' cuts take a few stores to show.
+const probeSamples = 5
+
 // letGo is the cut below which the inner loop lets go once the latency is
 // below the reference: the last step of the release, so that a cut whose
 // latency sits at the reference does not linger near 1 for ever.
@@ -110,6 +117,10 @@ type InnerState struct {
 	// the tolerance: the reference is not in force (a higher rate is
 	// expected to be slower) until the rate comes back, and is learned
 	// anew once the higher rate has settled.
+	// A total the latency has not answered (it held for Probe with the
+	// latency within the tolerance of the reference) raises RefTotal to
+	// it: the outer loop walking the rate up tick by tick is no edit while
+	// the destination does not slow down.
 	RefTotal  float64 `json:"ref_total,omitempty"`
 	Suspended bool    `json:"suspended,omitempty"`
 	// Latency is the filtered latency per message, seconds.
@@ -119,12 +130,14 @@ type InnerState struct {
 	Cut      float64 `json:"cut"`
 	Integral float64 `json:"integral"`
 	// Engaged is true while the inner loop cuts; EngagedAt when it began,
-	// Peak the highest filtered latency since and Responded whether the
-	// latency has since fallen a tolerance below it.
+	// Peak the highest filtered latency since, Responded whether the
+	// latency has since fallen a tolerance below it and Samples how many
+	// stores it has seen since.
 	Engaged   bool      `json:"engaged"`
 	EngagedAt time.Time `json:"engaged_at"`
 	Peak      float64   `json:"peak"`
 	Responded bool      `json:"responded"`
+	Samples   int       `json:"samples,omitempty"`
 	// Share is the share in force and Total the loop's allowed rate it is
 	// part of; SteadySince is since when Total held within tolerance;
 	// Taken counts the messages observed since then (at Share).
@@ -132,6 +145,9 @@ type InnerState struct {
 	Total       float64   `json:"total,omitempty"`
 	SteadySince time.Time `json:"steady_since"`
 	Taken       float64   `json:"taken"`
+	// Held is the last total paced at and HeldSince since when it holds.
+	Held      float64   `json:"held,omitempty"`
+	HeldSince time.Time `json:"held_since,omitempty"`
 	// Paced is the share of the last pace: the rate may drift within the
 	// tolerance below Share, and a consumer that takes all of a lower share
 	// is not demand-limited.
@@ -193,6 +209,7 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	if math.IsNaN(total) || total <= 0 || math.IsInf(total, 1) {
 		total = share
 	}
+	l.followDrift(now, total)
 	switch {
 	case s.Share <= 0 || s.Total <= 0 || math.Abs(total-s.Total) > tol*s.Total:
 		s.Share, s.Total, s.SteadySince, s.Taken = share, total, now, 0
@@ -206,6 +223,24 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	}
 	s.Paced = share
 	return share * l.Fraction()
+}
+
+// followDrift raises RefTotal to a total that has held for Probe, with a
+// store since, while the reference was in force, no cut was on and the
+// latency stayed within the tolerance of the reference: the destination
+// takes that rate at the setpoint's latency.
+func (l *InnerLoop) followDrift(now time.Time, total float64) {
+	s := &l.State
+	if total != s.Held {
+		s.Held, s.HeldSince = total, now
+		return
+	}
+	if s.Ref <= 0 || s.Suspended || s.Engaged || s.Cut != 0 || s.Last.Sub(s.HeldSince) < l.Config.Probe {
+		return
+	}
+	if s.Latency <= s.Ref*(1+l.Config.Tolerance) && total > s.refTotal() {
+		s.RefTotal = total
+	}
 }
 
 // refTotal is the total the reference was learned at (a state saved before
@@ -281,8 +316,8 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 // let through to I - innerKp e, I integrating -e over ReactionTime, both
 // within [ln Floor, 0] (no windup), and lets go once the latency is below
 // the reference and the cut within letGo of nothing. A cut the latency
-// never answered within Probe is released: the latency does not respond to
-// this consumer's load.
+// never answered within Probe (and probeSamples stores) is released: the
+// latency does not respond to this consumer's load.
 func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s, c := &l.State, &l.Config
 	e := math.Log(s.Latency / s.Ref)
@@ -294,11 +329,12 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 		if e <= trip {
 			return
 		}
-		s.Engaged, s.EngagedAt, s.Peak, s.Responded = true, x.At, s.Latency, false
+		s.Engaged, s.EngagedAt, s.Peak, s.Responded, s.Samples = true, x.At, s.Latency, false, -1
 	}
 	s.Peak = math.Max(s.Peak, s.Latency)
 	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
-	if x.At.Sub(s.EngagedAt) > c.Probe && !s.Responded {
+	s.Samples++
+	if x.At.Sub(s.EngagedAt) > c.Probe && s.Samples >= probeSamples && !s.Responded {
 		s.Cut, s.Integral, s.Engaged, s.Ref, s.Suspended = 0, 0, false, 0, false
 		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
 		return

@@ -262,3 +262,83 @@ func TestInnerLoopLearnsWhileTheShareDriftsDown(t *testing.T) {
 		t.Errorf("no reference after 5 minutes taking all of a share that drifted from 600 to 500; want one learned")
 	}
 }
+
+// A consumer that stores a batch every few seconds sees few samples in a
+// probe's time: the probe must span enough of them for the latency to
+// answer the cut (here it answers three samples, 15 s, after the cut began,
+// as when the batches already in flight and the peers' cuts take that long).
+func TestInnerLoopProbesOverEnoughSamples(t *testing.T) {
+	l := consume.NewInnerLoop(consume.InnerConfig{})
+	t0 := time.Unix(1_700_000_000, 0)
+	const every = 5 * time.Second
+	at := time.Duration(0)
+	step := func(latency time.Duration) float64 {
+		now := t0.Add(at)
+		p := l.Pace(now, 2)
+		l.Observe(consume.InnerSample{At: now, Messages: int(math.Round(p * every.Seconds())), PerMessage: latency})
+		at += every
+		return p
+	}
+	for at < 4*time.Minute {
+		step(20 * time.Millisecond)
+	}
+	if l.State.Ref == 0 {
+		t.Fatal("no reference after a settled share")
+	}
+	for range 4 { // the burst: 3 x, and the cut shows only after 15 s
+		step(60 * time.Millisecond)
+	}
+	if !l.State.Engaged || l.State.Ref == 0 {
+		t.Fatalf("engaged %v, reference %v four samples into the burst; want a cut with its reference", l.State.Engaged, l.State.Ref)
+	}
+	low := math.Inf(1)
+	for range 4 { // the cut answered: the latency falls to 1.5 x
+		low = math.Min(low, step(30*time.Millisecond))
+	}
+	if l.State.Ref == 0 || low >= 2 {
+		t.Errorf("reference %v, lowest pace %v once the latency answered the cut; want the reference kept and the cut held", l.State.Ref, low)
+	}
+}
+
+// The outer loop may walk the allowed rate up tick by tick, each step within
+// the tolerance, while the latency stays at its reference (consumers that
+// take less than their share, or a destination with room): the rates the
+// latency did not answer are not an edit, so the reference stays in force
+// and the inner loop still cuts a burst. A jump beyond the tolerance from
+// the highest of them still suspends it.
+func TestInnerLoopFollowsADriftTheLatencyDidNotAnswer(t *testing.T) {
+	l := consume.NewInnerLoop(consume.InnerConfig{})
+	t0 := time.Unix(1_700_000_000, 0)
+	at := time.Duration(0)
+	run := func(d time.Duration, total float64, latency time.Duration) float64 {
+		low := math.Inf(1)
+		for end := at + d; at < end; at += time.Second {
+			now := t0.Add(at)
+			p := l.PaceShare(now, total/8, total)
+			low = math.Min(low, p)
+			l.Observe(consume.InnerSample{At: now, Messages: max(int(p), 1), PerMessage: latency})
+		}
+		return low
+	}
+	run(4*time.Minute, 160, 20*time.Millisecond)
+	ref := l.Reference()
+	if ref == 0 {
+		t.Fatal("no reference after a settled share")
+	}
+	total := 160.0
+	for range 8 { // +8 % a tick, 30-s ticks: 160 to 296 msg/s
+		total *= 1.08
+		run(30*time.Second, total, 20*time.Millisecond)
+	}
+	if got := l.Reference(); got != ref {
+		t.Fatalf("reference %v after the rate drifted to %.0f with the latency unchanged; want %v in force", got, total, ref)
+	}
+	if low := run(20*time.Second, total, 100*time.Millisecond); low > 0.5*total/8 {
+		t.Errorf("lowest pace %.1f with the latency 5 x its reference; want a cut below half the share %.1f", low, total/8)
+	}
+	run(time.Minute, total, 20*time.Millisecond)
+	run(time.Second, 1.3*total, 20*time.Millisecond)
+	if got := l.Reference(); got != 0 {
+		t.Errorf("reference %v in force after a 30 %% jump above the rates it held at; want it suspended", got)
+	}
+}
