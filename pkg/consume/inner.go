@@ -194,7 +194,8 @@ func (l *InnerLoop) Pace(now time.Time, share float64) float64 { return l.PaceSh
 // learned at suspends the reference (a higher rate is expected to be
 // slower), so the inner loop lets go; it takes the reference back when the
 // rate comes back within the tolerance (the outer loop's answer to one
-// noisy reading), and learns anew once the higher rate has settled. A change
+// noisy reading), and learns anew once the higher rate has settled. A total
+// the latency did not answer is no edit: see InnerState.RefTotal. A change
 // of the share alone is a change of the peers that share total (a consumer
 // started, a lease lapsed): the destination's load is the same, so the
 // reference and the wait stand; the messages taken count on at the new
