@@ -15,8 +15,8 @@ import (
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
-// TestChaosShort runs every SQS scenario with a few hundred messages and
-// durations / 20 (`make chaos` runs them at full size); mysql-down-15m is a
+// TestChaosShort runs every SQS scenario, two at a time, with a few
+// hundred messages and durations / 20 (`make chaos` runs them at full size); mysql-down-15m is a
 // 45-second outage at a 4 s tick with the function's backoffs scaled alike
 // (SLUICE_CHAOS_BASELINE=1 plays it as before the probes through the
 // function, which dead-letters healthy messages).
@@ -36,6 +36,10 @@ func TestChaosShort(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name+"/"+sc.Path, func(t *testing.T) {
+			// Each scenario has queues, a loop, RIE ports and a MariaDB
+			// of its own, and spends most of its time waiting out its
+			// fault: two at a time (go test's -parallel) halve the wall time.
+			t.Parallel()
 			r := chaos.Play(context.Background(), e, bins, sc)
 			t.Logf("%+v", r)
 			if !r.OK {

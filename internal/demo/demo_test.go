@@ -33,6 +33,7 @@ func run(t *testing.T, s sim.Scenario, poisonEvery int64) Result {
 }
 
 func TestRunHoldsSetpointAndLosesNothing(t *testing.T) {
+	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
 	s := shortScenario()
 	res := run(t, s, 1000)
 	if lost := res.Counts.Lost(); lost != 0 {
@@ -66,6 +67,7 @@ func TestRunHoldsSetpointAndLosesNothing(t *testing.T) {
 }
 
 func TestRunDeterministic(t *testing.T) {
+	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
 	s := shortScenario()
 	s.Duration = 20 * time.Minute
 	s.Noise = 1
