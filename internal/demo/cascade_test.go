@@ -15,7 +15,7 @@ import (
 // times fewer seconds above setpoint + 5 after the onset, nothing is lost
 // and as much is processed.
 func TestCascadeCutsTheDisturbance(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	s := sim.Reference()
 	s.Duration = 30 * time.Minute
 	s.Disturbances = []sim.Disturbance{{At: 15 * time.Minute, Duration: 10 * time.Minute, Size: 20}}

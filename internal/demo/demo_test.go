@@ -32,8 +32,10 @@ func run(t *testing.T, s sim.Scenario, poisonEvery int64) Result {
 	return res
 }
 
+// The tests that run the demo for minutes of virtual time each keep one
+// core busy: they call t.Parallel, so that go test runs them side by side.
 func TestRunHoldsSetpointAndLosesNothing(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	s := shortScenario()
 	res := run(t, s, 1000)
 	if lost := res.Counts.Lost(); lost != 0 {
@@ -67,7 +69,7 @@ func TestRunHoldsSetpointAndLosesNothing(t *testing.T) {
 }
 
 func TestRunDeterministic(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	s := shortScenario()
 	s.Duration = 20 * time.Minute
 	s.Noise = 1

@@ -34,7 +34,7 @@ func compressed() sim.Scenario {
 // the plant's gain it was not told of, and never on the same events
 // without one.
 func TestModelDrift(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the demo for 75 virtual minutes")
 	}
@@ -54,7 +54,7 @@ func TestModelDrift(t *testing.T) {
 // seed 3 the doubled gain looked like a load for longest; make bench-drift
 // runs more seeds, and the whole scenario without a change).
 func TestModelDriftReference(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the demo for 41 virtual minutes, twice")
 	}
@@ -100,7 +100,7 @@ func deadTimeFigure(t *testing.T, edit time.Duration) DriftFigure {
 // for any test within the bound: the figure says so, and the loop does not
 // claim to have seen it.
 func TestDeadTimeChangeInvisible(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the demo for 41 virtual minutes")
 	}
@@ -117,7 +117,7 @@ func TestDeadTimeChangeInvisible(t *testing.T) {
 // (70 % to 50 %): the rate's step shows the delay, and the loop says
 // model_drift for the dead time within 10 ticks of the change.
 func TestDeadTimeChangeSaidAfterEdit(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the demo for 42 virtual minutes")
 	}

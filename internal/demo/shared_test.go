@@ -11,7 +11,7 @@ import (
 // 5 % of the rate, nothing lost, the CPU within 10 points of its setpoint,
 // the naive layout worse.
 func TestSharedScenario(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	s, members, changes := SharedScenario()
 	ctrl, _, err := Tune(s)
 	if err != nil {

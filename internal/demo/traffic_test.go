@@ -12,7 +12,7 @@ import (
 // minutes, then 150,000 messages at once) on the production tick and
 // consumer, with and without the consumers' report.
 func TestIdleBurst(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	s, err := sim.Preset(sim.PresetIdleBurst)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestIdleBurst(t *testing.T) {
 // report of what they stored, measured per tick from their leases, is the
 // rate the prediction runs on) nor after the burst.
 func TestIdleBurstNoModelDrift(t *testing.T) {
-	t.Parallel() // minutes of virtual time on one core each: the suite runs them side by side
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the idle-burst demo for 2 virtual hours")
 	}

@@ -38,7 +38,7 @@ type InnerConfig struct {
 	// by a tolerance below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
 	// and lets go for Settle (default ReactionTime / 2). A probe also spans
-	// at least probeSamples stores after the cut began, so that a consumer
+	// at least five stores after the cut began, so that a consumer
 	// that stores a batch every few seconds sees the latency answer.
 	Probe time.Duration `json:"probe,omitempty"`
 }
