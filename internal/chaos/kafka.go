@@ -97,10 +97,13 @@ type kafkaRun struct {
 	deadlineHits atomic.Int64
 }
 
+// limit is the scenario's time limit: Limit, or 20 minutes.
+func (sc KafkaScenario) limit() time.Duration { return defaults.Positive(sc.Limit, 20*time.Minute) }
+
 // PlayKafka runs sc; with a stuck record it runs it a second time without
 // one and reports the other records' throughput as a ratio of that run's.
 func PlayKafka(ctx context.Context, root string, brokers []string, sc KafkaScenario) Result {
-	sc.Limit = defaults.Positive(sc.Limit, 20*time.Minute)
+	sc.Limit = sc.limit()
 	sc.Partitions = defaults.Positive(sc.Partitions, 4)
 	sc.Rate = defaults.Positive(sc.Rate, 1000)
 	start := time.Now()
@@ -420,7 +423,7 @@ func KafkaScenarios(s Size) []KafkaScenario {
 	scenarios := []KafkaScenario{
 		{Name: "mysql-down-90s", Messages: s.Worker, Stuck: -1, Down: max(s.d(90*time.Second), 15*time.Second)},
 		{Name: "http-answers", Messages: s.Worker, Stuck: -1, Schedule: httpAnswers(s)},
-		{Name: "rate-zero-30m", Messages: s.Worker, Stuck: -1, Pause: s.pauseFor(30 * time.Minute)},
+		{Name: "rate-zero-30m", Messages: s.Worker, Stuck: -1, Pause: s.pauseFor(30 * time.Minute), Limit: 45 * time.Minute},
 		{Name: "kafka-stuck-record", Messages: s.Worker, Stuck: 5},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20},
 		{Name: "id-collision", Messages: s.Worker, Stuck: -1, Collisions: 20, MySQL: true},

@@ -97,9 +97,12 @@ func (r *Run) SetRate(ctx context.Context, perSecond float64) error {
 	})
 }
 
+// limit is the scenario's time limit: Limit, or 30 minutes.
+func (sc Scenario) limit() time.Duration { return defaults.Positive(sc.Limit, 30*time.Minute) }
+
 // Play runs sc on its path; bins holds the built "bootstrap" and "worker".
 func Play(ctx context.Context, e consumers.Env, bins map[string]string, sc Scenario) Result {
-	sc.Limit = defaults.Positive(sc.Limit, 30*time.Minute)
+	sc.Limit = sc.limit()
 	sc.MaxReceive = defaults.Positive(sc.MaxReceive, 5)
 	sc.FunctionTimeout = defaults.Positive(sc.FunctionTimeout, 30*time.Second)
 	start := time.Now()

@@ -43,8 +43,9 @@ func Scenarios(s Size) []Scenario {
 		{Name: "http-answers", Path: PathLambda, Messages: s.Lambda, Rate: 100, Schedule: answers},
 		{Name: "http-answers", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Schedule: answers},
 		{Name: "rate-zero-5m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: pause(s.d(5 * time.Minute))},
-		{Name: "rate-zero-30m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: operatorPauseFault(s.Lambda/3, s.pauseFor(30*time.Minute))},
-		{Name: "rate-zero-30m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: operatorPauseFault(s.Worker/3, s.pauseFor(30*time.Minute))},
+		// 45 minutes: the 30-minute pause and the messages before and after it.
+		{Name: "rate-zero-30m", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: operatorPauseFault(s.Lambda/3, s.pauseFor(30*time.Minute)), Limit: 45 * time.Minute},
+		{Name: "rate-zero-30m", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: operatorPauseFault(s.Worker/3, s.pauseFor(30*time.Minute)), Limit: 45 * time.Minute},
 		{Name: "rate-trickle", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: trickle(s.d(5 * time.Minute))},
 		{Name: "slow-sink", Path: PathLambda, Messages: s.Lambda, Rate: 100, Fault: slow(2 * time.Second)},
 		{Name: "sigterm-mid-batch", Path: PathSQSWorker, Messages: s.Worker, Rate: 100, Fault: sigterms(3)},
