@@ -38,7 +38,7 @@ type InnerConfig struct {
 	// by a tolerance below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
 	// and lets go for Settle (default ReactionTime / 2). A probe also spans
-	// at least five stores after the cut began, so that a consumer
+	// at least nine stores after the cut began, so that a consumer
 	// that stores a batch every few seconds sees the latency answer.
 	Probe time.Duration `json:"probe,omitempty"`
 }
@@ -84,8 +84,14 @@ const innerKp = 1.5
 
 // probeSamples is the fewest stores after a cut began over which a probe
 // judges whether the latency answers it: the batches already in flight
-// and the peers' cuts take a few stores to show.
-const probeSamples = 5
+// and the peers' cuts take a few stores to show, and the filter as many
+// as it spans (filterStores) to follow.
+const probeSamples = 5 + filterStores
+
+// filterStores is the fewest stores the latency's filter spans: a consumer
+// that stores a batch every few seconds (longer than Filter) would
+// otherwise take each batch's noise as the latency, and trip on it.
+const filterStores = 3
 
 // letGo is the cut below which the inner loop lets go once the latency is
 // below the reference: the last step of the release, so that a cut whose
@@ -148,6 +154,15 @@ type InnerState struct {
 	// Held is the last total paced at and HeldSince since when it holds.
 	Held      float64   `json:"held,omitempty"`
 	HeldSince time.Time `json:"held_since,omitempty"`
+	// Window is the mean latency per message, seconds, over Count
+	// messages since WindowSince: the stores since the share last changed
+	// whose filtered latency stayed within the tolerance of it. A first
+	// reference is the window's mean once it spans Settle, not the
+	// latency of the moment (which may be a burst's that began within
+	// the settled share, before the outer loop saw it).
+	Window      float64   `json:"window,omitempty"`
+	Count       float64   `json:"count,omitempty"`
+	WindowSince time.Time `json:"window_since,omitempty"`
 	// Paced is the share of the last pace: the rate may drift within the
 	// tolerance below Share, and a consumer that takes all of a lower share
 	// is not demand-limited.
@@ -214,6 +229,7 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	switch {
 	case s.Share <= 0 || s.Total <= 0 || math.Abs(total-s.Total) > tol*s.Total:
 		s.Share, s.Total, s.SteadySince, s.Taken = share, total, now, 0
+		s.Count = 0
 		s.Suspended = s.Ref > 0 && total > s.refTotal()*(1+tol)
 		if s.Suspended {
 			s.Cut, s.Integral, s.Engaged = 0, 0, false
@@ -270,10 +286,11 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	if s.Latency == 0 {
 		s.Latency = y
 	} else {
-		a := math.Exp(-dt / c.Filter.Seconds())
-		s.Latency = a*s.Latency + (1-a)*y
+		w := min(1-math.Exp(-dt/c.Filter.Seconds()), 1.0/filterStores)
+		s.Latency += w * (y - s.Latency)
 	}
 	s.Taken += float64(x.Messages)
+	l.window(x)
 	if x.At.Before(s.HoldUntil) {
 		return
 	}
@@ -283,6 +300,18 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	if s.Ref > 0 && !s.Suspended {
 		l.regulate(x, dt)
 	}
+}
+
+// window folds x into the latency's window, which starts anew at x when
+// the filtered latency has left it by more than the tolerance.
+func (l *InnerLoop) window(x InnerSample) {
+	s, n := &l.State, float64(x.Messages)
+	if s.Count > 0 && math.Abs(math.Log(s.Latency/s.Window)) <= math.Log1p(l.Config.Tolerance) {
+		s.Count += n
+		s.Window += n / s.Count * (x.PerMessage.Seconds() - s.Window)
+		return
+	}
+	s.Window, s.Count, s.WindowSince = s.Latency, n, x.At
 }
 
 // learn moves the reference toward the filtered latency while the share has
@@ -299,7 +328,10 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 		return
 	}
 	if s.Ref <= 0 || s.Suspended {
-		s.Ref, s.RefShare, s.RefTotal, s.Suspended = s.Latency, s.Share, s.Total, false
+		if s.Count == 0 || now.Sub(s.WindowSince) < c.Settle {
+			return
+		}
+		s.Ref, s.RefShare, s.RefTotal, s.Suspended = s.Window, s.Share, s.Total, false
 		return
 	}
 	a := math.Exp(-dt / c.Learn.Seconds())
@@ -337,7 +369,7 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s.Samples++
 	if x.At.Sub(s.EngagedAt) > c.Probe && s.Samples >= probeSamples && !s.Responded {
 		s.Cut, s.Integral, s.Engaged, s.Ref, s.Suspended = 0, 0, false, 0, false
-		s.HoldUntil, s.SteadySince, s.Taken = x.At.Add(c.Settle), x.At, 0
+		s.HoldUntil, s.SteadySince, s.Taken, s.Count = x.At.Add(c.Settle), x.At, 0, 0
 		return
 	}
 	floor := math.Log(c.Floor)

@@ -342,3 +342,83 @@ func TestInnerLoopFollowsADriftTheLatencyDidNotAnswer(t *testing.T) {
 		t.Errorf("reference %v in force after a 30 %% jump above the rates it held at; want it suspended", got)
 	}
 }
+
+// sparse drives an inner loop as one of eight consumers on one database:
+// a batch of about every.Seconds() x share messages every few seconds,
+// whose latency per message is noisy (uniform within ±noise of base x
+// factor(at)).
+type sparse struct {
+	l     *consume.InnerLoop
+	t0    time.Time
+	at    time.Duration
+	rng   *rand.Rand
+	share float64
+}
+
+func (s *sparse) run(d, every time.Duration, base time.Duration, noise float64, factor func(time.Duration) float64) (low float64, engaged int) {
+	low = math.Inf(1)
+	was := s.l.State.Engaged
+	for end := s.at + d; s.at < end; s.at += every {
+		now := s.t0.Add(s.at)
+		p := s.l.Pace(now, s.share)
+		low = math.Min(low, p)
+		y := float64(base) * factor(s.at) * (1 + noise*(2*s.rng.Float64()-1))
+		s.l.Observe(consume.InnerSample{At: now, Messages: max(int(math.Round(p*every.Seconds())), 1), PerMessage: time.Duration(y)})
+		if s.l.State.Engaged && !was {
+			engaged++
+		}
+		was = s.l.State.Engaged
+	}
+	return low, engaged
+}
+
+func flat(time.Duration) float64 { return 1 }
+
+// A consumer that stores a batch every few seconds sees one latency per
+// store, each with the destination's noise (±22 % per batch, as eight
+// consumers' batches of ten on one MariaDB CPU show): the filter spans
+// several stores, so the steady phase's noise trips no cut (each trip
+// withholds part of the share, which the outer loop answers with a higher
+// rate), while a burst's 2.6 x still trips at its first store.
+func TestInnerLoopIgnoresOneNoisyStore(t *testing.T) {
+	s := &sparse{l: consume.NewInnerLoop(consume.InnerConfig{}), t0: time.Unix(1_700_000_000, 0),
+		rng: rand.New(rand.NewPCG(1, 2)), share: 2.9}
+	const every = 3500 * time.Millisecond
+	s.run(4*time.Minute, every, 17*time.Millisecond, 0.22, flat)
+	if s.l.State.Ref == 0 {
+		t.Fatal("no reference after a settled share")
+	}
+	low, trips := s.run(30*time.Minute, every, 17*time.Millisecond, 0.22, flat)
+	if trips > 0 || low < s.share {
+		t.Fatalf("%d cuts in 30 steady minutes of ±22 %% noise per store (lowest pace %.2f of %.2f); want none", trips, low, s.share)
+	}
+	burst := func(time.Duration) float64 { return 2.6 }
+	if _, trips := s.run(every, every, 17*time.Millisecond, 0.22, burst); trips != 1 {
+		t.Errorf("first store of a 2.6 x burst tripped %d cuts; want the cut at once", trips)
+	}
+}
+
+// A consumer that has no reference yet when a burst begins (it started
+// late, or let go after a probe) must not learn the burst's latency as the
+// setpoint's: the share is still steady (the outer loop sees the CPU a
+// tick and the datapoint's delay later), but the latency has left what the
+// settled window showed. It learns the window's latency once it is back.
+func TestInnerLoopLearnsNoReferenceInABurst(t *testing.T) {
+	s := &sparse{l: consume.NewInnerLoop(consume.InnerConfig{}), t0: time.Unix(1_700_000_000, 0),
+		rng: rand.New(rand.NewPCG(3, 4)), share: 2.9}
+	const every = 3500 * time.Millisecond
+	s.run(150*time.Second, every, 17*time.Millisecond, 0.22, flat) // Settle not reached yet
+	if s.l.State.Ref != 0 {
+		t.Fatalf("reference %v before the share held for Settle", s.l.State.Ref)
+	}
+	start := s.at
+	burst := func(at time.Duration) float64 { return 1 + 1.6*math.Min(1, (at-start).Seconds()/7) }
+	s.run(time.Minute, every, 17*time.Millisecond, 0.22, burst)
+	if ref := s.l.State.Ref; ref > 0.017*1.25 {
+		t.Fatalf("reference %.1f ms learned in a burst (17 ms before it, 44 ms in it); want none or the settled window's", ref*1e3)
+	}
+	s.run(5*time.Minute, every, 17*time.Millisecond, 0.22, flat)
+	if ref := s.l.State.Ref; math.Abs(ref-0.017) > 0.017*0.1 {
+		t.Errorf("reference %.1f ms five minutes after the burst; want about 17 ms", ref*1e3)
+	}
+}
