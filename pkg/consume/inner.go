@@ -32,13 +32,14 @@ type InnerConfig struct {
 	Learn time.Duration `json:"learn,omitempty"`
 	// Floor is the deepest cut, as a fraction of the share (default 0.1).
 	Floor float64 `json:"floor,omitempty"`
-	// Filter is the time constant of the latency's filter (default 2 s).
+	// Filter is the time constant of the latency's filter (default 2 s);
+	// no one store weighs more than a third in it.
 	Filter time.Duration `json:"filter,omitempty"`
 	// Probe is how long a cut may last without the latency ever falling
 	// by a tolerance below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
 	// and lets go for Settle (default ReactionTime / 2). A probe also spans
-	// at least nine stores after the cut began, so that a consumer
+	// at least eight stores after the cut began, so that a consumer
 	// that stores a batch every few seconds sees the latency answer.
 	Probe time.Duration `json:"probe,omitempty"`
 }
@@ -242,6 +243,18 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	return share * l.Fraction()
 }
 
+// Unsettled tells the inner loop that the outer loop is away from its
+// setpoint (RATE's inner settings say so: the controller's newest
+// datapoint is stale or off the setpoint, as in a start-up ramp or a
+// burst the controller has seen): the latency now is not the setpoint's,
+// so the wait for a settled share and the window of a first reference
+// start again, and nothing is learned until the share has held for Settle
+// after the outer loop settled. The cut is not touched.
+func (l *InnerLoop) Unsettled(now time.Time) {
+	s := &l.State
+	s.SteadySince, s.Taken, s.Count = now, 0, 0
+}
+
 // followDrift raises RefTotal to a total that has held for Probe, with a
 // store since, while the reference was in force, no cut was on and the
 // latency stayed within the tolerance of the reference: the destination
@@ -423,6 +436,9 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 	g.last, g.withheld = now, 0
 	if g.follow && !a.Fallback {
 		g.followRate(a.Inner)
+		if g.l != nil && a.Inner != nil && a.Inner.Unsettled {
+			g.l.Unsettled(now)
+		}
 	}
 	if g.l == nil {
 		stats.InnerLatency.Store(0)
@@ -446,6 +462,11 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 func (g *innerGuard) followRate(in *protocol.InnerSettings) {
 	if in != nil && innerConfigOf(in).Validate() != nil {
 		in = nil
+	}
+	if in != nil && in.Unsettled { // a state of the loop, not a setting
+		settings := *in
+		settings.Unsettled = false
+		in = &settings
 	}
 	switch {
 	case in == nil && g.l != nil:

@@ -145,6 +145,31 @@ func TestConsumerInnerLoopSettlesAsRateSays(t *testing.T) {
 	}
 }
 
+// TestConsumerInnerLoopLearnsOnlyWhenRateSaysSettled runs a Consumer whose
+// RATE says the loop is not settled (the controller's datapoint away from
+// its setpoint: a start-up ramp, a burst it has seen): however steady the
+// share, it learns no reference; once RATE says settled, it learns after
+// Settle.
+func TestConsumerInnerLoopLearnsOnlyWhenRateSaysSettled(t *testing.T) {
+	c, _, rates, _, run := newInnerRig(t, nil)
+	in := protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 20 * time.Second, Settle: 10 * time.Second, Unsettled: true}
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100, Inner: &in})
+	run(time.Minute)
+	if l, on := c.InnerLoop(); !on || l.State.Ref != 0 {
+		t.Fatalf("after a minute of RATE unsettled: inner loop on %v, reference %v; want on, none learned", on, l.State.Ref)
+	}
+	in.Unsettled = false
+	rates.Put(protocol.Rate{Loop: "l", PerSecond: 100, Inner: &in})
+	run(5 * time.Second)
+	if l, _ := c.InnerLoop(); l.State.Ref != 0 {
+		t.Fatalf("5 s after RATE settled: reference %v; want none before Settle (10 s)", l.State.Ref)
+	}
+	run(20 * time.Second)
+	if l, _ := c.InnerLoop(); l.State.Ref == 0 {
+		t.Errorf("25 s after RATE settled: no reference; want one learned after Settle")
+	}
+}
+
 // lastPeer is a PeerStore that keeps the last lease reported.
 type lastPeer struct{ p protocol.Peer }
 

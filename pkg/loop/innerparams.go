@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"math"
 	"time"
 
 	"github.com/sluice-dev/sluice/pkg/consume"
@@ -44,12 +45,22 @@ func (p Params) InnerConfig() (consume.InnerConfig, bool) {
 }
 
 // innerSettings is what RATE carries of p's inner loop: nil when it is off.
-func (p Params) innerSettings() *protocol.InnerSettings {
+// unsettled is whether the tick found the loop away from its setpoint
+// (innerUnsettled).
+func (p Params) innerSettings(unsettled bool) *protocol.InnerSettings {
 	if p.Inner == nil {
 		return nil
 	}
 	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime,
-		Settle: InnerSettleTicks * p.TickPeriod}
+		Settle: InnerSettleTicks * p.TickPeriod, Unsettled: unsettled}
+}
+
+// innerUnsettled reports whether a tick whose datapoint was measured
+// (stale: none fresh) against setpoint leaves the loop unsettled for the
+// consumers' inner loop: no fresh datapoint, or one more than
+// protocol.InnerSettledBand points from the setpoint.
+func innerUnsettled(stale bool, measured, setpoint float64) bool {
+	return stale || !(math.Abs(measured-setpoint) <= protocol.InnerSettledBand)
 }
 
 // InnerSettleTicks is how many of the loop's ticks the consumers' share must

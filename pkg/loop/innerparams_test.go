@@ -79,10 +79,21 @@ func TestTickRateCarriesTheInnerSettings(t *testing.T) {
 		a["tick_period"] = "20s"
 	})
 	// Settle: the consumers wait three ticks of a settled share before they
-	// learn the latency at the setpoint.
-	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second, Settle: time.Minute}
+	// learn the latency at the setpoint. At 40 % against a setpoint of 70
+	// the loop is not settled: they learn nothing.
+	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second, Settle: time.Minute, Unsettled: true}
 	if got := readInner(); got == nil || *got != want {
-		t.Errorf("RATE.Inner with inner_loop = %+v; want %+v", got, want)
+		t.Errorf("RATE.Inner with inner_loop, CPU 40 %% at setpoint 70 = %+v; want %+v", got, want)
+	}
+	r.cpu("orders", 73, 30*time.Second) // within 5 points
+	want.Unsettled = false
+	if got := readInner(); got == nil || *got != want {
+		t.Errorf("RATE.Inner with inner_loop, CPU 73 %% at setpoint 70 = %+v; want %+v", got, want)
+	}
+	r.cpu("orders", 70, time.Hour) // at the setpoint, but stale
+	want.Unsettled = true
+	if got := readInner(); got == nil || *got != want {
+		t.Errorf("RATE.Inner with inner_loop, a stale datapoint = %+v; want %+v", got, want)
 	}
 	r.params("orders", func(a map[string]any) { a["inner_loop"] = false })
 	if got := readInner(); got != nil {

@@ -77,7 +77,8 @@ func (w *due) pausedTick(st *State, prevVersion int64, now time.Time, r *Report)
 	if w.status != nil {
 		w.status.Tick = st.Version
 	}
-	rate := &protocol.Rate{Loop: st.Loop, PerSecond: 0, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Inner: p.innerSettings()}
+	rate := &protocol.Rate{Loop: st.Loop, PerSecond: 0, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version,
+		Inner: p.innerSettings(true)}
 	return Commit{PrevVersion: prevVersion, State: *st, Status: w.status, Rate: rate}
 }
 

@@ -343,7 +343,8 @@ func (m *due) memberCommit(dc Commit, share float64, d Demand, now time.Time, r 
 		m.status.Tick = st.Version
 	}
 	if dc.Rate != nil {
-		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: share, WrittenAt: now, ExpiresAt: dc.Rate.ExpiresAt, Tick: st.Version, Inner: p.innerSettings()}
+		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: share, WrittenAt: now, ExpiresAt: dc.Rate.ExpiresAt, Tick: st.Version,
+			Inner: p.innerSettings(innerUnsettled(dc.State.Stale, dc.State.Measured, dc.State.Setpoint))}
 		r.RateWritten = true
 	}
 	return c

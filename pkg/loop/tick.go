@@ -585,7 +585,8 @@ func (w *due) record(st *State, out control.Output, prevVersion int64, now time.
 		w.status.Tick = st.Version
 	}
 	if p.Mode != ModeShadow {
-		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights, Inner: p.innerSettings()}
+		c.Rate = &protocol.Rate{Loop: st.Loop, PerSecond: out.Rate, WrittenAt: now, ExpiresAt: now.Add(p.RateTTL), Tick: st.Version, Weights: weights,
+			Inner: p.innerSettings(innerUnsettled(r.Stale, r.Measured, st.Setpoint))}
 		r.RateWritten = true
 	}
 	return c

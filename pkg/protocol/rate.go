@@ -48,7 +48,20 @@ type InnerSettings struct {
 	// learn the latency at the setpoint: three of the loop's ticks. 0 (a
 	// controller of an older release): the consumers' default.
 	Settle time.Duration `json:"settle,omitempty"`
+	// Unsettled is true when the loop's newest datapoint is missing, stale
+	// or more than InnerSettledBand points from the setpoint: the
+	// consumers then learn no latency reference (and restart their wait
+	// for a settled share), so that a burst the controller has seen, or a
+	// start-up ramp, is not taken for the latency at the setpoint. False
+	// (a controller of an older release never sets it): the consumers
+	// judge by the share alone.
+	Unsettled bool `json:"unsettled,omitempty"`
 }
+
+// InnerSettledBand is how far from the setpoint, in points, the loop's
+// newest datapoint may be for the controller to call the loop settled
+// (InnerSettings.Unsettled false).
+const InnerSettledBand = 5.0
 
 // LeaseLayout is the lease layout a consumer writes and counts by when it
 // read r: the highest layout it knows (LatestLayout) that the controller

@@ -61,7 +61,7 @@ func testRateRoundTrip(t *testing.T, newStore func(t *testing.T) RateStore) {
 		{"inner settings", protocol.Rate{Loop: "inner", PerSecond: 50, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 3,
 			Inner: &protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 25 * time.Second}}},
 		{"inner settings with settle", protocol.Rate{Loop: "settle", PerSecond: 50, WrittenAt: at, ExpiresAt: at.Add(time.Minute), Tick: 3,
-			Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 2 * time.Second, Settle: 15 * time.Second}}},
+			Inner: &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: 2 * time.Second, Settle: 15 * time.Second, Unsettled: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,6 +36,9 @@ func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
 		if r.Inner.Settle > 0 {
 			m["settle_ms"] = Integer(r.Inner.Settle.Milliseconds())
 		}
+		if r.Inner.Unsettled {
+			m["unsettled"] = &types.AttributeValueMemberBOOL{Value: true}
+		}
 		item["inner"] = &types.AttributeValueMemberM{Value: m}
 	}
 	return item
@@ -110,6 +113,14 @@ func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings,
 	}
 	rd := NewReader(m.Value)
 	settle := rd.OptN("settle_ms", 0)
+	unsettled := false
+	if av, ok := m.Value["unsettled"]; ok {
+		b, ok := av.(*types.AttributeValueMemberBOOL)
+		if !ok {
+			return nil, fmt.Errorf("inner: attribute unsettled: want a boolean (BOOL), got %s", TypeName(av))
+		}
+		unsettled = b.Value
+	}
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("inner: %w", err)
 	}
@@ -117,5 +128,5 @@ func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings,
 		return nil, fmt.Errorf("inner: tolerance %v, reaction_time_ms %v and settle_ms %v must not be negative", tol, ms, settle)
 	}
 	return &protocol.InnerSettings{Tolerance: tol, ReactionTime: time.Duration(ms * float64(time.Millisecond)),
-		Settle: time.Duration(settle * float64(time.Millisecond))}, nil
+		Settle: time.Duration(settle * float64(time.Millisecond)), Unsettled: unsettled}, nil
 }
