@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sim"
 	"github.com/sluice-dev/sluice/pkg/consume"
 	"github.com/sluice-dev/sluice/pkg/control"
+	"github.com/sluice-dev/sluice/pkg/protocol"
 )
 
 // Cascade is pi-aw-spf-ff over the consumers' inner loop on their store
@@ -21,6 +22,10 @@ const Cascade = "cascade"
 type cascadePolicy struct {
 	outer *pidPolicy
 	inner *consume.InnerLoop
+	// unsettled is the last tick's verdict, as the controller's RATE
+	// carries it: no datapoint, or one off the setpoint by more than
+	// protocol.InnerSettledBand.
+	unsettled bool
 }
 
 // newCascade builds the cascade from the pi-aw-spf-ff that NewPolicy tunes
@@ -45,6 +50,7 @@ func newCascade(s sim.Scenario, p Plant, g Gains) (sim.Policy, map[string]float6
 func (c *cascadePolicy) Rate(o sim.Observation) float64 {
 	in := input(o)
 	in.ActualRate = o.Processed + o.Withheld
+	c.unsettled = !(math.Abs(in.Measurement-o.Setpoint) <= protocol.InnerSettledBand)
 	return c.outer.c.Update(in).Rate
 }
 
@@ -52,6 +58,9 @@ func (c *cascadePolicy) Rate(o sim.Observation) float64 {
 // and cuts the pace below the allowed rate.
 func (c *cascadePolicy) Pace(t time.Duration, allowed, latency float64, done int64) float64 {
 	now := time.Unix(0, 0).Add(t) // the inner loop's clock: the run's time
+	if c.unsettled {
+		c.inner.Unsettled(now)
+	}
 	if done > 0 && !math.IsNaN(latency) {
 		c.inner.Observe(consume.InnerSample{At: now, Messages: int(done), PerMessage: time.Duration(latency * float64(time.Second))})
 	}
