@@ -12,7 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sluice-dev/sluice/internal/localaws"
 	"github.com/sluice-dev/sluice/internal/testclock"
 	"github.com/sluice-dev/sluice/pkg/adapter/memqueue"
 	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
@@ -255,5 +258,65 @@ func TestRequeueKeepsBinaryAttributes(t *testing.T) {
 	back := handle(t, h, clock, events.SQSEvent{Records: []events.SQSMessage{record("probe", 4, full)}})
 	if n := len(api.sentToQueue("http://sqs/q")); n != 0 || !back["probe"] || api.visibility["h-probe"] < 12*3600 {
 		t.Errorf("ten attributes: %d sent, a failure %v, visibility %d s; want none sent, a failure kept 12 h", n, back["probe"], api.visibility["h-probe"])
+	}
+}
+
+// TestRequeueOnALocalQueue: on the local SQS server (ElasticMQ or moto),
+// the copy of a probe the destination failed on its fourth receive is in
+// the queue, held back by its DelaySeconds (not received at once), then
+// received with its attributes, a receive count of 1, and, through the
+// mapping's event, the original message id.
+func TestRequeueOnALocalQueue(t *testing.T) {
+	c, url, _ := localSQS(t, 5)
+	ctx := context.Background()
+	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(`{"n":1}`),
+		MessageAttributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}}); err != nil {
+		t.Fatal(err)
+	}
+	h, _, sink, clock := lastReceiveHandler(1000, "")
+	h.API, h.QueueURL, h.QueueRetention = c, url, 96*time.Hour
+	// Short visibilities, so that the copy's delay is 4 to 8 s.
+	h.RetryBackoff = consume.Backoff{Base: 4 * time.Second, Max: 8 * time.Second}
+	h.OpenBackoff = consume.Backoff{Base: 400 * time.Millisecond, Max: 4 * time.Second}
+	sink.SetDown(true)
+	openCircuit(t, h, clock)
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 2, VisibilityTimeout: 60,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive the original: %d messages, %v", len(out.Messages), err)
+	}
+	ev := (&localaws.Poller{QueueURL: url}).Event(out.Messages)
+	orig := ev.Records[0].MessageId
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "4" // its next receive is its last
+	back := handle(t, h, clock, ev)
+	if back[orig] {
+		t.Fatalf("the probe is a batch item failure; want it requeued")
+	}
+	// The mapping deletes what is not a failure.
+	if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url})
+	if err != nil || len(now.Messages) != 0 {
+		t.Fatalf("receive at once: %d messages, %v; want none (the copy is delayed)", len(now.Messages), err)
+	}
+	var got []types.Message
+	for range 10 {
+		later, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 2,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = later.Messages; len(got) > 0 {
+			break
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("the copy: %d messages within 20 s; want 1", len(got))
+	}
+	m := sqsqueue.FromEvent((&localaws.Poller{QueueURL: url}).Event(got).Records[0])
+	t.Logf("copy %s: id %s, receives %d, attributes %v", aws.ToString(got[0].MessageId), m.ID, m.ReceiveCount, m.Attributes)
+	if m.ID != orig || m.ReceiveCount != 1 || m.Attributes["tenant"] != "acme" || string(m.Body) != `{"n":1}` {
+		t.Errorf("the copy's message: id %s, receives %d, attributes %v, body %s; want id %s, 1 receive, tenant=acme, the body", m.ID, m.ReceiveCount, m.Attributes, m.Body, orig)
 	}
 }
