@@ -30,9 +30,10 @@ type BatchMetrics struct {
 	// Requeued is how many messages the SQS Lambda sent again to their own
 	// queue instead of handing them back (their next receive their last,
 	// the destination failing: sqsqueue.Handler.MaxRequeues), and
-	// KeptLastReceive how many such messages it kept invisible for their
-	// last receive instead (sqsqueue.LastVisibility); both are among
-	// Failed. Zero on the Kafka Lambda.
+	// KeptLastReceive how many messages it kept invisible for their last
+	// receive (sqsqueue.LastVisibility): such messages it could not
+	// requeue, and poison the dead-letter queue refused on its last
+	// receives. Both are among Failed. Zero on the Kafka Lambda.
 	Requeued, KeptLastReceive int
 	// Paced is the time spent waiting for pacing slots.
 	Paced time.Duration

@@ -17,8 +17,8 @@ import (
 // Handler is the SQS consumer Lambda: one invocation is one consumer batch.
 // The event source mapping must report batch item failures
 // (FunctionResponseTypes: ReportBatchItemFailures): what was not stored is
-// returned as a failure and SQS redelivers it; what was stored is deleted by
-// the mapping.
+// returned as a failure and SQS redelivers it (but for a message requeued
+// as a copy: MaxRequeues); what was stored is deleted by the mapping.
 //
 // Poison messages (malformed payload, or refused for good by the sink) are
 // sent by the handler to the dead-letter queue DeadLetterURL with their
@@ -74,7 +74,7 @@ type Handler struct {
 	// unknown, and RetryBackoff applies.
 	QueueRetention time.Duration
 	// MaxRequeues bounds how many times one message is requeued (0:
-	// DefaultMaxRequeues, 16, about 11 h of a destination that never
+	// DefaultMaxRequeues, 16, about 11.5 h of a destination that never
 	// recovers; negative: never). A message whose next receive is its
 	// last, or on it, handed back because the destination fails (a failed
 	// store, or deferred while the circuit is open or the breaker says the
