@@ -31,6 +31,10 @@ type config struct {
 	// QueueRetention (SLUICE_QUEUE_RETENTION) is the queue's retention
 	// when SQS does not report it (a stand-in such as ElasticMQ).
 	QueueRetention time.Duration
+	// MaxRequeues (SLUICE_MAX_REQUEUES, a count, or off: -1) bounds how
+	// often a message whose next receive is its last is sent again to the
+	// queue while the destination fails (sqsqueue.Handler.MaxRequeues).
+	MaxRequeues int
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -44,6 +48,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.RetryBackoff.Base = r.Duration("SLUICE_RETRY_BACKOFF", c.RetryBackoff.Base, "30s")
 	c.OpenBackoff.Base = r.Duration("SLUICE_OPEN_BACKOFF", c.OpenBackoff.Base, "4m")
 	c.QueueRetention = r.Duration("SLUICE_QUEUE_RETENTION", 0, "96h")
+	c.MaxRequeues = -1
+	if getenv("SLUICE_MAX_REQUEUES") != "off" {
+		c.MaxRequeues = r.Count("SLUICE_MAX_REQUEUES", sqsqueue.DefaultMaxRequeues)
+	}
 	return c, r.Err()
 }
 

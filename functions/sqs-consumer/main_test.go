@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testfile"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink"
 	"github.com/sluice-dev/sluice/pkg/adapter/mysqlsink/mysqltest"
+	"github.com/sluice-dev/sluice/pkg/adapter/sqsqueue"
 )
 
 // TestLoadConfig checks the function's own settings; the shared ones are
@@ -119,5 +120,20 @@ func TestLoadConfigBackoffs(t *testing.T) {
 	env["SLUICE_OPEN_BACKOFF"] = "-1s"
 	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SLUICE_OPEN_BACKOFF") {
 		t.Errorf("SLUICE_OPEN_BACKOFF=-1s: %v; want an error naming it", err)
+	}
+}
+
+// TestLoadConfigMaxRequeues: SLUICE_MAX_REQUEUES sets how often a message
+// is requeued (default sqsqueue.DefaultMaxRequeues), off never.
+func TestLoadConfigMaxRequeues(t *testing.T) {
+	for v, want := range map[string]int{"": sqsqueue.DefaultMaxRequeues, "4": 4, "off": -1} {
+		env := map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d", "SLUICE_MAX_REQUEUES": v}
+		if c, err := loadConfig(func(k string) string { return env[k] }); err != nil || c.MaxRequeues != want {
+			t.Errorf("SLUICE_MAX_REQUEUES=%q: %d, %v; want %d", v, c.MaxRequeues, err, want)
+		}
+	}
+	env := map[string]string{"SLUICE_MYSQL_DSN": "u:p@tcp(h)/d", "SLUICE_MAX_REQUEUES": "0"}
+	if _, err := loadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SLUICE_MAX_REQUEUES") {
+		t.Errorf("SLUICE_MAX_REQUEUES=0: %v; want an error naming it", err)
 	}
 }

@@ -147,13 +147,15 @@ type discardedBatches struct{}
 
 func (discardedBatches) SendKafkaFailure(context.Context, localaws.KafkaFailure) error { return nil }
 
-// emfCounter reads a function's output: it sums DeadLetterRefused over
-// the EMF lines and passes everything on to next (nil: discarded).
+// emfCounter reads a function's output: it sums DeadLetterRefused,
+// Requeued and KeptLastReceive over the EMF lines and passes everything
+// on to next (nil: discarded).
 type emfCounter struct {
-	mu      sync.Mutex
-	partial []byte
-	total   int64
-	next    io.Writer
+	mu                  sync.Mutex
+	partial             []byte
+	total               int64
+	requeues, keptTotal int64
+	next                io.Writer
 }
 
 func (e *emfCounter) Write(b []byte) (int, error) {
@@ -166,9 +168,11 @@ func (e *emfCounter) Write(b []byte) (int, error) {
 			break
 		}
 		// The emulator may print a prefix before the function's line.
-		var line struct{ DeadLetterRefused int64 }
+		var line struct{ DeadLetterRefused, Requeued, KeptLastReceive int64 }
 		if j := bytes.IndexByte(e.partial[:i], '{'); j >= 0 && json.Unmarshal(e.partial[j:i], &line) == nil {
 			e.total += line.DeadLetterRefused
+			e.requeues += line.Requeued
+			e.keptTotal += line.KeptLastReceive
 		}
 		e.partial = e.partial[i+1:]
 	}
@@ -183,4 +187,21 @@ func (e *emfCounter) refused() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.total
+}
+
+// requeued is the sum of Requeued so far: messages the SQS Lambda sent
+// again to their queue (their next receive their last, the destination
+// failing).
+func (e *emfCounter) requeued() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.requeues
+}
+
+// kept is the sum of KeptLastReceive so far: such messages kept invisible
+// for their last receive instead (12 h).
+func (e *emfCounter) kept() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.keptTotal
 }

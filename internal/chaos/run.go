@@ -245,6 +245,7 @@ func startPath(ctx context.Context, e consumers.Env, bins map[string]string, sc 
 			r.Invocations, r.LambdaDeadlineHits = m.invocations.Load(), int(m.deadlineHits.Load())
 			pauseResult(run.sw, r)
 			run.sw.receives.record(r)
+			r.Extra["requeued"], r.Extra["kept_last_receive"] = run.emf.requeued(), run.emf.kept()
 		}, nil
 	case PathSQSWorker:
 		env["SOURCE"], env["SLUICE_HTTP_TIMEOUT"] = "sqs", "2s"

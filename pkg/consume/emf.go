@@ -27,6 +27,14 @@ type BatchMetrics struct {
 	// dead-letter destination refused (KMS denied, not authorized, too
 	// large): each comes back for another try. Alarm on any.
 	DeadLetterRefused int
+	// Requeued is how many messages the SQS Lambda sent again to their own
+	// queue instead of handing them back (their next receive their last,
+	// the destination failing: sqsqueue.Handler.MaxRequeues), and
+	// KeptLastReceive how many messages it kept invisible for their last
+	// receive (sqsqueue.LastVisibility): such messages it could not
+	// requeue, and poison the dead-letter queue refused on its last
+	// receives. Both are among Failed. Zero on the Kafka Lambda.
+	Requeued, KeptLastReceive int
 	// Paced is the time spent waiting for pacing slots.
 	Paced time.Duration
 	// Stats gives the allowed rate, the circuit and the dead letters by
@@ -45,7 +53,7 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 		allowed, share = -1, -1 // unlimited; JSON has no infinity
 	}
 	rep := m.Report
-	names := []string{"Consumed", "Stored", "Failed", "Retried", "Released", "Poison", "DeadLettered", "DeadLetterRefused", "Paused",
+	names := []string{"Consumed", "Stored", "Failed", "Retried", "Released", "Poison", "DeadLettered", "DeadLetterRefused", "Requeued", "KeptLastReceive", "Paused",
 		"CircuitOpen", "PacedSeconds", "WorkingSeconds", "AllowedRate", "ShareRate", "RateFallback"}
 	defs := make([]map[string]string, len(names))
 	for i, n := range names {
@@ -58,8 +66,8 @@ func (m BatchMetrics) WriteEMF(w io.Writer, ns string) error {
 		},
 		"Loop": m.Loop, "Consumed": m.Consumed, "Stored": len(rep.Stored), "Failed": len(rep.Retry) + len(rep.Deferred),
 		"Retried": len(rep.Retry), "Released": len(rep.Deferred), "Poison": len(rep.Poison), "DeadLettered": m.DeadLettered,
-		"DeadLetterRefused": m.DeadLetterRefused,
-		"Paused":            b2i(rep.Paused), "CircuitOpen": b2i(m.Stats.Circuit() != CircuitClosed),
+		"DeadLetterRefused": m.DeadLetterRefused, "Requeued": m.Requeued, "KeptLastReceive": m.KeptLastReceive,
+		"Paused": b2i(rep.Paused), "CircuitOpen": b2i(m.Stats.Circuit() != CircuitClosed),
 		"PacedSeconds": m.Paced.Seconds(), "WorkingSeconds": rep.Working.Seconds(), "DeadLetteredByReason": m.Stats.DeadLettered(),
 		"AllowedRate": allowed, "ShareRate": share, "RateFallback": b2i(fallback),
 	}

@@ -23,6 +23,24 @@ type fakeAPI struct {
 	mu         sync.Mutex
 	visibility map[string]int32 // receipt handle -> seconds
 	sent       []types.SendMessageBatchRequestEntry
+	sentTo     []string // the queue URL of each entry of sent
+	// refuse fails every SendMessageBatch to a queue URL with its error.
+	refuse map[string]error
+	// refuseEntries fails each entry of a SendMessageBatch to a queue URL.
+	refuseEntries map[string]bool
+}
+
+// sentToQueue returns the entries sent to the queue at url.
+func (f *fakeAPI) sentToQueue(url string) []types.SendMessageBatchRequestEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []types.SendMessageBatchRequestEntry
+	for i, e := range f.sent {
+		if f.sentTo[i] == url {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // GetQueueAttributes answers as a role without sqs:GetQueueAttributes
@@ -47,9 +65,16 @@ func (f *fakeAPI) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.Change
 func (f *fakeAPI) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.refuse[aws.ToString(in.QueueUrl)]; err != nil {
+		return nil, err
+	}
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
-		f.sent = append(f.sent, e)
+		if f.refuseEntries[aws.ToString(in.QueueUrl)] {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("KMS.AccessDeniedException"), SenderFault: true})
+			continue
+		}
+		f.sent, f.sentTo = append(f.sent, e), append(f.sentTo, aws.ToString(in.QueueUrl))
 		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
 	}
 	return out, nil

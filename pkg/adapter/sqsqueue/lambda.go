@@ -17,8 +17,8 @@ import (
 // Handler is the SQS consumer Lambda: one invocation is one consumer batch.
 // The event source mapping must report batch item failures
 // (FunctionResponseTypes: ReportBatchItemFailures): what was not stored is
-// returned as a failure and SQS redelivers it; what was stored is deleted by
-// the mapping.
+// returned as a failure and SQS redelivers it (but for a message requeued
+// as a copy: MaxRequeues); what was stored is deleted by the mapping.
 //
 // Poison messages (malformed payload, or refused for good by the sink) are
 // sent by the handler to the dead-letter queue DeadLetterURL with their
@@ -47,10 +47,13 @@ type Handler struct {
 	// would spend (SQS moves the message to the dead-letter queue at the
 	// receive after it): a message on its last receive is stored whatever
 	// the pacing (consume.Consumer.ProcessNow), and with the circuit open
-	// so is one whose next receive is its last (a probe); such a message
-	// handed back because the destination fails stays away as long as SQS
-	// allows (LastVisibility: 12 h, within the retention), so that its
-	// last receive comes after the fault.
+	// so is one whose next receive is its last (a probe). Such a message
+	// handed back because the destination fails is requeued (MaxRequeues):
+	// sent again to QueueURL as a copy with a fresh receive count, and
+	// reported as handled, so that the mapping deletes the original; when
+	// it cannot be, it stays away as long as SQS allows (LastVisibility:
+	// 12 h, within the retention), so that its last receive comes after
+	// the fault.
 	QueueURL string
 	// RetryBackoff and PausedBackoff default to DefaultRetryBackoff and
 	// DefaultPausedBackoff.
@@ -70,6 +73,29 @@ type Handler struct {
 	// does not report it (a stand-in; AWS always does): 0 then means
 	// unknown, and RetryBackoff applies.
 	QueueRetention time.Duration
+	// MaxRequeues bounds how many times one message is requeued (0:
+	// DefaultMaxRequeues, 16, about 11.5 h of a destination that never
+	// recovers; negative: never). A message whose next receive is its
+	// last, or on it, handed back because the destination fails (a failed
+	// store, or deferred while the circuit is open or the breaker says the
+	// destination is failing) is sent again to QueueURL with
+	// SendMessageBatch: the same body and message attributes, plus
+	// RequeueAttribute (the original message id and the requeue count),
+	// delayed by the visibility it would have had (at most SQS's 15
+	// minutes). Only once SQS took the copy is the original reported as
+	// handled (not a batch item failure), and the mapping deletes it. The
+	// copy's consume.Message has the original id (FromEvent), so that the
+	// idempotent sinks see one message, and the copy's own receive count,
+	// which the queue's redrive counts. A copy requeued MaxRequeues times,
+	// a send SQS refuses, a copy over SQS's limits with the attribute (256
+	// KiB, 10 attributes) and every message of a FIFO queue (a URL ending
+	// in .fifo: a copy would lose its order in its group and its
+	// deduplication) are kept as before (LastVisibility), so that a
+	// destination that never recovers still ends in the dead-letter queue.
+	// Poison the dead-letter queue refused, pacing deferrals and what is
+	// handed back at a rate of zero are never requeued. The role needs
+	// sqs:SendMessage on QueueURL.
+	MaxRequeues int
 	// PacingMargin is kept free before the invocation's deadline for
 	// sending dead letters, setting visibilities and answering: the
 	// consumer paces and stores only within the time before it (default
@@ -89,9 +115,15 @@ type Handler struct {
 }
 
 // FromEvent converts an SQS event record to a consumer message. Handle is
-// the receipt handle.
+// the receipt handle. A copy the handler requeued (RequeueAttribute) gets
+// the original message id, so that the sinks, idempotent by id, see one
+// message, and its own receive count, which the queue's redrive counts;
+// the attribute is left out of Attributes.
 func FromEvent(r events.SQSMessage) consume.Message {
 	m := consume.Message{ID: r.MessageId, Body: []byte(r.Body), Handle: r.ReceiptHandle}
+	if id, _, ok := requeueOf(r); ok {
+		m.ID = id
+	}
 	if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil {
 		m.ReceiveCount = n
 	}
@@ -104,7 +136,7 @@ func FromEvent(r events.SQSMessage) consume.Message {
 	if len(r.MessageAttributes) > 0 {
 		m.Attributes = map[string]string{}
 		for k, v := range r.MessageAttributes {
-			if v.StringValue != nil {
+			if v.StringValue != nil && k != RequeueAttribute {
 				m.Attributes[k] = *v.StringValue
 			}
 		}
@@ -121,8 +153,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		log = slog.New(slog.DiscardHandler)
 	}
 	msgs := make([]consume.Message, len(ev.Records))
+	recs := make(map[string]events.SQSMessage, len(ev.Records)) // by receipt handle
 	for i, r := range ev.Records {
 		msgs[i] = FromEvent(r)
+		if r.ReceiptHandle != "" {
+			recs[r.ReceiptHandle] = r
+		}
 	}
 	// Processing ends PacingMargin before the deadline; the settling calls
 	// (the dead letters, the visibility changes) a quarter of it before,
@@ -150,26 +186,46 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	// Poison the DLQ refused comes back with the retry backoff, as a
 	// message the destination failed: a DLQ that refuses for minutes does
-	// not spend its receives before it recovers.
+	// not spend its receives before it recovers. It is never requeued.
 	later := rep
 	later.Retry = append(append([]consume.Message{}, rep.Retry...), unsent...)
-	h.delay(sctx, log, later)
+	set := h.delay(sctx, log, later, unsent, recs)
 	failures := []events.SQSBatchItemFailure{}
 	for _, m := range back {
-		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: m.ID})
+		if set.requeued[msgKey(m)] {
+			continue // sent again to the queue: the mapping deletes the original
+		}
+		// The record's own message id, the only one the mapping knows (a
+		// requeued copy's message has the original's).
+		id := m.ID
+		if r, ok := recs[receipt(m)]; ok {
+			id = r.MessageId
+		}
+		failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
 	total, share, fallback := h.Consumer.Stats().AllowedRate()
 	log.InfoContext(ctx, "batch", "loop", h.Loop, "messages", len(msgs), "stored", len(rep.Stored),
 		"retry", len(rep.Retry), "deferred", len(rep.Deferred), "paused", rep.Paused, "poison", len(rep.Poison),
-		"dead_lettered", deadLettered, "dead_letter_refused", refused, "allowed_rate", total, "share", share, "rate_fallback", fallback)
+		"dead_lettered", deadLettered, "dead_letter_refused", refused, "requeued", len(set.requeued), "kept_last_receive", set.kept,
+		"allowed_rate", total, "share", share, "rate_fallback", fallback)
 	if h.Metrics != nil {
 		m := consume.BatchMetrics{Loop: h.Loop, Consumed: len(msgs), Report: rep, DeadLettered: deadLettered, DeadLetterRefused: refused, Paced: paced,
-			Stats: h.Consumer.Stats()}
+			Requeued: len(set.requeued), KeptLastReceive: set.kept, Stats: h.Consumer.Stats()}
 		if err := m.WriteEMF(h.Metrics, h.Namespace); err != nil {
 			log.WarnContext(ctx, "metrics", "err", err)
 		}
 	}
 	return events.SQSEventResponse{BatchItemFailures: failures}, nil
+}
+
+// msgKey identifies a message within one invocation: its receipt handle
+// (a requeued copy and its original, both in one batch, share a message
+// id), or its id when it has none.
+func msgKey(m consume.Message) string {
+	if r := receipt(m); r != "" {
+		return r
+	}
+	return m.ID
 }
 
 // deadLetter sends the poison messages to the DLQ with their reasons and
@@ -201,13 +257,25 @@ func (h *Handler) deadLetter(ctx context.Context, log *slog.Logger, poison []con
 	return len(sent), unsent
 }
 
+// settled is what delay did with the messages handed back, beyond their
+// visibility: those it requeued (by msgKey) and how many it kept for
+// their last receive (LastVisibility).
+type settled struct {
+	requeued map[string]bool
+	kept     int
+}
+
 // delay sets the visibility of the messages handed back (when QueueURL is
 // set): Retry by RetryBackoff and their receive count; Deferred at a rate
 // of zero by PausedBackoff; other Deferred at their expected pacing slot,
-// spread over DeferFor, at least RetryBackoff's.
-func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Report) {
+// spread over DeferFor, at least RetryBackoff's. Those whose next receive
+// is their last, or who are on it, handed back because the destination
+// fails, are requeued (requeue; never one of poison, the unsent dead
+// letters) or, when they cannot be, kept for as long as SQS allows
+// (LastVisibility). recs are the invocation's records by receipt handle.
+func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Report, poison []consume.Message, recs map[string]events.SQSMessage) settled {
 	if h.QueueURL == "" || h.API == nil || len(rep.Retry)+len(rep.Deferred) == 0 {
-		return
+		return settled{}
 	}
 	retry, paused := h.RetryBackoff, h.PausedBackoff
 	if retry.Base <= 0 {
@@ -218,15 +286,15 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 	}
 	vis := map[string]time.Duration{}
 	for _, m := range rep.Retry {
-		vis[m.ID] = RetryVisibility(retry, m)
+		vis[msgKey(m)] = RetryVisibility(retry, m)
 	}
 	for i, m := range rep.Deferred {
 		if rep.Paused {
-			vis[m.ID] = RetryVisibility(paused, m)
+			vis[msgKey(m)] = RetryVisibility(paused, m)
 			continue
 		}
 		slot := rep.DeferFor * time.Duration(i+1) / time.Duration(len(rep.Deferred))
-		vis[m.ID] = max(slot, RetryVisibility(retry, m))
+		vis[msgKey(m)] = max(slot, RetryVisibility(retry, m))
 	}
 	back := append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
 	br := h.Consumer.Breaker()
@@ -236,12 +304,33 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		// whole, or a brownout that fails most messages.
 		h.openVisibility(ctx, log, back, vis)
 	}
-	if spent := h.keepLastReceives(ctx, log, rep, failing, vis); spent > 0 {
+	last := h.lastReceives(ctx, log, rep, failing)
+	dead := make(map[string]bool, len(poison))
+	for _, m := range poison {
+		dead[msgKey(m)] = true
+	}
+	var healthy []consume.Message
+	for _, m := range last {
+		if !dead[msgKey(m)] {
+			healthy = append(healthy, m)
+		}
+	}
+	out := settled{requeued: h.requeue(ctx, log, healthy, vis, recs)}
+	spent := h.keepLastReceives(ctx, log, last, out.requeued, vis)
+	out.kept = len(last) - len(out.requeued)
+	if spent > 0 {
 		log.WarnContext(ctx, "messages on their last receive handed back (the destination fails): kept invisible as long as SQS allows; the next receive moves them to the dead-letter queue unless maxReceiveCount is raised meanwhile",
 			"messages", spent)
 	}
-	err := ChangeVisibility(ctx, h.API, h.QueueURL, back, func(m consume.Message) time.Duration { return vis[m.ID] })
+	var change []consume.Message
+	for _, m := range back {
+		if !out.requeued[msgKey(m)] {
+			change = append(change, m)
+		}
+	}
+	err := ChangeVisibility(ctx, h.API, h.QueueURL, change, func(m consume.Message) time.Duration { return vis[msgKey(m)] })
 	if err != nil {
 		log.WarnContext(ctx, "set visibility of messages handed back; they return after the queue's timeout", "err", err)
 	}
+	return out
 }

@@ -30,8 +30,8 @@ func (h *Handler) queueLimits(ctx context.Context, log *slog.Logger) (time.Durat
 // (consume.Consumer.ProcessNow), so that a pacing deferral never spends a
 // last receive; with the circuit open, the ones before their last go
 // too, as its probe. At a rate of zero they are deferred all the same;
-// failed, delay hands them back for as long as SQS allows
-// (LastVisibility).
+// failed, delay requeues them (Handler.MaxRequeues) or hands them back for
+// as long as SQS allows (LastVisibility).
 func (h *Handler) process(ctx context.Context, log *slog.Logger, msgs []consume.Message) consume.Report {
 	_, maxReceive := h.queueLimits(ctx, log)
 	// With the circuit open the one before the last goes now too, as a
@@ -75,7 +75,8 @@ func merge(a, b consume.Report) consume.Report {
 	return a
 }
 
-// LastVisibility is the visibility of message m handed back when its next
+// LastVisibility is the visibility of message m handed back (not requeued:
+// Handler.MaxRequeues) when its next
 // receive is its last one (or when it is on its last: the next receive
 // moves it to the dead-letter queue): as long as SQS allows (12 h), at
 // most what m has left of retention since it was sent, less
@@ -89,10 +90,10 @@ func LastVisibility(m consume.Message, short, retention time.Duration, now time.
 	return max(min(maxVisibility, retention-now.Sub(m.SentAt)-retentionMargin), short)
 }
 
-// keepLastReceives gives the messages handed back because the destination
+// lastReceives returns the messages handed back because the destination
 // failed (Retry, and Deferred while it fails) whose next receive is their
-// last, or who are on it, their LastVisibility in vis. It returns how many
-// were on their last receive, spent.
+// last, or who are on it: those delay requeues, or keeps for their last
+// receive (keepLastReceives).
 //
 // A message deferred for its pacing slot keeps its slot: its last receive
 // is stored whatever the pacing (process). So does one handed back at a
@@ -100,21 +101,35 @@ func LastVisibility(m consume.Message, short, retention time.Duration, now time.
 // controller, which turns the event source mapping off, so that no
 // receive is spent while paused; a bare RATE 0 with the mapping on keeps
 // the paused backoff's bound (DefaultPausedBackoff), not 12 h.
-func (h *Handler) keepLastReceives(ctx context.Context, log *slog.Logger, rep consume.Report, failing bool, vis map[string]time.Duration) int {
-	ret, maxReceive := h.queueLimits(ctx, log)
+func (h *Handler) lastReceives(ctx context.Context, log *slog.Logger, rep consume.Report, failing bool) []consume.Message {
+	_, maxReceive := h.queueLimits(ctx, log)
 	if maxReceive == 0 {
-		return 0
+		return nil
 	}
-	now, spent := h.Consumer.Clock().Now(), 0
 	back := rep.Retry
 	if failing && !rep.Paused {
 		back = append(append([]consume.Message{}, rep.Retry...), rep.Deferred...)
 	}
+	var last []consume.Message
 	for _, m := range back {
-		if m.ReceiveCount < maxReceive-1 {
+		if m.ReceiveCount >= maxReceive-1 {
+			last = append(last, m)
+		}
+	}
+	return last
+}
+
+// keepLastReceives gives the messages of last (lastReceives) that were not
+// requeued their LastVisibility in vis. It returns how many were on their
+// last receive, spent.
+func (h *Handler) keepLastReceives(ctx context.Context, log *slog.Logger, last []consume.Message, requeued map[string]bool, vis map[string]time.Duration) int {
+	ret, maxReceive := h.queueLimits(ctx, log)
+	now, spent := h.Consumer.Clock().Now(), 0
+	for _, m := range last {
+		if requeued[msgKey(m)] {
 			continue
 		}
-		vis[m.ID] = LastVisibility(m, vis[m.ID], ret, now)
+		vis[msgKey(m)] = LastVisibility(m, vis[msgKey(m)], ret, now)
 		if m.ReceiveCount >= maxReceive {
 			spent++
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -98,50 +99,59 @@ func TestPacingDeferralKeepsTheLastReceive(t *testing.T) {
 
 // TestFailingDestinationKeepsTheLastReceive: with the destination down,
 // a message whose next receive is its last (4 of maxReceiveCount 5, as a
-// number or a string in the RedrivePolicy) and one on its last stay away
-// as long as SQS allows (12 h), the others for minutes; without a redrive
-// policy there is no last receive. At a rate of zero the paused backoff
-// stays (minutes: an operator's pause turns the mapping off). The queue's
-// attributes are read once.
+// number or a string in the RedrivePolicy) and one on its last are sent
+// again to the queue (requeued, not batch item failures), the others
+// stay away for minutes; with requeues off (MaxRequeues < 0) the two stay
+// away as long as SQS allows (12 h). Without a redrive policy there is no
+// last receive. At a rate of zero the paused backoff stays (minutes: an
+// operator's pause turns the mapping off) and nothing is requeued. The
+// queue's attributes are read once.
 func TestFailingDestinationKeepsTheLastReceive(t *testing.T) {
 	const arn = `"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q-dlq"`
 	for _, c := range []struct {
 		name    string
 		redrive string
 		rate    float64
-		long    bool
+		last    bool
 	}{
 		{"maxReceiveCount a string", `{` + arn + `,"maxReceiveCount":"5"}`, 1000, true},
 		{"maxReceiveCount a number", `{` + arn + `,"maxReceiveCount":5}`, 1000, true},
 		{"no redrive policy", "", 1000, false},
 		{"rate zero", `{` + arn + `,"maxReceiveCount":5}`, 0, false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			h, api, sink, clock := lastReceiveHandler(c.rate, c.redrive)
-			sink.SetDown(true)
-			for range 4 { // the circuit opens on the way
-				ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Second))
-				_, err := h.Handle(ctx, receivedEvent("m", 10, map[int]int{7: 3, 8: 4, 9: 5}))
-				cancel()
-				if err != nil {
-					t.Fatal(err)
+		for _, requeue := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, requeue %v", c.name, requeue), func(t *testing.T) {
+				h, api, sink, clock := lastReceiveHandler(c.rate, c.redrive)
+				if !requeue {
+					h.MaxRequeues = -1
 				}
-				clock.Advance(time.Minute)
-			}
-			vis := func(h string) time.Duration { return time.Duration(api.visibility[h]) * time.Second }
-			t.Logf("circuit %v; visibility at receive 3: %v, 4: %v, 5: %v", h.Consumer.Breaker().State(), vis("h-m-7"), vis("h-m-8"), vis("h-m-9"))
-			if vis("h-m-7") >= time.Hour {
-				t.Errorf("receive 3 of 5: visibility %v; want minutes", vis("h-m-7"))
-			}
-			for _, m := range []string{"h-m-8", "h-m-9"} {
-				if long := vis(m) >= 12*time.Hour; long != c.long {
-					t.Errorf("%s: visibility %v; want 12 h %v", m, vis(m), c.long)
+				sink.SetDown(true)
+				var back map[string]bool
+				for range 4 { // the circuit opens on the way
+					back = handle(t, h, clock, receivedEvent("m", 10, map[int]int{7: 3, 8: 4, 9: 5}))
+					clock.Advance(time.Minute)
 				}
-			}
-			if api.reads != 1 {
-				t.Errorf("the queue's attributes read %d times; want once", api.reads)
-			}
-		})
+				vis := func(h string) time.Duration { return time.Duration(api.visibility[h]) * time.Second }
+				sent := map[string]int{}
+				for _, e := range api.sentToQueue("http://sqs/q") {
+					sent[aws.ToString(e.MessageAttributes[sqsqueue.RequeueAttribute].StringValue)]++
+				}
+				t.Logf("circuit %v; visibility at receive 3: %v, 4: %v, 5: %v; requeued %v", h.Consumer.Breaker().State(), vis("h-m-7"), vis("h-m-8"), vis("h-m-9"), sent)
+				if vis("h-m-7") >= time.Hour || !back["m-7"] || sent["1:m-7"] > 0 {
+					t.Errorf("receive 3 of 5: visibility %v, a failure %v, requeued %d; want minutes, a failure, not requeued", vis("h-m-7"), back["m-7"], sent["1:m-7"])
+				}
+				for _, m := range []string{"m-8", "m-9"} {
+					kept, requeued := vis("h-"+m) >= 12*time.Hour && back[m], sent["1:"+m] > 0 && !back[m]
+					if kept != (c.last && !requeue) || requeued != (c.last && requeue) {
+						t.Errorf("%s: visibility %v, a failure %v, requeued %d times; want kept 12 h %v, requeued %v",
+							m, vis("h-"+m), back[m], sent["1:"+m], c.last && !requeue, c.last && requeue)
+					}
+				}
+				if api.reads != 1 {
+					t.Errorf("the queue's attributes read %d times; want once", api.reads)
+				}
+			})
+		}
 	}
 }
 

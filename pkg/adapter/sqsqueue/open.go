@@ -162,7 +162,7 @@ func (h *Handler) openVisibility(ctx context.Context, log *slog.Logger, back []c
 	ret, _ := h.queueLimits(ctx, log)
 	now, age := h.Consumer.Clock().Now(), h.Consumer.Breaker().FailingFor()
 	for _, m := range back {
-		vis[m.ID] = OpenVisibility(b, m, vis[m.ID], ret, now, max(age, h.waited(m, now)))
+		vis[msgKey(m)] = OpenVisibility(b, m, vis[msgKey(m)], ret, now, max(age, h.waited(m, now)))
 	}
 }
 

@@ -37,8 +37,8 @@ var (
 // even when it is received as often as it becomes visible, as a Lambda's
 // event source mapping does; the worker's circuit breaker receives far
 // less. The Lambda's Handler hands a message back for longer while the
-// destination fails (OpenVisibility), and for 12 h before its last
-// receive (LastVisibility).
+// destination fails (OpenVisibility), and before its last receive
+// requeues it (Handler.MaxRequeues) or keeps it for 12 h (LastVisibility).
 func DefaultRetryBackoff() consume.Backoff {
 	return consume.Backoff{Base: 30 * time.Second, Max: 15 * time.Minute}
 }
