@@ -376,10 +376,12 @@ func flat(time.Duration) float64 { return 1 }
 
 // A consumer that stores a batch every few seconds sees one latency per
 // store, each with the destination's noise (±22 % per batch, as eight
-// consumers' batches of ten on one MariaDB CPU show): the filter spans
-// several stores, so the steady phase's noise trips no cut (each trip
-// withholds part of the share, which the outer loop answers with a higher
-// rate), while a burst's 2.6 x still trips at its first store.
+// consumers' batches of ten on one MariaDB CPU show): with a reference
+// that is the mean of a settled window, not one store's latency, the steady
+// phase's noise trips no cut (each trip withholds part of the share, which
+// the outer loop answers with a higher rate), while a burst's 2.6 x still
+// trips at its first store. (The filter's cap alone does not decide this
+// test; TestInnerLoopLearnsNoReferenceInABurst fails without it.)
 func TestInnerLoopIgnoresOneNoisyStore(t *testing.T) {
 	s := &sparse{l: consume.NewInnerLoop(consume.InnerConfig{}), t0: time.Unix(1_700_000_000, 0),
 		rng: rand.New(rand.NewPCG(1, 2)), share: 2.9}

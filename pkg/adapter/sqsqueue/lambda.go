@@ -305,17 +305,7 @@ func (h *Handler) delay(ctx context.Context, log *slog.Logger, rep consume.Repor
 		h.openVisibility(ctx, log, back, vis)
 	}
 	last := h.lastReceives(ctx, log, rep, failing)
-	dead := make(map[string]bool, len(poison))
-	for _, m := range poison {
-		dead[msgKey(m)] = true
-	}
-	var healthy []consume.Message
-	for _, m := range last {
-		if !dead[msgKey(m)] {
-			healthy = append(healthy, m)
-		}
-	}
-	out := settled{requeued: h.requeue(ctx, log, healthy, vis, recs)}
+	out := settled{requeued: h.requeue(ctx, log, without(last, poison), vis, recs)}
 	spent := h.keepLastReceives(ctx, log, last, out.requeued, vis)
 	out.kept = len(last) - len(out.requeued)
 	if spent > 0 {

@@ -367,15 +367,16 @@ func (q *Queue) DeadLetter(ctx context.Context, poison []consume.Poison) error {
 // alarm on.
 func (q *Queue) DeadLetterFailures() int64 { return q.dlqFailures.Load() }
 
-// without returns the messages of ms whose receipt handle is not in sent.
+// without returns the messages of ms that are not in sent, by msgKey
+// (their receipt handle).
 func without(ms, sent []consume.Message) []consume.Message {
 	done := make(map[string]bool, len(sent))
 	for _, m := range sent {
-		done[receipt(m)] = true
+		done[msgKey(m)] = true
 	}
 	var out []consume.Message
 	for _, m := range ms {
-		if !done[receipt(m)] {
+		if !done[msgKey(m)] {
 			out = append(out, m)
 		}
 	}
