@@ -129,6 +129,8 @@ type Consumer struct {
 	breaker *Breaker
 	// blame keeps a message's own failures off the breaker.
 	blame blame
+	// verdicts keeps poison that comes back off the breaker.
+	verdicts verdicts
 	// perMessage is the recent store time per message (ns, EWMA), for
 	// the time reserved before a deadline.
 	perMessage atomic.Int64
@@ -412,7 +414,15 @@ func sortResults(msgs []Message, res []Result, rep *Report) {
 // destination). When most recent messages were refused as poison, the
 // destination is at fault: the batch's refused messages are held
 // (Deferred until the circuit half-opens) instead of dead-lettered.
+// Refused messages judged poison before (verdicts: back because the
+// dead-letter queue refused them) are poison again, and not counted.
 func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
+	if k := c.verdicts.known(rep.Poison[from:]); k > 0 {
+		c.log.InfoContext(ctx, "poison messages back (their dead-letter send failed before): dead-lettered again, not counted against the destination",
+			"messages", k, "reason", rep.Poison[from].Reason)
+		from += k
+	}
+	defer func() { c.verdicts.add(rep.Poison[from:]) }()
 	refused := rep.Poison[from:]
 	switch c.breaker.Observe(stored, len(rep.Retry), len(refused)) {
 	case TripFailing:

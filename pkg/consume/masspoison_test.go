@@ -3,6 +3,8 @@ package consume_test
 import (
 	"context"
 	"testing"
+
+	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
 // A destination that refuses everything from the first batch on (a proxy
@@ -86,5 +88,64 @@ func TestPoisonBurstIsDeadLetteredOnItsSecondDelivery(t *testing.T) {
 	sink.store, sink.poison = 0, 10
 	if rep := c.Process(ctx, burst); len(rep.Poison) != 10 || rep.Poison[0].Reason == "" {
 		t.Errorf("the burst's second delivery: dead-lettered %d, held %d; want 10 dead-lettered with their reason", len(rep.Poison), len(rep.Deferred))
+	}
+}
+
+// idSink refuses the messages it names as poison and stores the rest.
+type idSink struct{ poison map[string]bool }
+
+func (s *idSink) Store(_ context.Context, msgs []consume.Message) ([]consume.Result, error) {
+	out := make([]consume.Result, len(msgs))
+	for i, m := range msgs {
+		if s.poison[m.ID] {
+			out[i] = consume.Result{Outcome: consume.Permanent, Reason: "HTTP 422: no such customer"}
+		}
+	}
+	return out, nil
+}
+
+// When the dead-letter queue refused for a while, the poison judged in
+// that time comes back, and once the healthy messages are stored the
+// queue's tail is mostly that poison. It was judged while the destination
+// stored the others, so refused again it is dead-lettered, not read as a
+// destination refusing everything: held, it would come back to the same
+// verdict for as long as the queue keeps it, and drain a few messages a
+// minute.
+func TestRefusedDeadLettersComeBackAsPoison(t *testing.T) {
+	sink := &idSink{poison: map[string]bool{}}
+	c, clk, _ := loggedConsumer(sink)
+	ctx := context.Background()
+	for b := range 5 {
+		c.Process(ctx, tenFresh(b))
+	}
+	var tail []consume.Message
+	for b := range 40 {
+		msgs := tenFresh(100 + b)
+		sink.poison[msgs[0].ID] = true
+		if rep := c.Process(ctx, msgs); len(rep.Poison) != 1 {
+			t.Fatalf("one poison message in a healthy batch: dead-lettered %d, held %d; want 1 dead-lettered", len(rep.Poison), len(rep.Deferred))
+		}
+		m := msgs[0]
+		m.ReceiveCount = 2
+		tail = append(tail, m)
+	}
+	dead, held := 0, 0
+	for len(tail) > 0 {
+		clk.Advance(c.Breaker().Wait())
+		batch := tail[:min(10, len(tail))]
+		tail = tail[len(batch):]
+		rep := c.Process(ctx, batch)
+		dead += len(rep.Poison)
+		held += len(rep.Deferred)
+		for _, m := range rep.Deferred {
+			m.ReceiveCount++
+			tail = append(tail, m)
+		}
+		if dead+held > 400 {
+			break
+		}
+	}
+	if dead != 40 || held != 0 {
+		t.Errorf("40 poison messages back after a refused dead-letter send: %d dead-lettered, %d held; want 40 dead-lettered, none held", dead, held)
 	}
 }

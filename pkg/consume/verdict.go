@@ -1,0 +1,72 @@
+package consume
+
+import "sync"
+
+// verdictMemory bounds how many poison verdicts a Consumer remembers; past
+// it the oldest are forgotten (a message then is judged anew, as without
+// the memory).
+const verdictMemory = 4096
+
+// verdicts remembers the messages the consumer sent to the dead-letter
+// path as poison while the window did not say the destination refused
+// everything. Such a message comes back when the dead-letter queue
+// refused it (KMS access denied, a deleted queue): once the healthy
+// messages are stored, the queue's tail is mostly that poison, and judged
+// as any it would read as a destination refusing everything, be held and
+// come back to the same verdict for as long as the queue keeps it.
+// Refused again, a remembered message is poison again, and not counted in
+// the breaker's window. It is safe for concurrent use.
+type verdicts struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	ring []string // the remembered ids, oldest at next once full
+	next int
+}
+
+// add remembers the poison messages ps.
+func (v *verdicts) add(ps []Poison) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range ps {
+		id := p.Message.ID
+		if id == "" {
+			continue
+		}
+		if _, ok := v.ids[id]; ok {
+			continue
+		}
+		if v.ids == nil {
+			v.ids = make(map[string]struct{})
+		}
+		if len(v.ring) < verdictMemory {
+			v.ring = append(v.ring, id)
+		} else {
+			delete(v.ids, v.ring[v.next])
+			v.ring[v.next] = id
+			v.next = (v.next + 1) % verdictMemory
+		}
+		v.ids[id] = struct{}{}
+	}
+}
+
+// known moves the remembered messages of ps to its front, keeping the
+// order of each part, and returns how many there are.
+func (v *verdicts) known(ps []Poison) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.ids) == 0 {
+		return 0
+	}
+	var fresh []Poison
+	k := 0
+	for _, p := range ps {
+		if _, ok := v.ids[p.Message.ID]; ok && p.Message.ID != "" {
+			ps[k] = p
+			k++
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	copy(ps[k:], fresh)
+	return k
+}
