@@ -68,6 +68,9 @@ func TestChaosKafkaShort(t *testing.T) {
 			name += "-mysql"
 		}
 		t.Run(name, func(t *testing.T) {
+			// A topic and a MariaDB of its own: two at a time, as the
+			// SQS scenarios (111 s one at a time).
+			t.Parallel()
 			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
 			t.Logf("%+v", r)
 			if !r.OK {
@@ -97,6 +100,9 @@ func TestChaosKafkaLambdaShort(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
+			// A topic, a mapping and RIE ports of its own: two at a
+			// time (70 s one at a time).
+			t.Parallel()
 			r := chaos.PlayKafka(context.Background(), root, strings.Split(brokers, ","), sc)
 			t.Logf("%+v", r)
 			if !r.OK || r.Path != chaos.PathKafkaLambda || r.DeadLettered != r.Poison || r.PoisonWithReason != r.Poison {
