@@ -64,7 +64,7 @@ func TestChaosKafkaShort(t *testing.T) {
 			continue
 		}
 		name := sc.Name
-		if sc.MySQL {
+		if sc.MySQL && !strings.HasSuffix(name, "-mysql") {
 			name += "-mysql"
 		}
 		t.Run(name, func(t *testing.T) {

@@ -79,7 +79,7 @@ func faultScenarios(s Size) []Scenario {
 		n    int
 	}{{PathLambda, s.Lambda}, {PathSQSWorker, s.Worker}} {
 		out = append(out, Scenario{Name: "fk-order", Path: p.path, Messages: p.n, Rate: 100, Sink: "mysql", Body: childFirst,
-			Schema: []string{fkSchema, "CREATE TABLE messages (id VARCHAR(255) PRIMARY KEY, body JSON NOT NULL)"}, Statement: fkStatement})
+			Schema: []string{fkSchema, fkMessages}, Statement: fkStatement})
 	}
 	for _, p := range []struct {
 		path string
@@ -97,12 +97,23 @@ func faultScenarios(s Size) []Scenario {
 const (
 	fkSchema    = "CREATE TABLE fk_rows (seq INT PRIMARY KEY, parent INT NULL, FOREIGN KEY (parent) REFERENCES fk_rows (seq)) ENGINE=InnoDB"
 	fkStatement = "INSERT INTO fk_rows (seq, parent) VALUES (:json.seq, :json.parent); INSERT INTO messages (id, body) VALUES (:id, :body)"
+	fkMessages  = "CREATE TABLE messages (id VARCHAR(255) PRIMARY KEY, body JSON NOT NULL)"
 )
 
 // kafkaFaultScenarios are the same faults on Kafka (the worker's and the
-// Lambda's paths): brownout-90, mass-poison and dlq-refuses.
+// Lambda's paths): brownout-90, mass-poison, dlq-refuses, the silent
+// destination (HTTP or MySQL; the Kafka paths here read no RATE from
+// DynamoDB) and fk-order.
 func kafkaFaultScenarios(s Size) []KafkaScenario {
+	silent := max(s.d(2*time.Minute), 15*time.Second)
 	return []KafkaScenario{
+		// A function timeout shorter than the silence, as on SQS.
+		{Name: "silent-connection", Messages: s.Worker, Stuck: -1, Silent: silent, FunctionTimeout: 10 * time.Second},
+		{Name: "fk-order", Messages: s.Worker, Stuck: -1, FK: true},
+		// MySQL silent at full size only, as on the SQS worker: the
+		// worker's store waits its StoreTimeout (30 s) on a silent
+		// connection, longer than the short silence (15 s).
+		{Name: "silent-connection-mysql", Messages: s.Worker, Stuck: -1, MySQL: true, Silent: silent, FunctionTimeout: 10 * time.Second, FullOnly: true},
 		{Name: "brownout-90", Messages: s.Worker, Stuck: -1, Schedule: brownout(s)},
 		{Name: "mass-poison", Messages: s.Worker, Stuck: -1, Schedule: massPoison(s)},
 		{Name: "dlq-refuses", Messages: s.Worker, Stuck: -1, RefuseDLT: max(s.d(2*time.Minute), 15*time.Second), MaxHeld: kafkaHeldBound,

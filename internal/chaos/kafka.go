@@ -58,6 +58,20 @@ type KafkaScenario struct {
 	// MySQL makes a private MariaDB the destination (the default messages
 	// table and its inbox) without an outage.
 	MySQL bool
+	// FK plays fk-order on a private MariaDB: the sink's statement
+	// fkStatement (a row's parent must be stored first) and bodies
+	// childFirst, whose parents and children land on other partitions.
+	FK bool
+	// Silent makes the destination (HTTP, or the private MariaDB with
+	// MySQL) fall silent, accepting connections and never answering, for
+	// this long once a third of the healthy records are stored; 0: never.
+	Silent time.Duration
+	// FunctionTimeout is the kafka-lambda function's timeout (default
+	// kafkaFunctionTimeout).
+	FunctionTimeout time.Duration
+	// FullOnly keeps the scenario out of the kafka-worker path's short
+	// runs (Size.Scale below 1).
+	FullOnly bool
 	// Pause pauses the loop (pause.go) for this long once a third of the
 	// records are stored; 0: no pause.
 	Pause time.Duration
@@ -82,8 +96,11 @@ type kafkaRun struct {
 	topic   string
 	dest    *Destination
 	db      *MariaDB // the sink when the scenario stops MySQL
-	cl      *kgo.Client
-	faults  []string
+	// silent stands between the consumers and the destination when the
+	// scenario silences it.
+	silent *SilentProxy
+	cl     *kgo.Client
+	faults []string
 	// loops holds the paused loop's PARAMS, STATE and RATE, and sw is the
 	// stand-in mapping's Enabled (pause.go).
 	loops *memstore.Store
@@ -146,11 +163,16 @@ func playKafka(ctx context.Context, root string, brokers []string, sc KafkaScena
 	defer cl.Close()
 	kr := &kafkaRun{brokers: brokers, topic: fmt.Sprintf("chaos-%s-%d", sc.Name, time.Now().UnixNano()%1e9), dest: NewDestination(nil), cl: cl,
 		loops: memstore.New(), sw: &standIn{}, extra: map[string]any{}}
-	if sc.Down > 0 || sc.MySQL {
+	if sc.Down > 0 || sc.MySQL || sc.FK {
 		if kr.db, err = privateMariaDB(ctx, kr.topic); err != nil {
 			return r, 0, err
 		}
 		defer kr.db.Close()
+	}
+	if sc.FK {
+		if err := kr.db.Exec(ctx, fkSchema, fkMessages); err != nil {
+			return r, 0, err
+		}
 	}
 	r.Extra["sink"] = kr.sinkName()
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, sc.Partitions, 1, nil, kr.topic, kr.topic+".dlt"); err != nil {
@@ -201,11 +223,15 @@ func (k *kafkaRun) id(seq int) string { return k.topic + "-" + strconv.Itoa(seq)
 func (k *kafkaRun) produce(ctx context.Context, sc KafkaScenario) (int, error) {
 	var recs []*kgo.Record
 	poison := 0
+	body := func(seq int, poison bool) string { return bodyFor(k.sinkName(), seq, poison) }
+	if sc.FK {
+		body = childFirst
+	}
 	for i := range sc.Messages {
 		if IsPoison(i) {
 			poison++
 		}
-		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(bodyFor(k.sinkName(), i, IsPoison(i))),
+		recs = append(recs, &kgo.Record{Topic: k.topic, Key: []byte(k.id(i)), Value: []byte(body(i, IsPoison(i))),
 			Headers: []kgo.RecordHeader{{Key: "message-id", Value: []byte(k.id(i))}, {Key: "tenant", Value: []byte("acme")}}})
 	}
 	for c := range sc.Collisions {
@@ -237,8 +263,24 @@ func collisionVictim(c int) int {
 func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (time.Duration, error) {
 	srv := httptest.NewServer(k.dest)
 	defer srv.Close()
+	destURL := srv.URL
+	if sc.Silent > 0 {
+		target := srv.Listener.Addr().String()
+		if k.db != nil {
+			target = fmt.Sprintf("127.0.0.1:%d", k.db.Port)
+		}
+		p, err := StartSilentProxy(target)
+		if err != nil {
+			return 0, err
+		}
+		defer p.Close()
+		k.silent = p
+		if k.db == nil {
+			destURL = "http://" + p.Addr()
+		}
+	}
 	if sc.Lambda != nil {
-		return k.consumeLambda(ctx, sc, poison, srv.URL)
+		return k.consumeLambda(ctx, sc, poison, destURL)
 	}
 	now := time.Now()
 	if err := k.loops.WriteRate(ctx, protocol.Rate{Loop: "chaos", PerSecond: sc.Rate, WrittenAt: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
@@ -246,9 +288,9 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 	}
 	rc := consume.NewRateCache(consume.RateCacheConfig{Loop: "chaos", SafeRate: sc.Rate}, k.loops, nil, consume.WallClock{}, nil, nil)
 	// As the worker on Kafka: one inline retry, the rest by the source.
-	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(srv.URL), nil, consume.WallClock{})
+	var sink consume.Sink = httpsink.New(httpsink.Config{Timeout: 2 * time.Second, Parallel: 16, Attempts: KafkaHTTPAttempts}, httpsink.NewRoundRobin(destURL), nil, consume.WallClock{})
 	if k.db != nil {
-		db, err := sql.Open("mysql", k.db.DSN())
+		db, err := k.openDB()
 		if err != nil {
 			return 0, err
 		}
@@ -257,6 +299,11 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 			return 0, fmt.Errorf("migrate: %w", err)
 		}
 		sink = mysqlsink.New(db)
+		if sc.FK {
+			if sink, err = mysqlsink.Prepare(ctx, db, mysqlsink.Config{Statement: fkStatement}); err != nil {
+				return 0, err
+			}
+		}
 	}
 	cons := consume.New(consume.Config{BatchSize: kafkaBatch}, rc, sink, consume.WallClock{}, nil, nil)
 	src, err := kafkasource.New(kafkasource.Config{Brokers: k.brokers, Topics: []string{k.topic}, Group: k.topic + "-g", Pacer: cons.Pacer(),
@@ -293,6 +340,11 @@ func (k *kafkaRun) await(ctx context.Context, sc KafkaScenario, poison int, dead
 			return 0, err
 		}
 	}
+	if sc.Silent > 0 {
+		if err := k.silence(ctx, healthy/3, sc.Silent); err != nil {
+			return 0, err
+		}
+	}
 	if sc.RefuseDLT > 0 {
 		extra, err := k.dltRefused(ctx, sc, k.dlq)
 		maps.Copy(k.extra, extra)
@@ -326,6 +378,39 @@ func (k *kafkaRun) outage(ctx context.Context, rows int, d time.Duration) error 
 	}
 	k.faults = append(k.faults, fmt.Sprintf("MariaDB stopped at %d rows for %v", at, d))
 	return k.db.Start(ctx)
+}
+
+// openDB opens the worker's pool on the private MariaDB: through the
+// silent proxy with no read or write timeout when there is one (as a DSN
+// from an RDS secret has none: what bounds a silent call is the
+// consumer's), else directly.
+func (k *kafkaRun) openDB() (*sql.DB, error) {
+	if k.silent != nil {
+		return mysqlsink.Open(k.silentDSN(), mysqlsink.WorkerConn())
+	}
+	return sql.Open("mysql", k.db.DSN())
+}
+
+// silentDSN is the private MariaDB's DSN through the silent proxy.
+func (k *kafkaRun) silentDSN() string { return "chaos:chaos@tcp(" + k.silent.Addr() + ")/chaos" }
+
+// silence makes the destination fall silent once rows are stored, for d.
+// A consumer that made no new connection to it during the silence waited
+// on a silent one throughout, and fails the run.
+func (k *kafkaRun) silence(ctx context.Context, rows int, d time.Duration) error {
+	if err := until(ctx, func() bool { return len(k.stored(ctx)) >= rows }); err != nil {
+		return err
+	}
+	at := len(k.stored(ctx))
+	k.silent.SetSilent(true)
+	err := sleep(ctx, d)
+	k.silent.SetSilent(false)
+	k.extra["connections_held"] = k.silent.Held()
+	k.faults = append(k.faults, fmt.Sprintf("%s destination silent (accepted, never answered) at %d stored, for %v", k.sinkName(), at, d))
+	if err == nil && k.silent.Held() == 0 {
+		err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
+	}
+	return err
 }
 
 // stored returns the stored seqs (with their copies) of the sink in use.
@@ -431,5 +516,10 @@ func KafkaScenarios(s Size) []KafkaScenario {
 	if s.Scale >= 1 { // its short version is mysql-down-90s's
 		scenarios = append(scenarios, KafkaScenario{Name: "mysql-down-15m", Messages: s.Worker, Stuck: -1, Down: 15 * time.Minute, Limit: 45 * time.Minute})
 	}
-	return append(scenarios, kafkaFaultScenarios(s)...)
+	for _, sc := range kafkaFaultScenarios(s) {
+		if !sc.FullOnly || s.Scale >= 1 {
+			scenarios = append(scenarios, sc)
+		}
+	}
+	return scenarios
 }

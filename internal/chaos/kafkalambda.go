@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/sluice-dev/sluice/internal/defaults"
 	"github.com/sluice-dev/sluice/internal/e2e/controller/harness"
 	"github.com/sluice-dev/sluice/internal/localaws"
 )
@@ -44,7 +45,15 @@ type KafkaLambda struct {
 // worker's kafka-stuck-record scenario does not apply.)
 func KafkaLambdaScenarios(s Size, l *KafkaLambda) []KafkaScenario {
 	var out []KafkaScenario
-	for _, sc := range KafkaScenarios(s) {
+	all := KafkaScenarios(s)
+	if s.Scale < 1 { // the function's timeout bounds a silent store here
+		for _, sc := range kafkaFaultScenarios(s) {
+			if sc.FullOnly {
+				all = append(all, sc)
+			}
+		}
+	}
+	for _, sc := range all {
 		if sc.Stuck < 0 && sc.Collisions == 0 {
 			sc.Lambda = l
 			out = append(out, sc)
@@ -102,13 +111,19 @@ func (k *kafkaRun) startFunction(sc KafkaScenario, destURL string, emf *emfCount
 	}
 	cmd := exec.Command(sc.Lambda.RIE, args...)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_MAX_ATTEMPTS=1", "AWS_ACCESS_KEY_ID=test",
-		"AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(kafkaFunctionTimeout/time.Second)),
+		"AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(defaults.Positive(sc.FunctionTimeout, kafkaFunctionTimeout)/time.Second)),
 		"SLUICE_SAFE_RATE="+strconv.FormatFloat(sc.Rate, 'f', -1, 64), "SLUICE_KAFKA_DLT="+k.topic+".dlt",
 		"SLUICE_KAFKA_BROKERS="+strings.Join(k.brokers, ","), "SLUICE_SINK="+k.sinkName())
-	if k.db != nil {
+	switch {
+	case k.db != nil && k.silent != nil:
+		cmd.Env = append(cmd.Env, "SLUICE_MYSQL_DSN="+k.silentDSN())
+	case k.db != nil:
 		cmd.Env = append(cmd.Env, "SLUICE_MYSQL_DSN="+k.db.DSN())
-	} else {
+	default:
 		cmd.Env = append(cmd.Env, "SLUICE_HTTP_ENDPOINTS="+destURL)
+	}
+	if sc.FK {
+		cmd.Env = append(cmd.Env, "SLUICE_MYSQL_STATEMENT="+fkStatement)
 	}
 	cmd.Stdout = emf
 	if sc.Lambda.Log != nil {
