@@ -382,18 +382,23 @@ func (c *Consumer) store(ctx context.Context, msgs []Message, rep *Report) {
 		return
 	}
 	stored, poisoned := len(rep.Stored), len(rep.Poison)
-	sortResults(msgs, res, rep)
-	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) {
+	waiting := sortResults(msgs, res, rep)
+	if len(rep.Stored) == stored && len(rep.Retry) > 0 && len(rep.Retry) == len(msgs) && waiting < len(msgs) {
 		c.failed(ctx, msgs)
 		return
 	}
-	c.judge(ctx, len(rep.Stored)-stored, poisoned, rep)
+	c.judge(ctx, len(rep.Stored)-stored, waiting, poisoned, rep)
 	c.blame.note(rep.Stored[stored:], rep.Retry)
 }
 
-// sortResults sorts msgs into rep by the sink's results.
-func sortResults(msgs []Message, res []Result, rep *Report) {
+// sortResults sorts msgs into rep by the sink's results and returns how
+// many of those retryable were Waiting.
+func sortResults(msgs []Message, res []Result, rep *Report) int {
+	waiting := 0
 	for i, r := range res {
+		if r.Outcome == Retryable && r.Waiting {
+			waiting++
+		}
 		switch r.Outcome {
 		case Stored:
 			rep.Stored = append(rep.Stored, msgs[i])
@@ -406,17 +411,19 @@ func sortResults(msgs []Message, res []Result, rep *Report) {
 			}
 		}
 	}
+	return waiting
 }
 
 // judge tells the breaker what the destination did with a batch it did not
 // fail whole: stored messages, rep.Retry, and the poison from rep.Poison[from:]
 // (the sink's; those before are malformed payloads, no answer of the
-// destination). When most recent messages were refused as poison, the
+// destination; waiting of rep.Retry wait for other messages, and count as
+// neither stored nor failed). When most recent messages were refused as poison, the
 // destination is at fault: the batch's refused messages are held
 // (Deferred until the circuit half-opens) instead of dead-lettered.
 // Refused messages judged poison before (verdicts: back because the
 // dead-letter queue refused them) are poison again, and not counted.
-func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
+func (c *Consumer) judge(ctx context.Context, stored, waiting, from int, rep *Report) {
 	if k := c.verdicts.known(rep.Poison[from:]); k > 0 {
 		c.log.InfoContext(ctx, "poison messages back (their dead-letter send failed before): dead-lettered again, not counted against the destination",
 			"messages", k, "reason", rep.Poison[from].Reason)
@@ -424,7 +431,7 @@ func (c *Consumer) judge(ctx context.Context, stored, from int, rep *Report) {
 	}
 	defer func() { c.verdicts.add(rep.Poison[from:]) }()
 	refused := rep.Poison[from:]
-	switch c.breaker.Observe(stored, len(rep.Retry), len(refused)) {
+	switch c.breaker.Observe(stored, len(rep.Retry)-waiting, len(refused)) {
 	case TripFailing:
 		c.log.WarnContext(ctx, "the destination fails most messages transiently; circuit open, messages are handed back untried until it half-opens",
 			"window", c.breaker.cfg.Window, "cause", rep.Cause, "wait", c.breaker.Wait())

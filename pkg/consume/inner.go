@@ -490,7 +490,7 @@ func innerConfigOf(in *protocol.InnerSettings) InnerConfig {
 
 // observe folds one store of n messages that took d into the inner loop:
 // those the destination failed (err: all of them) or refused transiently
-// count as failed.
+// count as failed, but not those waiting for another message.
 func (g *innerGuard) observe(now time.Time, n int, d time.Duration, res []Result, err error) {
 	if g == nil || n <= 0 {
 		return
@@ -501,7 +501,7 @@ func (g *innerGuard) observe(now time.Time, n int, d time.Duration, res []Result
 		failed = n
 	default:
 		for _, r := range res {
-			if r.Outcome != Stored && r.Outcome != Permanent {
+			if r.Outcome != Stored && r.Outcome != Permanent && !r.Waiting {
 				failed++
 			}
 		}

@@ -61,6 +61,11 @@ type Result struct {
 	Outcome Outcome
 	// Reason says why the message was not stored ("" when stored).
 	Reason string
+	// Waiting, with Retryable, says that the message waits for another
+	// one the destination has not taken yet (a missing parent row,
+	// children before parents): the destination works, so the message's
+	// failure does not count against it (the breaker, the inner loop).
+	Waiting bool
 }
 
 // CountStored is how many of a sink's results are Stored: what a batch
