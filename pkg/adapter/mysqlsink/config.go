@@ -64,12 +64,26 @@ type Config struct {
 	// dead-letter queue with its reason. A source that does not count
 	// deliveries (ReceiveCount 0) gets poison at once.
 	OrderingAttempts int
+	// OrderingWait is how long since its first delivery
+	// (consume.Message.FirstReceivedAt) a message refused for a missing
+	// parent row stays retryable, whatever its delivery: a source whose
+	// deliveries come seconds apart (Kafka's retry backoff) reaches
+	// OrderingAttempts before a parent on another partition is stored.
+	// Default DefaultOrderingWait. A message whose first delivery is not
+	// known is judged by OrderingAttempts alone.
+	OrderingWait time.Duration
 }
 
 // DefaultOrderingAttempts is Config.OrderingAttempts' default: poison on
 // the third delivery, below SQS's usual maxReceiveCount of 5 and Kafka's
 // 10 attempts.
 const DefaultOrderingAttempts = 3
+
+// DefaultOrderingWait is Config.OrderingWait's default: 45 s, no sooner
+// than SQS's third delivery comes anyway (15-30 s after the first, then
+// 30-60 s: sqsqueue.DefaultRetryBackoff), so that on SQS the deliveries
+// decide; on Kafka it spans about six retries.
+const DefaultOrderingWait = 45 * time.Second
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_]{0,32}$`)
 
@@ -84,6 +98,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("inbox retention %v: want a positive duration", c.Retention)
 	}
 	c.OrderingAttempts = defaults.Positive(c.OrderingAttempts, DefaultOrderingAttempts)
+	c.OrderingWait = defaults.Positive(c.OrderingWait, DefaultOrderingWait)
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}

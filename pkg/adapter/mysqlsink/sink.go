@@ -224,11 +224,13 @@ func prepareError(i, n int, st statement, err error) error {
 // item is a message ready to store: its inbox key and hash and the
 // parameters of each statement.
 type item struct {
-	i    int // index in the batch
-	n    int // the message's delivery (ReceiveCount)
-	id   string
-	hash [sha256.Size]byte
-	args [][]any
+	i int // index in the batch
+	n int // the message's delivery (ReceiveCount)
+	// first is the message's first delivery (zero: unknown).
+	first time.Time
+	id    string
+	hash  [sha256.Size]byte
+	args  [][]any
 }
 
 // Store applies msgs in one transaction and returns one result per
@@ -277,7 +279,7 @@ func (s *Sink) bind(msgs []consume.Message, res []consume.Result) ([]item, map[i
 			continue
 		}
 		first[m.ID] = len(items)
-		items = append(items, item{i: i, n: m.ReceiveCount, id: m.ID, hash: h, args: args})
+		items = append(items, item{i: i, n: m.ReceiveCount, first: m.FirstReceivedAt, id: m.ID, hash: h, args: args})
 	}
 	return items, twins
 }
@@ -307,9 +309,14 @@ func (s *Sink) refusal(it item, ref *refusedError) consume.Result {
 	if !isOrderingError(ref.err) {
 		return s.refused("MySQL refused the message: " + ref.Error())
 	}
-	if it.n > 0 && it.n < s.cfg.OrderingAttempts {
-		return consume.Result{Outcome: consume.Retryable, Reason: fmt.Sprintf(
-			"MySQL refused the message for a missing parent row, which may not be stored yet (delivery %d; poison on delivery %d): %s", it.n, s.cfg.OrderingAttempts, ref.Error())}
+	waited := time.Duration(0)
+	if !it.first.IsZero() {
+		waited = s.cfg.Now().Sub(it.first)
+	}
+	if it.n > 0 && (it.n < s.cfg.OrderingAttempts || (!it.first.IsZero() && waited < s.cfg.OrderingWait)) {
+		return consume.Result{Outcome: consume.Retryable, Waiting: true, Reason: fmt.Sprintf(
+			"MySQL refused the message for a missing parent row, which may not be stored yet (delivery %d, waited %v; poison from delivery %d once it has waited %v): %s",
+			it.n, waited.Round(time.Second), s.cfg.OrderingAttempts, s.cfg.OrderingWait, ref.Error())}
 	}
 	return s.refused(fmt.Sprintf("MySQL refused the message for a missing parent row on delivery %d: %s", it.n, ref.Error()))
 }
