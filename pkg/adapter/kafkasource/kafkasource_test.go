@@ -113,6 +113,9 @@ func TestMessageIDs(t *testing.T) {
 		if msgs[i].ReceiveCount != 1 {
 			t.Errorf("message %d: ReceiveCount = %d; want 1", i, msgs[i].ReceiveCount)
 		}
+		if msgs[i].FirstReceivedAt.IsZero() {
+			t.Errorf("message %d: no FirstReceivedAt; want the time it was first handed out", i)
+		}
 	}
 	if got := msgs[1].Attributes["kafka.key"]; got != "k" {
 		t.Errorf("Attributes[kafka.key] = %q; want %q", got, "k")
@@ -136,6 +139,9 @@ func TestCommitsOnlyStoredPrefix(t *testing.T) {
 	again := receiveN(t, src, 1)
 	if again[0].ID != "s-4" || again[0].ReceiveCount != 2 {
 		t.Errorf("redelivered (ID, ReceiveCount) = (%q, %d); want (%q, 2)", again[0].ID, again[0].ReceiveCount, "s-4")
+	}
+	if !again[0].FirstReceivedAt.Equal(msgs[4].FirstReceivedAt) || again[0].FirstReceivedAt.IsZero() {
+		t.Errorf("redelivered FirstReceivedAt = %v; want its first hand-out's, %v", again[0].FirstReceivedAt, msgs[4].FirstReceivedAt)
 	}
 	ackWantCommitted(t, src, brokers, "prefix", again, 10, "after storing everything")
 }

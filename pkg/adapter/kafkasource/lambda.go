@@ -81,6 +81,10 @@ type LambdaHandler struct {
 
 	mu     sync.Mutex
 	stored *recentSet
+	// seen holds the deliveries of the records a batch failed, so that
+	// the mapping's retry of the batch hands the sink their delivery
+	// and first time (deliveries).
+	seen *deliveries
 }
 
 // ErrNotAllStored is wrapped by the error Handle returns when some records
@@ -153,6 +157,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	msgs, undecodable := EventMessages(ev, h.IDHeader)
 	src := eventSource(ev)
 	todo, already := h.notDone(src, msgs)
+	h.deliver(src, todo)
 	undecodable = h.notDonePoison(src, undecodable)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
@@ -382,6 +387,58 @@ func (h *LambdaHandler) remember(src string, msgs []consume.Message) {
 	for _, m := range msgs {
 		h.stored.add(identity(src, m))
 	}
+}
+
+// deliver sets the delivery of each of msgs: the first (ReceiveCount 1,
+// FirstReceivedAt now) for a record this instance has not seen, else one
+// more than the last, with the first's time. A Kafka mapping retries a
+// failed batch whole, as first deliveries: without the count, a sink that
+// bounds its retries by delivery (a missing parent row) would wait for
+// ever, and the mapping discard the batch after its retries.
+func (h *LambdaHandler) deliver(src string, msgs []consume.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.seen == nil {
+		h.seen = newDeliveries(defaults.Positive(h.RememberStored, 100_000))
+	}
+	now := time.Now()
+	for i := range msgs {
+		d := h.seen.next(identity(src, msgs[i]), now)
+		msgs[i].ReceiveCount, msgs[i].FirstReceivedAt = d.n, d.first
+	}
+}
+
+// deliveries counts the deliveries of the most recent records, by
+// identity, oldest forgotten past its size.
+type deliveries struct {
+	recs map[string]delivery
+	ring []string
+	at   int // where the next new record goes in ring
+}
+
+type delivery struct {
+	n     int
+	first time.Time
+}
+
+func newDeliveries(n int) *deliveries {
+	return &deliveries{recs: make(map[string]delivery), ring: make([]string, n)}
+}
+
+// next records one more delivery of k at now and returns it.
+func (d *deliveries) next(k string, now time.Time) delivery {
+	v, ok := d.recs[k]
+	if !ok {
+		if old := d.ring[d.at]; old != "" {
+			delete(d.recs, old)
+		}
+		d.ring[d.at] = k
+		d.at = (d.at + 1) % len(d.ring)
+		v.first = now
+	}
+	v.n++
+	d.recs[k] = v
+	return v
 }
 
 // eventSource names the cluster of ev: its event source ARN (an MSK

@@ -467,10 +467,13 @@ func (s *Source) commitWait() (time.Duration, bool) {
 	return max(s.cfg.CommitInterval-s.cfg.Clock.Now().Sub(s.lastCommit), time.Millisecond), true
 }
 
-// message converts a record.
+// message converts a record handed out for the first time: its
+// FirstReceivedAt is now, and stays with it when it is handed out again
+// (a sink that waits for a missing parent row counts from it).
 func (s *Source) message(r *kgo.Record, led *ledger) consume.Message {
 	m := RecordMessage(r, s.cfg.IDHeader)
 	m.Handle = &handle{rec: r, led: led}
+	m.FirstReceivedAt = s.cfg.Clock.Now()
 	return m
 }
 
