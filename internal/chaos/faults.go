@@ -177,8 +177,9 @@ func metricValue(text, name string) float64 {
 // silence makes the destination (HTTP or MySQL), DynamoDB and SQS fall
 // silent (connections accepted, never answered) once rows messages are
 // stored, for d; then they answer again. A consumer that times out
-// retries on a new connection: none to the destination during the
-// silence means it waited on a silent one throughout, and fails the run.
+// retries, on a new connection or on an idle one of its pool: no request
+// to the destination begun during the silence means it waited on a silent
+// connection throughout, and fails the run.
 func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
 		dest, stored := "http", func() int { return len(r.Dest.Stored()) }
@@ -198,10 +199,11 @@ func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, e
 		for name, p := range r.Silent {
 			p.SetSilent(false)
 			r.Extra["connections_held_"+name] = p.Held()
+			r.Extra["requests_during_silence_"+name] = p.Requests()
 		}
 		faults := []string{fmt.Sprintf("%s destination, DynamoDB and SQS silent (accepted, never answered) at %d stored, for %v", dest, at, d)}
-		if err == nil && r.Silent[dest].Held() == 0 {
-			err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
+		if err == nil && r.Silent[dest].Requests() == 0 {
+			err = fmt.Errorf("no request to the destination begun during %v of silence: the consumer waited instead of timing out and retrying", d)
 		}
 		return faults, err
 	}

@@ -18,8 +18,10 @@ type SilentProxy struct {
 	silent atomic.Bool
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
-	// held counts the connections accepted while silent.
-	held atomic.Int64
+	// held counts the connections accepted while silent; requests the
+	// requests begun while silent (on those, or on connections that were
+	// idle: a client's pool reuses them).
+	held, requests atomic.Int64
 }
 
 // StartSilentProxy listens on a free loopback port and forwards to target
@@ -39,6 +41,15 @@ func (p *SilentProxy) Addr() string { return p.ln.Addr().String() }
 
 // Held returns how many connections were accepted while silent.
 func (p *SilentProxy) Held() int64 { return p.held.Load() }
+
+// Requests returns how many requests the clients began while silent: on
+// a connection accepted meanwhile, or on one with no request pending (a
+// client that timed out and tried again on a pooled connection opened
+// before the silence). The proxy reads no protocol: on a connection, what
+// the client sends after the server's last answer begins a request, and
+// the rest of it (a body, a pipelined request) counts nothing. A client
+// that waits on a silent connection for the whole silence begins none.
+func (p *SilentProxy) Requests() int64 { return p.requests.Load() }
 
 // SetSilent starts or ends the silence; ending it closes every connection
 // held meanwhile.
@@ -76,6 +87,7 @@ func (p *SilentProxy) serve() {
 		p.track(c)
 		if p.silent.Load() {
 			p.held.Add(1)
+			p.requests.Add(1)
 			continue // accepted, never read, never answered
 		}
 		go p.forward(c)
@@ -89,18 +101,28 @@ func (p *SilentProxy) forward(c net.Conn) {
 		return
 	}
 	p.track(up)
-	go p.pipe(up, c)
-	p.pipe(c, up)
+	// pending: the client sent something the server has not answered yet.
+	var pending atomic.Bool
+	go p.pipe(c, up, func() { pending.Store(false) })
+	p.pipe(up, c, func() {
+		if !pending.Swap(true) && p.silent.Load() {
+			p.requests.Add(1)
+		}
+	})
 }
 
 // pipe copies src to dst, holding every chunk while the proxy is silent
-// (the silence's end closes both).
-func (p *SilentProxy) pipe(dst, src net.Conn) {
+// (the silence's end closes both); read is called at each chunk read,
+// before it is held.
+func (p *SilentProxy) pipe(dst, src net.Conn, read func()) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 {
+			read()
+		}
 		for n > 0 && p.silent.Load() {
 			time.Sleep(20 * time.Millisecond)
 		}
