@@ -126,13 +126,17 @@ func chosen(name, path string) bool {
 // chaosOnly says whether the short version of a scenario is too long for
 // `make test` (its budget is about 90 s for all of these): brownout-90,
 // fk-order, mass-poison and silent-connection (HTTP or MySQL) take 40 to 100 s
-// each even short, so `make test` runs dlq-refuses on every path (17 to
-// 29 s each) and mass-poison on the Kafka worker, and `make chaos` (or
+// each even short on the SQS paths, so `make test` runs dlq-refuses on every path (17 to
+// 29 s each), mass-poison on the Kafka worker, and silent-connection and
+// fk-order on the Kafka paths (5 to 20 s each), and `make chaos` (or
 // SLUICE_CHAOS_ONLY) the rest.
 func chaosOnly(name, path string) bool {
+	kafka := path == chaos.PathKafka || path == chaos.PathKafkaLambda
 	switch name {
-	case "brownout-90", "silent-connection", "silent-connection-mysql", "fk-order":
+	case "brownout-90":
 		return true
+	case "silent-connection", "silent-connection-mysql", "fk-order":
+		return !kafka
 	case "mass-poison":
 		return path != chaos.PathKafka
 	}

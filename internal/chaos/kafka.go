@@ -395,8 +395,9 @@ func (k *kafkaRun) openDB() (*sql.DB, error) {
 func (k *kafkaRun) silentDSN() string { return "chaos:chaos@tcp(" + k.silent.Addr() + ")/chaos" }
 
 // silence makes the destination fall silent once rows are stored, for d.
-// A consumer that made no new connection to it during the silence waited
-// on a silent one throughout, and fails the run.
+// A consumer that began no request to it during the silence (on a new
+// connection or an idle one) waited on a silent one throughout, and fails
+// the run.
 func (k *kafkaRun) silence(ctx context.Context, rows int, d time.Duration) error {
 	if err := until(ctx, func() bool { return len(k.stored(ctx)) >= rows }); err != nil {
 		return err
@@ -406,9 +407,10 @@ func (k *kafkaRun) silence(ctx context.Context, rows int, d time.Duration) error
 	err := sleep(ctx, d)
 	k.silent.SetSilent(false)
 	k.extra["connections_held"] = k.silent.Held()
+	k.extra["requests_during_silence"] = k.silent.Requests()
 	k.faults = append(k.faults, fmt.Sprintf("%s destination silent (accepted, never answered) at %d stored, for %v", k.sinkName(), at, d))
-	if err == nil && k.silent.Held() == 0 {
-		err = fmt.Errorf("no new connection to the destination during %v of silence: the consumer waited instead of timing out and retrying", d)
+	if err == nil && k.silent.Requests() == 0 {
+		err = fmt.Errorf("no request to the destination begun during %v of silence: the consumer waited instead of timing out and retrying", d)
 	}
 	return err
 }
