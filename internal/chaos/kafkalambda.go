@@ -54,12 +54,12 @@ func KafkaLambdaScenarios(s Size, l *KafkaLambda) []KafkaScenario {
 		}
 	}
 	for _, sc := range all {
-		// fk-order waits for a poller that runs partitions side by side,
-		// as AWS's does: the emulated mapping runs one batch at a time
-		// and retries a failed one before the next, so a child whose
-		// parent is in a later batch of another partition holds every
-		// partition until the sink gives up on it (OrderingWait) and it
-		// is dead-lettered, healthy.
+		// Not fk-order: a mapping retries a batch whole and commits a
+		// partition in order, so a child whose parent is in a later
+		// batch of another partition waits until the sink gives up on
+		// it (OrderingWait) and is dead-lettered, healthy, whether the
+		// partitions run one batch at a time or side by side (each
+		// partition's head then waits for a parent behind another's).
 		if sc.FK {
 			continue
 		}
