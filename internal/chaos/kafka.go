@@ -298,11 +298,12 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 		if err := mysqlsink.Migrate(ctx, db); err != nil {
 			return 0, fmt.Errorf("migrate: %w", err)
 		}
-		sink = mysqlsink.New(db)
 		if sc.FK {
 			if sink, err = mysqlsink.Prepare(ctx, db, mysqlsink.Config{Statement: fkStatement}); err != nil {
 				return 0, err
 			}
+		} else {
+			sink = mysqlsink.New(db)
 		}
 	}
 	cons := consume.New(consume.Config{BatchSize: kafkaBatch}, rc, sink, consume.WallClock{}, nil, nil)
