@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,36 +177,46 @@ func metricValue(text, name string) float64 {
 }
 
 // silence makes the destination (HTTP or MySQL), DynamoDB and SQS fall
-// silent (connections accepted, never answered) once rows messages are
-// stored, for d; then they answer again. A consumer that times out
-// retries, on a new connection or on an idle one of its pool: no request
-// to the destination begun during the silence means it waited on a silent
-// connection throughout, and fails the run.
+// silent once rows messages are stored, for d (silenceAt).
 func silence(rows int, d time.Duration) func(context.Context, *Run) ([]string, error) {
 	return func(ctx context.Context, r *Run) ([]string, error) {
 		dest, stored := "http", func() int { return len(r.Dest.Stored()) }
 		if r.DB != nil {
 			dest, stored = "mysql", func() int { return r.DB.Rows(ctx) }
 		}
-		for stored() < rows {
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
-				return nil, err
-			}
+		at, err := silenceAt(ctx, rows, d, stored, slices.Collect(maps.Values(r.Silent)), r.Silent[dest])
+		if at < 0 {
+			return nil, err
 		}
-		at := stored()
-		for _, p := range r.Silent {
-			p.SetSilent(true)
-		}
-		err := sleep(ctx, d)
 		for name, p := range r.Silent {
-			p.SetSilent(false)
 			r.Extra["connections_held_"+name] = p.Held()
 			r.Extra["requests_during_silence_"+name] = p.Requests()
 		}
-		faults := []string{fmt.Sprintf("%s destination, DynamoDB and SQS silent (accepted, never answered) at %d stored, for %v", dest, at, d)}
-		if err == nil && r.Silent[dest].Requests() == 0 {
-			err = fmt.Errorf("no request to the destination begun during %v of silence: the consumer waited instead of timing out and retrying", d)
-		}
-		return faults, err
+		return []string{fmt.Sprintf("%s destination, DynamoDB and SQS silent (accepted, never answered) at %d stored, for %v", dest, at, d)}, err
 	}
+}
+
+// silenceAt waits until stored() reaches rows, makes every one of
+// proxies fall silent (connections accepted, never answered) for d, then
+// lets them answer again. It returns how many were stored when the
+// silence began, or -1 with ctx's error when ctx ended before. A consumer
+// that times out retries, on a new connection or on an idle one of its
+// pool: no request to dest (one of proxies) begun during the silence means
+// it waited on a silent connection throughout, and is an error.
+func silenceAt(ctx context.Context, rows int, d time.Duration, stored func() int, proxies []*SilentProxy, dest *SilentProxy) (int, error) {
+	if err := until(ctx, func() bool { return stored() >= rows }); err != nil {
+		return -1, err
+	}
+	at := stored()
+	for _, p := range proxies {
+		p.SetSilent(true)
+	}
+	err := sleep(ctx, d)
+	for _, p := range proxies {
+		p.SetSilent(false)
+	}
+	if err == nil && dest.Requests() == 0 {
+		err = fmt.Errorf("no request to the destination begun during %v of silence: the consumer waited instead of timing out and retrying", d)
+	}
+	return at, err
 }

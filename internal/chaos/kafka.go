@@ -298,11 +298,12 @@ func (k *kafkaRun) consume(ctx context.Context, sc KafkaScenario, poison int) (t
 		if err := mysqlsink.Migrate(ctx, db); err != nil {
 			return 0, fmt.Errorf("migrate: %w", err)
 		}
-		sink = mysqlsink.New(db)
 		if sc.FK {
 			if sink, err = mysqlsink.Prepare(ctx, db, mysqlsink.Config{Statement: fkStatement}); err != nil {
 				return 0, err
 			}
+		} else {
+			sink = mysqlsink.New(db)
 		}
 	}
 	cons := consume.New(consume.Config{BatchSize: kafkaBatch}, rc, sink, consume.WallClock{}, nil, nil)
@@ -394,24 +395,16 @@ func (k *kafkaRun) openDB() (*sql.DB, error) {
 // silentDSN is the private MariaDB's DSN through the silent proxy.
 func (k *kafkaRun) silentDSN() string { return "chaos:chaos@tcp(" + k.silent.Addr() + ")/chaos" }
 
-// silence makes the destination fall silent once rows are stored, for d.
-// A consumer that began no request to it during the silence (on a new
-// connection or an idle one) waited on a silent one throughout, and fails
-// the run.
+// silence makes the destination fall silent once rows are stored, for d
+// (silenceAt).
 func (k *kafkaRun) silence(ctx context.Context, rows int, d time.Duration) error {
-	if err := until(ctx, func() bool { return len(k.stored(ctx)) >= rows }); err != nil {
+	at, err := silenceAt(ctx, rows, d, func() int { return len(k.stored(ctx)) }, []*SilentProxy{k.silent}, k.silent)
+	if at < 0 {
 		return err
 	}
-	at := len(k.stored(ctx))
-	k.silent.SetSilent(true)
-	err := sleep(ctx, d)
-	k.silent.SetSilent(false)
 	k.extra["connections_held"] = k.silent.Held()
 	k.extra["requests_during_silence"] = k.silent.Requests()
 	k.faults = append(k.faults, fmt.Sprintf("%s destination silent (accepted, never answered) at %d stored, for %v", k.sinkName(), at, d))
-	if err == nil && k.silent.Requests() == 0 {
-		err = fmt.Errorf("no request to the destination begun during %v of silence: the consumer waited instead of timing out and retrying", d)
-	}
 	return err
 }
 

@@ -1,6 +1,10 @@
 package consume
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/sluice-dev/sluice/internal/recent"
+)
 
 // verdictMemory bounds how many poison verdicts a Consumer remembers; past
 // it the oldest are forgotten (a message then is judged anew, as without
@@ -17,10 +21,8 @@ const verdictMemory = 4096
 // Refused again, a remembered message is poison again, and not counted in
 // the breaker's window. It is safe for concurrent use.
 type verdicts struct {
-	mu   sync.Mutex
-	ids  map[string]struct{}
-	ring []string // the remembered ids, oldest at next once full
-	next int
+	mu  sync.Mutex
+	ids *recent.Map[string, struct{}] // nil until the first verdict
 }
 
 // add remembers the poison messages ps.
@@ -32,20 +34,10 @@ func (v *verdicts) add(ps []Poison) {
 		if id == "" {
 			continue
 		}
-		if _, ok := v.ids[id]; ok {
-			continue
-		}
 		if v.ids == nil {
-			v.ids = make(map[string]struct{})
+			v.ids = recent.New[string, struct{}](verdictMemory)
 		}
-		if len(v.ring) < verdictMemory {
-			v.ring = append(v.ring, id)
-		} else {
-			delete(v.ids, v.ring[v.next])
-			v.ring[v.next] = id
-			v.next = (v.next + 1) % verdictMemory
-		}
-		v.ids[id] = struct{}{}
+		v.ids.Put(id, struct{}{})
 	}
 }
 
@@ -54,13 +46,13 @@ func (v *verdicts) add(ps []Poison) {
 func (v *verdicts) known(ps []Poison) int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.ids) == 0 {
+	if v.ids == nil || v.ids.Len() == 0 {
 		return 0
 	}
 	var fresh []Poison
 	k := 0
 	for _, p := range ps {
-		if _, ok := v.ids[p.Message.ID]; ok && p.Message.ID != "" {
+		if p.Message.ID != "" && v.ids.Has(p.Message.ID) {
 			ps[k] = p
 			k++
 		} else {

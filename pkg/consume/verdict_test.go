@@ -12,8 +12,8 @@ func TestVerdictsForgetTheOldest(t *testing.T) {
 	for i := range verdictMemory + 10 {
 		v.add([]Poison{{Message: Message{ID: fmt.Sprint(i)}}})
 	}
-	if len(v.ids) != verdictMemory || len(v.ring) != verdictMemory {
-		t.Fatalf("remembered %d ids in a ring of %d; want %d", len(v.ids), len(v.ring), verdictMemory)
+	if v.ids.Len() != verdictMemory {
+		t.Fatalf("remembered %d ids; want %d", v.ids.Len(), verdictMemory)
 	}
 	ps := []Poison{{Message: Message{ID: "0"}}, {Message: Message{ID: "9"}}, {Message: Message{ID: "10"}}, {Message: Message{ID: "new"}}, {Message: Message{ID: fmt.Sprint(verdictMemory + 9)}}}
 	if k := v.known(ps); k != 2 || ps[0].Message.ID != "10" || ps[1].Message.ID != fmt.Sprint(verdictMemory+9) ||

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-dev/sluice/internal/defaults"
+	"github.com/sluice-dev/sluice/internal/recent"
 	"github.com/sluice-dev/sluice/pkg/consume"
 )
 
@@ -79,12 +80,13 @@ type LambdaHandler struct {
 	Namespace string
 	Loop      string
 
-	mu     sync.Mutex
-	stored *recentSet
-	// seen holds the deliveries of the records a batch failed, so that
-	// the mapping's retry of the batch hands the sink their delivery
-	// and first time (deliveries).
-	seen *deliveries
+	mu sync.Mutex
+	// stored holds the records stored or dead-lettered (remember).
+	stored *recent.Map[string, struct{}]
+	// seen counts the deliveries of the records handed to the sink, so
+	// that the mapping's retry of a failed batch hands the sink their
+	// delivery and first time (deliver).
+	seen *recent.Map[string, delivery]
 }
 
 // ErrNotAllStored is wrapped by the error Handle returns when some records
@@ -156,8 +158,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.KafkaEvent) error 
 	}
 	msgs, undecodable := EventMessages(ev, h.IDHeader)
 	src := eventSource(ev)
-	todo, already := h.notDone(src, msgs)
-	h.deliver(src, todo)
+	todo, already := h.deliver(src, msgs)
 	undecodable = h.notDonePoison(src, undecodable)
 	pctx, cancel := h.pacingContext(ctx)
 	defer cancel()
@@ -343,23 +344,6 @@ func (h *LambdaHandler) deadLetter(ctx context.Context, log *slog.Logger, src st
 	}
 }
 
-// notDone drops the messages this instance stored or dead-lettered before
-// (a retried batch) and returns the others and how many it dropped.
-func (h *LambdaHandler) notDone(src string, msgs []consume.Message) ([]consume.Message, int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stored == nil {
-		return msgs, 0
-	}
-	out := msgs[:0:0]
-	for _, m := range msgs {
-		if !h.stored.has(identity(src, m)) {
-			out = append(out, m)
-		}
-	}
-	return out, len(msgs) - len(out)
-}
-
 // notDonePoison drops the poison this instance dead-lettered before.
 func (h *LambdaHandler) notDonePoison(src string, poison []consume.Poison) []consume.Poison {
 	h.mu.Lock()
@@ -369,76 +353,64 @@ func (h *LambdaHandler) notDonePoison(src string, poison []consume.Poison) []con
 	}
 	var out []consume.Poison
 	for _, p := range poison {
-		if !h.stored.has(identity(src, p.Message)) {
+		if !h.stored.Has(identity(src, p.Message)) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// remember records stored or dead-lettered messages for notDone.
+// remember records stored or dead-lettered messages for deliver and
+// notDonePoison.
 func (h *LambdaHandler) remember(src string, msgs []consume.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stored == nil {
-		n := defaults.Positive(h.RememberStored, 100_000)
-		h.stored = newRecentSet(n)
+		h.stored = recent.New[string, struct{}](defaults.Positive(h.RememberStored, 100_000))
 	}
 	for _, m := range msgs {
-		h.stored.add(identity(src, m))
+		h.stored.Put(identity(src, m), struct{}{})
 	}
 }
 
-// deliver sets the delivery of each of msgs: the first (ReceiveCount 1,
+// deliver drops the messages this instance stored or dead-lettered before
+// (a retried batch), sets the delivery of the others and returns them and
+// how many it dropped. A message's delivery is the first (ReceiveCount 1,
 // FirstReceivedAt now) for a record this instance has not seen, else one
 // more than the last, with the first's time. A Kafka mapping retries a
 // failed batch whole, as first deliveries: without the count, a sink that
 // bounds its retries by delivery (a missing parent row) would wait for
 // ever, and the mapping discard the batch after its retries.
-func (h *LambdaHandler) deliver(src string, msgs []consume.Message) {
+func (h *LambdaHandler) deliver(src string, msgs []consume.Message) ([]consume.Message, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seen == nil {
-		h.seen = newDeliveries(defaults.Positive(h.RememberStored, 100_000))
+		h.seen = recent.New[string, delivery](defaults.Positive(h.RememberStored, 100_000))
 	}
 	now := time.Now()
-	for i := range msgs {
-		d := h.seen.next(identity(src, msgs[i]), now)
-		msgs[i].ReceiveCount, msgs[i].FirstReceivedAt = d.n, d.first
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		id := identity(src, m)
+		if h.stored != nil && h.stored.Has(id) {
+			continue
+		}
+		d, ok := h.seen.Get(id)
+		if !ok {
+			d.first = now
+		}
+		d.n++
+		h.seen.Put(id, d)
+		m.ReceiveCount, m.FirstReceivedAt = d.n, d.first
+		out = append(out, m)
 	}
+	return out, len(msgs) - len(out)
 }
 
-// deliveries counts the deliveries of the most recent records, by
-// identity, oldest forgotten past its size.
-type deliveries struct {
-	recs map[string]delivery
-	ring []string
-	at   int // where the next new record goes in ring
-}
-
+// delivery is what the handler remembers of a record's deliveries: how
+// many, and when the first came.
 type delivery struct {
 	n     int
 	first time.Time
-}
-
-func newDeliveries(n int) *deliveries {
-	return &deliveries{recs: make(map[string]delivery), ring: make([]string, n)}
-}
-
-// next records one more delivery of k at now and returns it.
-func (d *deliveries) next(k string, now time.Time) delivery {
-	v, ok := d.recs[k]
-	if !ok {
-		if old := d.ring[d.at]; old != "" {
-			delete(d.recs, old)
-		}
-		d.ring[d.at] = k
-		d.at = (d.at + 1) % len(d.ring)
-		v.first = now
-	}
-	v.n++
-	d.recs[k] = v
-	return v
 }
 
 // eventSource names the cluster of ev: its event source ARN (an MSK
@@ -460,31 +432,6 @@ func identity(src string, m consume.Message) string {
 		return src + "|" + Origin(r) + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)
 	}
 	return src + "|" + m.ID
-}
-
-// recentSet remembers the last n keys added.
-type recentSet struct {
-	keys map[string]struct{}
-	ring []string
-	next int
-}
-
-func newRecentSet(n int) *recentSet {
-	return &recentSet{keys: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-func (s *recentSet) has(k string) bool { _, ok := s.keys[k]; return ok }
-
-func (s *recentSet) add(k string) {
-	if s.has(k) {
-		return
-	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.keys, old)
-	}
-	s.ring[s.next] = k
-	s.keys[k] = struct{}{}
-	s.next = (s.next + 1) % len(s.ring)
 }
 
 // TopicDeadLetters produces poison records to a dead-letter topic with

@@ -309,11 +309,15 @@ func (s *Sink) refusal(it item, ref *refusedError) consume.Result {
 	if !isOrderingError(ref.err) {
 		return s.refused("MySQL refused the message: " + ref.Error())
 	}
-	waited := time.Duration(0)
+	// The parent may still come before the OrderingAttempts-th delivery
+	// or, when the first delivery's time is known, within OrderingWait.
+	waiting := it.n < s.cfg.OrderingAttempts
+	var waited time.Duration
 	if !it.first.IsZero() {
 		waited = s.cfg.Now().Sub(it.first)
+		waiting = waiting || waited < s.cfg.OrderingWait
 	}
-	if it.n > 0 && (it.n < s.cfg.OrderingAttempts || (!it.first.IsZero() && waited < s.cfg.OrderingWait)) {
+	if it.n > 0 && waiting {
 		return consume.Result{Outcome: consume.Retryable, Waiting: true, Reason: fmt.Sprintf(
 			"MySQL refused the message for a missing parent row, which may not be stored yet (delivery %d, waited %v; poison from delivery %d once it has waited %v): %s",
 			it.n, waited.Round(time.Second), s.cfg.OrderingAttempts, s.cfg.OrderingWait, ref.Error())}
