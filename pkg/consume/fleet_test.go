@@ -154,3 +154,17 @@ func TestLeaseReadsTheFleetsLatency(t *testing.T) {
 		t.Fatalf("fleet %v over %d leases at %v; want %v over 3 at %v", ratio, n, at, want, clk.Now())
 	}
 }
+
+// A consumer whose own latency swings with its peers' batches learns its
+// reference once the share has held for Settle: the window of a first
+// reference is judged by the latency filtered over half a minute, not by
+// the filter the cut uses (judged by that one, it restarted at every
+// swing and no reference was learned in 20 minutes). A burst still
+// restarts it: TestInnerLoopLearnsNoReferenceInABurst.
+func TestInnerLoopLearnsThroughItsPeersSwing(t *testing.T) {
+	r := &fleetRun{l: consume.NewInnerLoop(consume.InnerConfig{}), t0: time.Unix(1_700_000_000, 0), share: 2.9}
+	r.run(4*time.Minute, swing, nil)
+	if ref := r.l.State.Ref; math.Abs(ref-0.017) > 0.017*0.1 {
+		t.Fatalf("reference %.1f ms after 4 minutes at a steady share with a swinging latency (mean 17 ms); want about 17", ref*1e3)
+	}
+}

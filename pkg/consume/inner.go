@@ -94,6 +94,13 @@ const probeSamples = 5 + filterStores
 // otherwise take each batch's noise as the latency, and trip on it.
 const filterStores = 3
 
+// windowFilter is the time constant of the latency that the window of a
+// first reference is judged by: one consumer's filtered latency swings
+// with how many of its peers' batches run beside it (±25 % on MariaDB at
+// a steady load, over tens of seconds), and a window judged by it rarely
+// spans Settle; a burst still leaves the slow one within seconds.
+const windowFilter = 30 * time.Second
+
 // fleetFresh is how old a reading of the fleet's latency ratio may be for
 // the inner loop to regulate on it: three lease refreshes
 // (DefaultLeaseEvery); older, it uses its own latency.
@@ -166,9 +173,12 @@ type InnerState struct {
 	// Held is the last total paced at and HeldSince since when it holds.
 	Held      float64   `json:"held,omitempty"`
 	HeldSince time.Time `json:"held_since,omitempty"`
+	// Slow is the latency per message filtered over windowFilter (30 s),
+	// seconds: what the window of a first reference is judged by.
+	Slow float64 `json:"slow,omitempty"`
 	// Window is the mean latency per message, seconds, over Count
 	// messages since WindowSince: the stores since the share last changed
-	// whose filtered latency stayed within the tolerance of it. A first
+	// whose slowly filtered latency (Slow) stayed within the tolerance of it. A first
 	// reference is the window's mean once it spans Settle, not the
 	// latency of the moment (which may be a burst's that began within
 	// the settled share, before the outer loop saw it).
@@ -338,10 +348,14 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	s.Last = x.At
 	y := x.PerMessage.Seconds()
 	if s.Latency == 0 {
-		s.Latency = y
+		s.Latency, s.Slow = y, y
 	} else {
 		w := min(1-math.Exp(-dt/c.Filter.Seconds()), 1.0/filterStores)
 		s.Latency += w * (y - s.Latency)
+		if s.Slow == 0 { // a state saved before Slow was kept
+			s.Slow = s.Latency
+		}
+		s.Slow += (1 - math.Exp(-dt/windowFilter.Seconds())) * (y - s.Slow)
 	}
 	s.Taken += float64(x.Messages)
 	l.window(x)
@@ -365,7 +379,7 @@ func (l *InnerLoop) Observe(x InnerSample) {
 // the filtered latency has left it by more than the tolerance.
 func (l *InnerLoop) window(x InnerSample) {
 	s, n := &l.State, float64(x.Messages)
-	if s.Count > 0 && math.Abs(math.Log(s.Latency/s.Window)) <= math.Log1p(l.Config.Tolerance) {
+	if s.Count > 0 && math.Abs(math.Log(s.Slow/s.Window)) <= math.Log1p(l.Config.Tolerance) {
 		s.Count += n
 		s.Window += n / s.Count * (x.PerMessage.Seconds() - s.Window)
 		return
