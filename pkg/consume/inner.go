@@ -94,6 +94,22 @@ const probeSamples = 5 + filterStores
 // otherwise take each batch's noise as the latency, and trip on it.
 const filterStores = 3
 
+// windowFilter is the time constant of the latency that the window of a
+// first reference is judged by: one consumer's filtered latency swings
+// with how many of its peers' batches run beside it (±25 % on MariaDB at
+// a steady load, over tens of seconds), and a window judged by it rarely
+// spans Settle; a burst still leaves the slow one within seconds.
+const windowFilter = 30 * time.Second
+
+// fleetFresh is how old a reading of the fleet's latency ratio may be for
+// the inner loop to regulate on it: three lease refreshes
+// (DefaultLeaseEvery); older, it uses its own latency.
+const fleetFresh = 3 * DefaultLeaseEvery
+
+// fleetLeast is the fewest leases with a reference that make a fleet: one
+// consumer's own latency is no mean.
+const fleetLeast = 2
+
 // letGo is the cut below which the inner loop lets go once the latency is
 // below the reference: the last step of the release, so that a cut whose
 // latency sits at the reference does not linger near 1 for ever.
@@ -137,12 +153,14 @@ type InnerState struct {
 	Cut      float64 `json:"cut"`
 	Integral float64 `json:"integral"`
 	// Engaged is true while the inner loop cuts; EngagedAt when it began,
-	// Peak the highest filtered latency since, Responded whether the
-	// latency has since fallen a tolerance below it and Samples how many
-	// stores it has seen since.
+	// Peak the highest filtered latency since and PeakErr the highest log
+	// latency ratio it regulated on, Responded whether that ratio has
+	// since fallen a tolerance below it and Samples how many stores it
+	// has seen since.
 	Engaged   bool      `json:"engaged"`
 	EngagedAt time.Time `json:"engaged_at"`
 	Peak      float64   `json:"peak"`
+	PeakErr   float64   `json:"peak_err,omitempty"`
 	Responded bool      `json:"responded"`
 	Samples   int       `json:"samples,omitempty"`
 	// Share is the share in force and Total the loop's allowed rate it is
@@ -155,9 +173,12 @@ type InnerState struct {
 	// Held is the last total paced at and HeldSince since when it holds.
 	Held      float64   `json:"held,omitempty"`
 	HeldSince time.Time `json:"held_since,omitempty"`
+	// Slow is the latency per message filtered over windowFilter (30 s),
+	// seconds: what the window of a first reference is judged by.
+	Slow float64 `json:"slow,omitempty"`
 	// Window is the mean latency per message, seconds, over Count
 	// messages since WindowSince: the stores since the share last changed
-	// whose filtered latency stayed within the tolerance of it. A first
+	// whose slowly filtered latency (Slow) stayed within the tolerance of it. A first
 	// reference is the window's mean once it spans Settle, not the
 	// latency of the moment (which may be a burst's that began within
 	// the settled share, before the outer loop saw it).
@@ -172,6 +193,13 @@ type InnerState struct {
 	// a probe showed the latency does not respond.
 	Last      time.Time `json:"last"`
 	HoldUntil time.Time `json:"hold_until"`
+	// Fleet is the loop's latency ratio across its consumers
+	// (protocol.FleetLatency) over FleetN leases, read at FleetAt: while
+	// it is fresh and over at least two leases, the inner loop regulates
+	// on it instead of its own latency (Fleet).
+	Fleet   float64   `json:"fleet,omitempty"`
+	FleetN  int       `json:"fleet_n,omitempty"`
+	FleetAt time.Time `json:"fleet_at,omitzero"`
 }
 
 // InnerLoop is the fast local limiter under the controller's rate: it may
@@ -243,6 +271,29 @@ func (l *InnerLoop) PaceShare(now time.Time, share, total float64) float64 {
 	return share * l.Fraction()
 }
 
+// Fleet tells the inner loop the loop's latency ratio across its
+// consumers, read at at over n leases with a reference (their leases'
+// filtered latency over their reference: protocol.FleetLatency). One
+// consumer that stores a batch every few seconds sees its latency swing
+// with how many of its peers' batches run beside it; the fleet's mean
+// does not. While the reading is fresh (three lease refreshes) and over at
+// least two leases, the cut regulates on the fleet's ratio, so that all
+// consumers cut alike, also one that has not learned a reference of its
+// own; its own latency still teaches it its reference. A ratio that is
+// not a positive finite number is no reading.
+func (l *InnerLoop) Fleet(at time.Time, ratio float64, n int) {
+	if math.IsNaN(ratio) || ratio <= 0 || math.IsInf(ratio, 0) {
+		ratio, n = 0, 0
+	}
+	l.State.Fleet, l.State.FleetN, l.State.FleetAt = ratio, n, at
+}
+
+// fleetOn reports whether the fleet's ratio is fresh at now and over enough
+// leases to regulate on.
+func (s *InnerState) fleetOn(now time.Time) bool {
+	return s.Fleet > 0 && s.FleetN >= fleetLeast && !s.FleetAt.IsZero() && now.Sub(s.FleetAt) <= fleetFresh
+}
+
 // Unsettled tells the inner loop that the outer loop is away from its
 // setpoint (RATE's inner settings say so: the controller's newest
 // datapoint is stale or off the setpoint, as in a start-up ramp or a
@@ -297,10 +348,14 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	s.Last = x.At
 	y := x.PerMessage.Seconds()
 	if s.Latency == 0 {
-		s.Latency = y
+		s.Latency, s.Slow = y, y
 	} else {
 		w := min(1-math.Exp(-dt/c.Filter.Seconds()), 1.0/filterStores)
 		s.Latency += w * (y - s.Latency)
+		if s.Slow == 0 { // a state saved before Slow was kept
+			s.Slow = s.Latency
+		}
+		s.Slow += (1 - math.Exp(-dt/windowFilter.Seconds())) * (y - s.Slow)
 	}
 	s.Taken += float64(x.Messages)
 	l.window(x)
@@ -310,8 +365,13 @@ func (l *InnerLoop) Observe(x InnerSample) {
 	if s.Ref <= 0 || s.Suspended || (!s.Engaged && s.Cut == 0) {
 		l.learn(x.At, dt)
 	}
-	if s.Ref > 0 && !s.Suspended {
+	switch {
+	case !s.Suspended && (s.Ref > 0 || s.fleetOn(x.At)):
 		l.regulate(x, dt)
+	case s.Engaged || s.Cut != 0:
+		// A cut on the fleet's ratio, by a consumer with no reference of
+		// its own, whose readings have aged: nothing to regulate on.
+		s.Cut, s.Integral, s.Engaged = 0, 0, false
 	}
 }
 
@@ -319,7 +379,7 @@ func (l *InnerLoop) Observe(x InnerSample) {
 // the filtered latency has left it by more than the tolerance.
 func (l *InnerLoop) window(x InnerSample) {
 	s, n := &l.State, float64(x.Messages)
-	if s.Count > 0 && math.Abs(math.Log(s.Latency/s.Window)) <= math.Log1p(l.Config.Tolerance) {
+	if s.Count > 0 && math.Abs(math.Log(s.Slow/s.Window)) <= math.Log1p(l.Config.Tolerance) {
 		s.Count += n
 		s.Window += n / s.Count * (x.PerMessage.Seconds() - s.Window)
 		return
@@ -366,8 +426,13 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 // latency does not respond to this consumer's load.
 func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	s, c := &l.State, &l.Config
-	e := math.Log(s.Latency / s.Ref)
-	trip := math.Log1p(c.Tolerance)
+	var e float64
+	if s.fleetOn(x.At) {
+		e = math.Log(s.Fleet)
+	} else {
+		e = math.Log(s.Latency / s.Ref)
+	}
+	trip, measured := math.Log1p(c.Tolerance), e
 	if x.Failed > 0 {
 		e = math.Max(e, 2*trip)
 	}
@@ -375,10 +440,11 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 		if e <= trip {
 			return
 		}
-		s.Engaged, s.EngagedAt, s.Peak, s.Responded, s.Samples = true, x.At, s.Latency, false, -1
+		s.Engaged, s.EngagedAt, s.Peak, s.PeakErr, s.Responded, s.Samples = true, x.At, s.Latency, measured, false, -1
 	}
 	s.Peak = math.Max(s.Peak, s.Latency)
-	s.Responded = s.Responded || s.Latency*(1+c.Tolerance) < s.Peak
+	s.PeakErr = math.Max(s.PeakErr, measured)
+	s.Responded = s.Responded || measured+trip < s.PeakErr
 	s.Samples++
 	if x.At.Sub(s.EngagedAt) > c.Probe && s.Samples >= probeSamples && !s.Responded {
 		s.Cut, s.Integral, s.Engaged, s.Ref, s.Suspended = 0, 0, false, 0, false
@@ -444,6 +510,9 @@ func (g *innerGuard) pace(now time.Time, a Allowed, stats *Stats) float64 {
 		stats.InnerLatency.Store(0)
 		stats.InnerReference.Store(0)
 		return share
+	}
+	if ratio, n, at := stats.Fleet(); !at.IsZero() {
+		g.l.Fleet(at, ratio, n)
 	}
 	stats.InnerLatency.Store(int64(g.l.State.Latency * 1e9))
 	stats.InnerReference.Store(int64(g.l.Reference() * 1e9))

@@ -22,6 +22,17 @@ type PeerStore interface {
 	LivePeers(ctx context.Context, loopID string, now time.Time) (int, error)
 }
 
+// FleetReader is the optional capability of a PeerStore to read a loop's
+// leases (ddbstore and memstore have it). A Lease on one reads them at
+// each refresh while its consumer runs an inner loop, and keeps the
+// fleet's latency ratio (protocol.FleetLatency) in the consumer's Stats,
+// where the inner loop reads it: one Query of the loop's lease partition
+// per refresh, whose read units grow with the leases in it.
+type FleetReader interface {
+	// LoopPeers returns loopID's leases, lapsed ones included.
+	LoopPeers(ctx context.Context, loopID string) ([]protocol.Peer, error)
+}
+
 // Defaults of a LeaseConfig.
 const (
 	DefaultLeaseEvery = 2 * time.Second
@@ -117,7 +128,26 @@ func (l *Lease) Live(ctx context.Context) (int, error) {
 		return l.live, nil
 	}
 	l.live = max(n, 1) // this instance's lease may not show yet in an eventually consistent read
+	l.readFleet(ctx, now)
 	return l.live, nil
+}
+
+// readFleet reads the fleet's latency ratio into the stats when the store
+// can list leases and this consumer runs an inner loop; a failed read is
+// logged and the last ratio ages (the inner loop then falls back to its
+// own latency).
+func (l *Lease) readFleet(ctx context.Context, now time.Time) {
+	fr, ok := l.store.(FleetReader)
+	if !ok || l.stats.InnerLatency.Load() <= 0 {
+		return
+	}
+	peers, err := fr.LoopPeers(ctx, l.cfg.Loop)
+	if err != nil {
+		l.log.WarnContext(ctx, "read the consumers' leases for the fleet's latency failed; the inner loop uses its own", "loop", l.cfg.Loop, "err", err)
+		return
+	}
+	ratio, n := protocol.FleetLatency(peers, now)
+	l.stats.setFleet(ratio, n, now)
 }
 
 // Close reports the final count with a lapsed lease, so that the other

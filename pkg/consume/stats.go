@@ -45,6 +45,10 @@ type Stats struct {
 	// batch (0: no inner loop, or no reference yet): the lease reports them.
 	InnerLatency, InnerReference atomic.Int64
 
+	fleet   atomic.Uint64 // float64 bits: the fleet's latency ratio (protocol.FleetLatency)
+	fleetN  atomic.Int64  // how many leases it is over
+	fleetAt atomic.Int64  // Unix ns of its read (0: none)
+
 	allowed  atomic.Uint64 // float64 bits: the loop's allowed rate
 	share    atomic.Uint64 // float64 bits: this consumer's share
 	fallback atomic.Bool
@@ -140,4 +144,23 @@ func (s *Stats) setAllowed(a Allowed) {
 // share of it (messages/s), and whether the safe rate was in force.
 func (s *Stats) AllowedRate() (total, share float64, fallback bool) {
 	return math.Float64frombits(s.allowed.Load()), math.Float64frombits(s.share.Load()), s.fallback.Load()
+}
+
+// setFleet records the fleet's latency ratio over n leases, read at at.
+func (s *Stats) setFleet(ratio float64, n int, at time.Time) {
+	s.fleet.Store(math.Float64bits(ratio))
+	s.fleetN.Store(int64(n))
+	s.fleetAt.Store(at.UnixNano())
+}
+
+// Fleet returns the loop's latency ratio across its consumers as the
+// lease last read it (protocol.FleetLatency), how many leases it is over
+// and when it was read: the zero time before any read (the store cannot
+// list leases, or this consumer's inner loop runs none).
+func (s *Stats) Fleet() (ratio float64, n int, at time.Time) {
+	ns := s.fleetAt.Load()
+	if ns == 0 {
+		return 0, 0, time.Time{}
+	}
+	return math.Float64frombits(s.fleet.Load()), int(s.fleetN.Load()), time.Unix(0, ns)
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Peer is a consumer instance's lease on a loop: the consumer refreshes it
 // every few seconds (pkg/consume's Lease) with the running count of the
@@ -88,3 +91,24 @@ func BucketOf(t time.Time) int64 { return t.Unix() / int64(LiveBucket/time.Secon
 // (cur) and of the previous one (prev), plus the legacy instances RATE
 // reports.
 func LiveCount(prev, cur int64, legacy int) int { return int(max(prev, cur, 0)) + max(legacy, 0) }
+
+// FleetLatency is the loop's latency ratio across its consumers at now: the
+// geometric mean, over the leases in force whose inner loop has a
+// reference, of InnerLatency / InnerReference, and how many leases it is
+// over (ratio 0 when none). One consumer's filtered latency swings with how
+// many of its peers' batches run beside it; the mean over the fleet does
+// not, and it still rises within seconds when the destination slows down.
+func FleetLatency(peers []Peer, now time.Time) (ratio float64, n int) {
+	sum := 0.0
+	for _, p := range peers {
+		if !p.Live(now) || p.InnerLatency <= 0 || p.InnerReference <= 0 {
+			continue
+		}
+		sum += math.Log(float64(p.InnerLatency) / float64(p.InnerReference))
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return math.Exp(sum / float64(n)), n
+}

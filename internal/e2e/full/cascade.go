@@ -62,6 +62,10 @@ type CascadeRun struct {
 	// loops held back below their shares from the onset on (the leases).
 	RateBefore float64 `json:"rate_before_burst"`
 	Withheld   int64   `json:"withheld"`
+	// WithheldBefore is what they held back from the run's start to the
+	// onset: cuts in the steady phase, which the outer loop answers with
+	// a higher rate.
+	WithheldBefore int64 `json:"withheld_before_burst"`
 	// ReferenceMS is the consumers' mean learned latency reference per
 	// message at the onset, PeakLatencyMS their highest mean latency in the
 	// burst (the leases; 0 without the inner loop).
@@ -218,6 +222,10 @@ func (r *run) cascadeRun(cr *CascadeRun, wait time.Duration) (burstRun, error) {
 	c := r.Cfg
 	begin := r.now()
 	cr.First = int(r.orders.Sent.Load())
+	start, _, err := r.innerLeases()
+	if err != nil {
+		return burstRun{}, err
+	}
 	ref, err := r.waitInner(cr.Inner, 6*c.phase+6*loop.InnerSettleTicks*c.Tick)
 	if err != nil {
 		return burstRun{}, err
@@ -241,6 +249,7 @@ func (r *run) cascadeRun(cr *CascadeRun, wait time.Duration) (burstRun, error) {
 		return b, err
 	}
 	b.withheld = leases.withheld
+	cr.WithheldBefore = leases.withheld - start.withheld
 	gen := &dbload.LoadGenerator{DB: r.db, Rate: r.cas.BurstQPS, ScanRows: c.ScanRows, DataRows: c.DataRows, Workers: 4}
 	r.Logf("burst on (inner loop %v): %.1f queries/s for %v; steady CPU %.1f %%, RATE %.1f msg/s, reference %.2f ms",
 		cr.Inner, r.cas.BurstQPS, c.cascade.burst, steady, rate.PerSecond, cr.ReferenceMS)
@@ -365,10 +374,11 @@ func (r *run) waitInner(on bool, within time.Duration) (time.Duration, error) {
 func (r *run) peakLatency(until time.Duration) (ms float64, learned, live int) {
 	peak := 0.0
 	for r.now() < until && r.Ctx.Err() == nil {
-		if s, _, err := r.innerLeases(); err == nil {
+		if s, peers, err := r.innerLeases(); err == nil {
 			ms := s.latency.Seconds() * 1000
-			r.Logf("in the burst: %d live leases, %d with a reference (mean %.1f ms), mean latency %.1f ms, %d withheld in all",
-				s.live, s.learned, s.reference.Seconds()*1000, ms, s.withheld)
+			fleet, n := protocol.FleetLatency(peers, time.Now())
+			r.Logf("in the burst: %d live leases, %d with a reference (mean %.1f ms), mean latency %.1f ms, fleet ratio %.2f over %d, %d withheld in all",
+				s.live, s.learned, s.reference.Seconds()*1000, ms, fleet, n, s.withheld)
 			if ms > peak {
 				peak, learned, live = ms, s.learned, s.live
 			}

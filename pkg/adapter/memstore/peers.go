@@ -63,3 +63,11 @@ func (s *Store) peersOf(loopID string) []protocol.Peer {
 	slices.SortFunc(out, func(a, b protocol.Peer) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
 }
+
+// LoopPeers returns loopID's leases, sorted by instance (what
+// ddbstore.Store.LoopPeers reads from DynamoDB).
+func (s *Store) LoopPeers(_ context.Context, loopID string) ([]protocol.Peer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peersOf(loopID), nil
+}
