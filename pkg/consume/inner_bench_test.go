@@ -69,7 +69,10 @@ func BenchmarkInnerStep(b *testing.B) {
 		}
 	}
 	b.Run("inner", step(consume.NewInnerLoop(consume.InnerConfig{}), 5*time.Millisecond))
-	cutting := consume.NewInnerLoop(consume.InnerConfig{})
+	// A latency that never answers the cut would end it after Probe
+	// (the fake clock runs a millisecond per iteration): the benchmark
+	// measures the control law, so its probe never ends.
+	cutting := consume.NewInnerLoop(consume.InnerConfig{Probe: 1000 * time.Hour})
 	cutting.State.Ref, cutting.State.RefShare, cutting.State.Latency = 0.005, 1e4, 0.01
 	b.Run("inner-cutting", step(cutting, 10*time.Millisecond))
 	if cutting.Fraction() >= 1 {
