@@ -68,7 +68,11 @@ const (
 
 // Idle and burst: an idle tick is held by demand with the consumers taking
 // at most IdleShare of what they were allowed; a burst ends a run of at
-// least two, within two ticks, at a tick when they take BurstShare of it.
+// least two that spans at least the controller's average of what they took
+// (its 30 s), within two ticks, at a tick when they take BurstShare of it.
+// What they took at a tick is read back from that average: ticks shorter
+// than it that count nothing are lumps in the counts (a busy consumer's
+// lease written late), not an idle queue.
 const (
 	IdleShare  = 0.1
 	BurstShare = 0.5
@@ -104,11 +108,13 @@ func Events(points []history.Point) []Event {
 
 // bursts follows the idle runs: raw is what the consumers took at each
 // point (history.RawConsumed: the controller's average lags a burst by
-// its 30 s), idle the ticks of the run up to the last point, ended the
-// ticks left in which the end of a run can still show as a burst.
+// its 30 s), idle the ticks of the run up to the last point and idleFor
+// the time they cover, ended the ticks left in which the end of a run can
+// still show as a burst.
 type bursts struct {
 	raw         []history.Point
 	idle, ticks int
+	idleFor     time.Duration
 	ended       int
 }
 
@@ -122,13 +128,16 @@ func (b *bursts) at(points []history.Point, i int) (Event, bool) {
 	usable := finite(took) && finite(allowed) && allowed > 0 && !p.Stale && p.Reason != string(loop.ReasonManual)
 	if usable && p.Reason == string(loop.ReasonDemand) && took <= IdleShare*allowed {
 		b.idle++
+		if i > 0 {
+			b.idleFor += p.T.Sub(points[i-1].T)
+		}
 		b.ended = 0
 		return Event{}, false
 	}
-	if b.idle >= 2 {
+	if b.idle >= 2 && b.idleFor >= p.ConsumedSmoothing {
 		b.ended, b.ticks = 2, b.idle
 	}
-	b.idle = 0
+	b.idle, b.idleFor = 0, 0
 	if b.ended == 0 {
 		return Event{}, false
 	}
