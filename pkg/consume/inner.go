@@ -19,6 +19,15 @@ type InnerConfig struct {
 	// Once it cuts, it regulates the latency back to the reference itself
 	// and lets go when its cut is no longer needed.
 	Tolerance float64 `json:"tolerance,omitempty"`
+	// Trip, when set, is the rise that engages the cut instead (default
+	// Tolerance); the share's steadiness, the rise of the allowed rate that
+	// suspends the reference and the window of a first reference stay
+	// judged by Tolerance, which follows the outer loop's noise, not the
+	// destination's latency. A destination that queues like one server at
+	// setpoint u (a fraction) is (1-u)/(1-u-b) times slower at u+b: at a 30 %
+	// setpoint, 5 points above it is a rise of 0.077, which a trip of 0.2
+	// lets pass until the CPU stands near 42 %.
+	Trip float64 `json:"trip,omitempty"`
 	// ReactionTime is the integral time of the cut: how fast it deepens
 	// while the latency stays above the reference and releases once it is
 	// below (default 20 s, about the destination's own lag plus dead time).
@@ -36,7 +45,7 @@ type InnerConfig struct {
 	// no one store weighs more than a third in it.
 	Filter time.Duration `json:"filter,omitempty"`
 	// Probe is how long a cut may last without the latency ever falling
-	// by a tolerance below its peak since the cut began before the inner loop
+	// by a Trip below its peak since the cut began before the inner loop
 	// decides that the latency does not respond to this consumer's load
 	// and lets go for Settle (default ReactionTime / 2). A probe also spans
 	// at least eight stores after the cut began, so that a consumer
@@ -58,6 +67,7 @@ func (c InnerConfig) withDefaults() InnerConfig {
 		return d
 	}
 	c.Tolerance = pos(c.Tolerance, 0.2)
+	c.Trip = pos(c.Trip, c.Tolerance)
 	c.Floor = math.Min(pos(c.Floor, 0.1), 1)
 	c.ReactionTime = dur(c.ReactionTime, 20*time.Second)
 	c.Settle = dur(c.Settle, 3*time.Minute)
@@ -72,6 +82,8 @@ func (c InnerConfig) Validate() error {
 	switch {
 	case math.IsNaN(c.Tolerance) || c.Tolerance < 0 || c.Tolerance > 10:
 		return fmt.Errorf("inner tolerance %v: must be in [0, 10] (0: default 0.2)", c.Tolerance)
+	case math.IsNaN(c.Trip) || c.Trip < 0 || c.Trip > 10:
+		return fmt.Errorf("inner trip %v: must be in [0, 10] (0: the tolerance)", c.Trip)
 	case math.IsNaN(c.Floor) || c.Floor < 0 || c.Floor > 1:
 		return fmt.Errorf("inner floor %v: must be in [0, 1] (0: default 0.1)", c.Floor)
 	case c.ReactionTime < 0 || c.Settle < 0 || c.Learn < 0 || c.Filter < 0 || c.Probe < 0:
@@ -155,7 +167,7 @@ type InnerState struct {
 	// Engaged is true while the inner loop cuts; EngagedAt when it began,
 	// Peak the highest filtered latency since and PeakErr the highest log
 	// latency ratio it regulated on, Responded whether that ratio has
-	// since fallen a tolerance below it and Samples how many stores it
+	// since fallen a Trip below it and Samples how many stores it
 	// has seen since.
 	Engaged   bool      `json:"engaged"`
 	EngagedAt time.Time `json:"engaged_at"`
@@ -417,7 +429,7 @@ func (l *InnerLoop) learn(now time.Time, dt float64) {
 }
 
 // regulate is the cut's control law on the log of the latency ratio
-// e = ln(latency / reference): it engages when e exceeds ln(1 + Tolerance)
+// e = ln(latency / reference): it engages when e exceeds ln(1 + Trip)
 // (or the destination failed messages), then sets the log of the fraction
 // let through to I - innerKp e, I integrating -e over ReactionTime, both
 // within [ln Floor, 0] (no windup), and lets go once the latency is below
@@ -432,7 +444,7 @@ func (l *InnerLoop) regulate(x InnerSample, dt float64) {
 	} else {
 		e = math.Log(s.Latency / s.Ref)
 	}
-	trip, measured := math.Log1p(c.Tolerance), e
+	trip, measured := math.Log1p(c.Trip), e
 	if x.Failed > 0 {
 		e = math.Max(e, 2*trip)
 	}
@@ -544,17 +556,17 @@ func (g *innerGuard) followRate(in *protocol.InnerSettings) {
 	case in == nil:
 	case g.l == nil:
 		g.l, g.settings = NewInnerLoop(innerConfigOf(in)), *in
-		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime, "settle", in.Settle)
+		g.log.Info("inner loop on: RATE carries its settings", "tolerance", in.Tolerance, "trip", in.Trip, "reaction_time", in.ReactionTime, "settle", in.Settle)
 	case *in != g.settings:
 		g.l.Config, g.settings = innerConfigOf(in).withDefaults(), *in
-		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "reaction_time", in.ReactionTime, "settle", in.Settle)
+		g.log.Info("inner loop retuned by RATE", "tolerance", in.Tolerance, "trip", in.Trip, "reaction_time", in.ReactionTime, "settle", in.Settle)
 	}
 }
 
 // innerConfigOf is the InnerConfig of RATE's inner settings in (a Settle of
 // 0, from an older controller: the default).
 func innerConfigOf(in *protocol.InnerSettings) InnerConfig {
-	return InnerConfig{Tolerance: in.Tolerance, ReactionTime: in.ReactionTime, Settle: in.Settle}
+	return InnerConfig{Tolerance: in.Tolerance, Trip: in.Trip, ReactionTime: in.ReactionTime, Settle: in.Settle}
 }
 
 // observe folds one store of n messages that took d into the inner loop:

@@ -15,6 +15,7 @@ import (
 const (
 	attrInnerLoop         = "inner_loop"
 	attrInnerTolerance    = "inner_tolerance"
+	attrInnerTrip         = "inner_trip"
 	attrInnerReactionTime = "inner_reaction_time"
 )
 
@@ -30,6 +31,10 @@ type InnerParams struct {
 	// Tolerance is the rise of the latency, relative to the one learned at
 	// the setpoint, at which the inner loop cuts.
 	Tolerance float64 `json:"tolerance"`
+	// Trip, when set, is the rise at which it cuts instead; the tolerance
+	// still judges the share's steadiness (consume.InnerConfig.Trip). 0:
+	// the tolerance.
+	Trip float64 `json:"trip,omitempty"`
 	// ReactionTime is its integral time: about the destination's dead
 	// time plus lag.
 	ReactionTime time.Duration `json:"reaction_time"`
@@ -41,7 +46,7 @@ func (p Params) InnerConfig() (consume.InnerConfig, bool) {
 	if p.Inner == nil {
 		return consume.InnerConfig{}, false
 	}
-	return consume.InnerConfig{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime}, true
+	return consume.InnerConfig{Tolerance: p.Inner.Tolerance, Trip: p.Inner.Trip, ReactionTime: p.Inner.ReactionTime}, true
 }
 
 // innerSettings is what RATE carries of p's inner loop: nil when it is off.
@@ -51,7 +56,7 @@ func (p Params) innerSettings(unsettled bool) *protocol.InnerSettings {
 	if p.Inner == nil {
 		return nil
 	}
-	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, ReactionTime: p.Inner.ReactionTime,
+	return &protocol.InnerSettings{Tolerance: p.Inner.Tolerance, Trip: p.Inner.Trip, ReactionTime: p.Inner.ReactionTime,
 		Settle: InnerSettleTicks * p.TickPeriod, Unsettled: unsettled}
 }
 
@@ -112,6 +117,26 @@ var innerTolerance = codec{
 			return nil
 		}
 		return p.Inner.Tolerance
+	},
+}
+
+// inner_trip absent (0): the cut engages at the tolerance.
+var innerTrip = codec{
+	decode: func(d *decoder, p *Params, name string) {
+		if needsInner(d, p, name) {
+			p.Inner.Trip = d.number(name, 0)
+		}
+	},
+	encode: func(p Params, a map[string]any, name string) {
+		if p.Inner != nil && p.Inner.Trip != 0 {
+			a[name] = p.Inner.Trip
+		}
+	},
+	value: func(p Params) any {
+		if p.Inner == nil || p.Inner.Trip == 0 {
+			return nil
+		}
+		return p.Inner.Trip
 	},
 }
 

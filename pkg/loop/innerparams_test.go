@@ -33,10 +33,20 @@ func TestInnerParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := p.InnerConfig(); c.Tolerance != 0.3 || c.ReactionTime != time.Minute {
-		t.Errorf("InnerConfig = %+v; want tolerance 0.3, reaction time 1m", c)
+	if c, _ := p.InnerConfig(); c.Tolerance != 0.3 || c.ReactionTime != time.Minute || c.Trip != 0 {
+		t.Errorf("InnerConfig = %+v; want tolerance 0.3, reaction time 1m, no trip of its own", c)
 	}
 	wantRoundTrip(t, "inner loop", p)
+	p, err = loop.DecodeParams("orders", valid(func(a map[string]any) {
+		a["inner_loop"], a["inner_trip"] = true, 0.08
+	}), looptest.Sources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := p.InnerConfig(); c.Tolerance != loop.DefaultInnerTolerance || c.Trip != 0.08 {
+		t.Errorf("InnerConfig = %+v; want the default tolerance, trip 0.08", c)
+	}
+	wantRoundTrip(t, "inner loop with a trip", p)
 }
 
 func TestInnerParamsRefused(t *testing.T) {
@@ -46,6 +56,8 @@ func TestInnerParamsRefused(t *testing.T) {
 	}{
 		{"tolerance without the loop", "inner_tolerance", "inner_loop", func(a map[string]any) { a["inner_tolerance"] = 0.3 }},
 		{"tolerance out of range", "inner_tolerance", "", func(a map[string]any) { a["inner_loop"], a["inner_tolerance"] = true, -1.0 }},
+		{"trip without the loop", "inner_trip", "inner_loop", func(a map[string]any) { a["inner_trip"] = 0.08 }},
+		{"trip out of range", "inner_trip", "", func(a map[string]any) { a["inner_loop"], a["inner_trip"] = true, 11.0 }},
 		{"reaction time too short", "inner_reaction_time", "", func(a map[string]any) { a["inner_loop"], a["inner_reaction_time"] = true, "10ms" }},
 		{"not a boolean", "inner_loop", "BOOL", func(a map[string]any) { a["inner_loop"] = "yes" }},
 	} {
@@ -75,13 +87,13 @@ func TestTickRateCarriesTheInnerSettings(t *testing.T) {
 		t.Errorf("RATE.Inner without inner_loop = %+v; want none", got)
 	}
 	r.params("orders", func(a map[string]any) {
-		a["inner_loop"], a["inner_tolerance"], a["inner_reaction_time"] = true, 0.3, "40s"
+		a["inner_loop"], a["inner_tolerance"], a["inner_reaction_time"], a["inner_trip"] = true, 0.3, "40s", 0.1
 		a["tick_period"] = "20s"
 	})
 	// Settle: the consumers wait three ticks of a settled share before they
 	// learn the latency at the setpoint. At 40 % against a setpoint of 70
 	// the loop is not settled: they learn nothing.
-	want := protocol.InnerSettings{Tolerance: 0.3, ReactionTime: 40 * time.Second, Settle: time.Minute, Unsettled: true}
+	want := protocol.InnerSettings{Tolerance: 0.3, Trip: 0.1, ReactionTime: 40 * time.Second, Settle: time.Minute, Unsettled: true}
 	if got := readInner(); got == nil || *got != want {
 		t.Errorf("RATE.Inner with inner_loop, CPU 40 %% at setpoint 70 = %+v; want %+v", got, want)
 	}

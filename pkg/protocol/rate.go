@@ -42,6 +42,10 @@ type InnerSettings struct {
 	// Tolerance is the rise of the latency per message, relative to the one
 	// learned at the setpoint, at which the inner loop cuts.
 	Tolerance float64 `json:"tolerance"`
+	// Trip, when set, is the rise that engages the cut instead; the
+	// tolerance still judges the share's steadiness. 0 (or a controller of
+	// an older release): the tolerance.
+	Trip float64 `json:"trip,omitempty"`
 	// ReactionTime is the integral time of the cut.
 	ReactionTime time.Duration `json:"reaction_time"`
 	// Settle is how long the share must hold steady before the consumers

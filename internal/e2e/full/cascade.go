@@ -33,6 +33,7 @@ type cascadeConfig struct {
 	burst       time.Duration
 	points      float64
 	tolerance   float64
+	trip        float64
 	assertRatio bool
 }
 
@@ -41,6 +42,8 @@ func (c *cascadeConfig) declare() {
 	flag.Float64Var(&c.points, "burst-points", 25, "cascade: the CPU points the external load adds")
 	flag.Float64Var(&c.tolerance, "inner-tolerance", loop.DefaultInnerTolerance,
 		"cascade: PARAMS inner_tolerance (the share's steadiness band, the latency's rise that cuts, the allowed rate's rise that drops the reference)")
+	flag.Float64Var(&c.trip, "inner-trip", 0,
+		"cascade: PARAMS inner_trip, the latency's rise that cuts when set (0: the tolerance)")
 	flag.BoolVar(&c.assertRatio, "assert-ratio", false,
 		"cascade: fail unless the run with the inner loop spends at least 5 times fewer seconds above setpoint + 5 than the run without (the long run)")
 }
@@ -90,9 +93,13 @@ type CascadeRun struct {
 // seconds above setpoint + 5 without the inner loop over those with it (at
 // least 1 second).
 type CascadeResult struct {
-	Setpoint      float64    `json:"setpoint"`
-	TickS         float64    `json:"tick_s"`
-	MetricDelayS  float64    `json:"metric_delay_s"`
+	Setpoint     float64 `json:"setpoint"`
+	TickS        float64 `json:"tick_s"`
+	MetricDelayS float64 `json:"metric_delay_s"`
+	// Tolerance and Trip are the run's PARAMS inner_tolerance and
+	// inner_trip (0: the tolerance).
+	Tolerance     float64    `json:"inner_tolerance"`
+	Trip          float64    `json:"inner_trip"`
 	Cores         float64    `json:"cores"`
 	ScanRows      int        `json:"scan_rows"`
 	BurstS        float64    `json:"burst_s"`
@@ -155,10 +162,11 @@ func (r *run) cascadeCalibrate() error {
 
 // cascadeParams are the PARAMS of the loop tuned from the documented model
 // (no step test: the run is short), with the inner loop on at the run's
-// tolerance (-inner-tolerance) and the default reaction time.
+// tolerance (-inner-tolerance) and trip (-inner-trip) and the default
+// reaction time.
 func (r *run) cascadeParams() (loop.Params, error) {
 	p, err := r.paramsFor(documentedModel)
-	p.Inner = &loop.InnerParams{Tolerance: r.Cfg.cascade.tolerance, ReactionTime: loop.DefaultInnerReactionTime}
+	p.Inner = &loop.InnerParams{Tolerance: r.Cfg.cascade.tolerance, Trip: r.Cfg.cascade.trip, ReactionTime: loop.DefaultInnerReactionTime}
 	return p, err
 }
 
@@ -167,6 +175,7 @@ func (r *run) cascadeScenario() error {
 	res := &r.cas
 	res.Setpoint, res.TickS, res.BurstS, res.RatioAsserted = c.setpoint, c.Tick.Seconds(), c.cascade.burst.Seconds(), c.cascade.assertRatio
 	res.MetricDelayS, res.Cores, res.ScanRows = c.metricDelay.Seconds(), r.sampler.Cores, c.ScanRows
+	res.Tolerance, res.Trip = c.cascade.tolerance, c.cascade.trip
 	stopProd := r.Produce(&r.orders, 2, 200)
 	defer stopProd()
 	res.On.Inner = true
@@ -179,7 +188,7 @@ func (r *run) cascadeScenario() error {
 	// second run's wait for RATE to carry it off.
 	r.Logf("inner loop off: PARAMS inner_loop false")
 	if err := e2ekit.AWS(r.Ctx, "dynamodb", "update-item", "--table-name", r.table, "--key", e2ekit.Key(r.loopID, "PARAMS"),
-		"--update-expression", "SET inner_loop = :f REMOVE inner_tolerance, inner_reaction_time",
+		"--update-expression", "SET inner_loop = :f REMOVE inner_tolerance, inner_trip, inner_reaction_time",
 		"--expression-attribute-values", `{":f":{"BOOL":false}}`); err != nil {
 		return err
 	}

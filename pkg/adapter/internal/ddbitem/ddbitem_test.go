@@ -40,11 +40,16 @@ func TestRateRoundTripsItsInnerSettings(t *testing.T) {
 	if _, err := ddbitem.DecodeRate(item); err == nil || !strings.Contains(err.Error(), "tolerance") {
 		t.Errorf("DecodeRate(inner without tolerance) error = %v; want one naming it", err)
 	}
-	want.Inner = &protocol.InnerSettings{Tolerance: 0.2, ReactionTime: time.Second, Unsettled: true}
+	want.Inner = &protocol.InnerSettings{Tolerance: 0.2, Trip: 0.08, ReactionTime: time.Second, Unsettled: true}
 	item = ddbitem.EncodeRate(want)
 	if got, err := ddbitem.DecodeRate(item); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("DecodeRate(EncodeRate(%+v)) = %+v, %v; want it back", want, got, err)
 	}
+	item["inner"].(*types.AttributeValueMemberM).Value["trip"] = &types.AttributeValueMemberN{Value: "-0.1"}
+	if _, err := ddbitem.DecodeRate(item); err == nil || !strings.Contains(err.Error(), "trip") {
+		t.Errorf("DecodeRate(inner trip -0.1) error = %v; want one naming it", err)
+	}
+	item["inner"].(*types.AttributeValueMemberM).Value["trip"] = &types.AttributeValueMemberN{Value: "0.08"}
 	item["inner"].(*types.AttributeValueMemberM).Value["unsettled"] = &types.AttributeValueMemberS{Value: "yes"}
 	if _, err := ddbitem.DecodeRate(item); err == nil || !strings.Contains(err.Error(), "unsettled") {
 		t.Errorf("DecodeRate(inner unsettled a string) error = %v; want one naming it", err)

@@ -33,6 +33,9 @@ func EncodeRate(r protocol.Rate) map[string]types.AttributeValue {
 			"tolerance":        Num(r.Inner.Tolerance),
 			"reaction_time_ms": Integer(r.Inner.ReactionTime.Milliseconds()),
 		}
+		if r.Inner.Trip > 0 {
+			m["trip"] = Num(r.Inner.Trip)
+		}
 		if r.Inner.Settle > 0 {
 			m["settle_ms"] = Integer(r.Inner.Settle.Milliseconds())
 		}
@@ -113,6 +116,7 @@ func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings,
 	}
 	rd := NewReader(m.Value)
 	settle := rd.OptN("settle_ms", 0)
+	trip := rd.OptN("trip", 0)
 	unsettled := false
 	if av, ok := m.Value["unsettled"]; ok {
 		b, ok := av.(*types.AttributeValueMemberBOOL)
@@ -124,9 +128,9 @@ func decodeInner(item map[string]types.AttributeValue) (*protocol.InnerSettings,
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("inner: %w", err)
 	}
-	if math.IsNaN(tol) || tol < 0 || math.IsNaN(ms) || ms < 0 || math.IsNaN(settle) || settle < 0 {
-		return nil, fmt.Errorf("inner: tolerance %v, reaction_time_ms %v and settle_ms %v must not be negative", tol, ms, settle)
+	if math.IsNaN(tol) || tol < 0 || math.IsNaN(trip) || trip < 0 || math.IsNaN(ms) || ms < 0 || math.IsNaN(settle) || settle < 0 {
+		return nil, fmt.Errorf("inner: tolerance %v, trip %v, reaction_time_ms %v and settle_ms %v must not be negative", tol, trip, ms, settle)
 	}
-	return &protocol.InnerSettings{Tolerance: tol, ReactionTime: time.Duration(ms * float64(time.Millisecond)),
+	return &protocol.InnerSettings{Tolerance: tol, Trip: trip, ReactionTime: time.Duration(ms * float64(time.Millisecond)),
 		Settle: time.Duration(settle * float64(time.Millisecond)), Unsettled: unsettled}, nil
 }
