@@ -201,7 +201,7 @@ var paramTable = []param{
 		doc:   "the inner loop cuts when the latency rises this much, relative to the latency it learned at the setpoint (needs `inner_loop`)",
 		codec: innerTolerance},
 	{name: attrInnerTrip, kind: kindNumber, bounds: within(0.01, 10), def: "`inner_tolerance`",
-		doc:   "the inner loop cuts when the latency rises this much instead, while `inner_tolerance` still judges how steady the share is: on a destination that queues like one server at setpoint u (a fraction), setpoint + 5 points is a rise of 0.05/(0.95-u), 0.077 at a 30 % setpoint (needs `inner_loop`; [the trip](consumers.md#the-trip))",
+		doc:   "the inner loop cuts when the latency rises this much instead, while `inner_tolerance` still judges how steady the share is: on a destination that queues like one server at setpoint u (a fraction), setpoint + 5 points is a rise of 0.05/(0.95-u), 0.077 at a 30 % setpoint (needs `inner_loop`; [the trip](consumers.md#the-inner-loop-seconds-not-minutes))",
 		codec: innerTrip},
 	{name: attrInnerReactionTime, kind: kindDuration, bounds: within(1, 3600), def: "`20s`",
 		doc:   "the inner loop's integral time: about the destination's dead time plus lag, as a step test shows them (needs `inner_loop`)",
