@@ -10,7 +10,7 @@ import (
 // A destination at a 30 % CPU setpoint that queues like one server is
 // 1/(1-0.35) / (1/(1-0.3)) = 1.077 times slower at setpoint + 5: a rise
 // the default tolerance (0.2) lets pass until the CPU stands near 42 %.
-// A trip of 0.07 cuts on the fleet's 1.1 within a store, while the
+// A trip of 0.07 cuts on the fleet's 1.1 within two stores, while the
 // share's steadiness is still judged by the tolerance: a total that moves
 // by 15 %, as the outer loop's does between ticks on a noisy plant, keeps
 // the reference in force. The same trip as the tolerance (0.07 for both)

@@ -101,44 +101,35 @@ func needsInner(d *decoder, p *Params, name string) bool {
 	return false
 }
 
-var innerTolerance = codec{
-	decode: func(d *decoder, p *Params, name string) {
-		if needsInner(d, p, name) {
-			p.Inner.Tolerance = d.number(name, DefaultInnerTolerance)
-		}
-	},
-	encode: func(p Params, a map[string]any, name string) {
-		if p.Inner != nil {
-			a[name] = p.Inner.Tolerance
-		}
-	},
-	value: func(p Params) any {
-		if p.Inner == nil {
-			return nil
-		}
-		return p.Inner.Tolerance
-	},
+// innerNumber is the codec of a number of InnerParams with default def;
+// omitZero leaves out (and, unset, does not bound) a field whose 0 means
+// "as another one".
+func innerNumber(field func(*InnerParams) *float64, def float64, omitZero bool) codec {
+	set := func(p Params) bool { return p.Inner != nil && (!omitZero || *field(p.Inner) != 0) }
+	return codec{
+		decode: func(d *decoder, p *Params, name string) {
+			if needsInner(d, p, name) {
+				*field(p.Inner) = d.number(name, def)
+			}
+		},
+		encode: func(p Params, a map[string]any, name string) {
+			if set(p) {
+				a[name] = *field(p.Inner)
+			}
+		},
+		value: func(p Params) any {
+			if !set(p) {
+				return nil
+			}
+			return *field(p.Inner)
+		},
+	}
 }
 
+var innerTolerance = innerNumber(func(in *InnerParams) *float64 { return &in.Tolerance }, DefaultInnerTolerance, false)
+
 // inner_trip absent (0): the cut engages at the tolerance.
-var innerTrip = codec{
-	decode: func(d *decoder, p *Params, name string) {
-		if needsInner(d, p, name) {
-			p.Inner.Trip = d.number(name, 0)
-		}
-	},
-	encode: func(p Params, a map[string]any, name string) {
-		if p.Inner != nil && p.Inner.Trip != 0 {
-			a[name] = p.Inner.Trip
-		}
-	},
-	value: func(p Params) any {
-		if p.Inner == nil || p.Inner.Trip == 0 {
-			return nil
-		}
-		return p.Inner.Trip
-	},
-}
+var innerTrip = innerNumber(func(in *InnerParams) *float64 { return &in.Trip }, 0, true)
 
 var innerReactionTime = codec{
 	decode: func(d *decoder, p *Params, name string) {
